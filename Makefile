@@ -1,0 +1,53 @@
+# trainguard: the commands a user runs. `make help` lists them.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+# Node 22 and the CDK CLI come from npm into node_modules (see package.json).
+export PATH := $(CURDIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
+export CDK_DISABLE_CLI_TELEMETRY := true
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
+export AWS_EC2_METADATA_DISABLED := true
+PYTEST_WORKERS ?= 2
+
+.PHONY: help setup test test-quick lint synth demo clean
+
+help:
+	@echo "make setup       create .venv and node_modules (idempotent)"
+	@echo "make test        the whole suite (runs setup first)"
+	@echo "make test-quick  the suite without the slow tier"
+	@echo "make lint        ruff and mypy"
+	@echo "make synth       write the CloudFormation template to cdk.out/"
+	@echo "make demo        watch trainguard work against a local AWS stand-in"
+
+setup: $(VENV)/.installed node_modules/.installed
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements-dev.txt -e .
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+test: setup
+	$(PY) -m pytest -n $(PYTEST_WORKERS) -q
+
+test-quick: setup
+	$(PY) -m pytest -q -m "not slow"
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+synth: setup
+	rm -rf cdk.out
+	cdk synth --quiet --no-notices
+	@echo "template: cdk.out/TrainGuard.template.json"
+
+demo: setup
+	$(PY) -m trainguard_local.demo
+
+clean:
+	rm -rf cdk.out .pytest_cache demo-out

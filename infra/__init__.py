@@ -1,0 +1,1 @@
+"""The CDK app: settings, event patterns, and one construct per concern."""

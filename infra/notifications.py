@@ -1,0 +1,82 @@
+"""Notifications: the SNS topic trainguard and its alarms report to, encrypted with its own KMS key.
+
+CloudWatch alarms can publish to a KMS-encrypted topic only when the key policy lets the
+`cloudwatch.amazonaws.com` service principal use the key (kms:Decrypt and kms:GenerateDataKey*);
+the AWS-managed `alias/aws/sns` key cannot be edited, so it would drop every alarm silently:
+https://repost.aws/knowledge-center/cloudwatch-configure-alarm-sns and
+https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services
+
+`enforce_ssl` gives the topic a resource policy, which replaces SNS's default policy (the one that
+lets anything in the account publish), so CloudWatch also needs an explicit sns:Publish there:
+https://repost.aws/knowledge-center/cloudwatch-receive-sns-for-alarm-trigger
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import Aws, Duration
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
+
+CLOUDWATCH_PRINCIPAL = "cloudwatch.amazonaws.com"
+# What a publisher to an SSE topic needs on the key; listed without wildcards for IAM identity policies.
+PUBLISHER_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
+
+
+class Notifications(Construct):
+    """The topic, its key, and the email subscriptions from settings."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, notification_emails: Sequence[str]) -> None:
+        super().__init__(scope, construct_id)
+        self.key = kms.Key(
+            self,
+            "TopicKey",
+            description="trainguard: encrypts the notification topic",
+            enable_key_rotation=True,
+            pending_window=Duration.days(30),
+        )
+        # The AWS-documented statement, without conditions: KMS calls that CloudWatch makes while
+        # publishing are not documented to carry aws:SourceAccount, and a condition that does not
+        # match drops notifications silently. The topic policy below carries the account condition.
+        self.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AllowCloudWatchAlarmsToUseTheKey",
+                principals=[iam.ServicePrincipal(CLOUDWATCH_PRINCIPAL)],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                resources=["*"],
+            )
+        )
+        self.topic = sns.Topic(
+            self,
+            "Topic",
+            display_name="trainguard",
+            master_key=self.key,
+            enforce_ssl=True,
+        )
+        self.topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AllowCloudWatchAlarmsOfThisAccountToPublish",
+                principals=[iam.ServicePrincipal(CLOUDWATCH_PRINCIPAL)],
+                actions=["sns:Publish"],
+                resources=[self.topic.topic_arn],
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+                    "ArnLike": {
+                        "aws:SourceArn": f"arn:{Aws.PARTITION}:cloudwatch:{Aws.REGION}:{Aws.ACCOUNT_ID}:alarm:*"
+                    },
+                },
+            )
+        )
+        for email in notification_emails:
+            self.topic.add_subscription(subscriptions.EmailSubscription(email))
+
+    def grant_publish(self, grantee: iam.IGrantable) -> None:
+        """sns:Publish on the topic and the two key actions an SSE publisher needs, nothing more."""
+        iam.Grant.add_to_principal(grantee=grantee, actions=["sns:Publish"], resource_arns=[self.topic.topic_arn])
+        iam.Grant.add_to_principal(
+            grantee=grantee, actions=list(PUBLISHER_KEY_ACTIONS), resource_arns=[self.key.key_arn]
+        )

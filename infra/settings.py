@@ -1,0 +1,101 @@
+"""The only reader of cdk.json context: one frozen, validated settings object.
+
+All of trainguard's settings live under the context key `trainguard`:
+
+    "context": {"trainguard": {"tag_prefix": "trainguard", "dry_run": true, ...}}
+
+Override one at deploy time with `cdk deploy -c trainguard='{"dry_run": false, ...}'`
+(a JSON object, merged over cdk.json's).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+CONTEXT_KEY = "trainguard"
+_EMAIL = re.compile(r"^[^@\s,]+@[^@\s,]+\.[^@\s,]+$")
+_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_TAG_PREFIX = re.compile(r"^[A-Za-z0-9_.:/=+@-]{1,100}$")
+
+
+class SettingsError(ValueError):
+    """cdk.json context holds a value trainguard cannot use; the message says which and why."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    tag_prefix: str = "trainguard"
+    default_max_retries: int = 3
+    retry_budget_per_hour: int = 20
+    dry_run: bool = False
+    notification_emails: tuple[str, ...] = ()
+    passable_role_arns: tuple[str, ...] = ()
+    checkpoint_buckets: tuple[str, ...] = ()
+    capacity_backoff_minutes: int = 10
+    capacity_backoff_max_minutes: int = 120
+    # Local deploys into moto server cannot use the bootstrap-version rule (LOCAL_AWS.md).
+    local_deploy: bool = False
+
+    def __post_init__(self) -> None:
+        _check(bool(_TAG_PREFIX.match(self.tag_prefix)) and not self.tag_prefix.lower().startswith("aws"),
+               "tag_prefix", "1-100 tag-key characters, not starting with 'aws'")
+        _check(0 <= self.default_max_retries <= 20, "default_max_retries", "an integer from 0 to 20")
+        _check(1 <= self.retry_budget_per_hour <= 1000, "retry_budget_per_hour", "an integer from 1 to 1000")
+        _check(1 <= self.capacity_backoff_minutes <= 1440, "capacity_backoff_minutes", "1 to 1440")
+        _check(self.capacity_backoff_minutes <= self.capacity_backoff_max_minutes <= 10080,
+               "capacity_backoff_max_minutes", "at least capacity_backoff_minutes and at most 10080")
+        for email in self.notification_emails:
+            _check(bool(_EMAIL.match(email)), "notification_emails", f"email addresses ({email!r} is not one)")
+        for arn in self.passable_role_arns:
+            _check(bool(_ROLE_ARN.match(arn)), "passable_role_arns", f"IAM role ARNs ({arn!r} is not one)")
+        for bucket in self.checkpoint_buckets:
+            _check(bool(_BUCKET.match(bucket)), "checkpoint_buckets", f"S3 bucket names ({bucket!r} is not one)")
+
+    @classmethod
+    def from_context(cls, raw: object) -> Settings:
+        """Build from the `trainguard` context value: a mapping, or a JSON string of one (from `-c`)."""
+        if raw is None:
+            return cls()
+        if isinstance(raw, str):
+            try:
+                raw = json.loads(raw)
+            except json.JSONDecodeError as err:
+                raise SettingsError(f"context '{CONTEXT_KEY}' is not valid JSON: {err}") from None
+        if not isinstance(raw, Mapping):
+            raise SettingsError(f"context '{CONTEXT_KEY}' must be an object, not {type(raw).__name__}")
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(raw) - set(known))
+        if unknown:
+            raise SettingsError(f"unknown setting(s) {unknown}; known: {sorted(known)}")
+        values: dict[str, Any] = {}
+        for name, value in raw.items():
+            values[name] = _coerce(name, value, str(known[name].type))
+        return cls(**values)
+
+
+def _coerce(name: str, value: object, kind: str) -> object:
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value
+        raise SettingsError(f"setting {name} must be true or false, not {value!r}")
+    if kind == "int":
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise SettingsError(f"setting {name} must be an integer, not {value!r}")
+    if kind == "str":
+        if isinstance(value, str):
+            return value
+        raise SettingsError(f"setting {name} must be a string, not {value!r}")
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise SettingsError(f"setting {name} must be a list of strings, not {value!r}")
+
+
+def _check(ok: bool, name: str, expected: str) -> None:
+    if not ok:
+        raise SettingsError(f"setting {name} must be {expected}")

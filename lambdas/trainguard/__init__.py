@@ -1,0 +1,1 @@
+"""trainguard: a guardian for Amazon SageMaker training jobs."""

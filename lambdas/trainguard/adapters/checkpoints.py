@@ -1,0 +1,48 @@
+"""S3: list a job's checkpoint prefix and find the newest object.
+
+IAM: s3:ListBucket on the checkpoint buckets (setting checkpoint_buckets).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlparse
+
+from botocore.exceptions import ClientError
+
+from trainguard.domain.checkpoints import CheckpointState
+
+IAM_ACTIONS = ("s3:ListBucket",)
+MAX_PAGES = 20  # 20,000 objects: enough to find a checkpoint; a bound on cost and time
+
+
+class CheckpointReader:
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def read(self, s3_uri: str) -> CheckpointState:
+        if not s3_uri:
+            return CheckpointState(s3_uri="")
+        parsed = urlparse(s3_uri)
+        if parsed.scheme != "s3" or not parsed.netloc:
+            return CheckpointState(s3_uri=s3_uri, listing_error="not an s3:// URI")
+        bucket, prefix = parsed.netloc, parsed.path.lstrip("/")
+        newest: datetime | None = None
+        count = 0
+        kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
+        try:
+            for _ in range(MAX_PAGES):
+                page = self._client.list_objects_v2(**kwargs)
+                for item in page.get("Contents", []):
+                    count += 1
+                    modified = item.get("LastModified")
+                    if modified is not None and (newest is None or modified > newest):
+                        newest = modified
+                if not page.get("IsTruncated"):
+                    return CheckpointState(s3_uri, newest, count)
+                kwargs["ContinuationToken"] = page["NextContinuationToken"]
+        except ClientError as err:
+            error = err.response.get("Error", {})
+            return CheckpointState(s3_uri, listing_error=f"{error.get('Code', 'error')}: {error.get('Message', '')}")
+        return CheckpointState(s3_uri, newest, count, listing_truncated=True)

@@ -1,0 +1,126 @@
+"""DynamoDB: the ledger of everything trainguard decided and did.
+
+Every side effect is guarded by a conditional write keyed on what makes it unique: the job
+whose end is handled (`job#<name>` / `end`), the failed job whose delayed relaunch fires
+(`job#<name>` / `relaunch`). The first delivery takes a short lease and acts; duplicates see
+`done` and stop, or see a live lease and raise `StepInProgress` so Lambda delivers them again
+later. A lease that outlives its holder (a crash) can be taken over; the deterministic job
+name then keeps CreateTrainingJob from running twice.
+
+IAM: dynamodb:GetItem, PutItem, UpdateItem, DeleteItem, Query on the ledger table.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from trainguard.domain.outcome import Outcome
+from trainguard.workflows.ports import StepInProgress, StepStart, StepState
+
+IAM_ACTIONS = (
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:Query",
+)
+LEASE = timedelta(minutes=5)  # longer than the functions' 60 s timeout
+RETENTION = timedelta(days=400)
+_BUDGET_KEY = "budget#retries"
+
+
+class Ledger:
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    def begin_step(self, job_name: str, step: str, now: datetime) -> StepStart:
+        key = _key(f"job#{job_name}", step)
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item={
+                    **key,
+                    "status": {"S": "in_progress"},
+                    "lease_until": {"N": str(int((now + LEASE).timestamp()))},
+                    "started_at": {"S": now.isoformat()},
+                    "expires_at": {"N": str(int((now + RETENTION).timestamp()))},
+                },
+                ConditionExpression="attribute_not_exists(pk) OR (#s = :busy AND lease_until < :now)",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={":busy": {"S": "in_progress"}, ":now": {"N": str(int(now.timestamp()))}},
+            )
+            return StepStart(StepState.FIRST, {})
+        except ClientError as err:
+            if err.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+        item = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item", {})
+        if item.get("status", {}).get("S") == "done":
+            return StepStart(StepState.DONE, json.loads(item.get("outcome", {}).get("S", "{}")))
+        raise StepInProgress(f"{job_name}/{step} is being handled by another invocation")
+
+    def finish_step(self, job_name: str, step: str, outcome: Outcome, now: datetime) -> None:
+        self._client.update_item(
+            TableName=self._table,
+            Key=_key(f"job#{job_name}", step),
+            UpdateExpression="SET #s = :done, outcome = :outcome, kind = :kind, finished_at = :now",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={
+                ":done": {"S": "done"},
+                ":outcome": {"S": json.dumps(outcome.as_dict(), default=str)},
+                ":kind": {"S": outcome.kind.value},
+                ":now": {"S": now.isoformat()},
+            },
+        )
+
+    def abandon_step(self, job_name: str, step: str) -> None:
+        """Give the lease back after a failure, so a redelivery does not wait for it to expire."""
+        self._client.delete_item(
+            TableName=self._table,
+            Key=_key(f"job#{job_name}", step),
+            ConditionExpression="#s = :busy",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={":busy": {"S": "in_progress"}},
+        )
+
+    def take_retry_budget(self, now: datetime, limit: int) -> bool:
+        """Count one relaunch against this hour's account-wide budget; False when it is spent."""
+        hour = now.strftime("%Y-%m-%dT%H")
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=_key(_BUDGET_KEY, hour),
+                UpdateExpression="ADD used :one SET expires_at = :expires",
+                ConditionExpression="attribute_not_exists(used) OR used < :limit",
+                ExpressionAttributeValues={
+                    ":one": {"N": "1"},
+                    ":limit": {"N": str(limit)},
+                    ":expires": {"N": str(int((now + timedelta(days=2)).timestamp()))},
+                },
+            )
+            return True
+        except ClientError as err:
+            if err.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+
+    def record_lineage(self, root_job: str, attempt: int, job_name: str, retry_of: str, now: datetime) -> None:
+        self._client.put_item(
+            TableName=self._table,
+            Item={
+                **_key(f"lineage#{root_job}", f"attempt#{attempt:03d}#{job_name}"),
+                "job_name": {"S": job_name},
+                "retry_of": {"S": retry_of},
+                "attempt": {"N": str(attempt)},
+                "created_at": {"S": now.isoformat()},
+                "expires_at": {"N": str(int((now + RETENTION).timestamp()))},
+            },
+        )
+
+
+def _key(pk: str, sk: str) -> dict[str, dict[str, str]]:
+    return {"pk": {"S": pk}, "sk": {"S": sk}}

@@ -1,0 +1,82 @@
+"""SageMaker: describe a job with its tags, and create a relaunch.
+
+IAM: sagemaker:DescribeTrainingJob, sagemaker:ListTags, sagemaker:CreateTrainingJob,
+sagemaker:AddTags (tags on create), iam:PassRole (the job's execution role).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from trainguard.domain.model import TrainingJob
+from trainguard.events.training_job import job_from_description
+from trainguard.workflows.ports import JobNotFound, LaunchRefused, LaunchResult, NameTaken
+
+IAM_ACTIONS = (
+    "sagemaker:DescribeTrainingJob",
+    "sagemaker:ListTags",
+    "sagemaker:CreateTrainingJob",
+    "sagemaker:AddTags",
+    "iam:PassRole",
+)
+
+
+class SageMakerJobs:
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def describe(self, name: str) -> TrainingJob | JobNotFound:
+        try:
+            description = self._client.describe_training_job(TrainingJobName=name)
+        except ClientError as err:
+            if _code(err) == "ValidationException" and _says_not_found(_message(err)):
+                return JobNotFound(name)
+            raise
+        tags = self._list_tags(description["TrainingJobArn"])
+        return job_from_description(description, tags)
+
+    def create(self, request: dict[str, Any], retry_of: str, retry_of_tag_key: str) -> LaunchResult:
+        """Create the job. A duplicate name is success only if that job is the relaunch of `retry_of`."""
+        try:
+            self._client.create_training_job(**request)
+            return LaunchResult.CREATED
+        except ClientError as err:
+            code = _code(err)
+            if code == "ResourceInUse":
+                return self._check_existing(request["TrainingJobName"], retry_of, retry_of_tag_key)
+            if code in ("ThrottlingException", "InternalFailure", "ServiceUnavailable"):
+                raise  # transient: let Lambda's retry deliver it again
+            raise LaunchRefused(code, _message(err)) from err
+
+    def _check_existing(self, name: str, retry_of: str, retry_of_tag_key: str) -> LaunchResult:
+        existing = self.describe(name)
+        if isinstance(existing, TrainingJob) and existing.tags.get(retry_of_tag_key) == retry_of:
+            return LaunchResult.ALREADY_EXISTS
+        raise NameTaken(f"a training job named {name} exists and is not trainguard's relaunch of {retry_of}")
+
+    def _list_tags(self, arn: str) -> list[dict[str, str]]:
+        tags: list[dict[str, str]] = []
+        kwargs: dict[str, Any] = {"ResourceArn": arn, "MaxResults": 100}
+        while True:
+            page = self._client.list_tags(**kwargs)
+            tags.extend(page.get("Tags", []))
+            token = page.get("NextToken")
+            if not token:
+                return tags
+            kwargs["NextToken"] = token
+
+
+def _code(err: ClientError) -> str:
+    return str(err.response.get("Error", {}).get("Code", ""))
+
+
+def _message(err: ClientError) -> str:
+    return str(err.response.get("Error", {}).get("Message", ""))
+
+
+def _says_not_found(message: str) -> bool:
+    # AWS: "Requested resource not found."; moto: "Could not find training job ...".
+    lowered = message.lower()
+    return "not found" in lowered or "could not find" in lowered

@@ -1,0 +1,83 @@
+"""The Lambda functions' environment: one frozen object, one source for the variable names.
+
+The CDK construct builds a `GuardConfig` and passes `to_env()` to the function; the handler
+reads it back with `from_env()`. Names are never typed twice.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, fields
+
+from trainguard.domain.policy import PolicyDefaults
+
+_PREFIX = "TRAINGUARD_"
+
+
+class ConfigError(RuntimeError):
+    """The function's environment is missing or has a value that cannot be read."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GuardConfig:
+    ledger_table_name: str
+    topic_arn: str
+    tag_prefix: str = "trainguard"
+    default_max_retries: int = 3
+    retry_budget_per_hour: int = 20
+    dry_run: bool = False
+    capacity_backoff_minutes: int = 10
+    capacity_backoff_max_minutes: int = 120
+    # EventBridge Scheduler: where delayed retries go, and the role it uses to invoke.
+    retry_launcher_arn: str = ""
+    scheduler_role_arn: str = ""
+    schedule_group_name: str = "trainguard"
+    # Space-separated: the only execution roles a relaunch may pass to SageMaker.
+    passable_role_arns: tuple[str, ...] = ()
+
+    @property
+    def policy_defaults(self) -> PolicyDefaults:
+        return PolicyDefaults(max_retries=self.default_max_retries, dry_run=self.dry_run)
+
+    def to_env(self) -> dict[str, str]:
+        env: dict[str, str] = {}
+        for field in fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, bool):
+                text = "true" if value else "false"
+            elif isinstance(value, tuple):
+                text = " ".join(value)
+            else:
+                text = str(value)
+            env[_PREFIX + field.name.upper()] = text
+        return env
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> GuardConfig:
+        environ = os.environ if environ is None else environ
+        values: dict[str, object] = {}
+        for field in fields(cls):
+            name = _PREFIX + field.name.upper()
+            if name not in environ:
+                if field.default is not MISSING:
+                    continue
+                raise ConfigError(f"environment variable {name} is not set")
+            values[field.name] = _parse(name, environ[name], field.type)
+        return cls(**values)  # type: ignore[arg-type]
+
+
+def _parse(name: str, text: str, type_name: object) -> object:
+    kind = str(type_name)
+    if kind == "bool":
+        if text not in ("true", "false"):
+            raise ConfigError(f"{name} must be 'true' or 'false', not {text!r}")
+        return text == "true"
+    if kind == "int":
+        try:
+            return int(text)
+        except ValueError:
+            raise ConfigError(f"{name} must be an integer, not {text!r}") from None
+    if kind.startswith("tuple"):
+        return tuple(text.split())
+    return text

@@ -1,0 +1,1 @@
+"""The domain core: pure decisions, no AWS SDK, no environment, no Powertools."""

@@ -1,0 +1,171 @@
+"""What to do when an opted-in training job ends: assess it, then plan the relaunch.
+
+Two pure steps, with I/O between them done by the caller:
+1. `assess_job_end` needs only the described job and its policy.
+2. `plan_relaunch` also needs the checkpoint listing, the lineage and the settings, and
+   returns either a `RelaunchPlan` or a `Refusal` that says why not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from trainguard.domain.checkpoints import CheckpointState
+from trainguard.domain.classification import classify_job_end
+from trainguard.domain.model import Category, Classification, Decision, TrainingJob
+from trainguard.domain.naming import retry_job_name
+from trainguard.domain.policy import JobPolicy, TagKeys
+from trainguard.domain.request_builder import RelaunchImpossible, Shape, build_relaunch_request
+
+DELAYED_CATEGORIES = frozenset({Category.CAPACITY, Category.SPOT_INTERRUPTION})
+
+
+@dataclass(frozen=True)
+class Assessment:
+    job_name: str
+    opted_in: bool
+    classification: Classification
+    decision: Decision
+    reason: str
+
+
+@dataclass(frozen=True)
+class Lineage:
+    root_job: str
+    attempt: int  # 0 for the job the user launched, n for trainguard's n-th relaunch
+
+
+@dataclass(frozen=True)
+class RelaunchSettings:
+    passable_role_arns: tuple[str, ...]
+    capacity_backoff_minutes: int
+    capacity_backoff_max_minutes: int
+
+
+@dataclass(frozen=True)
+class RelaunchPlan:
+    failed_job: str
+    new_job_name: str
+    lineage: Lineage  # the new job's lineage
+    delay: timedelta
+    request: dict[str, Any]
+    reason: str
+    dropped_fields: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """trainguard will not relaunch; `reason` says why, and a person is told."""
+
+    reason: str
+    would_be_job_name: str = ""
+    would_send: dict[str, Any] | None = None  # the request a dry run would have sent
+
+
+def assess_job_end(job: TrainingJob, policy: JobPolicy) -> Assessment:
+    classification = classify_job_end(
+        job.status, job.secondary_status, job.failure_reason, managed_spot=job.managed_spot
+    )
+    if not policy.enabled:
+        return Assessment(job.name, False, classification, Decision.IGNORE, f"not opted in: {policy.why_not_enabled}")
+    decision, reason = classification.decision, classification.reason
+    if classification.category is Category.MAX_RUNTIME and policy.continue_after_max_runtime:
+        decision = Decision.RETRY
+        reason = (
+            "The job reached its MaxRuntimeInSeconds; its continue-after-max-runtime tag asks trainguard "
+            "to continue it from the last checkpoint."
+        )
+    return Assessment(job.name, True, classification, decision, reason)
+
+
+def read_lineage(job: TrainingJob, keys: TagKeys) -> Lineage:
+    """The lineage the failed job belongs to, from the tags trainguard wrote when it launched it."""
+    root = job.tags.get(keys.root_job, "").strip() or job.name
+    raw_attempt = job.tags.get(keys.attempt, "0").strip()
+    attempt = int(raw_attempt) if raw_attempt.isdigit() and len(raw_attempt) <= 3 else 0
+    return Lineage(root_job=root, attempt=attempt)
+
+
+def plan_relaunch(
+    job: TrainingJob,
+    assessment: Assessment,
+    policy: JobPolicy,
+    checkpoint: CheckpointState,
+    settings: RelaunchSettings,
+    keys: TagKeys,
+    create_request_shape: Shape,
+    now: datetime,
+) -> RelaunchPlan | Refusal:
+    lineage = read_lineage(job, keys)
+    attempt = lineage.attempt + 1
+    new_name = retry_job_name(lineage.root_job, attempt)
+    if lineage.attempt >= policy.max_retries:
+        return Refusal(
+            f"this lineage has used its {policy.max_retries} relaunch(es) "
+            f"({job.name} was attempt {lineage.attempt} of {lineage.root_job}); a person should look."
+        )
+    if not checkpoint.configured and not policy.restart_without_checkpoint:
+        return Refusal(
+            "the job has no CheckpointConfig, so a relaunch would start from scratch; trainguard does not do "
+            f"that unless the job is tagged {keys.restart_without_checkpoint}=true.",
+            new_name,
+        )
+    if checkpoint.is_empty and not policy.restart_without_checkpoint:
+        return Refusal(
+            f"no checkpoint has been written to {checkpoint.s3_uri} yet, so a relaunch would start from "
+            f"scratch; trainguard does not do that unless the job is tagged {keys.restart_without_checkpoint}=true.",
+            new_name,
+        )
+    role = str(job.description.get("RoleArn", ""))
+    if role not in settings.passable_role_arns:
+        return Refusal(
+            f"the job's execution role {role or '(none)'} is not one trainguard may pass to SageMaker "
+            "(setting passable_role_arns).",
+            new_name,
+        )
+    tags = _relaunch_tags(job, keys, lineage.root_job, attempt)
+    try:
+        built = build_relaunch_request(job.description, create_request_shape, new_job_name=new_name, tags=tags)
+    except RelaunchImpossible as err:
+        return Refusal(f"the relaunch request cannot be built: {err}.", new_name)
+    delay = _backoff(assessment.classification.category, attempt, settings)
+    if not policy.allows("retry"):
+        when = f" after a {int(delay.total_seconds() // 60)} min backoff" if delay else ""
+        return Refusal(
+            f"dry run: trainguard would relaunch it as {new_name}{when}, but does nothing.",
+            new_name,
+            built.request,
+        )
+    return RelaunchPlan(
+        failed_job=job.name,
+        new_job_name=new_name,
+        lineage=Lineage(lineage.root_job, attempt),
+        delay=delay,
+        request=built.request,
+        reason=assessment.reason,
+        dropped_fields=built.dropped,
+    )
+
+
+def _backoff(category: Category, attempt: int, settings: RelaunchSettings) -> timedelta:
+    """Capacity comes back with time: wait longer after each attempt. Other retries go at once."""
+    if category not in DELAYED_CATEGORIES:
+        return timedelta(0)
+    minutes = min(settings.capacity_backoff_minutes * 2 ** (attempt - 1), settings.capacity_backoff_max_minutes)
+    return timedelta(minutes=minutes)
+
+
+def _relaunch_tags(job: TrainingJob, keys: TagKeys, root: str, attempt: int) -> dict[str, str]:
+    lineage_keys = {keys.root_job, keys.attempt, keys.retry_of}
+    tags = {
+        key: value
+        for key, value in job.tags.items()
+        if not key.lower().startswith("aws:") and key not in lineage_keys
+    }
+    tags[keys.enabled] = "true"
+    tags[keys.root_job] = root
+    tags[keys.attempt] = str(attempt)
+    tags[keys.retry_of] = job.name
+    return tags

@@ -1,0 +1,101 @@
+"""The SNS message for one decision: a short subject, a body a person reads, filterable attributes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from urllib.parse import quote
+
+from trainguard.domain.checkpoints import CheckpointState
+from trainguard.domain.model import TrainingJob
+from trainguard.domain.outcome import Outcome, OutcomeKind
+
+SUBJECT_LIMIT = 100  # SNS: subjects must be under 100 characters (Publish API reference)
+EVENT_TYPE_JOB_ENDED = "training-job-ended"
+_REASON_SHOWN = 1200
+
+
+@dataclass(frozen=True)
+class Notification:
+    subject: str
+    body: str
+    attributes: dict[str, str]
+
+
+_HEADLINES = {
+    OutcomeKind.RELAUNCHED: "relaunched {job}",
+    OutcomeKind.RELAUNCH_SCHEDULED: "relaunch of {job} scheduled",
+    OutcomeKind.NOT_RELAUNCHED: "{job} failed, not relaunched",
+    OutcomeKind.NOTIFIED: "{job} ended: {category}, not retried",
+}
+
+
+def compose_job_end_notification(
+    job: TrainingJob,
+    outcome: Outcome,
+    checkpoint: CheckpointState | None,
+    tag_problems: tuple[str, ...],
+    region: str,
+    now: datetime,
+) -> Notification:
+    category = outcome.category or "unknown"
+    headline = _HEADLINES.get(outcome.kind, "{job}: {category}")
+    subject = _fit_subject("[trainguard] " + headline, job.name, category)
+
+    lines = ["What happened", f"  Training job {job.name} ended with status {job.status}"
+             + (f" ({job.secondary_status})" if job.secondary_status else "") + "."]
+    if job.failure_reason:
+        reason = job.failure_reason
+        shown = reason if len(reason) <= _REASON_SHOWN else reason[:_REASON_SHOWN] + " [...]"
+        lines.append(f"  Failure reason: {shown}")
+    lines.append(f"  trainguard's reading: {category}.")
+    lines += ["", "What trainguard did", f"  {_did(outcome)}", "", "Why", f"  {outcome.reason}"]
+    if checkpoint is not None:
+        lines += ["", "Checkpoint", f"  {checkpoint.describe(now)}"]
+    if tag_problems:
+        lines += ["", "Tags that could not be read (defaults used)"] + [f"  - {p}" for p in tag_problems]
+    lines += ["", "Links", f"  Job:  {job_console_url(job.name, region)}", f"  Logs: {job_logs_url(job.name, region)}"]
+    if outcome.new_job_name:
+        lines.append(f"  New job: {job_console_url(outcome.new_job_name, region)}")
+    lines += ["", f"-- trainguard, {now.strftime('%Y-%m-%d %H:%M:%S UTC')}"]
+    attributes = {
+        "event_type": EVENT_TYPE_JOB_ENDED,
+        "job_name": job.name,
+        "decision": outcome.decision or "none",
+        "outcome": outcome.kind.value,
+        "category": category,
+    }
+    return Notification(subject=subject, body="\n".join(lines), attributes=attributes)
+
+
+def _did(outcome: Outcome) -> str:
+    if outcome.kind is OutcomeKind.RELAUNCHED:
+        return f"Relaunched it as {outcome.new_job_name}, with the same configuration and checkpoint prefix."
+    if outcome.kind is OutcomeKind.RELAUNCH_SCHEDULED:
+        when = outcome.details.get("launch_at", "later")
+        return f"Scheduled a relaunch as {outcome.new_job_name} at {when} (capacity backoff)."
+    if outcome.kind is OutcomeKind.NOT_RELAUNCHED:
+        return "Nothing: a relaunch would have helped, but it did not relaunch (see Why)."
+    return "Nothing: a relaunch would not fix this, so it only tells you."
+
+
+def _fit_subject(template: str, job_name: str, category: str) -> str:
+    room = SUBJECT_LIMIT - 1 - len(template.format(job="", category=category))
+    shown = job_name if len(job_name) <= room else job_name[: max(room - 3, 1)] + "..."
+    subject = template.format(job=shown, category=category)
+    # SNS subjects: ASCII text, no line breaks; must start with a letter, number or punctuation.
+    subject = "".join(ch if 32 <= ord(ch) < 127 else "?" for ch in subject)
+    return subject[: SUBJECT_LIMIT - 1]
+
+
+def job_console_url(job_name: str, region: str) -> str:
+    return f"https://{region}.console.aws.amazon.com/sagemaker/home?region={region}#/jobs/{quote(job_name)}"
+
+
+def job_logs_url(job_name: str, region: str) -> str:
+    # The console's log-group URL escapes '/' as $252F and '?'/'=' as $3F/$3D.
+    group = "$252Faws$252Fsagemaker$252FTrainingJobs"
+    return (
+        f"https://{region}.console.aws.amazon.com/cloudwatch/home?region={region}"
+        f"#logsV2:log-groups/log-group/{group}$3FlogStreamNameFilter$3D{quote(job_name)}"
+    )

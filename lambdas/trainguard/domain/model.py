@@ -1,0 +1,62 @@
+"""The words of the domain: categories, decisions, and the facts about a training job."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+
+class Decision(StrEnum):
+    RETRY = "retry"  # relaunch from the last checkpoint
+    QUOTA = "quota"  # a quota blocks it: request an increase (issue 4); for now, tell
+    NOTIFY = "notify"  # tell a person; do nothing else
+    IGNORE = "ignore"  # nothing to do and nothing worth telling
+
+
+class Category(StrEnum):
+    INTERNAL = "internal"
+    CAPACITY = "capacity"
+    HARDWARE = "hardware"
+    COLLECTIVE_TIMEOUT = "collective-timeout"
+    SPOT_INTERRUPTION = "spot-interruption"
+    QUOTA = "quota"
+    USER_CODE = "user-code"
+    OOM = "oom"
+    CONFIG = "config"  # configuration or permission: role, VPC, image, validation, disk size
+    DATA = "data"
+    MAX_RUNTIME = "max-runtime"
+    STOPPED = "stopped"  # stopped by a person or a program
+    COMPLETED = "completed"
+    IN_PROGRESS = "in-progress"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Classification:
+    category: Category
+    decision: Decision
+    reason: str  # a sentence a person reads: why this category, and why this decision
+
+
+@dataclass(frozen=True)
+class TrainingJob:
+    """What trainguard knows about one training job, from DescribeTrainingJob and ListTags."""
+
+    name: str
+    arn: str
+    status: str
+    secondary_status: str = ""
+    failure_reason: str = ""
+    tags: dict[str, str] = field(default_factory=dict)
+    checkpoint_s3_uri: str = ""
+    managed_spot: bool = False
+    creation_time: datetime | None = None
+    end_time: datetime | None = None
+    # The DescribeTrainingJob response, as received: the source of the relaunch request.
+    description: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in ("Completed", "Failed", "Stopped")

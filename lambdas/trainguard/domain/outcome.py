@@ -1,0 +1,45 @@
+"""What a handler did with one event: the record written to the ledger and returned to Lambda."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class OutcomeKind(StrEnum):
+    RELAUNCHED = "relaunched"
+    RELAUNCH_SCHEDULED = "relaunch-scheduled"
+    NOT_RELAUNCHED = "not-relaunched"  # a retry was called for, but a limit or a check said no
+    NOTIFIED = "notified"  # the failure is not one a relaunch fixes: a person is told
+    SKIPPED = "skipped"  # not ours, or nothing to do: logged and counted, nobody is told
+    ALREADY_HANDLED = "already-handled"  # a duplicate or late delivery of an event already acted on
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: OutcomeKind
+    job_name: str
+    reason: str
+    decision: str = ""
+    category: str = ""
+    new_job_name: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def notifies(self) -> bool:
+        return self.kind in (
+            OutcomeKind.RELAUNCHED,
+            OutcomeKind.RELAUNCH_SCHEDULED,
+            OutcomeKind.NOT_RELAUNCHED,
+            OutcomeKind.NOTIFIED,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["kind"] = self.kind.value
+        return data
+
+
+def skipped(job_name: str, reason: str) -> Outcome:
+    return Outcome(OutcomeKind.SKIPPED, job_name, reason)

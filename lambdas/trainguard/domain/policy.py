@@ -1,0 +1,212 @@
+"""Opt-in and per-job policy, read from a training job's tags.
+
+AWS tag values cannot contain commas, so list values use spaces or '+'
+(`trainguard:actions=retry+notify`). A value that cannot be read falls back to the
+default and is reported as a `TagProblem`, so the notification can say so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+# Actions a tag may allow. `notify` is always done; a job whose actions are only
+# `notify` runs in dry-run: trainguard says what it would do and does nothing.
+KNOWN_ACTIONS = frozenset({"notify", "retry", "stop", "quota"})
+DEFAULT_ACTIONS = frozenset({"notify", "retry", "stop", "quota"})
+MAX_RETRIES_CEILING = 20
+_TRUE = "true"
+_FALSE = "false"
+
+
+@dataclass(frozen=True)
+class PolicyDefaults:
+    max_retries: int = 3
+    dry_run: bool = False
+    restart_without_checkpoint: bool = False
+    continue_after_max_runtime: bool = False
+
+
+@dataclass(frozen=True)
+class TagKeys:
+    """The tag keys trainguard reads and writes, under one prefix (default `trainguard`)."""
+
+    prefix: str = "trainguard"
+
+    def key(self, name: str) -> str:
+        return f"{self.prefix}:{name}"
+
+    @property
+    def enabled(self) -> str:
+        return self.key("enabled")
+
+    @property
+    def max_retries(self) -> str:
+        return self.key("max-retries")
+
+    @property
+    def actions(self) -> str:
+        return self.key("actions")
+
+    @property
+    def dry_run(self) -> str:
+        return self.key("dry-run")
+
+    @property
+    def restart_without_checkpoint(self) -> str:
+        return self.key("restart-without-checkpoint")
+
+    @property
+    def continue_after_max_runtime(self) -> str:
+        return self.key("continue-after-max-runtime")
+
+    # Lineage tags, written by trainguard on every relaunch.
+    @property
+    def root_job(self) -> str:
+        return self.key("root-job")
+
+    @property
+    def attempt(self) -> str:
+        return self.key("attempt")
+
+    @property
+    def retry_of(self) -> str:
+        return self.key("retry-of")
+
+
+@dataclass(frozen=True)
+class TagProblem:
+    key: str
+    value: str
+    fallback: str
+
+    def describe(self) -> str:
+        shown = self.value if len(self.value) <= 60 else self.value[:57] + "..."
+        return f"tag {self.key}={shown!r} could not be read; using {self.fallback}"
+
+
+@dataclass(frozen=True)
+class JobPolicy:
+    enabled: bool
+    max_retries: int
+    actions: frozenset[str]
+    restart_without_checkpoint: bool
+    continue_after_max_runtime: bool
+    problems: tuple[TagProblem, ...] = field(default=())
+    why_not_enabled: str = ""
+
+    @property
+    def dry_run(self) -> bool:
+        return self.actions <= {"notify"}
+
+    def allows(self, action: str) -> bool:
+        return action in self.actions
+
+
+def read_job_policy(tags: Mapping[str, str], defaults: PolicyDefaults, keys: TagKeys) -> JobPolicy:
+    """Turn a job's tags into its policy. Never raises: bad values fall back and are reported."""
+    problems: list[TagProblem] = []
+    enabled, why_not = _read_enabled(tags, keys)
+
+    max_retries = defaults.max_retries
+    if keys.max_retries in tags:
+        raw = tags[keys.max_retries]
+        parsed = _parse_count(raw)
+        if parsed is None:
+            problems.append(TagProblem(keys.max_retries, raw, f"the default of {max_retries}"))
+        else:
+            max_retries = parsed
+
+    actions = DEFAULT_ACTIONS
+    if keys.actions in tags:
+        raw = tags[keys.actions]
+        parsed_actions = _parse_actions(raw)
+        if parsed_actions is None:
+            problems.append(TagProblem(keys.actions, raw, "notify only (dry run)"))
+            actions = frozenset({"notify"})
+        else:
+            actions = parsed_actions | {"notify"}
+
+    dry_run = defaults.dry_run
+    if keys.dry_run in tags:
+        parsed_flag = _parse_bool(tags[keys.dry_run])
+        if parsed_flag is None:
+            problems.append(TagProblem(keys.dry_run, tags[keys.dry_run], "dry run"))
+            dry_run = True
+        else:
+            dry_run = dry_run or parsed_flag
+    if dry_run:
+        actions = frozenset({"notify"})
+
+    restart = _read_flag(tags, keys.restart_without_checkpoint, defaults.restart_without_checkpoint, problems)
+    cont = _read_flag(tags, keys.continue_after_max_runtime, defaults.continue_after_max_runtime, problems)
+    return JobPolicy(
+        enabled=enabled,
+        max_retries=max_retries,
+        actions=actions,
+        restart_without_checkpoint=restart,
+        continue_after_max_runtime=cont,
+        problems=tuple(problems),
+        why_not_enabled=why_not,
+    )
+
+
+def _read_enabled(tags: Mapping[str, str], keys: TagKeys) -> tuple[bool, str]:
+    if keys.enabled not in tags:
+        return False, f"the job has no {keys.enabled} tag"
+    raw = tags[keys.enabled]
+    if raw.strip().lower() == _TRUE:
+        return True, ""
+    shown = raw if len(raw) <= 40 else raw[:37] + "..."
+    return False, f"tag {keys.enabled}={shown!r}; only 'true' opts a job in"
+
+
+def _read_flag(tags: Mapping[str, str], key: str, default: bool, problems: list[TagProblem]) -> bool:
+    if key not in tags:
+        return default
+    parsed = _parse_bool(tags[key])
+    if parsed is None:
+        problems.append(TagProblem(key, tags[key], f"the default ({str(default).lower()})"))
+        return default
+    return parsed
+
+
+def _parse_bool(raw: str) -> bool | None:
+    text = raw.strip().lower()
+    if text == _TRUE:
+        return True
+    if text == _FALSE:
+        return False
+    return None
+
+
+def _parse_count(raw: str) -> int | None:
+    text = raw.strip()
+    if not re.fullmatch(r"[0-9]{1,3}", text):
+        return None
+    value = int(text)
+    return value if value <= MAX_RETRIES_CEILING else None
+
+
+def _parse_actions(raw: str) -> frozenset[str] | None:
+    words = [w for w in re.split(r"[\s+]+", raw.strip().lower()) if w]
+    if not words or any(w not in KNOWN_ACTIONS for w in words):
+        return None
+    return frozenset(words)
+
+
+def parse_tag_list(tags: object) -> dict[str, str]:
+    """Tags as AWS sends them: a {key: value} map, or a [{Key, Value}] list. Anything else: empty."""
+    if isinstance(tags, Mapping):
+        return {str(k): str(v) for k, v in tags.items() if isinstance(k, str) and v is not None}
+    if isinstance(tags, list):
+        result: dict[str, str] = {}
+        for item in tags:
+            if isinstance(item, Mapping):
+                key = item.get("Key", item.get("key"))
+                value = item.get("Value", item.get("value", ""))
+                if isinstance(key, str) and value is not None:
+                    result[key] = str(value)
+        return result
+    return {}

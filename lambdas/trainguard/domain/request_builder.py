@@ -1,0 +1,92 @@
+"""Build the CreateTrainingJob request of a relaunch from the failed job's DescribeTrainingJob response.
+
+The fields kept are exactly those the CreateTrainingJob input accepts, taken from botocore's
+service model (passed in as plain data, see `adapters/service_model.py`), not from a hand-kept
+list: a field AWS adds to both shapes tomorrow carries over by itself. Nested structures are
+projected the same way, so output-only members never reach the request, and a structure that
+lacks a required member after projection (an empty `VpcConfig: {}`) is dropped, not sent broken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# A shape as plain data: {"type": "structure", "members": {...}, "required": [...]},
+# {"type": "list", "member": {...}}, {"type": "map", "value": {...}}, or {"type": "string"} etc.
+Shape = Mapping[str, Any]
+
+MAX_TAGS_PER_REQUEST = 50  # CreateTrainingJob Tags: max 50 (botocore model, TagList)
+
+
+class RelaunchImpossible(ValueError):
+    """The failed job's description cannot become a valid CreateTrainingJob request."""
+
+
+@dataclass(frozen=True)
+class RelaunchRequest:
+    request: dict[str, Any]
+    dropped: tuple[str, ...]  # paths of fields left out, for the record ("VpcConfig: missing Subnets")
+
+
+def build_relaunch_request(
+    description: Mapping[str, Any],
+    input_shape: Shape,
+    *,
+    new_job_name: str,
+    tags: Mapping[str, str],
+) -> RelaunchRequest:
+    """The request that relaunches `description` as `new_job_name`, carrying `tags`."""
+    dropped: list[str] = []
+    projected = _project_structure(description, input_shape, "", dropped)
+    if projected is None:
+        projected = {}
+    projected["TrainingJobName"] = new_job_name
+    if len(tags) > MAX_TAGS_PER_REQUEST:
+        raise RelaunchImpossible(
+            f"the relaunch would carry {len(tags)} tags (the job's own plus trainguard's lineage tags); "
+            f"SageMaker allows {MAX_TAGS_PER_REQUEST}"
+        )
+    projected["Tags"] = [{"Key": key, "Value": value} for key, value in tags.items()]
+    missing = [name for name in input_shape.get("required", ()) if name not in projected]
+    if missing:
+        raise RelaunchImpossible(f"the job's description lacks {', '.join(missing)}, which a relaunch needs")
+    return RelaunchRequest(request=projected, dropped=tuple(dropped))
+
+
+def _project(value: Any, shape: Shape, path: str, dropped: list[str]) -> Any:
+    kind = shape.get("type")
+    if kind == "structure":
+        return _project_structure(value, shape, path, dropped) if isinstance(value, Mapping) else None
+    if kind == "list":
+        if not isinstance(value, list):
+            return None
+        items = [_project(item, shape["member"], f"{path}[{i}]", dropped) for i, item in enumerate(value)]
+        return [item for item in items if item is not None]
+    if kind == "map":
+        if not isinstance(value, Mapping):
+            return None
+        return {
+            key: projected
+            for key, item in value.items()
+            if (projected := _project(item, shape["value"], f"{path}.{key}", dropped)) is not None
+        }
+    return value
+
+
+def _project_structure(value: Mapping[str, Any], shape: Shape, path: str, dropped: list[str]) -> dict | None:
+    members: Mapping[str, Shape] = shape.get("members", {})
+    result: dict[str, Any] = {}
+    for name, item in value.items():
+        if item is None or name not in members:
+            continue
+        projected = _project(item, members[name], f"{path}.{name}".lstrip("."), dropped)
+        if projected is not None:
+            result[name] = projected
+    if path:  # the top level is checked by the caller, with its own message
+        missing = [name for name in shape.get("required", ()) if name not in result]
+        if missing:
+            dropped.append(f"{path}: missing {', '.join(missing)}")
+            return None
+    return result

@@ -1,0 +1,1 @@
+"""Parsers: raw AWS events -> domain objects."""

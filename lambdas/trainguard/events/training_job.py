@@ -1,0 +1,49 @@
+"""DescribeTrainingJob responses and SageMaker state-change events -> `TrainingJob`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from trainguard.domain.model import TrainingJob
+from trainguard.domain.policy import parse_tag_list
+from trainguard.events.times import parse_aws_time
+
+# Keys our fixtures carry to cite their source; never part of an AWS response.
+_FIXTURE_KEYS = ("_source", "_note", "_reconstructed")
+
+
+class MalformedInput(ValueError):
+    """The input is not a training job description or event we can read; the message says what is wrong."""
+
+
+def job_from_description(description: Mapping[str, Any], tags: object = None) -> TrainingJob:
+    """A `TrainingJob` from a DescribeTrainingJob response (boto3's, or the AWS CLI's JSON) and its tags."""
+    if not isinstance(description, Mapping):
+        raise MalformedInput(f"a DescribeTrainingJob response must be an object, not {type(description).__name__}")
+    clean = {k: v for k, v in description.items() if k not in _FIXTURE_KEYS and k != "ResponseMetadata"}
+    name = clean.get("TrainingJobName")
+    status = clean.get("TrainingJobStatus")
+    if not isinstance(name, str) or not name:
+        raise MalformedInput("TrainingJobName is missing or not a string")
+    if not isinstance(status, str) or not status:
+        raise MalformedInput(f"TrainingJobStatus of {name} is missing or not a string")
+    checkpoint = clean.get("CheckpointConfig")
+    s3_uri = checkpoint.get("S3Uri", "") if isinstance(checkpoint, Mapping) else ""
+    return TrainingJob(
+        name=name,
+        arn=_text(clean.get("TrainingJobArn")),
+        status=status,
+        secondary_status=_text(clean.get("SecondaryStatus")),
+        failure_reason=_text(clean.get("FailureReason")),
+        tags=parse_tag_list(tags if tags is not None else clean.get("Tags")),
+        checkpoint_s3_uri=s3_uri if isinstance(s3_uri, str) else "",
+        managed_spot=clean.get("EnableManagedSpotTraining") is True,
+        creation_time=parse_aws_time(clean.get("CreationTime")),
+        end_time=parse_aws_time(clean.get("TrainingEndTime")),
+        description=clean,
+    )
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""

@@ -1,0 +1,1 @@
+"""Lambda handlers: parse -> decide -> act -> return the outcome."""

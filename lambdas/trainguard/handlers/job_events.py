@@ -1,0 +1,39 @@
+"""Lambda handler: "SageMaker Training Job State Change" events from EventBridge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainguard.domain.outcome import Outcome, skipped
+from trainguard.events.state_change import parse_state_change
+from trainguard.events.training_job import MalformedInput
+from trainguard.handlers.observability import logger, metrics, record_malformed, record_outcome
+from trainguard.workflows.job_ended import handle_job_end
+from trainguard.workflows.ports import GuardPorts
+
+ACTIONABLE_STATUSES = ("Failed", "Stopped")
+
+
+def handle(event: Any, ports: GuardPorts | None = None) -> Outcome:
+    try:
+        change = parse_state_change(event)
+    except MalformedInput as err:
+        record_malformed(str(err))
+        return skipped("", f"malformed event: {err}")
+    logger.append_keys(job_name=change.job.name, event_id=change.event_id)
+    if change.job.status not in ACTIONABLE_STATUSES:
+        outcome = skipped(change.job.name, f"status {change.job.status} needs no action")
+    else:
+        if ports is None:
+            from trainguard.handlers.wiring import production_ports
+
+            ports = production_ports()
+        outcome = handle_job_end(ports, change.job.name)
+    record_outcome(outcome)
+    return outcome
+
+
+@metrics.log_metrics
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return handle(event).as_dict()

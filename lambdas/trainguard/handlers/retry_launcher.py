@@ -1,0 +1,34 @@
+"""Lambda handler: a delayed relaunch, invoked by an EventBridge Scheduler one-time schedule.
+
+Input (set by adapters/scheduler.py): {"failed_job_name": "...", "reason": "..."}.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainguard.domain.outcome import Outcome, skipped
+from trainguard.handlers.observability import logger, metrics, record_malformed, record_outcome
+from trainguard.workflows.ports import GuardPorts
+from trainguard.workflows.scheduled_relaunch import handle_scheduled_relaunch
+
+
+def handle(event: Any, ports: GuardPorts | None = None) -> Outcome:
+    name = event.get("failed_job_name") if isinstance(event, dict) else None
+    if not isinstance(name, str) or not name:
+        record_malformed("a scheduled relaunch without failed_job_name")
+        return skipped("", "malformed schedule input: failed_job_name is missing")
+    logger.append_keys(job_name=name)
+    if ports is None:
+        from trainguard.handlers.wiring import production_ports
+
+        ports = production_ports()
+    outcome = handle_scheduled_relaunch(ports, name)
+    record_outcome(outcome)
+    return outcome
+
+
+@metrics.log_metrics
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return handle(event).as_dict()

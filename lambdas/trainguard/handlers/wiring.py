@@ -1,0 +1,51 @@
+"""Build the production ports once per Lambda container, lazily (nothing is built at import time)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from functools import cache
+
+import boto3
+from botocore.config import Config
+
+from trainguard.adapters.checkpoints import CheckpointReader
+from trainguard.adapters.ledger import Ledger
+from trainguard.adapters.notifier import Notifier
+from trainguard.adapters.sagemaker import SageMakerJobs
+from trainguard.adapters.scheduler import RelaunchScheduler
+from trainguard.adapters.service_model import create_training_job_shape
+from trainguard.config import GuardConfig
+from trainguard.workflows.ports import GuardPorts
+
+# Standard retry mode: exponential backoff with jitter on throttling and 5xx.
+_AWS_RETRIES = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=20)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@cache
+def production_ports() -> GuardPorts:
+    config = GuardConfig.from_env()
+    session = boto3.session.Session()
+
+    def client(service: str):  # type: ignore[no-untyped-def]
+        return session.client(service, config=_AWS_RETRIES)
+
+    return GuardPorts(
+        jobs=SageMakerJobs(client("sagemaker")),
+        checkpoints=CheckpointReader(client("s3")),
+        ledger=Ledger(client("dynamodb"), config.ledger_table_name),
+        notifier=Notifier(client("sns"), config.topic_arn),
+        scheduler=RelaunchScheduler(
+            client("scheduler"),
+            group_name=config.schedule_group_name,
+            target_arn=config.retry_launcher_arn,
+            role_arn=config.scheduler_role_arn,
+        ),
+        config=config,
+        region=session.region_name or "us-east-1",
+        clock=utc_now,
+        create_request_shape=create_training_job_shape(),
+    )

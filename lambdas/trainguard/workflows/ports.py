@@ -1,0 +1,105 @@
+"""The ports a workflow acts through. The adapters implement them; tests pass fakes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Protocol
+
+from trainguard.config import GuardConfig
+from trainguard.domain.checkpoints import CheckpointState
+from trainguard.domain.messages import Notification
+from trainguard.domain.model import TrainingJob
+from trainguard.domain.outcome import Outcome
+from trainguard.domain.policy import TagKeys
+
+
+@dataclass(frozen=True)
+class JobNotFound:
+    name: str
+
+
+class LaunchResult(StrEnum):
+    CREATED = "created"
+    ALREADY_EXISTS = "already-exists"  # an earlier delivery created it: the same failure, the same name
+
+
+class NameTaken(RuntimeError):
+    """The relaunch's name belongs to a job trainguard did not launch for this failure."""
+
+
+class LaunchRefused(RuntimeError):
+    """SageMaker refused the CreateTrainingJob request for a reason a retry of the call won't fix."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class StepInProgress(RuntimeError):
+    """Another invocation holds the lease on this step; raise so Lambda redelivers later."""
+
+
+class StepState(StrEnum):
+    FIRST = "first"  # this invocation holds the lease and should act
+    DONE = "done"  # already handled; `recorded` holds what was done
+
+
+@dataclass(frozen=True)
+class StepStart:
+    state: StepState
+    recorded: dict[str, Any]
+
+
+class Jobs(Protocol):
+    def describe(self, name: str) -> TrainingJob | JobNotFound: ...
+
+    def create(self, request: dict[str, Any], retry_of: str, retry_of_tag_key: str) -> LaunchResult: ...
+
+
+class Checkpoints(Protocol):
+    def read(self, s3_uri: str) -> CheckpointState: ...
+
+
+class LedgerPort(Protocol):
+    def begin_step(self, job_name: str, step: str, now: datetime) -> StepStart: ...
+
+    def finish_step(self, job_name: str, step: str, outcome: Outcome, now: datetime) -> None: ...
+
+    def abandon_step(self, job_name: str, step: str) -> None: ...
+
+    def take_retry_budget(self, now: datetime, limit: int) -> bool: ...
+
+    def record_lineage(self, root_job: str, attempt: int, job_name: str, retry_of: str, now: datetime) -> None: ...
+
+
+class NotifierPort(Protocol):
+    def publish(self, notification: Notification) -> str: ...
+
+
+class SchedulerPort(Protocol):
+    def schedule_relaunch(self, failed_job: str, at: datetime, reason: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class GuardPorts:
+    jobs: Jobs
+    checkpoints: Checkpoints
+    ledger: LedgerPort
+    notifier: NotifierPort
+    scheduler: SchedulerPort
+    config: GuardConfig
+    region: str
+    clock: Callable[[], datetime]
+    create_request_shape: dict[str, Any]
+
+    @property
+    def keys(self) -> TagKeys:
+        return TagKeys(self.config.tag_prefix)
+
+    def describe_fresh(self, name: str) -> TrainingJob | None:
+        found = self.jobs.describe(name)
+        return found if isinstance(found, TrainingJob) else None

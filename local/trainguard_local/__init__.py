@@ -1,0 +1,1 @@
+"""Local stand-ins for AWS: what moto lacks, and the demo."""

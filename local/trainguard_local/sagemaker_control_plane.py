@@ -1,0 +1,308 @@
+"""A simulated SageMaker training control plane, for what moto's SageMaker lacks.
+
+moto completes every job at once, has no StopTrainingJob, drops RetryStrategy and Environment and accepts
+duplicate names (../shared/LOCAL_AWS.md). ``SimulatedSageMaker`` keeps jobs in memory and changes their
+state only when a driver method is called (``start_training``, ``fail``, ``complete``, ...) with time
+read from the injected ``clock``: no threads, no sleeps. ``SageMakerServer`` serves it to a boto3 client.
+
+A stop is two steps, as on AWS: StopTrainingJob moves the job to Stopping, and ``settle(name)`` (or
+``settle_all()``) finishes it as Stopped. Tests can so observe the Stopping state in between.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from trainguard_local.sagemaker_api_model import (
+    SageMakerApiError,
+    operation_model,
+    sagemaker_service_model,
+    validate_request,
+)
+from trainguard_local.sagemaker_events import StateChangeListener, build_state_change_event
+from trainguard_local.sagemaker_training_job import FAILURE_REASON_LIMIT, TrainingJobRecord
+
+Clock = Callable[[], datetime]
+
+SUPPORTED_OPERATIONS = (
+    "CreateTrainingJob",
+    "DescribeTrainingJob",
+    "StopTrainingJob",
+    "ListTrainingJobs",
+    "ListTags",
+    "AddTags",
+    "DeleteTags",
+)
+LIST_DEFAULT_MAX_RESULTS = 10  # AWS's documented default for List* operations of SageMaker
+SUMMARY_MEMBERS = frozenset(sagemaker_service_model().shape_for("TrainingJobSummary").members)
+SORT_KEYS = {"CreationTime": "CreationTime", "Name": "TrainingJobName", "Status": "TrainingJobStatus"}
+
+# Real error texts, with their sources:
+NOT_FOUND = "Requested resource not found."  # aws/amazon-sagemaker-examples#2360 (DescribeTrainingJob)
+UNKNOWN_RESOURCE = "Resource does not exist"  # boto3/boto3#4606 (ListTags on an unknown ARN)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class InvalidTransition(ValueError):
+    """A driver method was called on a job whose state does not allow it (a test bug, not an API error)."""
+
+
+class SimulatedSageMaker:
+    def __init__(
+        self,
+        *,
+        clock: Clock = _utc_now,
+        on_event: StateChangeListener | None = None,
+        instance_limits: dict[str, int] | None = None,
+        account_id: str = "123456789012",
+        region: str = "us-east-1",
+    ) -> None:
+        self._clock = clock
+        self._on_event = on_event
+        self._instance_limits = dict(instance_limits or {})
+        self.account_id = account_id
+        self.region = region
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self._jobs: dict[str, TrainingJobRecord] = {}
+        self._outbox: list[dict[str, Any]] = []
+        # One lock for all state. Events are delivered after it is released, so an on_event callback
+        # may call back into the plane (directly or through the HTTP server) without a deadlock.
+        self._lock = threading.Lock()
+
+    # ---- the API, as the HTTP server calls it -------------------------------------------------
+
+    def handle(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Answer one API call, or raise ``SageMakerApiError``."""
+        with self._lock:
+            self.calls.append((operation, copy.deepcopy(params)))
+        if operation not in SUPPORTED_OPERATIONS:
+            kind = "is not simulated here" if operation_model(operation) else "is not a SageMaker operation"
+            raise SageMakerApiError("UnknownOperationException", f"Operation {operation} {kind}.")
+        validate_request(operation, params)
+        answer = {
+            "CreateTrainingJob": self._create_training_job,
+            "DescribeTrainingJob": self._describe_training_job,
+            "StopTrainingJob": self._stop_training_job,
+            "ListTrainingJobs": self._list_training_jobs,
+            "ListTags": self._list_tags,
+            "AddTags": self._add_tags,
+            "DeleteTags": self._delete_tags,
+        }[operation]
+        try:
+            with self._lock:
+                return answer(params)
+        finally:
+            self._deliver_events()
+
+    def _create_training_job(self, params: dict[str, Any]) -> dict[str, Any]:
+        name = params["TrainingJobName"]
+        arn = self._arn(name)
+        if name in self._jobs:
+            # aws/amazon-sagemaker-examples#3108 quotes this text.
+            raise SageMakerApiError(
+                "ResourceInUse",
+                "Training job names must be unique within an AWS account and region, "
+                f"and a training job with this name already exists ({arn})",
+            )
+        request = {k: copy.deepcopy(v) for k, v in params.items() if k != "Tags"}
+        job = TrainingJobRecord(name, arn, request, list(params.get("Tags", [])), self._clock())
+        self._check_instance_limits(job)
+        self._jobs[name] = job
+        self._announce(job)
+        return {"TrainingJobArn": arn}
+
+    def _describe_training_job(self, params: dict[str, Any]) -> dict[str, Any]:
+        return self._job(params["TrainingJobName"]).describe()
+
+    def _stop_training_job(self, params: dict[str, Any]) -> dict[str, Any]:
+        job = self._job(params["TrainingJobName"])
+        if job.status != "InProgress":
+            # awslabs/benchmark-ai#928: "The request was rejected because the training job is in
+            # status Stopped."
+            raise SageMakerApiError(
+                "ValidationException",
+                f"The request was rejected because the training job is in status {job.status}.",
+            )
+        self._move(job, "Stopping", "Stopping")
+        return {}
+
+    def _list_training_jobs(self, params: dict[str, Any]) -> dict[str, Any]:
+        matching = [d for d in (job.describe() for job in self._jobs.values()) if _listed(d, params)]
+        # sort() is stable: jobs created at the same instant keep the order they came in.
+        sort_key = SORT_KEYS[params.get("SortBy", "CreationTime")]
+        matching.sort(key=lambda d: d[sort_key], reverse=params.get("SortOrder", "Descending") == "Descending")
+        page, next_token = _page(matching, params)
+        summaries = [{k: v for k, v in d.items() if k in SUMMARY_MEMBERS} for d in page]
+        return {"TrainingJobSummaries": summaries, **({"NextToken": next_token} if next_token else {})}
+
+    def _list_tags(self, params: dict[str, Any]) -> dict[str, Any]:
+        page, next_token = _page(copy.deepcopy(self._job_by_arn(params["ResourceArn"]).tags), params)
+        return {"Tags": page, **({"NextToken": next_token} if next_token else {})}
+
+    def _add_tags(self, params: dict[str, Any]) -> dict[str, Any]:
+        job = self._job_by_arn(params["ResourceArn"])
+        added = {tag["Key"]: tag["Value"] for tag in params["Tags"]}
+        job.tags = [t for t in job.tags if t["Key"] not in added] + copy.deepcopy(params["Tags"])
+        return {"Tags": copy.deepcopy(params["Tags"])}
+
+    def _delete_tags(self, params: dict[str, Any]) -> dict[str, Any]:
+        job = self._job_by_arn(params["ResourceArn"])
+        job.tags = [t for t in job.tags if t["Key"] not in set(params["TagKeys"])]
+        return {}
+
+    # ---- drivers: what happens to a job on AWS's side (Python only, not over HTTP) ---------------
+
+    def start_training(self, name: str) -> None:
+        """Starting (or Interrupted) -> InProgress/Training; the first time sets TrainingStartTime."""
+        self._drive(name, "InProgress", "Training", allowed_from={"Starting", "Interrupted"})
+
+    def fail(self, name: str, reason: str) -> None:
+        """-> Failed/Failed with ``reason`` cut to 1,024 characters, as AWS cuts it."""
+        self._drive(name, "Failed", "Failed", failure_reason=reason[:FAILURE_REASON_LIMIT])
+
+    def complete(self, name: str) -> None:
+        """-> InProgress/Uploading -> Completed/Completed (two changes, two events)."""
+        self._drive(name, "InProgress", "Uploading", allowed_from={"Training"})
+        self._drive(name, "Completed", "Completed", allowed_from={"Uploading"})
+
+    def interrupt_spot(self, name: str) -> None:
+        """A managed spot job loses its instances: -> InProgress/Interrupted."""
+        self._drive(name, "InProgress", "Interrupted", allowed_from={"Training"}, spot_only=True)
+
+    def exceed_max_wait(self, name: str) -> None:
+        """-> Stopping/Stopping -> Stopped/MaxWaitTimeExceeded, the documented managed spot lifecycle."""
+        self._drive(name, "Stopping", "Stopping", spot_only=True)
+        self._drive(name, "Stopped", "MaxWaitTimeExceeded", allowed_from={"Stopping"})
+
+    def exceed_max_runtime(self, name: str) -> None:
+        """-> Stopping/Stopping -> Stopped/MaxRuntimeExceeded (no FailureReason, as on AWS)."""
+        self._drive(name, "Stopping", "Stopping")
+        self._drive(name, "Stopped", "MaxRuntimeExceeded", allowed_from={"Stopping"})
+
+    def settle(self, name: str) -> None:
+        """Finish a stop requested through StopTrainingJob: Stopping -> Stopped/Stopped."""
+        self._drive(name, "Stopped", "Stopped", allowed_from={"Stopping"})
+
+    def settle_all(self) -> list[str]:
+        with self._lock:
+            stopping = [job.name for job in self._jobs.values() if job.status == "Stopping"]
+        for name in stopping:
+            self.settle(name)
+        return stopping
+
+    def describe(self, name: str) -> dict[str, Any]:
+        """DescribeTrainingJob without the call log, for tests and the demo."""
+        with self._lock:
+            return self._job(name).describe()
+
+    # ---- internals ---------------------------------------------------------------------------
+
+    def _drive(
+        self,
+        name: str,
+        status: str,
+        secondary_status: str,
+        *,
+        allowed_from: set[str] | None = None,
+        spot_only: bool = False,
+        failure_reason: str | None = None,
+    ) -> None:
+        with self._lock:
+            job = self._jobs.get(name)
+            if job is None:
+                raise InvalidTransition(f"no training job named {name!r}")
+            if spot_only and not job.is_spot:
+                raise InvalidTransition(f"{name} is not a managed spot training job")
+            if allowed_from is None and job.status != "InProgress":
+                raise InvalidTransition(f"{name} is {job.status}, not InProgress")
+            if allowed_from is not None and job.secondary_status not in allowed_from:
+                raise InvalidTransition(f"{name} is {job.status}/{job.secondary_status}, not in {allowed_from}")
+            job.failure_reason = failure_reason
+            self._move(job, status, secondary_status)
+        self._deliver_events()
+
+    def _move(self, job: TrainingJobRecord, status: str, secondary_status: str) -> None:
+        job.move_to(status, secondary_status, self._clock())
+        self._announce(job)
+
+    def _announce(self, job: TrainingJobRecord) -> None:
+        if self._on_event is None:
+            return
+        event = build_state_change_event(
+            job.describe(), job.tags, account_id=self.account_id, region=self.region, time=self._clock()
+        )
+        self._outbox.append(event)
+
+    def _deliver_events(self) -> None:
+        with self._lock:
+            events, self._outbox = self._outbox, []
+        for event in events:
+            assert self._on_event is not None
+            self._on_event(event)
+
+    def _check_instance_limits(self, job: TrainingJobRecord) -> None:
+        for instance_type, delta in job.instances_by_type().items():
+            limit = self._instance_limits.get(instance_type)
+            if limit is None:
+                continue
+            in_use = sum(
+                other.instances_by_type().get(instance_type, 0)
+                for other in self._jobs.values()
+                if other.status == "InProgress"
+            )
+            if in_use + delta > limit:
+                # Current AWS wording (FACTS.md, "Errors of CreateTrainingJob itself").
+                raise SageMakerApiError(
+                    "ResourceLimitExceeded",
+                    f"The account-level service limit '{instance_type} for training job usage' is {limit} "
+                    f"Instances, with current utilization of {in_use} Instances and a request delta of "
+                    f"{delta} Instances. Please use AWS Service Quotas to request an increase for this quota.",
+                )
+
+    def _arn(self, name: str) -> str:
+        # The name is kept as given. Whether AWS lowercases it in the ARN is unsettled: boto3#4606 (2025)
+        # reports lowercased ARNs from ListHyperParameterTuningJobs only, and aws/sagemaker-experiments#172
+        # (2022) a backend "arn casing change" for training jobs with upper-case names.
+        return f"arn:aws:sagemaker:{self.region}:{self.account_id}:training-job/{name}"
+
+    def _job(self, name: str) -> TrainingJobRecord:
+        if name not in self._jobs:
+            raise SageMakerApiError("ValidationException", NOT_FOUND)
+        return self._jobs[name]
+
+    def _job_by_arn(self, arn: str) -> TrainingJobRecord:
+        for job in self._jobs.values():
+            if job.arn == arn:
+                return job
+        raise SageMakerApiError("ValidationException", UNKNOWN_RESOURCE)
+
+
+def _listed(described: dict[str, Any], params: dict[str, Any]) -> bool:
+    """Whether a job passes ListTrainingJobs' filters (times are exclusive bounds)."""
+    created, modified = described["CreationTime"], described["LastModifiedTime"]
+    # NameContains is matched without regard to case; unconfirmed on AWS.
+    return (
+        params.get("NameContains", "").lower() in described["TrainingJobName"].lower()
+        and params.get("StatusEquals", described["TrainingJobStatus"]) == described["TrainingJobStatus"]
+        and ("CreationTimeAfter" not in params or created > params["CreationTimeAfter"])
+        and ("CreationTimeBefore" not in params or created < params["CreationTimeBefore"])
+        and ("LastModifiedTimeAfter" not in params or modified > params["LastModifiedTimeAfter"])
+        and ("LastModifiedTimeBefore" not in params or modified < params["LastModifiedTimeBefore"])
+    )
+
+
+def _page(items: list[Any], params: dict[str, Any]) -> tuple[list[Any], str | None]:
+    """One page of ``items``; the token is the offset of the next page (opaque to callers)."""
+    token = params.get("NextToken", "0")
+    if not token.isdigit():
+        raise SageMakerApiError("ValidationException", f"Invalid pagination token: {token}")
+    start = int(token)
+    end = start + params.get("MaxResults", LIST_DEFAULT_MAX_RESULTS)
+    return items[start:end], (str(end) if end < len(items) else None)

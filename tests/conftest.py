@@ -1,0 +1,40 @@
+"""Shared test setup: no real AWS, ever. Fixtures load the shared real samples."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+# Nothing in the test suite may reach AWS: dummy credentials, a fixed region, no metadata lookups.
+os.environ.update(
+    {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "POWERTOOLS_METRICS_NAMESPACE": "TrainGuardTests",
+        "POWERTOOLS_SERVICE_NAME": "trainguard",
+        "POWERTOOLS_LOG_LEVEL": "WARNING",
+    }
+)
+
+
+def load_fixture(relative: str) -> Any:
+    """A fixture file, with the keys that cite its source removed."""
+    data = json.loads((FIXTURES / relative).read_text())
+    if isinstance(data, dict):
+        return {k: v for k, v in data.items() if not k.startswith("_")}
+    return data
+
+
+@pytest.fixture
+def fixture() -> Any:
+    return load_fixture
