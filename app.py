@@ -1,20 +1,17 @@
 #!/usr/bin/env python3
-"""The CDK app: settings from cdk.json context, the trainguard stack, cdk-nag. No AWS calls here."""
+"""The CDK app: settings from cdk.json context, the trainguard stack, cdk-nag. No AWS calls here.
+
+`trainguard` (the Lambda package in lambdas/, whose GuardConfig the stack uses) is importable once
+`make setup` has installed the project into .venv.
+"""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from aws_cdk import App, DefaultStackSynthesizer, Validations
+from cdk_nag import AwsSolutionsChecks
 
-# The Lambda package lives in lambdas/ (one asset); the stack imports its GuardConfig.
-# After `pip install -e .` (make setup) this is already importable; the path keeps a bare checkout working.
-sys.path.insert(1, str(Path(__file__).resolve().parent / "lambdas"))
-
-from aws_cdk import App, DefaultStackSynthesizer, Validations  # noqa: E402
-from cdk_nag import AwsSolutionsChecks  # noqa: E402
-
-from infra.settings import CONTEXT_KEY, Settings  # noqa: E402
-from infra.stack import TrainGuardStack  # noqa: E402
+from infra.settings import CONTEXT_KEY, Settings
+from infra.stack import TrainGuardStack
 
 STACK_NAME = "TrainGuard"
 
@@ -24,7 +21,9 @@ def build_app(app: App | None = None) -> App:
     app = app or App()
     settings = Settings.from_context(app.node.try_get_context(CONTEXT_KEY))
     # moto server cannot run the bootstrap-version rule (see ../shared/LOCAL_AWS.md): local deploys only.
-    synthesizer = DefaultStackSynthesizer(generate_bootstrap_version_rule=False) if settings.local_deploy else None
+    synthesizer = None
+    if settings.local_deploy:
+        synthesizer = DefaultStackSynthesizer(generate_bootstrap_version_rule=False)
     TrainGuardStack(
         app,
         STACK_NAME,

@@ -3,17 +3,15 @@
     EventBridge rule --(retry 8x / 2 h, then DLQ)--> job-events function --(async retry 2x, then DLQ)
     job-events --CreateSchedule--> Scheduler group "trainguard" --(scheduler role)--> retry-launcher
 
-Both functions run the same asset (infra/lambda_asset.py). Their roles carry what a relaunch needs
-on SageMaker, scoped to training jobs, the opt-in tag, the configured execution roles and
-checkpoint buckets; the stack adds the grants on the ledger and the topic.
+Both functions run the same asset (infra/lambda_asset.py). Their roles start with their own log
+group, the DLQ and (job-events) the scheduler; the stack adds SageMaker, the ledger and the topic.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import Acknowledgment, ArnFormat, Aws, Duration, Stack, Validations
+from aws_cdk import Acknowledgment, ArnFormat, Aws, Duration, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_events as events
@@ -25,7 +23,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from infra.event_patterns import training_job_ended_pattern
 from infra.lambda_asset import guard_code
@@ -33,18 +31,14 @@ from infra.lambda_asset import guard_code
 JOB_EVENTS_HANDLER = "trainguard.handlers.job_events.handler"
 RETRY_LAUNCHER_HANDLER = "trainguard.handlers.retry_launcher.handler"
 SCHEDULE_GROUP_NAME = "trainguard"
-POWERTOOLS_ENVIRONMENT = {"POWERTOOLS_SERVICE_NAME": "trainguard", "POWERTOOLS_METRICS_NAMESPACE": "TrainGuard"}
-TRAINING_JOB_READ_ACTIONS = ("sagemaker:DescribeTrainingJob", "sagemaker:ListTags")
-TRAINING_JOB_LAUNCH_ACTIONS = ("sagemaker:CreateTrainingJob", "sagemaker:AddTags")
-SAGEMAKER_PRINCIPAL = "sagemaker.amazonaws.com"
+MAX_FUNCTION_NAME_LENGTH = 64
+POWERTOOLS_ENVIRONMENT = {
+    "POWERTOOLS_SERVICE_NAME": "trainguard",
+    "POWERTOOLS_METRICS_NAMESPACE": "TrainGuard",
+}
 SCHEDULER_PRINCIPAL = "scheduler.amazonaws.com"
 # cdk-nag v3 findings are acknowledged as "<plugin>::<rule>[<finding>]", as synth prints them.
 NAG_PLUGIN = "AwsSolutions"
-
-_TRAINING_JOBS_REASON = (
-    "Training jobs are named by their owners and relaunches get new names, so no narrower ARN exists; "
-    "launches are limited to jobs that carry the opt-in tag, and PassRole to the configured roles."
-)
 
 
 def _event_pattern(pattern: dict[str, Any]) -> events.EventPattern:
@@ -59,16 +53,9 @@ class JobEvents(Construct):
         construct_id: str,
         *,
         alarm_topic: sns.ITopic,
-        tag_prefix: str,
-        passable_role_arns: Sequence[str],
-        checkpoint_buckets: Sequence[str],
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        self._tag_prefix = tag_prefix
-        self._passable_role_arns = tuple(passable_role_arns)
-        self._checkpoint_buckets = tuple(checkpoint_buckets)
-        self.training_jobs_arn = stack.format_arn(service="sagemaker", resource="training-job", resource_name="*")
 
         self.dead_letter_queue = sqs.Queue(
             self,
@@ -77,26 +64,38 @@ class JobEvents(Construct):
             enforce_ssl=True,
             retention_period=Duration.days(14),
         )
-        Validations.of(self.dead_letter_queue).acknowledge(Acknowledgment(
-            id=f"{NAG_PLUGIN}::AwsSolutions-SQS3",
-            reason="This queue is itself the dead-letter queue of the rule target and of both functions' "
+        acknowledge_nag_finding(
+            self.dead_letter_queue,
+            "AwsSolutions-SQS3",
+            "This queue is itself the dead-letter queue of the rule target and of both functions' "
             "asynchronous invocations; its depth raises an alarm instead of moving messages on.",
-        ))
+        )
 
         code = guard_code()
         self.job_events_function = self._guard_function(
-            "JobEventsFunction", code=code, handler=JOB_EVENTS_HANDLER,
+            "JobEventsFunction",
+            code=code,
+            handler=JOB_EVENTS_HANDLER,
             description="trainguard: classifies ended training jobs and acts on opted-in failures",
         )
         # A fixed name, so the retry launcher's ARN can go into the environment of both functions
         # (its own included) without a circular reference to the function resource.
         retry_launcher_name = f"{stack.stack_name}-retry-launcher"
+        if len(retry_launcher_name) > MAX_FUNCTION_NAME_LENGTH:
+            raise ValueError(
+                f"stack name {stack.stack_name!r} is too long for the function name {retry_launcher_name!r}"
+            )
         self.retry_launcher_function = self._guard_function(
-            "RetryLauncherFunction", code=code, handler=RETRY_LAUNCHER_HANDLER, function_name=retry_launcher_name,
+            "RetryLauncherFunction",
+            code=code,
+            handler=RETRY_LAUNCHER_HANDLER,
+            function_name=retry_launcher_name,
             description="trainguard: relaunches a training job when its capacity backoff ends",
         )
         self.retry_launcher_arn = stack.format_arn(
-            service="lambda", resource="function", resource_name=retry_launcher_name,
+            service="lambda",
+            resource="function",
+            resource_name=retry_launcher_name,
             arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )
 
@@ -115,8 +114,13 @@ class JobEvents(Construct):
             ],
         )
 
+        # Destroyed with the stack (the default is to retain it): its name is fixed, and a retained
+        # group would make the next deploy of the stack fail with "already exists".
         self.schedule_group = scheduler.ScheduleGroup(
-            self, "RetrySchedules", schedule_group_name=SCHEDULE_GROUP_NAME
+            self,
+            "RetrySchedules",
+            schedule_group_name=SCHEDULE_GROUP_NAME,
+            removal_policy=RemovalPolicy.DESTROY,
         )
         self.scheduler_role = self._scheduler_role()
         self._allow_scheduling_retries(self.job_events_function)
@@ -132,10 +136,18 @@ class JobEvents(Construct):
             for name, value in environment.items():
                 function.add_environment(name, value)
 
-    def _guard_function(self, construct_id: str, *, code: lambda_.Code, handler: str, description: str,
-                        function_name: str | None = None) -> lambda_.Function:
+    def _guard_function(
+        self,
+        construct_id: str,
+        *,
+        code: lambda_.Code,
+        handler: str,
+        description: str,
+        function_name: str | None = None,
+    ) -> lambda_.Function:
         role = iam.Role(
-            self, f"{construct_id}Role",
+            self,
+            f"{construct_id}Role",
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
             description=f"trainguard {construct_id}: SageMaker relaunch rights, its log group, ledger, topic",
         )
@@ -159,107 +171,108 @@ class JobEvents(Construct):
             retry_attempts=2,
             on_failure=destinations.SqsDestination(self.dead_letter_queue),
         )
-        self._allow_guard_actions(role)
         return function
-
-    def _allow_guard_actions(self, role: iam.Role) -> None:
-        """What re-describing and relaunching a training job needs, and nothing wider."""
-        role.add_to_policy(iam.PolicyStatement(
-            sid="DescribeTrainingJobs", actions=list(TRAINING_JOB_READ_ACTIONS), resources=[self.training_jobs_arn],
-        ))
-        role.add_to_policy(iam.PolicyStatement(
-            sid="RelaunchOptedInTrainingJobs",
-            actions=list(TRAINING_JOB_LAUNCH_ACTIONS),
-            resources=[self.training_jobs_arn],
-            conditions={"StringEquals": {f"aws:RequestTag/{self._tag_prefix}:enabled": "true"}},
-        ))
-        if self._passable_role_arns:
-            role.add_to_policy(iam.PolicyStatement(
-                sid="PassConfiguredExecutionRolesToSageMaker",
-                actions=["iam:PassRole"],
-                resources=list(self._passable_role_arns),
-                conditions={"StringEquals": {"iam:PassedToService": SAGEMAKER_PRINCIPAL}},
-            ))
-        if self._checkpoint_buckets:
-            role.add_to_policy(iam.PolicyStatement(
-                sid="ListCheckpointBuckets",
-                actions=["s3:ListBucket"],
-                resources=[f"arn:{Aws.PARTITION}:s3:::{bucket}" for bucket in self._checkpoint_buckets],
-            ))
-        Validations.of(role).acknowledge(Acknowledgment(
-            id=f"{NAG_PLUGIN}::AwsSolutions-IAM5[Resource::{_nag_arn(self.training_jobs_arn)}]", reason=_TRAINING_JOBS_REASON,
-        ))
 
     def _scheduler_role(self) -> iam.Role:
         """The role EventBridge Scheduler assumes to invoke the retry launcher, for this account's
         "trainguard" schedule group only (confused-deputy conditions on the trust policy)."""
         role = iam.Role(
-            self, "SchedulerRole",
+            self,
+            "SchedulerRole",
             description="trainguard: lets EventBridge Scheduler invoke the retry launcher",
-            assumed_by=iam.ServicePrincipal(SCHEDULER_PRINCIPAL, conditions={
-                "StringEquals": {
-                    "aws:SourceAccount": Aws.ACCOUNT_ID,
-                    "aws:SourceArn": self.schedule_group.schedule_group_arn,
+            assumed_by=iam.ServicePrincipal(
+                SCHEDULER_PRINCIPAL,
+                conditions={
+                    "StringEquals": {
+                        "aws:SourceAccount": Aws.ACCOUNT_ID,
+                        "aws:SourceArn": self.schedule_group.schedule_group_arn,
+                    },
                 },
-            }),
+            ),
         )
-        role.add_to_policy(iam.PolicyStatement(
-            sid="InvokeRetryLauncher", actions=["lambda:InvokeFunction"], resources=[self.retry_launcher_arn],
-        ))
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="InvokeRetryLauncher",
+                actions=["lambda:InvokeFunction"],
+                resources=[self.retry_launcher_arn],
+            )
+        )
         return role
 
     def _allow_scheduling_retries(self, function: lambda_.Function) -> None:
         schedules_arn = Stack.of(self).format_arn(
             service="scheduler", resource="schedule", resource_name=f"{SCHEDULE_GROUP_NAME}/*"
         )
-        function.add_to_role_policy(iam.PolicyStatement(
-            sid="CreateRetrySchedules", actions=["scheduler:CreateSchedule"], resources=[schedules_arn],
-        ))
-        function.add_to_role_policy(iam.PolicyStatement(
-            sid="PassSchedulerRole",
-            actions=["iam:PassRole"],
-            resources=[self.scheduler_role.role_arn],
-            conditions={"StringEquals": {"iam:PassedToService": SCHEDULER_PRINCIPAL}},
-        ))
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="CreateRetrySchedules",
+                actions=["scheduler:CreateSchedule"],
+                resources=[schedules_arn],
+            )
+        )
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                sid="PassSchedulerRole",
+                actions=["iam:PassRole"],
+                resources=[self.scheduler_role.role_arn],
+                conditions={"StringEquals": {"iam:PassedToService": SCHEDULER_PRINCIPAL}},
+            )
+        )
         assert function.role is not None
-        Validations.of(function.role).acknowledge(Acknowledgment(
-            id=f"{NAG_PLUGIN}::AwsSolutions-IAM5[Resource::{_nag_arn(schedules_arn)}]",
-            reason="Each retry gets a one-time schedule named after the failed job, so names are not known "
-            "in advance; the grant is limited to creating schedules in trainguard's own schedule group.",
-        ))
+        acknowledge_nag_finding(
+            function.role,
+            f"AwsSolutions-IAM5[Resource::{nag_arn(schedules_arn)}]",
+            "Each retry gets a one-time schedule named after the failed job, so names are not known in "
+            "advance; the grant is limited to creating schedules in trainguard's own schedule group.",
+        )
 
     def _add_alarms(self, topic: sns.ITopic) -> None:
-        action = cloudwatch_actions.SnsAction(topic)
-        dlq_alarm = cloudwatch.Alarm(
-            self,
-            "DeadLetterQueueNotEmptyAlarm",
-            alarm_description="trainguard: events or invocations trainguard could not handle are waiting in "
-            "its dead-letter queue; read them, fix the cause, then redrive or purge.",
-            metric=self.dead_letter_queue.metric_approximate_number_of_messages_visible(
-                period=Duration.minutes(5), statistic=cloudwatch.Stats.MAXIMUM
+        """Anything above zero alarms: each of these means trainguard failed to handle an event."""
+        alarms = {
+            "DeadLetterQueueNotEmptyAlarm": (
+                self.dead_letter_queue.metric_approximate_number_of_messages_visible(
+                    period=Duration.minutes(5), statistic=cloudwatch.Stats.MAXIMUM
+                ),
+                "trainguard: events or invocations it could not handle are waiting in its dead-letter "
+                "queue; read them, fix the cause, then redrive or purge.",
             ),
-            threshold=0,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
-        dlq_alarm.add_alarm_action(action)
-        for name, function in (("JobEvents", self.job_events_function),
-                               ("RetryLauncher", self.retry_launcher_function)):
-            errors_alarm = cloudwatch.Alarm(
+            "JobEventsErrorsAlarm": (
+                self.job_events_function.metric_errors(
+                    period=Duration.minutes(5), statistic=cloudwatch.Stats.SUM
+                ),
+                "trainguard: the job-events function raised an error; see its log group.",
+            ),
+            "RetryLauncherErrorsAlarm": (
+                self.retry_launcher_function.metric_errors(
+                    period=Duration.minutes(5), statistic=cloudwatch.Stats.SUM
+                ),
+                "trainguard: the retry-launcher function raised an error; see its log group.",
+            ),
+        }
+        action = cloudwatch_actions.SnsAction(topic)
+        for construct_id, (metric, description) in alarms.items():
+            alarm = cloudwatch.Alarm(
                 self,
-                f"{name}ErrorsAlarm",
-                alarm_description=f"trainguard: the {name} function raised an error; see its log group.",
-                metric=function.metric_errors(period=Duration.minutes(5), statistic=cloudwatch.Stats.SUM),
+                construct_id,
+                alarm_description=description,
+                metric=metric,
                 threshold=0,
                 comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
                 evaluation_periods=1,
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             )
-            errors_alarm.add_alarm_action(action)
+            alarm.add_alarm_action(action)
 
 
-def _nag_arn(arn: str) -> str:
+def acknowledge_nag_finding(construct: IConstruct, finding: str, reason: str) -> None:
+    """Acknowledge one cdk-nag finding on one construct (and its children), with the reason."""
+    Validations.of(construct).acknowledge(Acknowledgment(id=f"{NAG_PLUGIN}::{finding}", reason=reason))
+
+
+def nag_arn(arn: str) -> str:
     """An ARN as cdk-nag names it in a finding: pseudo parameters as <AWS::Region>."""
-    return (arn.replace(Aws.PARTITION, "<AWS::Partition>").replace(Aws.REGION, "<AWS::Region>")
-            .replace(Aws.ACCOUNT_ID, "<AWS::AccountId>"))
+    return (
+        arn.replace(Aws.PARTITION, "<AWS::Partition>")
+        .replace(Aws.REGION, "<AWS::Region>")
+        .replace(Aws.ACCOUNT_ID, "<AWS::AccountId>")
+    )

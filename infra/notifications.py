@@ -57,6 +57,7 @@ class Notifications(Construct):
             master_key=self.key,
             enforce_ssl=True,
         )
+        alarms_of_this_account = f"arn:{Aws.PARTITION}:cloudwatch:{Aws.REGION}:{Aws.ACCOUNT_ID}:alarm:*"
         self.topic.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="AllowCloudWatchAlarmsOfThisAccountToPublish",
@@ -65,9 +66,7 @@ class Notifications(Construct):
                 resources=[self.topic.topic_arn],
                 conditions={
                     "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
-                    "ArnLike": {
-                        "aws:SourceArn": f"arn:{Aws.PARTITION}:cloudwatch:{Aws.REGION}:{Aws.ACCOUNT_ID}:alarm:*"
-                    },
+                    "ArnLike": {"aws:SourceArn": alarms_of_this_account},
                 },
             )
         )
@@ -76,7 +75,9 @@ class Notifications(Construct):
 
     def grant_publish(self, grantee: iam.IGrantable) -> None:
         """sns:Publish on the topic and the two key actions an SSE publisher needs, nothing more."""
-        iam.Grant.add_to_principal(grantee=grantee, actions=["sns:Publish"], resource_arns=[self.topic.topic_arn])
+        iam.Grant.add_to_principal(
+            grantee=grantee, actions=["sns:Publish"], resource_arns=[self.topic.topic_arn]
+        )
         iam.Grant.add_to_principal(
             grantee=grantee, actions=list(PUBLISHER_KEY_ACTIONS), resource_arns=[self.key.key_arn]
         )

@@ -74,7 +74,11 @@ def decode_wire_timestamps(value: Any, shape: Shape | None) -> Any:
     """Turn the epoch numbers botocore sends for timestamp members into aware UTC datetimes."""
     if shape is None:
         return value
-    if shape.type_name == "timestamp" and isinstance(value, int | float | str) and not isinstance(value, bool):
+    if (
+        shape.type_name == "timestamp"
+        and isinstance(value, int | float | str)
+        and not isinstance(value, bool)
+    ):
         return parse_to_aware_datetime(value).astimezone(UTC)
     if shape.type_name == "structure" and isinstance(value, dict):
         members = shape.members  # type: ignore[attr-defined]

@@ -137,7 +137,9 @@ class SimulatedSageMaker:
         matching = [d for d in (job.describe() for job in self._jobs.values()) if _listed(d, params)]
         # sort() is stable: jobs created at the same instant keep the order they came in.
         sort_key = SORT_KEYS[params.get("SortBy", "CreationTime")]
-        matching.sort(key=lambda d: d[sort_key], reverse=params.get("SortOrder", "Descending") == "Descending")
+        matching.sort(
+            key=lambda d: d[sort_key], reverse=params.get("SortOrder", "Descending") == "Descending"
+        )
         page, next_token = _page(matching, params)
         summaries = [{k: v for k, v in d.items() if k in SUMMARY_MEMBERS} for d in page]
         return {"TrainingJobSummaries": summaries, **({"NextToken": next_token} if next_token else {})}
@@ -160,35 +162,36 @@ class SimulatedSageMaker:
     # ---- drivers: what happens to a job on AWS's side (Python only, not over HTTP) ---------------
 
     def start_training(self, name: str) -> None:
-        """Starting (or Interrupted) -> InProgress/Training; the first time sets TrainingStartTime."""
-        self._drive(name, "InProgress", "Training", allowed_from={"Starting", "Interrupted"})
+        """Starting (or Interrupted) -> InProgress/Training; the first time sets TrainingStartTime.
+
+        AWS passes through Downloading (and, after an interruption, Starting) first; the simulation
+        goes straight to Training, one change and one event.
+        """
+        self._drive(name, ("InProgress", "Training"), allowed_from={"Starting", "Interrupted"})
 
     def fail(self, name: str, reason: str) -> None:
-        """-> Failed/Failed with ``reason`` cut to 1,024 characters, as AWS cuts it."""
-        self._drive(name, "Failed", "Failed", failure_reason=reason[:FAILURE_REASON_LIMIT])
+        """InProgress -> Failed/Failed with ``reason`` cut to 1,024 characters, as AWS cuts it."""
+        self._drive(name, ("Failed", "Failed"), failure_reason=reason[:FAILURE_REASON_LIMIT])
 
     def complete(self, name: str) -> None:
-        """-> InProgress/Uploading -> Completed/Completed (two changes, two events)."""
-        self._drive(name, "InProgress", "Uploading", allowed_from={"Training"})
-        self._drive(name, "Completed", "Completed", allowed_from={"Uploading"})
+        """Training -> InProgress/Uploading -> Completed/Completed (two changes, two events)."""
+        self._drive(name, ("InProgress", "Uploading"), ("Completed", "Completed"), allowed_from={"Training"})
 
     def interrupt_spot(self, name: str) -> None:
-        """A managed spot job loses its instances: -> InProgress/Interrupted."""
-        self._drive(name, "InProgress", "Interrupted", allowed_from={"Training"}, spot_only=True)
+        """A managed spot job loses its instances: Training -> InProgress/Interrupted."""
+        self._drive(name, ("InProgress", "Interrupted"), allowed_from={"Training"}, spot_only=True)
 
     def exceed_max_wait(self, name: str) -> None:
-        """-> Stopping/Stopping -> Stopped/MaxWaitTimeExceeded, the documented managed spot lifecycle."""
-        self._drive(name, "Stopping", "Stopping", spot_only=True)
-        self._drive(name, "Stopped", "MaxWaitTimeExceeded", allowed_from={"Stopping"})
+        """InProgress -> Stopping -> Stopped/MaxWaitTimeExceeded, the documented managed spot lifecycle."""
+        self._drive(name, ("Stopping", "Stopping"), ("Stopped", "MaxWaitTimeExceeded"), spot_only=True)
 
     def exceed_max_runtime(self, name: str) -> None:
-        """-> Stopping/Stopping -> Stopped/MaxRuntimeExceeded (no FailureReason, as on AWS)."""
-        self._drive(name, "Stopping", "Stopping")
-        self._drive(name, "Stopped", "MaxRuntimeExceeded", allowed_from={"Stopping"})
+        """InProgress -> Stopping -> Stopped/MaxRuntimeExceeded (no FailureReason, as on AWS)."""
+        self._drive(name, ("Stopping", "Stopping"), ("Stopped", "MaxRuntimeExceeded"))
 
     def settle(self, name: str) -> None:
         """Finish a stop requested through StopTrainingJob: Stopping -> Stopped/Stopped."""
-        self._drive(name, "Stopped", "Stopped", allowed_from={"Stopping"})
+        self._drive(name, ("Stopped", "Stopped"), allowed_from={"Stopping"})
 
     def settle_all(self) -> list[str]:
         with self._lock:
@@ -207,13 +210,12 @@ class SimulatedSageMaker:
     def _drive(
         self,
         name: str,
-        status: str,
-        secondary_status: str,
-        *,
+        *steps: tuple[str, str],
         allowed_from: set[str] | None = None,
         spot_only: bool = False,
         failure_reason: str | None = None,
     ) -> None:
+        """Apply ``steps`` of (status, secondary status) to one job, all under the lock."""
         with self._lock:
             job = self._jobs.get(name)
             if job is None:
@@ -223,9 +225,10 @@ class SimulatedSageMaker:
             if allowed_from is None and job.status != "InProgress":
                 raise InvalidTransition(f"{name} is {job.status}, not InProgress")
             if allowed_from is not None and job.secondary_status not in allowed_from:
-                raise InvalidTransition(f"{name} is {job.status}/{job.secondary_status}, not in {allowed_from}")
+                raise InvalidTransition(f"{name} is {job.status}/{job.secondary_status}, not {allowed_from}")
             job.failure_reason = failure_reason
-            self._move(job, status, secondary_status)
+            for status, secondary_status in steps:
+                self._move(job, status, secondary_status)
         self._deliver_events()
 
     def _move(self, job: TrainingJobRecord, status: str, secondary_status: str) -> None:
@@ -263,7 +266,8 @@ class SimulatedSageMaker:
                     "ResourceLimitExceeded",
                     f"The account-level service limit '{instance_type} for training job usage' is {limit} "
                     f"Instances, with current utilization of {in_use} Instances and a request delta of "
-                    f"{delta} Instances. Please use AWS Service Quotas to request an increase for this quota.",
+                    f"{delta} Instances. Please use AWS Service Quotas to request an increase for this "
+                    "quota.",
                 )
 
     def _arn(self, name: str) -> str:

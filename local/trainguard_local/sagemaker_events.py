@@ -94,7 +94,7 @@ def eventbridge_forwarder(events_client: Any, bus_name: str = "default") -> Stat
 
 def _times_as_epoch_millis(value: Any) -> Any:
     if isinstance(value, datetime):
-        return int(round(value.timestamp() * 1000))
+        return round(value.timestamp() * 1000)
     if isinstance(value, dict):
         return {key: _times_as_epoch_millis(item) for key, item in value.items()}
     if isinstance(value, list):

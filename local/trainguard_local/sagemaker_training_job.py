@@ -13,7 +13,8 @@ from trainguard_local.sagemaker_api_model import output_member_names, sagemaker_
 #   documented: botocore's SecondaryStatusTransition.StatusMessage documentation (same text at
 #     https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_SecondaryStatusTransition.html);
 #   observed: status lines the SageMaker Python SDK printed in public issues (it prints StatusMessage);
-#   paraphrased: no StatusMessage found; the text is the SecondaryStatus meaning from botocore's docs.
+#   paraphrased: no StatusMessage found; the text is the SecondaryStatus meaning from botocore's docs
+#     (Interrupted, MaxRuntimeExceeded, MaxWaitTimeExceeded).
 STATUS_MESSAGES = {
     "Starting": "Starting the training job.",  # documented
     "Training": "Training image download completed. Training in progress.",  # documented
@@ -22,9 +23,9 @@ STATUS_MESSAGES = {
     "Failed": "Training job failed",  # observed, aws/sagemaker-python-sdk#658
     "Stopping": "Stopping the training job",  # observed, AWS secure-data-science sample
     "Stopped": "Training job stopped",  # observed, same sample
-    "Interrupted": "The job stopped because the managed spot training instances were interrupted.",  # paraphrased
-    "MaxRuntimeExceeded": "The job stopped because it exceeded the maximum allowed runtime.",  # paraphrased
-    "MaxWaitTimeExceeded": "The job stopped because it exceeded the maximum allowed wait time.",  # paraphrased
+    "Interrupted": "The job stopped because the managed spot training instances were interrupted.",
+    "MaxRuntimeExceeded": "The job stopped because it exceeded the maximum allowed runtime.",
+    "MaxWaitTimeExceeded": "The job stopped because it exceeded the maximum allowed wait time.",
 }
 
 TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Stopped"})

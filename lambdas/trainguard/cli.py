@@ -1,0 +1,112 @@
+"""The `trainguard` command line. `trainguard explain` runs offline: no AWS call is made."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+EXIT_UNREADABLE = 2
+
+
+class UnreadableInput(Exception):
+    """An input file or value cannot be read; the message is the one line the user sees."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        answer = args.run(args)
+    except UnreadableInput as err:
+        print(f"trainguard {args.command}: {err}", file=sys.stderr)
+        return EXIT_UNREADABLE
+    json.dump(answer, sys.stdout, indent=2, sort_keys=True, default=str)
+    sys.stdout.write("\n")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trainguard", description="A guardian for SageMaker training jobs.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    explain = commands.add_parser(
+        "explain",
+        help="say what trainguard would do, offline",
+        description="Tell what trainguard would do with a failure, as one JSON object. Makes no AWS call.",
+    )
+    source = explain.add_mutually_exclusive_group(required=True)
+    source.add_argument("--reason", help="a FailureReason or error text")
+    source.add_argument("--event", type=Path, help="a 'SageMaker Training Job State Change' event (JSON file)")
+    source.add_argument("--describe", type=Path, help="a DescribeTrainingJob response as the AWS CLI prints it")
+    explain.add_argument("--tags", type=Path, help="a ListTags response (JSON file), with --describe")
+    explain.add_argument("--tag-prefix", default="trainguard", help="the deployed tag prefix (default: trainguard)")
+    explain.add_argument("--max-retries", type=int, default=3, help="the deployed default_max_retries")
+    explain.add_argument(
+        "--allow-role", action="append", default=None, metavar="ARN",
+        help="a role trainguard may pass (setting passable_role_arns); repeat it. Without it, the role is not checked.",
+    )
+    explain.set_defaults(run=_run_explain)
+    return parser
+
+
+def _run_explain(args: argparse.Namespace) -> dict[str, Any]:
+    from trainguard.adapters.service_model import create_training_job_shape
+    from trainguard.config import GuardConfig
+    from trainguard.domain.job_end import RelaunchSettings
+    from trainguard.domain.policy import PolicyDefaults, TagKeys
+    from trainguard.events.state_change import parse_state_change
+    from trainguard.events.training_job import MalformedInput, job_from_description
+    from trainguard.workflows.explain import explain_job, explain_reason
+
+    if args.reason is not None:
+        return explain_reason(args.reason)
+    try:
+        if args.event is not None:
+            job = parse_state_change(_read_json(args.event)).job
+        else:
+            tags = _read_tags(args.tags) if args.tags else None
+            job = job_from_description(_read_json(args.describe), tags)
+    except MalformedInput as err:
+        raise UnreadableInput(str(err)) from None
+    role = str(job.description.get("RoleArn", ""))
+    roles = tuple(args.allow_role) if args.allow_role is not None else (role,)
+    answer = explain_job(
+        job,
+        defaults=PolicyDefaults(max_retries=args.max_retries),
+        keys=TagKeys(args.tag_prefix),
+        settings=RelaunchSettings(
+            passable_role_arns=roles,
+            capacity_backoff_minutes=GuardConfig.capacity_backoff_minutes,
+            capacity_backoff_max_minutes=GuardConfig.capacity_backoff_max_minutes,
+        ),
+        create_request_shape=create_training_job_shape(),
+        now=datetime.now(UTC),
+    )
+    if args.allow_role is None:
+        answer["notes"] = ["the execution role was not checked against passable_role_arns (use --allow-role)"]
+    return answer
+
+
+def _read_tags(path: Path) -> Any:
+    data = _read_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("Tags"), list):
+        raise UnreadableInput(f"{path}: not a ListTags response (an object with a Tags list)")
+    return data["Tags"]
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UnreadableInput(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise UnreadableInput(f"{path}: cannot be read ({err})") from None
+    except json.JSONDecodeError as err:
+        raise UnreadableInput(f"{path}: not JSON ({err.msg} at line {err.lineno})") from None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

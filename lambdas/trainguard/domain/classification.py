@@ -1,0 +1,277 @@
+"""Classify why a training job ended: a category, what trainguard should do about it, and why.
+
+Texts come from FailureReason (cut by SageMaker at about 1,024 characters, so possibly mid-word),
+from API errors and from log lines. They are matched on meaning, not on exact strings:
+
+* every pattern is case-insensitive, and a space in a pattern stands for any run of whitespace,
+  because texts arrive line-wrapped at arbitrary places and AWS rewords its messages
+  ("internal error.  Please" had two spaces until 2024). Never put a space inside [...];
+* a prefix alone (`ClientError:`, `AlgorithmError:`, `Data download failed:`) decides nothing:
+  it wraps unrelated causes, so wrappers are matched last, after the causes they hide;
+* the first matching rule wins. Specific causes come first: configuration traps (a memlock
+  "internal error", a ResourceLimitExceeded that is really "not in this region") before quota,
+  quota before anything transient, out-of-memory before the user-script wrapper, and anything
+  that is surely a bug before the transient categories, so a user bug never loops in retries.
+
+Patterns use bounded windows (`.{0,N}`) between words and no nested unbounded repetition, so
+matching stays linear on long inputs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from trainguard.domain.model import Category, Classification, Decision
+
+DECISION_BY_CATEGORY: dict[Category, Decision] = {
+    Category.INTERNAL: Decision.RETRY,
+    Category.CAPACITY: Decision.RETRY,
+    Category.HARDWARE: Decision.RETRY,
+    Category.COLLECTIVE_TIMEOUT: Decision.RETRY,
+    Category.SPOT_INTERRUPTION: Decision.RETRY,
+    Category.QUOTA: Decision.QUOTA,
+    Category.USER_CODE: Decision.NOTIFY,
+    Category.OOM: Decision.NOTIFY,
+    Category.CONFIG: Decision.NOTIFY,
+    Category.DATA: Decision.NOTIFY,
+    Category.MAX_RUNTIME: Decision.NOTIFY,
+    Category.UNKNOWN: Decision.NOTIFY,
+    Category.STOPPED: Decision.IGNORE,
+    Category.COMPLETED: Decision.IGNORE,
+    Category.IN_PROGRESS: Decision.IGNORE,
+}
+
+_SNIPPET_CHARS = 80
+_UNRECOGNISED = "trainguard does not recognise this failure reason; a person should look before a relaunch."
+_NO_REASON = "The job failed and SageMaker gave no failure reason; a person should look before a relaunch."
+
+
+def _rx(*alternatives: str) -> re.Pattern[str]:
+    """One case-insensitive pattern from alternatives; a space means one or more whitespace characters."""
+    joined = "|".join(f"(?:{alternative})" for alternative in alternatives)
+    return re.compile(joined.replace(" ", r"(?:\s+)"), re.IGNORECASE | re.DOTALL)
+
+
+@dataclass(frozen=True)
+class _Rule:
+    category: Category
+    pattern: re.Pattern[str]
+    reason: str  # "{match}" becomes the words that matched
+
+
+_RULES: tuple[_Rule, ...] = (
+    # Not a failure of a job: StopTrainingJob refusing a job that has already ended (FACTS: treat as done).
+    _Rule(Category.UNKNOWN, _rx(r"rejected because the (training )?job is (already )?in status"),
+          "StopTrainingJob was refused because the job had already ended ({match}); this is not a training "
+          "failure and there is nothing to relaunch, but a person should check what called it."),
+
+    # --- Configuration: before quota and before anything transient. ---
+    # Same error code as a quota (ResourceLimitExceeded), but no increase can fix it.
+    _Rule(Category.CONFIG, _rx(r"not (available|supported|offered) in (this|the|your) (current )?region"),
+          "The instance type is not offered in this region ({match}); it looks like a quota error but no "
+          "increase can fix it, so trainguard does not retry: pick another instance type or region."),
+    # EFA/libfabric "internal error ... Cannot allocate memory" means the memlock ulimit is too low.
+    _Rule(Category.CONFIG, _rx(r"\b(libfabric|EFA|ibv_\w+|NET/OFI)\b.{0,400}cannot allocate memory",
+                               r"cannot allocate memory.{0,400}\b(libfabric|EFA)\b",
+                               r"max(imum)? locked memory", r"\bmemlock\b", r"RLIMIT_MEMLOCK", r"ulimit -l"),
+          "The EFA network stack could not lock memory ({match}): the container's memlock ulimit is too "
+          "low. A relaunch would fail the same way, so trainguard does not retry."),
+    # "Disk quota exceeded" (EDQUOT) is a disk problem, not a service quota.
+    _Rule(Category.CONFIG, _rx(r"insufficient disk space", r"no space left on device", r"disk quota exceeded",
+                               r"not enough (free )?disk space", r"\bENOSPC\b"),
+          "The job ran out of disk space ({match}); VolumeSizeInGB or what the job writes must change. "
+          "A relaunch would fail the same way, so trainguard does not retry."),
+    _Rule(Category.CONFIG, _rx(r"AccessDenied", r"access ?denied", r"not authorized to perform",
+                               r"unable to assume (the )?role", r"sts:AssumeRole", r"trust relationship",
+                               r"permission ?denied", r"PermissionError", r"UnauthorizedOperation",
+                               r"\bForbidden\b"),
+          "Access was denied ({match}); the execution role, a bucket or key policy or a trust policy must "
+          "be fixed. A relaunch would fail the same way, so trainguard does not retry."),
+    _Rule(Category.CONFIG, _rx(r"route table", r"VPC endpoint", r"NAT (device|gateway)", r"network ACL",
+                               r"could not connect to the endpoint URL"),
+          "The job could not reach S3 or another endpoint from its VPC ({match}); routes, endpoints or "
+          "security groups must be fixed. A relaunch would fail the same way, so trainguard does not retry."),
+    _Rule(Category.CONFIG, _rx(r"cannot pull", r"CannotPullContainer", r"image does not exist",
+                               r"cannot find (the requested image|repository)", r"pull permissions",
+                               r"exec format error", r"executable file not found",
+                               r"CUDA driver version is insufficient", r"found no NVIDIA driver",
+                               r"no CUDA-capable device is detected"),
+          "The training image could not be pulled or started on this instance ({match}); the image, its "
+          "permissions or the instance type must change, so trainguard does not retry."),
+    _Rule(Category.CONFIG, _rx(r"ValidationException", r"validation errors? detected",
+                               r"failed to satisfy constraint", r"not valid under any of the given schemas",
+                               r"InvalidInputException", r"InvalidParameter\w*", r"\bResourceInUse\b",
+                               r"\bResourceNotFound\b", r"hyperparameter_validation",
+                               r"(required|invalid|unknown|unsupported|unrecognized) hyperparameter",
+                               r"hyperparameter.{0,60}(is invalid|not valid|not supported|not recognized)"),
+          "SageMaker or the algorithm rejected the job's configuration ({match}); the request or its "
+          "hyperparameters must be fixed. A relaunch would fail the same way, so trainguard does not retry."),
+
+    # --- Quota: before anything that retries (quota texts say "Retry not appropriate", "retry policy"). ---
+    _Rule(Category.QUOTA, _rx(r"account-level service limit", r"ResourceLimitExceeded",
+                              r"ServiceQuotaExceeded\w*", r"service quota.{0,40}exceeded",
+                              r"request an increase for this (limit|quota)"),
+          "An account service quota blocks the job ({match}); a relaunch is refused the same way until the "
+          "quota is raised, so trainguard treats it as a quota problem."),
+
+    # --- Out of memory: before the user-script wrapper that often hides it. ---
+    _Rule(Category.OOM, _rx(r"CUDA out of memory", r"OutOfMemoryError", r"out[\s_]+of[\s_]+memory",
+                            r"\bOOM\b", r"\bbad_alloc\b", r"memory allocation (error|failed|failure)"),
+          "The job ran out of memory ({match}); it needs more memory or a smaller batch. A relaunch would "
+          "fail the same way, so trainguard does not retry."),
+    # Host RAM: SageMaker's own hint, the kernel's OOM killer (SIGKILL, exit code 137), ENOMEM.
+    _Rule(Category.OOM, _rx(r"instance type with more memory", r"\bMemoryError\b", r"cannot allocate memory",
+                            r"OOMKilled", r"\boom-kill", r"exit ?(code|status)\s*:?\s*137\b",
+                            r"exitcode\s*:?\s*-9\b", r"signal 9 \(SIGKILL\)",
+                            r"(?-i:(?:^|\n|:)\s*(?:\d+\s+)?Killed\b)"),
+          "The job ran out of host memory and was most likely killed by the out-of-memory killer ({match}). "
+          "A relaunch would fail the same way, so trainguard does not retry."),
+
+    # --- Data. ---
+    _Rule(Category.DATA, _rx(r"\b(error|failed|unable|could not|cannot) ((when|while|to) )?pars(e|ing)\b",
+                             r"ParserError", r"error tokenizing data", r"could not determine delimiter",
+                             r"UnicodeDecodeError", r"JSONDecodeError", r"illegal char", r"S3 prefix",
+                             r"NoSuchKey", r"the specified key does not exist",
+                             r"(no such file or directory|no files? (was |were )?found|FileNotFoundError|"
+                             r"does not exist|is empty).{0,120}/opt/ml/input/data"),
+          "The input data could not be read ({match}); the data or its S3 layout must be fixed. A relaunch "
+          "would fail the same way, so trainguard does not retry."),
+
+    # --- Surely a bug in the training code, even if other words in the text look transient. ---
+    # "an illegal memory access was encountered" (cudaErrorIllegalAddress) is almost always an
+    # out-of-bounds index or a kernel bug; a real GPU fault comes with an Xid or ECC line of its own.
+    # Notify rather than risk a retry loop on a bug.
+    _Rule(Category.USER_CODE, _rx(r"\b(SyntaxError|IndentationError|TabError|ModuleNotFoundError|ImportError|"
+                                  r"NameError|UnboundLocalError|AttributeError|TypeError|KeyError|IndexError|"
+                                  r"ZeroDivisionError|AssertionError|NotImplementedError|RecursionError)\b",
+                                  r"no module named", r"illegal memory access", r"device-side assert",
+                                  r"invalid device ordinal", r"ncclInvalid(Usage|Argument)",
+                                  r"NCCL.{0,200}invalid (usage|argument)"),
+          "The training code has a bug ({match}). A relaunch would fail the same way, so trainguard does "
+          "not retry."),
+
+    # --- Transient: relaunch from the last checkpoint. ---
+    _Rule(Category.SPOT_INTERRUPTION, _rx(r"max ?wait ?ti?me ?exceeded", r"maximum allowed wait time",
+                                          r"spot.{0,40}interrupt"),
+          "The managed spot instances were interrupted and spot capacity did not come back in time "
+          "({match}); an interruption beyond MaxWait is treated as capacity, so a relaunch from the last "
+          "checkpoint should help."),
+    _Rule(Category.CAPACITY, _rx(r"CapacityError", r"insufficient ?instance ?capacity",
+                                 r"insufficient capacity", r"not enough capacity",
+                                 r"unable to provision requested ML compute capacity",
+                                 r"do not have sufficient .{0,60}capacity"),
+          "AWS did not have enough instances of the requested type ({match}); capacity shortages pass, so "
+          "a relaunch from the last checkpoint should help."),
+    # cuDNN's internal error is grouped with ECC faults by teams who retry it on another instance; when it
+    # is really an OOM the text says so and the OOM rule wins. Retries are capped per job anyway.
+    _Rule(Category.HARDWARE, _rx(r"uncorrectable ECC", r"ECC ?uncorrectable", r"double-?\s*bit ECC",
+                                 r"fallen off the bus", r"GPU_IS_LOST", r"GPU is lost", r"NVLink.{0,80}error",
+                                 r"\bXid\b(\s*\([^)\n]{0,40}\))?\s*:?\s*(48|6[1-4]|74|79|9[245]|119|120)\b",
+                                 r"hardware ?(failure|fault|error)", r"instance was unhealthy",
+                                 r"CUDNN_STATUS_INTERNAL_ERROR"),
+          "A GPU or host failed in hardware ({match}); a relaunch gets healthy instances, so a relaunch "
+          "from the last checkpoint should help."),
+    # A torchrun summary with SIGABRT (exitcode -6) is how ranks die when the NCCL watchdog aborts them
+    # after a collective timeout; bugs that end in SIGABRT (OOM, illegal access) are caught above.
+    _Rule(Category.COLLECTIVE_TIMEOUT, _rx(r"collective operation timeout", r"WorkNCCL\(.{0,300}timeout",
+                                           r"ran for \d+ milliseconds before timing out",
+                                           r"NCCL.{0,80}(timeout|timed out|timing out)",
+                                           r"NCCL communicator.{0,40}abort",
+                                           r"ProcessGroupNCCL.{0,80}(watchdog|heartbeat)",
+                                           r"DistBackendError", r"NCCL error",
+                                           r"nccl(System|Remote|Internal)Error",
+                                           r"signal 6 \(SIGABRT\) received by PID", r"exitcode\s*:\s*-6\b"),
+          "A collective operation between the hosts failed or timed out ({match}); these are usually "
+          "transient network or peer faults, so a relaunch from the last checkpoint should help."),
+    _Rule(Category.INTERNAL, _rx(r"InternalServerError", r"InternalFailure", r"\bInternalError\b",
+                                 r"internal server error", r"we encountered an internal error",
+                                 r"Platform Error", r"ServiceUnavailable", r"service unavailable"),
+          "SageMaker reported an internal error ({match}); these are transient, so a relaunch from the "
+          "last checkpoint should help."),
+    _Rule(Category.INTERNAL, _rx(r"Throttling\w*", r"rate exceeded", r"TooManyRequests", r"\bSlowDown\b",
+                                 r"reduce your request rate", r"RequestLimitExceeded"),
+          "An AWS API call was throttled ({match}); throttling passes, so a relaunch from the last "
+          "checkpoint should help."),
+
+    # --- Wrappers: only when nothing above named the cause. ---
+    _Rule(Category.DATA, _rx(r"data download failed", r"failed to download data"),
+          "SageMaker could not download the input data ({match}) and names no transient cause; the data, "
+          "its S3 location or access to it needs a look, so trainguard does not retry."),
+    _Rule(Category.CONFIG, _rx(r"failed to invoke sagemaker:\s*Create\w*"),
+          "SageMaker Pipelines could not create the job ({match}): the request was rejected as given, so "
+          "trainguard does not retry."),
+    _Rule(Category.USER_CODE, _rx(r"ExecuteUserScriptError", r"AlgorithmError", r"algorithm error",
+                                  r"framework error", r"Traceback \(most recent call last\)",
+                                  r"non-zero exit status", r"CalledProcessError", r"ChildFailedError",
+                                  r"exit ?code\s*:?\s*[1-9]"),
+          "The training script exited with an error ({match}) and the text names no transient cause; a "
+          "relaunch would most likely fail the same way, so trainguard does not retry."),
+)
+
+
+def _snippet(matched: str) -> str:
+    words = " ".join(matched.split())
+    return words if len(words) <= _SNIPPET_CHARS else words[: _SNIPPET_CHARS - 3] + "..."
+
+
+def classify_failure_reason(text: str) -> Classification:
+    """Map a FailureReason, API error or log text to a category, a decision and the reason for both."""
+    if not text or not text.strip():
+        return Classification(Category.UNKNOWN, Decision.NOTIFY, _NO_REASON)
+    for rule in _RULES:
+        found = rule.pattern.search(text)
+        if found:
+            reason = rule.reason.replace("{match}", repr(_snippet(found.group(0))))
+            return Classification(rule.category, DECISION_BY_CATEGORY[rule.category], reason)
+    return Classification(Category.UNKNOWN, Decision.NOTIFY, _UNRECOGNISED)
+
+
+def _squash(status: str) -> str:
+    """'In Progress', 'inprogress' and 'InProgress' all become 'inprogress'."""
+    return re.sub(r"[^a-z]", "", status.lower())
+
+
+_MAX_WAIT = re.compile(r"maxwaitti?meexceeded")  # older AWS docs spelled it "MaxWaitTmeExceeded"
+
+
+def classify_job_end(
+    status: str, secondary_status: str, failure_reason: str, *, managed_spot: bool = False
+) -> Classification:
+    """Classify a job from TrainingJobStatus and SecondaryStatus, and from its FailureReason if it failed.
+
+    `managed_spot` only sharpens the wording of a MaxWait stop: the statuses decide.
+    """
+    primary = _squash(status)
+    if primary == "completed":
+        return Classification(Category.COMPLETED, Decision.IGNORE, "The job completed; nothing to do.")
+    if primary in ("inprogress", "stopping"):
+        return Classification(
+            Category.IN_PROGRESS, Decision.IGNORE, f"The job is still {status.strip()}; nothing to do yet."
+        )
+    if primary == "failed":
+        return classify_failure_reason(failure_reason)
+    if primary == "stopped":
+        return _classify_stop(_squash(secondary_status), managed_spot=managed_spot)
+    unknown = f"trainguard does not know the job status {status!r}; a person should look."
+    return Classification(Category.UNKNOWN, Decision.NOTIFY, unknown)
+
+
+def _classify_stop(secondary: str, *, managed_spot: bool) -> Classification:
+    if secondary == "maxruntimeexceeded":
+        return Classification(
+            Category.MAX_RUNTIME, Decision.NOTIFY,
+            "SageMaker stopped the job at its MaxRuntimeInSeconds (MaxRuntimeExceeded); it may need more "
+            "time or it may have hung, so a person should decide (a per-job tag can allow a relaunch).",
+        )
+    # Interrupted is documented as "the managed spot training instances were interrupted".
+    if _MAX_WAIT.fullmatch(secondary) or secondary == "interrupted":
+        job = "The managed spot job" if managed_spot else "The job (SageMaker does this only to spot jobs)"
+        return Classification(
+            Category.SPOT_INTERRUPTION, Decision.RETRY,
+            f"{job} was stopped because spot capacity did not come back within MaxWaitTimeInSeconds; an "
+            "interruption beyond MaxWait is treated as capacity, so a relaunch from the last checkpoint "
+            "should help.",
+        )
+    stopped = "Someone or something stopped the job on purpose; trainguard leaves it stopped."
+    return Classification(Category.STOPPED, Decision.IGNORE, stopped)

@@ -1,0 +1,162 @@
+"""In-memory fakes of the workflow ports, for handler and workflow tests with the network off."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from trainguard.adapters.service_model import create_training_job_shape
+from trainguard.config import GuardConfig
+from trainguard.domain.checkpoints import CheckpointState
+from trainguard.domain.messages import Notification
+from trainguard.domain.model import TrainingJob
+from trainguard.domain.outcome import Outcome
+from trainguard.events.training_job import job_from_description
+from trainguard.workflows.ports import (
+    GuardPorts,
+    JobNotFound,
+    LaunchRefused,
+    LaunchResult,
+    NameTaken,
+    StepInProgress,
+    StepStart,
+    StepState,
+)
+
+ROLE = "arn:aws:iam::123456789012:role/TrainingRole"
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+
+
+def described_job(name: str = "llama-pretrain", *, status: str = "Failed", secondary: str = "Failed",
+                  reason: str = "InternalServerError: We encountered an internal error. Please try again.",
+                  checkpoint: str | None = "s3://ckpt-bucket/llama-pretrain/", spot: bool = False) -> dict[str, Any]:
+    description: dict[str, Any] = {
+        "TrainingJobName": name,
+        "TrainingJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}",
+        "TrainingJobStatus": status,
+        "SecondaryStatus": secondary,
+        "RoleArn": ROLE,
+        "AlgorithmSpecification": {"TrainingImage": "123456789012.dkr.ecr.us-east-1.amazonaws.com/train:1",
+                                   "TrainingInputMode": "File"},
+        "OutputDataConfig": {"S3OutputPath": "s3://out-bucket/out"},
+        "ResourceConfig": {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 4, "VolumeSizeInGB": 100},
+        "StoppingCondition": {"MaxRuntimeInSeconds": 86400},
+        "HyperParameters": {"lr": "0.0003"},
+        "EnableManagedSpotTraining": spot,
+        "CreationTime": NOW,
+    }
+    if status == "Failed":
+        description["FailureReason"] = reason
+    if checkpoint:
+        description["CheckpointConfig"] = {"S3Uri": checkpoint, "LocalPath": "/opt/ml/checkpoints"}
+    return description
+
+
+class FakeJobs:
+    def __init__(self) -> None:
+        self.jobs: dict[str, TrainingJob] = {}
+        self.created: list[dict[str, Any]] = []
+        self.refuse_with: LaunchRefused | None = None
+
+    def add(self, description: dict[str, Any], tags: dict[str, str]) -> TrainingJob:
+        job = job_from_description(description, tags)
+        self.jobs[job.name] = job
+        return job
+
+    def describe(self, name: str) -> TrainingJob | JobNotFound:
+        return self.jobs.get(name) or JobNotFound(name)
+
+    def create(self, request: dict[str, Any], retry_of: str, retry_of_tag_key: str) -> LaunchResult:
+        if self.refuse_with:
+            raise self.refuse_with
+        name = request["TrainingJobName"]
+        if name in self.jobs:
+            if self.jobs[name].tags.get(retry_of_tag_key) == retry_of:
+                return LaunchResult.ALREADY_EXISTS
+            raise NameTaken(name)
+        self.created.append(copy.deepcopy(request))
+        tags = {t["Key"]: t["Value"] for t in request.get("Tags", [])}
+        desc = {**request, "TrainingJobStatus": "InProgress", "SecondaryStatus": "Starting",
+                "TrainingJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}"}
+        desc.pop("Tags", None)
+        self.add(desc, tags)
+        return LaunchResult.CREATED
+
+
+@dataclass
+class FakeCheckpoints:
+    newest: datetime | None = NOW
+    count: int = 3
+    error: str = ""
+
+    def read(self, s3_uri: str) -> CheckpointState:
+        if not s3_uri:
+            return CheckpointState("")
+        if self.error:
+            return CheckpointState(s3_uri, listing_error=self.error)
+        return CheckpointState(s3_uri, self.newest if self.count else None, self.count)
+
+
+@dataclass
+class FakeLedger:
+    steps: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    budget_used: int = 0
+    lineage: list[tuple[str, int, str, str]] = field(default_factory=list)
+
+    def begin_step(self, job_name: str, step: str, now: datetime) -> StepStart:
+        record = self.steps.get((job_name, step))
+        if record is None:
+            self.steps[(job_name, step)] = {"status": "in_progress"}
+            return StepStart(StepState.FIRST, {})
+        if record["status"] == "done":
+            return StepStart(StepState.DONE, record["outcome"])
+        raise StepInProgress(job_name)
+
+    def finish_step(self, job_name: str, step: str, outcome: Outcome, now: datetime) -> None:
+        self.steps[(job_name, step)] = {"status": "done", "outcome": outcome.as_dict()}
+
+    def abandon_step(self, job_name: str, step: str) -> None:
+        self.steps.pop((job_name, step), None)
+
+    def take_retry_budget(self, now: datetime, limit: int) -> bool:
+        if self.budget_used >= limit:
+            return False
+        self.budget_used += 1
+        return True
+
+    def record_lineage(self, root_job: str, attempt: int, job_name: str, retry_of: str, now: datetime) -> None:
+        self.lineage.append((root_job, attempt, job_name, retry_of))
+
+
+@dataclass
+class FakeNotifier:
+    sent: list[Notification] = field(default_factory=list)
+
+    def publish(self, notification: Notification) -> str:
+        self.sent.append(notification)
+        return f"msg-{len(self.sent)}"
+
+
+@dataclass
+class FakeScheduler:
+    schedules: dict[str, tuple[datetime, str]] = field(default_factory=dict)
+
+    def schedule_relaunch(self, failed_job: str, at: datetime, reason: str) -> str:
+        self.schedules.setdefault(failed_job, (at, reason))
+        return f"relaunch-{failed_job}"
+
+
+def fake_ports(**config_overrides: Any) -> GuardPorts:
+    config = GuardConfig(ledger_table_name="ledger", topic_arn="arn:aws:sns:us-east-1:123456789012:tg",
+                         passable_role_arns=(ROLE,), **config_overrides)
+    return GuardPorts(
+        jobs=FakeJobs(), checkpoints=FakeCheckpoints(), ledger=FakeLedger(), notifier=FakeNotifier(),
+        scheduler=FakeScheduler(), config=config, region="us-east-1", clock=lambda: NOW,
+        create_request_shape=create_training_job_shape(),
+    )
+
+
+def with_config(ports: GuardPorts, **changes: Any) -> GuardPorts:
+    return replace(ports, config=replace(ports.config, **changes))

@@ -1,0 +1,37 @@
+"""The rules of the layout (STYLE.md): the domain core is pure; only adapters import boto3."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).parents[2] / "lambdas" / "trainguard"
+FORBIDDEN_IN_CORE = {"boto3", "botocore", "os", "aws_lambda_powertools", "logging"}
+
+
+def imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_the_domain_imports_no_sdk_no_environment_no_powertools() -> None:
+    for path in (PACKAGE / "domain").glob("*.py"):
+        assert not imported_modules(path) & FORBIDDEN_IN_CORE, path.name
+
+
+def test_only_adapters_and_the_wiring_import_boto3() -> None:
+    allowed = {PACKAGE / "adapters", PACKAGE / "handlers" / "wiring.py"}
+    for path in PACKAGE.rglob("*.py"):
+        if "boto3" in imported_modules(path):
+            assert any(path == a or a in path.parents for a in allowed), path
+
+
+def test_modules_stay_small() -> None:
+    for path in PACKAGE.rglob("*.py"):
+        assert len(path.read_text().splitlines()) <= 320, path

@@ -1,0 +1,100 @@
+"""`trainguard explain`: the contract of issue 2 (keys, decisions, exit codes), offline."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import load_fixture
+from tests.fakes import described_job
+from trainguard.cli import main
+
+KEYS = {"category", "decision", "reason", "create_training_job_request", "quota_request"}
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any] | None, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if out.strip() else None), err
+
+
+def write(tmp_path: Path, name: str, data: Any) -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps(data, default=str))
+    return str(path)
+
+
+def test_reason(capsys: pytest.CaptureFixture[str]) -> None:
+    code, answer, _ = run(capsys, "explain", "--reason", "InternalServerError: We encountered an internal error.")
+    assert code == 0 and answer is not None
+    assert KEYS <= set(answer)
+    assert answer["category"] == "internal" and answer["decision"] == "retry"
+    assert answer["create_training_job_request"] is None and answer["quota_request"] is None
+
+
+def test_describe_with_tags_gives_the_exact_request(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    describe = write(tmp_path, "d.json", described_job())
+    tags = write(tmp_path, "t.json", {"Tags": [{"Key": "trainguard:enabled", "Value": "true"}]})
+    code, answer, _ = run(capsys, "explain", "--describe", describe, "--tags", tags)
+    assert code == 0 and answer is not None
+    assert answer["decision"] == "retry"
+    request = answer["create_training_job_request"]
+    assert request["TrainingJobName"] == "llama-pretrain-retry1"
+    assert request["CheckpointConfig"]["S3Uri"] == "s3://ckpt-bucket/llama-pretrain/"
+
+
+def test_describe_without_opt_in_is_ignored(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, answer, _ = run(capsys, "explain", "--describe", write(tmp_path, "d.json", described_job()))
+    assert code == 0 and answer is not None
+    assert answer["decision"] == "ignore" and "not opted in" in answer["reason"]
+
+
+def test_a_role_that_may_not_be_passed_turns_retry_into_notify(capsys: pytest.CaptureFixture[str],
+                                                                tmp_path: Path) -> None:
+    describe = write(tmp_path, "d.json", described_job())
+    tags = write(tmp_path, "t.json", {"Tags": [{"Key": "trainguard:enabled", "Value": "true"}]})
+    code, answer, _ = run(capsys, "explain", "--describe", describe, "--tags", tags,
+                          "--allow-role", "arn:aws:iam::123456789012:role/Other")
+    assert code == 0 and answer is not None
+    assert answer["decision"] == "notify" and answer["create_training_job_request"] is None
+
+
+def test_event_with_user_code_failure(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    event = copy.deepcopy(load_fixture("events/sagemaker_training_job_state_change.awsdocs.json"))
+    event["detail"].update(TrainingJobStatus="Failed", SecondaryStatus="Failed",
+                           FailureReason="AlgorithmError: ExecuteUserScriptError:\nExitCode 1",
+                           Tags={"trainguard:enabled": "true"})
+    code, answer, _ = run(capsys, "explain", "--event", write(tmp_path, "e.json", event))
+    assert code == 0 and answer is not None
+    assert answer["category"] == "user-code" and answer["decision"] == "notify"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("--event", "{missing}"), ("--describe", "{bad_json}"), ("--event", "{not_event}"),
+     ("--describe", "{good}", "--tags", "{not_tags}")],
+)
+def test_unreadable_input_exits_2_with_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                args: tuple[str, ...]) -> None:
+    (tmp_path / "bad.json").write_text("{nope")
+    paths = {"missing": str(tmp_path / "missing.json"), "bad_json": str(tmp_path / "bad.json"),
+             "not_event": write(tmp_path, "n.json", {"source": "aws.ec2"}),
+             "good": write(tmp_path, "g.json", described_job()), "not_tags": write(tmp_path, "nt.json", [1])}
+    code, answer, err = run(capsys, "explain", *(a.format(**paths) for a in args))
+    assert code == 2 and answer is None
+    assert err.count("\n") == 1 and err.startswith("trainguard explain:")
+
+
+@pytest.mark.slow
+def test_the_installed_command(tmp_path: Path) -> None:
+    exe = Path(sys.executable).with_name("trainguard")
+    done = subprocess.run([str(exe), "explain", "--reason", "CapacityError: Unable to provision requested ML "
+                           "compute capacity."], capture_output=True, text=True, check=False, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["decision"] == "retry"
