@@ -46,6 +46,7 @@ def described_job(name: str = "llama-pretrain", *, status: str = "Failed", secon
         "HyperParameters": {"lr": "0.0003"},
         "EnableManagedSpotTraining": spot,
         "CreationTime": NOW,
+        "ModelArtifacts": {"S3ModelArtifacts": f"s3://out-bucket/out/{name}/output/model.tar.gz"},
     }
     if status == "Failed":
         description["FailureReason"] = reason

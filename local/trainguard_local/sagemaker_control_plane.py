@@ -79,7 +79,7 @@ class SimulatedSageMaker:
     # ---- the API, as the HTTP server calls it -------------------------------------------------
 
     def handle(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Answer one API call, or raise ``SageMakerApiError``."""
+        """Answer one API call, or raise ``SageMakerApiError``. Every call is logged first, valid or not."""
         with self._lock:
             self.calls.append((operation, copy.deepcopy(params)))
         if operation not in SUPPORTED_OPERATIONS:

@@ -1,0 +1,101 @@
+"""Queries over a synthesized template as plain data: find resources by what they are, never by
+their hashed logical IDs. Shared by the infra tests (tests/infra is on sys.path under pytest)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+CONFIGURED_STACK = "TrainGuard"
+DEFAULTS_STACK = "TrainGuardDefaults"
+CONFIGURED_CONTEXT: dict[str, Any] = {
+    "tag_prefix": "trainguard",
+    "notification_emails": ["ml-oncall@example.com"],
+    "passable_role_arns": [
+        "arn:aws:iam::123456789012:role/SageMakerTrainingRole",
+        "arn:aws:iam::123456789012:role/team/OtherTrainingRole",
+    ],
+    "checkpoint_buckets": ["example-checkpoints"],
+}
+JOB_EVENTS_HANDLER = "trainguard.handlers.job_events.handler"
+RETRY_LAUNCHER_HANDLER = "trainguard.handlers.retry_launcher.handler"
+
+
+def resources_of_type(template: dict[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:
+    return {lid: r for lid, r in template["Resources"].items() if r["Type"] == resource_type}
+
+
+def only_logical_id(template: dict[str, Any], resource_type: str, **properties: Any) -> str:
+    """The logical ID of the one resource of that type whose properties include these values."""
+    found = [
+        lid
+        for lid, r in resources_of_type(template, resource_type).items()
+        if all(r.get("Properties", {}).get(k) == v for k, v in properties.items())
+    ]
+    assert len(found) == 1, f"expected one {resource_type} with {properties}, found {found}"
+    return found[0]
+
+
+def function_logical_id(template: dict[str, Any], handler: str) -> str:
+    return only_logical_id(template, "AWS::Lambda::Function", Handler=handler)
+
+
+def render(value: Any) -> Any:
+    """A CloudFormation value as cdk-nag prints it: Fn::Join flattened, pseudo parameters as
+    <AWS::Region>, other references as <LogicalId> / <LogicalId.Attr>."""
+    if isinstance(value, dict) and len(value) == 1:
+        ((key, arg),) = value.items()
+        if key == "Fn::Join":
+            return arg[0].join(str(render(part)) for part in arg[1])
+        if key == "Ref":
+            return f"<{arg}>"
+        if key == "Fn::GetAtt":
+            return f"<{arg[0]}.{arg[1]}>"
+    if isinstance(value, list):
+        return [render(v) for v in value]
+    return value
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def identity_statements(template: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(policy logical ID, statement) for every IAM identity policy statement in the template."""
+    for lid, resource in template["Resources"].items():
+        props = resource.get("Properties", {})
+        if resource["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
+            for statement in props["PolicyDocument"]["Statement"]:
+                yield lid, statement
+        if resource["Type"] == "AWS::IAM::Role":
+            for policy in props.get("Policies", []):
+                for statement in policy["PolicyDocument"]["Statement"]:
+                    yield lid, statement
+
+
+def resource_policy_statements(template: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(resource logical ID, statement) for key, topic, queue and trust policies."""
+    documents = {
+        "AWS::KMS::Key": "KeyPolicy",
+        "AWS::SNS::TopicPolicy": "PolicyDocument",
+        "AWS::SQS::QueuePolicy": "PolicyDocument",
+        "AWS::IAM::Role": "AssumeRolePolicyDocument",
+    }
+    for lid, resource in template["Resources"].items():
+        key = documents.get(resource["Type"])
+        if key:
+            for statement in resource["Properties"][key]["Statement"]:
+                yield lid, statement
+
+
+def statements_of_role(template: dict[str, Any], role_logical_id: str) -> list[dict[str, Any]]:
+    return [
+        statement
+        for lid, statement in identity_statements(template)
+        if {"Ref": role_logical_id} in template["Resources"][lid]["Properties"].get("Roles", [])
+    ]
+
+
+def role_of_function(template: dict[str, Any], function_logical_id: str) -> str:
+    role = template["Resources"][function_logical_id]["Properties"]["Role"]
+    return role["Fn::GetAtt"][0]

@@ -1,0 +1,186 @@
+"""The adapters against moto (DynamoDB, SNS, S3, Scheduler) and botocore's Stubber (SageMaker)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from moto import mock_aws
+
+from tests.fakes import NOW, described_job
+from trainguard.adapters.checkpoints import CheckpointReader
+from trainguard.adapters.ledger import Ledger
+from trainguard.adapters.notifier import Notifier
+from trainguard.adapters.sagemaker import SageMakerJobs
+from trainguard.adapters.scheduler import RelaunchScheduler, schedule_name
+from trainguard.domain.messages import Notification
+from trainguard.domain.outcome import Outcome, OutcomeKind
+from trainguard.workflows.ports import JobNotFound, LaunchRefused, LaunchResult, NameTaken, StepInProgress, StepState
+
+REGION = "us-east-1"
+
+
+@pytest.fixture
+def aws() -> Iterator[None]:
+    with mock_aws():
+        yield
+
+
+@pytest.fixture
+def ledger(aws: None) -> Ledger:
+    client = boto3.client("dynamodb", region_name=REGION)
+    client.create_table(
+        TableName="ledger", BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                              {"AttributeName": "sk", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+    )
+    return Ledger(client, "ledger")
+
+
+def test_the_first_delivery_holds_the_step_and_later_ones_see_it_done(ledger: Ledger) -> None:
+    assert ledger.begin_step("job", "end", NOW).state is StepState.FIRST
+    with pytest.raises(StepInProgress):
+        ledger.begin_step("job", "end", NOW + timedelta(seconds=30))
+    ledger.finish_step("job", "end", Outcome(OutcomeKind.RELAUNCHED, "job", "r", new_job_name="job-retry1"), NOW)
+    done = ledger.begin_step("job", "end", NOW + timedelta(minutes=1))
+    assert done.state is StepState.DONE and done.recorded["new_job_name"] == "job-retry1"
+
+
+def test_an_expired_lease_can_be_taken_over(ledger: Ledger) -> None:
+    ledger.begin_step("job", "end", NOW)
+    assert ledger.begin_step("job", "end", NOW + timedelta(minutes=6)).state is StepState.FIRST
+
+
+def test_an_abandoned_step_can_be_started_again(ledger: Ledger) -> None:
+    ledger.begin_step("job", "end", NOW)
+    ledger.abandon_step("job", "end")
+    assert ledger.begin_step("job", "end", NOW).state is StepState.FIRST
+
+
+def test_steps_of_different_jobs_and_kinds_are_independent(ledger: Ledger) -> None:
+    assert ledger.begin_step("a", "end", NOW).state is StepState.FIRST
+    assert ledger.begin_step("b", "end", NOW).state is StepState.FIRST
+    assert ledger.begin_step("a", "relaunch", NOW).state is StepState.FIRST
+
+
+def test_the_hourly_budget(ledger: Ledger) -> None:
+    assert [ledger.take_retry_budget(NOW, 2) for _ in range(3)] == [True, True, False]
+    assert ledger.take_retry_budget(NOW + timedelta(hours=1), 2)
+
+
+def test_notifications_carry_filterable_attributes(aws: None) -> None:
+    sns = boto3.client("sns", region_name=REGION)
+    sqs = boto3.client("sqs", region_name=REGION)
+    topic = sns.create_topic(Name="tg")["TopicArn"]
+    queue = sqs.create_queue(QueueName="inbox")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn)
+    Notifier(sns, topic).publish(Notification("[trainguard] subject", "body", {"decision": "retry", "job_name": "j"}))
+    [message] = sqs.receive_message(QueueUrl=queue)["Messages"]
+    body = json.loads(message["Body"])
+    assert body["Subject"] == "[trainguard] subject" and body["Message"] == "body"
+    assert body["MessageAttributes"]["decision"] == {"Type": "String", "Value": "retry"}
+
+
+def test_the_newest_checkpoint_is_found_across_pages(aws: None) -> None:
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket="ckpt")
+    for i in range(1005):
+        s3.put_object(Bucket="ckpt", Key=f"run/step-{i:05d}/shard.pt", Body=b"x")
+    s3.put_object(Bucket="ckpt", Key="other-run/x", Body=b"x")
+    state = CheckpointReader(s3).read("s3://ckpt/run/")
+    assert state.object_count == 1005 and state.newest_object_time is not None
+    assert CheckpointReader(s3).read("s3://ckpt/empty/").is_empty
+    assert CheckpointReader(s3).read("s3://missing-bucket/x").listing_error.startswith("NoSuchBucket")
+    assert CheckpointReader(s3).read("https://not-s3").listing_error
+    assert not CheckpointReader(s3).read("").configured
+
+
+def test_a_schedule_is_created_once_per_failed_job(aws: None) -> None:
+    client = boto3.client("scheduler", region_name=REGION)
+    client.create_schedule_group(Name="trainguard")
+    scheduler = RelaunchScheduler(client, group_name="trainguard",
+                                  target_arn="arn:aws:lambda:us-east-1:123456789012:function:launcher",
+                                  role_arn="arn:aws:iam::123456789012:role/scheduler")
+    at = datetime(2026, 11, 29, 12, 10, tzinfo=UTC)
+    first = scheduler.schedule_relaunch("job-" + "x" * 70, at, "capacity")
+    assert scheduler.schedule_relaunch("job-" + "x" * 70, at, "capacity") == first
+    schedule = client.get_schedule(Name=first, GroupName="trainguard")
+    assert schedule["ScheduleExpression"] == "at(2026-11-29T12:10:00)"
+    assert schedule["ActionAfterCompletion"] == "DELETE"
+    assert len(first) <= 64
+    assert schedule_name("a") != schedule_name("b")
+
+
+def _sagemaker() -> tuple[SageMakerJobs, Stubber]:
+    client = boto3.client("sagemaker", region_name=REGION)
+    return SageMakerJobs(client), Stubber(client)
+
+
+def test_describe_reads_the_tags_with_list_tags() -> None:
+    jobs, stub = _sagemaker()
+    description = described_job()
+    stub.add_response("describe_training_job", description, {"TrainingJobName": "llama-pretrain"})
+    stub.add_response("list_tags", {"Tags": [{"Key": "trainguard:enabled", "Value": "true"}], "NextToken": "n"},
+                      {"ResourceArn": description["TrainingJobArn"], "MaxResults": 100})
+    stub.add_response("list_tags", {"Tags": [{"Key": "team", "Value": "llm"}]},
+                      {"ResourceArn": description["TrainingJobArn"], "MaxResults": 100, "NextToken": "n"})
+    with stub:
+        job = jobs.describe("llama-pretrain")
+    assert not isinstance(job, JobNotFound)
+    assert job.tags == {"trainguard:enabled": "true", "team": "llm"}
+    assert job.checkpoint_s3_uri == "s3://ckpt-bucket/llama-pretrain/"
+
+
+def test_a_missing_job_is_not_found() -> None:
+    jobs, stub = _sagemaker()
+    stub.add_client_error("describe_training_job", "ValidationException", "Requested resource not found.")
+    with stub:
+        assert isinstance(jobs.describe("gone"), JobNotFound)
+
+
+REQUEST = {"TrainingJobName": "j-retry1", "RoleArn": "arn:aws:iam::123456789012:role/TrainingRole",
+           "OutputDataConfig": {"S3OutputPath": "s3://b/o"},
+           "AlgorithmSpecification": {"TrainingImage": "img", "TrainingInputMode": "File"},
+           "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 10},
+           "StoppingCondition": {"MaxRuntimeInSeconds": 60}}
+
+
+def test_create_sends_the_request_as_built() -> None:
+    jobs, stub = _sagemaker()
+    stub.add_response("create_training_job", {"TrainingJobArn": "arn:aws:sagemaker:us-east-1:1:training-job/j"},
+                      REQUEST)
+    with stub:
+        assert jobs.create(REQUEST, "j", "trainguard:retry-of") is LaunchResult.CREATED
+
+
+def test_a_duplicate_name_is_success_only_if_it_is_our_relaunch() -> None:
+    for owner, expected in (("j", LaunchResult.ALREADY_EXISTS), ("someone-else", None)):
+        jobs, stub = _sagemaker()
+        stub.add_client_error("create_training_job", "ResourceInUse", "Training job names must be unique")
+        desc = described_job("j-retry1", status="InProgress")
+        stub.add_response("describe_training_job", desc)
+        stub.add_response("list_tags", {"Tags": [{"Key": "trainguard:retry-of", "Value": owner}]})
+        with stub:
+            if expected is None:
+                with pytest.raises(NameTaken):
+                    jobs.create(REQUEST, "j", "trainguard:retry-of")
+            else:
+                assert jobs.create(REQUEST, "j", "trainguard:retry-of") is expected
+
+
+def test_a_refusal_keeps_the_code_and_message_and_throttling_is_raised_for_a_retry() -> None:
+    jobs, stub = _sagemaker()
+    stub.add_client_error("create_training_job", "ResourceLimitExceeded", "The account-level service limit ...")
+    stub.add_client_error("create_training_job", "ThrottlingException", "Rate exceeded")
+    with stub:
+        with pytest.raises(LaunchRefused) as refused:
+            jobs.create(REQUEST, "j", "trainguard:retry-of")
+        assert refused.value.code == "ResourceLimitExceeded"
+        with pytest.raises(Exception, match="Rate exceeded"):
+            jobs.create(REQUEST, "j", "trainguard:retry-of")
