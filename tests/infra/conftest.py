@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from template_queries import CONFIGURED_CONTEXT, CONFIGURED_STACK, DEFAULTS_STACK
+from tests.infra.template_queries import CONFIGURED_CONTEXT, CONFIGURED_STACK, DEFAULTS_STACK
 
 
 @dataclass(frozen=True)

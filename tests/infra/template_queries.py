@@ -1,5 +1,5 @@
 """Queries over a synthesized template as plain data: find resources by what they are, never by
-their hashed logical IDs. Shared by the infra tests (tests/infra is on sys.path under pytest)."""
+their hashed logical IDs. Shared by the infra tests."""
 
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ def compose_job_end_notification(
     if job.failure_reason:
         reason = job.failure_reason
         shown = reason if len(reason) <= _REASON_SHOWN else reason[:_REASON_SHOWN] + " [...]"
-        lines.append(f"  Failure reason: {shown}")
+        lines.append("  Failure reason: " + shown.replace("\n", "\n    "))
     lines.append(f"  trainguard's reading: {category}.")
     lines += ["", "What trainguard did", f"  {_did(outcome)}", "", "Why", f"  {outcome.reason}"]
     if checkpoint is not None:

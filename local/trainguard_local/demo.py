@@ -1,0 +1,119 @@
+"""`make demo`: watch trainguard handle three failed jobs against the local AWS stand-in.
+
+1. An opted-in job fails with an InternalServerError: trainguard relaunches it from its checkpoint
+   (and a duplicate delivery of the same event changes nothing).
+2. An opted-in job fails in the user's code: trainguard does not retry, and says why.
+3. A job that is not opted in fails: trainguard ignores it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from trainguard_local.stand_in import CHECKPOINT_BUCKET, TRAINING_ROLE, LambdaContext, LocalAWS, local_aws
+
+JOBS = {
+    "llama-pretrain": {
+        "tags": {"trainguard:enabled": "true", "team": "llm"},
+        "reason": "InternalServerError: We encountered an internal error. Please try again.",
+        "instances": ("ml.p4d.24xlarge", 4),
+    },
+    "bert-finetune": {
+        "tags": {"trainguard:enabled": "true", "team": "nlp"},
+        "reason": 'AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "KeyError: \'labels\'"',
+        "instances": ("ml.g5.12xlarge", 1),
+    },
+    "resnet-sweep-17": {
+        "tags": {"team": "vision"},
+        "reason": "InternalServerError: We encountered an internal error. Please try again.",
+        "instances": ("ml.g5.xlarge", 1),
+    },
+}
+
+
+def launch(aws: LocalAWS, name: str, spec: dict[str, Any]) -> None:
+    instance_type, count = spec["instances"]
+    aws.client("s3").put_object(Bucket=CHECKPOINT_BUCKET, Key=f"{name}/step-000400/model.pt", Body=b"weights")
+    aws.client("sagemaker").create_training_job(
+        TrainingJobName=name,
+        RoleArn=TRAINING_ROLE,
+        AlgorithmSpecification={"TrainingImage": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.5",
+                                "TrainingInputMode": "File"},
+        OutputDataConfig={"S3OutputPath": f"s3://{CHECKPOINT_BUCKET}/output"},
+        ResourceConfig={"InstanceType": instance_type, "InstanceCount": count, "VolumeSizeInGB": 200},
+        StoppingCondition={"MaxRuntimeInSeconds": 432000},
+        CheckpointConfig={"S3Uri": f"s3://{CHECKPOINT_BUCKET}/{name}/", "LocalPath": "/opt/ml/checkpoints"},
+        Tags=[{"Key": k, "Value": v} for k, v in spec["tags"].items()],
+    )
+    aws.plane.start_training(name)
+
+
+def run_demo(say: Any = print) -> dict[str, Any]:
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    from trainguard.handlers import job_events
+    from trainguard.handlers.wiring import production_ports
+
+    report: dict[str, Any] = {"outcomes": [], "notifications": [], "relaunched": {}}
+    with local_aws() as aws:
+        production_ports.cache_clear()
+        say(f"Local AWS stand-in: moto at {aws.moto_url}, simulated SageMaker at "
+            f"{os.environ['AWS_ENDPOINT_URL_SAGEMAKER']}\n")
+        for name, spec in JOBS.items():
+            launch(aws, name, spec)
+            say(f"launched {name:<16} tags={spec['tags']}")
+        aws.receive_rule_events()  # InProgress changes: the rule does not match them
+        say("")
+        for name, spec in JOBS.items():
+            aws.plane.fail(name, spec["reason"])
+            say(f"SageMaker: {name} Failed: {spec['reason'].splitlines()[0]}")
+        events = aws.receive_rule_events()
+        say(f"\nEventBridge rule matched {len(events)} event(s); delivering them to the job-events handler "
+            "(the first one twice, as EventBridge may):\n")
+        for event in [events[0], *events]:
+            outcome = job_events.handler(event, LambdaContext())
+            report["outcomes"].append(outcome)
+            new = f" -> {outcome['new_job_name']}" if outcome["new_job_name"] else ""
+            say(f"  {outcome['job_name']:<16} {outcome['kind']:<16}{new}\n"
+                f"  {'':<16} {textwrap.shorten(outcome['reason'], 110)}")
+        for message in aws.notifications():
+            report["notifications"].append(message)
+        say(f"\nSNS: {len(report['notifications'])} message(s) published\n")
+        for message in report["notifications"]:
+            attributes = {k: v["Value"] for k, v in message.get("MessageAttributes", {}).items()}
+            say(f"--- Subject: {message['Subject']}\n    attributes: {attributes}")
+            say(textwrap.indent(message["Message"], "    ") + "\n")
+        for outcome in report["outcomes"]:
+            if outcome["kind"] == "relaunched" and outcome["new_job_name"] not in report["relaunched"]:
+                new = aws.client("sagemaker").describe_training_job(TrainingJobName=outcome["new_job_name"])
+                tags = aws.client("sagemaker").list_tags(ResourceArn=new["TrainingJobArn"])["Tags"]
+                report["relaunched"][new["TrainingJobName"]] = {
+                    "status": new["TrainingJobStatus"], "checkpoint": new.get("CheckpointConfig"),
+                    "resource_config": new["ResourceConfig"], "tags": {t["Key"]: t["Value"] for t in tags},
+                }
+        for name, job in report["relaunched"].items():
+            say(f"Relaunched job {name}: {job['status']}, checkpoint {job['checkpoint']['S3Uri']}, "
+                f"{job['resource_config']['InstanceCount']} x {job['resource_config']['InstanceType']}")
+            say(f"  lineage tags: { {k: v for k, v in job['tags'].items() if k.startswith('trainguard:')} }")
+        production_ports.cache_clear()
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", type=Path, help="also write what happened as JSON to this file")
+    args = parser.parse_args(argv)
+    report = run_demo()
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

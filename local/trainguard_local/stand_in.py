@@ -1,0 +1,148 @@
+"""An embedded AWS stand-in on 127.0.0.1: moto server for what it covers, our simulated SageMaker
+control plane for the job lifecycle, and a dispatcher that plays EventBridge -> Lambda.
+
+The resources mirror the stack (infra/): the ledger table, the topic, the schedule group, and the
+rule with the stack's own event pattern (infra/event_patterns.py). moto cannot invoke a Lambda
+target (LOCAL_AWS.md), so the rule targets an SQS queue and `deliver_events()` hands what arrives
+to the production handler, as Lambda would. The production adapters run unmodified: only the
+endpoints differ (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_SAGEMAKER).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+from moto.server import ThreadedMotoServer
+
+from infra.event_patterns import training_job_ended_pattern
+from trainguard.config import GuardConfig
+from trainguard_local.sagemaker_control_plane import SimulatedSageMaker
+from trainguard_local.sagemaker_events import eventbridge_forwarder
+from trainguard_local.sagemaker_server import SageMakerServer
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+TRAINING_ROLE = f"arn:aws:iam::{ACCOUNT}:role/TrainingRole"
+CHECKPOINT_BUCKET = "demo-checkpoints"
+
+
+@dataclass
+class LambdaContext:
+    """What Powertools reads from the Lambda context object."""
+
+    function_name: str = "trainguard-job-events"
+    memory_limit_in_mb: int = 256
+    invoked_function_arn: str = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:trainguard-job-events"
+    aws_request_id: str = "local"
+
+
+@dataclass
+class LocalAWS:
+    moto_url: str
+    plane: SimulatedSageMaker
+    config: GuardConfig
+    rule_queue_url: str
+    inbox_queue_url: str
+    delivered: list[dict[str, Any]] = field(default_factory=list)
+
+    def client(self, service: str) -> Any:
+        return boto3.client(service, region_name=REGION)
+
+    def receive_rule_events(self) -> list[dict[str, Any]]:
+        """Drain what the stack's rule matched (the events EventBridge would hand the function)."""
+        sqs = self.client("sqs")
+        events: list[dict[str, Any]] = []
+        while True:
+            batch = sqs.receive_message(QueueUrl=self.rule_queue_url, MaxNumberOfMessages=10).get("Messages", [])
+            if not batch:
+                return events
+            for message in batch:
+                events.append(json.loads(message["Body"]))
+                sqs.delete_message(QueueUrl=self.rule_queue_url, ReceiptHandle=message["ReceiptHandle"])
+
+    def notifications(self) -> list[dict[str, Any]]:
+        """The SNS messages trainguard published, as an SQS subscriber of the topic receives them."""
+        sqs = self.client("sqs")
+        found: list[dict[str, Any]] = []
+        while True:
+            batch = sqs.receive_message(QueueUrl=self.inbox_queue_url, MaxNumberOfMessages=10).get("Messages", [])
+            if not batch:
+                return found
+            for message in batch:
+                found.append(json.loads(message["Body"]))
+                sqs.delete_message(QueueUrl=self.inbox_queue_url, ReceiptHandle=message["ReceiptHandle"])
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def local_aws(**config_overrides: Any) -> Iterator[LocalAWS]:
+    """Start the stand-in, create the stack's resources in it, and point this process's AWS clients at it."""
+    saved = dict(os.environ)
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto server's access log
+    port = _free_port()
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    moto.start()
+    moto_url = f"http://127.0.0.1:{port}"
+    # A moto server started in this process shares moto's in-process state: start from a clean slate.
+    urllib.request.urlopen(urllib.request.Request(f"{moto_url}/moto-api/reset", method="POST"), timeout=10).close()
+    os.environ.update({
+        "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION, "AWS_ENDPOINT_URL": moto_url, "AWS_EC2_METADATA_DISABLED": "true",
+    })
+    os.environ.pop("AWS_SESSION_TOKEN", None)
+    plane = SimulatedSageMaker(on_event=eventbridge_forwarder(boto3.client("events", region_name=REGION)),
+                               account_id=ACCOUNT, region=REGION)
+    server = SageMakerServer(plane).start()
+    os.environ["AWS_ENDPOINT_URL_SAGEMAKER"] = server.endpoint_url
+    try:
+        stand_in = _create_stack_resources(moto_url, plane, config_overrides)
+        os.environ.update(stand_in.config.to_env())
+        yield stand_in
+    finally:
+        server.stop()
+        moto.stop()
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _create_stack_resources(moto_url: str, plane: SimulatedSageMaker, overrides: dict[str, Any]) -> LocalAWS:
+    ddb, sns, sqs = (boto3.client(s, region_name=REGION) for s in ("dynamodb", "sns", "sqs"))
+    events, s3, scheduler = (boto3.client(s, region_name=REGION) for s in ("events", "s3", "scheduler"))
+    ddb.create_table(
+        TableName="trainguard-ledger", BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                              {"AttributeName": "sk", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+    )
+    topic = sns.create_topic(Name="trainguard")["TopicArn"]
+    inbox = sqs.create_queue(QueueName="trainguard-inbox")["QueueUrl"]
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=_queue_arn(sqs, inbox))
+    rule_queue = sqs.create_queue(QueueName="trainguard-job-events")["QueueUrl"]
+    events.put_rule(Name="trainguard-job-ended", EventPattern=json.dumps(training_job_ended_pattern()))
+    events.put_targets(Rule="trainguard-job-ended", Targets=[{"Id": "handler", "Arn": _queue_arn(sqs, rule_queue)}])
+    scheduler.create_schedule_group(Name="trainguard")
+    s3.create_bucket(Bucket=CHECKPOINT_BUCKET)
+    config = GuardConfig(
+        ledger_table_name="trainguard-ledger", topic_arn=topic, passable_role_arns=(TRAINING_ROLE,),
+        retry_launcher_arn=f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:trainguard-retry-launcher",
+        scheduler_role_arn=f"arn:aws:iam::{ACCOUNT}:role/trainguard-scheduler", **overrides,
+    )
+    return LocalAWS(moto_url, plane, config, rule_queue, inbox)
+
+
+def _queue_arn(sqs: Any, url: str) -> str:
+    return str(sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"])

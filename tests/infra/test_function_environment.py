@@ -1,0 +1,93 @@
+"""The functions' environment is `GuardConfig.to_env()`: same names, values from settings or resources."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from trainguard.config import GuardConfig
+
+from infra.settings import Settings
+from infra.stack import guard_config
+from tests.infra.template_queries import (
+    CONFIGURED_CONTEXT,
+    JOB_EVENTS_HANDLER,
+    RETRY_LAUNCHER_HANDLER,
+    function_logical_id,
+    only_logical_id,
+    render,
+)
+
+pytestmark = pytest.mark.slow
+
+POWERTOOLS = {"POWERTOOLS_SERVICE_NAME": "trainguard", "POWERTOOLS_METRICS_NAMESPACE": "TrainGuard"}
+# GuardConfig fields whose value is a deployed resource's name or ARN (a CDK token in the stack).
+RESOURCE_FIELDS = ("ledger_table_name", "topic_arn", "retry_launcher_arn", "scheduler_role_arn")
+
+
+def _environment(template: dict[str, Any], handler: str) -> dict[str, Any]:
+    function = template["Resources"][function_logical_id(template, handler)]
+    return function["Properties"]["Environment"]["Variables"]
+
+
+def _expected_config(**resources: str) -> GuardConfig:
+    return guard_config(
+        Settings.from_context(CONFIGURED_CONTEXT),
+        schedule_group_name="trainguard",
+        **{name: resources.get(name, f"<{name}>") for name in RESOURCE_FIELDS},
+    )
+
+
+def _variable(field: str) -> str:
+    """The variable name GuardConfig gives a field, read from to_env() itself, never typed here."""
+    marked = GuardConfig(**{f: f"@{f}" for f in RESOURCE_FIELDS})  # type: ignore[arg-type]
+    (name,) = [k for k, v in marked.to_env().items() if v == f"@{field}"]
+    return name
+
+
+@pytest.mark.parametrize("handler", [JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER])
+def test_environment_is_guard_config_to_env_plus_powertools(synthesized: Any, handler: str) -> None:
+    environment = _environment(synthesized.template, handler)
+    expected = _expected_config().to_env()
+    assert set(environment) == set(expected) | set(POWERTOOLS)
+    for name in POWERTOOLS:
+        assert environment[name] == POWERTOOLS[name]
+    token_names = {_variable(field) for field in RESOURCE_FIELDS}
+    for name, value in expected.items():
+        if name not in token_names:
+            assert environment[name] == value, name
+
+
+@pytest.mark.parametrize("handler", [JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER])
+def test_resource_variables_point_at_this_stacks_resources(synthesized: Any, handler: str) -> None:
+    template = synthesized.template
+    environment = _environment(template, handler)
+    (scheduler_role,) = [
+        lid
+        for lid, r in template["Resources"].items()
+        if r["Type"] == "AWS::IAM::Role"
+        and r["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"].get("Service")
+        == "scheduler.amazonaws.com"
+    ]
+    launcher_name = template["Resources"][function_logical_id(template, RETRY_LAUNCHER_HANDLER)][
+        "Properties"
+    ]["FunctionName"]
+    assert environment[_variable("ledger_table_name")] == {
+        "Ref": only_logical_id(template, "AWS::DynamoDB::Table")
+    }
+    assert environment[_variable("topic_arn")] == {"Ref": only_logical_id(template, "AWS::SNS::Topic")}
+    assert environment[_variable("scheduler_role_arn")] == {"Fn::GetAtt": [scheduler_role, "Arn"]}
+    assert render(environment[_variable("retry_launcher_arn")]) == (
+        f"arn:<AWS::Partition>:lambda:<AWS::Region>:<AWS::AccountId>:function:{launcher_name}"
+    )
+
+
+def test_handlers_read_the_environment_back(synthesized: Any) -> None:
+    """What the stack writes, `GuardConfig.from_env()` reads (tokens stand in as their rendering)."""
+    environment = {
+        k: str(render(v)) for k, v in _environment(synthesized.template, JOB_EVENTS_HANDLER).items()
+    }
+    config = GuardConfig.from_env(environment)
+    assert config.passable_role_arns == tuple(CONFIGURED_CONTEXT["passable_role_arns"])
+    assert config.tag_prefix == CONFIGURED_CONTEXT["tag_prefix"]
+    assert config.schedule_group_name == "trainguard"

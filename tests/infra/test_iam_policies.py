@@ -1,0 +1,200 @@
+"""Least privilege: every statement scoped, wildcards only where AWS allows nothing narrower."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.infra.template_queries import (
+    CONFIGURED_CONTEXT,
+    JOB_EVENTS_HANDLER,
+    RETRY_LAUNCHER_HANDLER,
+    as_list,
+    function_logical_id,
+    identity_statements,
+    only_logical_id,
+    render,
+    resource_policy_statements,
+    role_of_function,
+    statements_of_role,
+)
+
+pytestmark = pytest.mark.slow
+
+HANDLERS = [JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER]
+TRAINING_JOBS = "arn:<AWS::Partition>:sagemaker:<AWS::Region>:<AWS::AccountId>:training-job/*"
+RETRY_SCHEDULES = "arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/trainguard/*"
+# Wildcard resources that no narrower ARN can replace; each carries a reasoned cdk-nag acknowledgment.
+ALLOWED_WILDCARD_RESOURCES = {TRAINING_JOBS, RETRY_SCHEDULES}
+
+
+def _role_statements(template: dict[str, Any], handler: str) -> list[dict[str, Any]]:
+    return statements_of_role(template, role_of_function(template, function_logical_id(template, handler)))
+
+
+def _with_action(statements: list[dict[str, Any]], action: str) -> list[dict[str, Any]]:
+    return [s for s in statements if action in as_list(s["Action"])]
+
+
+def _is_kms_key_admin_statement(statement: dict[str, Any]) -> bool:
+    """CDK's default key policy statement: the account root administers the key (kms:* on the key),
+    so the key can never become unmanageable. Present on every customer key."""
+    principal = render(statement.get("Principal", {}).get("AWS", ""))
+    return statement["Action"] == "kms:*" and principal == "arn:<AWS::Partition>:iam::<AWS::AccountId>:root"
+
+
+@pytest.mark.parametrize("stack", ["template", "defaults_template"])
+def test_no_identity_policy_has_a_wildcard_action_or_resource_star(synthesized: Any, stack: str) -> None:
+    template = getattr(synthesized, stack)
+    statements = list(identity_statements(template))
+    assert statements
+    for _, statement in statements:
+        assert statement["Effect"] == "Allow"
+        assert not [a for a in as_list(statement["Action"]) if "*" in a], statement
+        resources = [render(r) for r in as_list(statement["Resource"])]
+        assert "*" not in resources, statement
+        wildcards = {r for r in resources if isinstance(r, str) and "*" in r}
+        assert wildcards <= ALLOWED_WILDCARD_RESOURCES, statement
+
+
+def test_resource_policies_allow_no_wildcard_action(synthesized: Any) -> None:
+    for _, statement in resource_policy_statements(synthesized.template):
+        if statement["Effect"] == "Deny" or _is_kms_key_admin_statement(statement):
+            continue
+        for action in as_list(statement["Action"]):
+            assert action != "*" and not action.endswith(":*"), statement
+
+
+def test_resource_star_appears_only_in_key_policies(synthesized: Any) -> None:
+    for lid, statement in resource_policy_statements(synthesized.template):
+        if "*" in as_list(statement.get("Resource", [])):
+            # In a key policy, "*" means "this key".
+            assert synthesized.template["Resources"][lid]["Type"] == "AWS::KMS::Key", statement
+
+
+@pytest.mark.parametrize("handler", HANDLERS)
+def test_create_training_job_requires_the_opt_in_tag(synthesized: Any, handler: str) -> None:
+    (statement,) = _with_action(
+        _role_statements(synthesized.template, handler), "sagemaker:CreateTrainingJob"
+    )
+    assert render(statement["Resource"]) == TRAINING_JOBS
+    assert statement["Condition"] == {"StringEquals": {"aws:RequestTag/trainguard:enabled": "true"}}
+    (describe,) = _with_action(
+        _role_statements(synthesized.template, handler), "sagemaker:DescribeTrainingJob"
+    )
+    assert sorted(as_list(describe["Action"])) == ["sagemaker:DescribeTrainingJob", "sagemaker:ListTags"]
+
+
+@pytest.mark.parametrize("handler", HANDLERS)
+def test_pass_role_only_for_configured_roles_and_only_to_sagemaker(synthesized: Any, handler: str) -> None:
+    pass_role = _with_action(_role_statements(synthesized.template, handler), "iam:PassRole")
+    to_sagemaker = [
+        s
+        for s in pass_role
+        if s["Condition"]["StringEquals"]["iam:PassedToService"] == "sagemaker.amazonaws.com"
+    ]
+    (statement,) = to_sagemaker
+    assert as_list(statement["Resource"]) == CONFIGURED_CONTEXT["passable_role_arns"]
+    for each in pass_role:
+        assert set(each["Condition"]) == {"StringEquals"}
+        assert set(each["Condition"]["StringEquals"]) == {"iam:PassedToService"}
+
+
+@pytest.mark.parametrize("handler", HANDLERS)
+def test_no_sagemaker_pass_role_or_bucket_listing_when_settings_list_none(
+    synthesized: Any, handler: str
+) -> None:
+    statements = _role_statements(synthesized.defaults_template, handler)
+    services = [
+        s["Condition"]["StringEquals"]["iam:PassedToService"]
+        for s in _with_action(statements, "iam:PassRole")
+    ]
+    assert "sagemaker.amazonaws.com" not in services
+    assert not _with_action(statements, "s3:ListBucket")
+
+
+@pytest.mark.parametrize("handler", HANDLERS)
+def test_list_bucket_only_on_checkpoint_buckets(synthesized: Any, handler: str) -> None:
+    (statement,) = _with_action(_role_statements(synthesized.template, handler), "s3:ListBucket")
+    assert as_list(statement["Action"]) == ["s3:ListBucket"]
+    expected = [f"arn:<AWS::Partition>:s3:::{b}" for b in CONFIGURED_CONTEXT["checkpoint_buckets"]]
+    assert [render(r) for r in as_list(statement["Resource"])] == expected
+
+
+@pytest.mark.parametrize("handler", HANDLERS)
+def test_ledger_topic_and_key_access_is_exact(synthesized: Any, handler: str) -> None:
+    template = synthesized.template
+    statements = _role_statements(template, handler)
+    (ledger,) = _with_action(statements, "dynamodb:GetItem")
+    assert sorted(ledger["Action"]) == [
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:Query",
+        "dynamodb:UpdateItem",
+    ]
+    assert as_list(ledger["Resource"]) == [
+        {"Fn::GetAtt": [only_logical_id(template, "AWS::DynamoDB::Table"), "Arn"]}
+    ]
+    (publish,) = _with_action(statements, "sns:Publish")
+    assert publish["Resource"] == {"Ref": only_logical_id(template, "AWS::SNS::Topic")}
+    (key,) = _with_action(statements, "kms:GenerateDataKey")
+    assert sorted(key["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey"]
+    assert key["Resource"] == {"Fn::GetAtt": [only_logical_id(template, "AWS::KMS::Key"), "Arn"]}
+
+
+def test_only_job_events_may_schedule_retries_and_pass_the_scheduler_role(synthesized: Any) -> None:
+    template = synthesized.template
+    scheduler_role = _scheduler_role_id(template)
+    job_events = _role_statements(template, JOB_EVENTS_HANDLER)
+    (create,) = _with_action(job_events, "scheduler:CreateSchedule")
+    assert render(create["Resource"]) == RETRY_SCHEDULES
+    (pass_scheduler,) = [
+        s
+        for s in _with_action(job_events, "iam:PassRole")
+        if s["Resource"] == {"Fn::GetAtt": [scheduler_role, "Arn"]}
+    ]
+    assert pass_scheduler["Condition"] == {"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}}
+    retry_launcher = _role_statements(template, RETRY_LAUNCHER_HANDLER)
+    assert not _with_action(retry_launcher, "scheduler:CreateSchedule")
+
+
+def test_scheduler_role_only_invokes_the_retry_launcher_for_this_account(synthesized: Any) -> None:
+    template = synthesized.template
+    role_id = _scheduler_role_id(template)
+    (trust,) = template["Resources"][role_id]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "scheduler.amazonaws.com"}
+    assert trust["Condition"]["StringEquals"]["aws:SourceAccount"] == {"Ref": "AWS::AccountId"}
+    group = only_logical_id(template, "AWS::Scheduler::ScheduleGroup")
+    assert trust["Condition"]["StringEquals"]["aws:SourceArn"] == {"Fn::GetAtt": [group, "Arn"]}
+    (statement,) = statements_of_role(template, role_id)
+    assert statement["Action"] == "lambda:InvokeFunction"
+    launcher = template["Resources"][function_logical_id(template, RETRY_LAUNCHER_HANDLER)]["Properties"]
+    expected = (
+        f"arn:<AWS::Partition>:lambda:<AWS::Region>:<AWS::AccountId>:function:{launcher['FunctionName']}"
+    )
+    assert render(statement["Resource"]) == expected
+
+
+def test_functions_log_only_to_their_own_group_without_managed_policies(synthesized: Any) -> None:
+    template = synthesized.template
+    for handler in HANDLERS:
+        function_id = function_logical_id(template, handler)
+        props = template["Resources"][function_id]["Properties"]
+        role = template["Resources"][role_of_function(template, function_id)]["Properties"]
+        assert "ManagedPolicyArns" not in role
+        (logs,) = _with_action(_role_statements(template, handler), "logs:PutLogEvents")
+        assert logs["Resource"] == {"Fn::GetAtt": [props["LoggingConfig"]["LogGroup"]["Ref"], "Arn"]}
+
+
+def _scheduler_role_id(template: dict[str, Any]) -> str:
+    (role_id,) = [
+        lid
+        for lid, r in template["Resources"].items()
+        if r["Type"] == "AWS::IAM::Role"
+        and any(
+            s["Principal"].get("Service") == "scheduler.amazonaws.com"
+            for s in r["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+        )
+    ]
+    return role_id

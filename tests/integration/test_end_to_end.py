@@ -1,0 +1,103 @@
+"""End to end on the local stand-in: moto server + the simulated SageMaker on 127.0.0.1, the stack's
+real event pattern, the production handlers and adapters, with only the endpoints changed."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from trainguard.handlers import job_events, retry_launcher
+from trainguard.handlers.wiring import production_ports
+from trainguard_local.demo import JOBS, launch, run_demo
+from trainguard_local.stand_in import LambdaContext, LocalAWS, local_aws
+
+pytestmark = pytest.mark.slow
+
+CAPACITY = "CapacityError: Unable to provision requested ML compute capacity. Please retry using a different ML instance type."
+
+
+@pytest.fixture
+def aws() -> Iterator[LocalAWS]:
+    production_ports.cache_clear()
+    with local_aws() as stand_in:
+        yield stand_in
+    production_ports.cache_clear()
+
+
+def creates(aws: LocalAWS) -> list[str]:
+    """The jobs trainguard created (the demo's own launches excluded)."""
+    names = [params["TrainingJobName"] for op, params in aws.plane.calls if op == "CreateTrainingJob"]
+    return [name for name in names if name not in JOBS]
+
+
+def test_the_demo_shows_the_three_jobs() -> None:
+    report = run_demo(say=lambda *_: None)
+    kinds = {(o["job_name"], o["kind"]) for o in report["outcomes"]}
+    assert kinds == {("llama-pretrain", "relaunched"), ("llama-pretrain", "already-handled"),
+                     ("bert-finetune", "notified"), ("resnet-sweep-17", "skipped")}
+    subjects = sorted(m["Subject"] for m in report["notifications"])
+    assert subjects == ["[trainguard] bert-finetune ended: user-code, not retried",
+                        "[trainguard] relaunched llama-pretrain"]
+    relaunched = report["relaunched"]["llama-pretrain-retry1"]
+    assert relaunched["checkpoint"]["S3Uri"] == "s3://demo-checkpoints/llama-pretrain/"
+    assert relaunched["tags"]["trainguard:retry-of"] == "llama-pretrain"
+    assert relaunched["resource_config"]["InstanceCount"] == 4
+
+
+def test_duplicate_and_reordered_delivery_gives_one_relaunch(aws: LocalAWS) -> None:
+    launch(aws, "llama-pretrain", JOBS["llama-pretrain"])
+    running = aws.receive_rule_events()
+    assert running == []  # InProgress changes do not match the rule
+    aws.plane.fail("llama-pretrain", JOBS["llama-pretrain"]["reason"])
+    [failed] = aws.receive_rule_events()
+    stale_running = json.loads(json.dumps(failed))
+    stale_running["detail"].update(TrainingJobStatus="InProgress", SecondaryStatus="Training")
+    stale_running["detail"].pop("FailureReason")
+    deliveries = [failed] * 4 + [stale_running] * 2
+    random.Random(7).shuffle(deliveries)
+    outcomes = [job_events.handler(event, LambdaContext()) for event in deliveries]
+    assert creates(aws) == ["llama-pretrain-retry1"]
+    assert sorted(o["kind"] for o in outcomes) == ["already-handled"] * 3 + ["relaunched"] + ["skipped"] * 2
+    assert len(aws.notifications()) == 1
+
+
+def test_a_capacity_failure_waits_in_the_scheduler_then_relaunches_once(aws: LocalAWS) -> None:
+    launch(aws, "llama-pretrain", JOBS["llama-pretrain"])
+    aws.plane.fail("llama-pretrain", CAPACITY)
+    [event] = aws.receive_rule_events()
+    outcome = job_events.handler(event, LambdaContext())
+    assert outcome["kind"] == "relaunch-scheduled" and creates(aws) == []
+    scheduler = aws.client("scheduler")
+    [summary] = scheduler.list_schedules(GroupName="trainguard")["Schedules"]
+    schedule = scheduler.get_schedule(Name=summary["Name"], GroupName="trainguard")
+    assert schedule["ScheduleExpression"].startswith("at(")
+    assert schedule["Target"]["Arn"] == aws.config.retry_launcher_arn
+    payload: dict[str, Any] = json.loads(schedule["Target"]["Input"])
+    # the schedule fires (at least once)
+    fired = [retry_launcher.handler(payload, LambdaContext()) for _ in range(2)]
+    assert [f["kind"] for f in fired] == ["relaunched", "already-handled"]
+    assert creates(aws) == ["llama-pretrain-retry1"]
+    subjects = [m["Subject"] for m in aws.notifications()]
+    assert subjects == ["[trainguard] relaunch of llama-pretrain scheduled", "[trainguard] relaunched llama-pretrain"]
+
+
+def test_a_relaunch_of_a_relaunch_keeps_the_lineage(aws: LocalAWS) -> None:
+    launch(aws, "llama-pretrain", JOBS["llama-pretrain"])
+    aws.plane.fail("llama-pretrain", JOBS["llama-pretrain"]["reason"])
+    for event in aws.receive_rule_events():
+        job_events.handler(event, LambdaContext())
+    aws.plane.start_training("llama-pretrain-retry1")
+    aws.plane.fail("llama-pretrain-retry1", "InternalServerError: We encountered an internal error.")
+    for event in aws.receive_rule_events():
+        job_events.handler(event, LambdaContext())
+    assert creates(aws) == ["llama-pretrain-retry1", "llama-pretrain-retry2"]
+    tags = aws.client("sagemaker").list_tags(
+        ResourceArn=aws.client("sagemaker").describe_training_job(TrainingJobName="llama-pretrain-retry2")["TrainingJobArn"]
+    )["Tags"]
+    lineage = {t["Key"]: t["Value"] for t in tags if t["Key"].startswith("trainguard:")}
+    assert lineage == {"trainguard:enabled": "true", "trainguard:root-job": "llama-pretrain",
+                       "trainguard:attempt": "2", "trainguard:retry-of": "llama-pretrain-retry1"}
