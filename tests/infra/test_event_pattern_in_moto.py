@@ -89,12 +89,10 @@ def _case_of(body: str) -> str:
     return detail.get("TrainingJobName") or detail["HyperParameterTuningJobName"]
 
 
-@pytest.fixture
-def delivered(synthesized: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[set[str]]:
-    """Put every case on the default bus of a moto account whose only rule is the stack's rule."""
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
-        monkeypatch.setenv(name, "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+@pytest.fixture(scope="module")
+def delivered(synthesized: Any) -> Iterator[set[str]]:
+    """Put every case on the default bus of a moto account whose only rule is the stack's rule.
+    (mock_aws sets fake credentials itself; nothing leaves the process.)"""
     (rule,) = resources_of_type(synthesized.template, "AWS::Events::Rule").values()
     with mock_aws():
         events = boto3.client("events", region_name=REGION)

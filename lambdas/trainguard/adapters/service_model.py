@@ -10,14 +10,16 @@ from functools import cache
 from typing import Any
 
 import botocore.session
-from botocore.model import ListShape, MapShape, Shape, StructureShape
+from botocore.model import ListShape, MapShape, ServiceModel, Shape, StructureShape
 
 _MAX_DEPTH = 12  # SageMaker's training shapes nest about 6 deep; guards against recursive shapes
 
 
 @cache
-def create_training_job_shape() -> dict[str, Any]:
-    model = botocore.session.get_session().get_service_model("sagemaker")
+def create_training_job_shape(service_model: ServiceModel | None = None) -> dict[str, Any]:
+    """The CreateTrainingJob input shape. Pass a SageMaker client's `meta.service_model` to reuse
+    the model that client already loaded (it is large); without one, it is loaded once here."""
+    model = service_model or botocore.session.get_session().get_service_model("sagemaker")
     return shape_as_data(model.operation_model("CreateTrainingJob").input_shape)
 
 

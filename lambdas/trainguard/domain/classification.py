@@ -83,9 +83,10 @@ _RULES: tuple[_Rule, ...] = (
           "The instance type is not offered in this region ({match}); it looks like a quota error but no "
           "increase can fix it: pick another instance type or region. " + _NO_RETRY),
     # EFA/libfabric "internal error ... Cannot allocate memory" means the memlock ulimit is too low.
-    _Rule(Category.CONFIG, _rx(r"libfabric.{0,300}cannot allocate memory", r"efa\b.{0,300}cannot allocate memory",
-                               r"cannot allocate memory.{0,300}(libfabric|efa\b)", r"max(imum)? locked memory",
-                               r"memlock", r"ulimit -l"),
+    _Rule(Category.CONFIG, _rx(r"libfabric.{0,300}cannot allocate memory",
+                               r"efa\b.{0,300}cannot allocate memory",
+                               r"cannot allocate memory.{0,300}(libfabric|efa\b)",
+                               r"max(imum)? locked memory", r"memlock", r"ulimit -l"),
           "The EFA network stack could not lock memory ({match}): the container's memlock ulimit is too "
           "low. " + _NO_RETRY),
     # "Disk quota exceeded" (EDQUOT) is a disk problem, not a service quota.
@@ -93,9 +94,10 @@ _RULES: tuple[_Rule, ...] = (
                                r"not enough (free )?disk space", r"ENOSPC"),
           "The job ran out of disk space ({match}); VolumeSizeInGB or what the job writes must change. "
           + _NO_RETRY),
-    _Rule(Category.CONFIG, _rx(r"access ?denied", r"not authorized to perform", r"unable to assume (the )?role",
-                               r"sts:AssumeRole", r"trust relationship", r"permission ?denied",
-                               r"PermissionError", r"UnauthorizedOperation", r"forbidden\b"),
+    _Rule(Category.CONFIG, _rx(r"access ?denied", r"not authorized to perform",
+                               r"unable to assume (the )?role", r"sts:AssumeRole", r"trust relationship",
+                               r"permission ?denied", r"PermissionError", r"UnauthorizedOperation",
+                               r"forbidden\b"),
           "Access was denied ({match}); the execution role, a bucket or key policy or a trust policy must "
           "be fixed. " + _NO_RETRY),
     _Rule(Category.CONFIG, _rx(r"route table", r"VPC endpoint", r"NAT (device|gateway)", r"network ACL",
@@ -119,8 +121,9 @@ _RULES: tuple[_Rule, ...] = (
           "hyperparameters must be fixed. " + _NO_RETRY),
 
     # --- Quota: before anything that retries (quota texts say "Retry not appropriate", "retry policy"). ---
-    _Rule(Category.QUOTA, _rx(r"account-level service limit", r"ResourceLimitExceeded", r"ServiceQuotaExceeded",
-                              r"service quota.{0,40}exceeded", r"request an increase for this (limit|quota)"),
+    _Rule(Category.QUOTA, _rx(r"account-level service limit", r"ResourceLimitExceeded",
+                              r"ServiceQuotaExceeded", r"service quota.{0,40}exceeded",
+                              r"request an increase for this (limit|quota)"),
           "An account service quota blocks the job ({match}); a relaunch is refused the same way until the "
           "quota is raised, so trainguard treats it as a quota problem."),
 
@@ -130,24 +133,25 @@ _RULES: tuple[_Rule, ...] = (
           "The job ran out of memory ({match}); it needs more memory or a smaller batch. " + _NO_RETRY),
     # Host RAM: SageMaker's own hint, the kernel's OOM killer (SIGKILL, exit code 137), ENOMEM.
     _Rule(Category.OOM, _rx(r"instance type with more memory", r"MemoryError", r"cannot allocate memory",
-                            r"OOMKilled", r"oom[-_ ]kill", r"exit ?(code|status)\s*:?\s*(137|-9)\b",
+                            r"OOMKilled", r"oom[-_]?\s*kill", r"exit ?(code|status)\s*:?\s*(137|-9)\b",
                             r"signal 9 \(SIGKILL\)", r":\s*\d+ Killed\b"),
           "The job ran out of host memory and was most likely killed by the out-of-memory killer "
           "({match}). " + _NO_RETRY),
     # A shell's bare "Killed" line. Its own rule: an anchor would slow down the alternatives above.
-    _Rule(Category.OOM, re.compile(r"(?m)^\s*killed\s*$"),
+    _Rule(Category.OOM, re.compile(r"(?m)^[^\S\n]*killed[^\S\n]*$"),
           "The job was killed, most likely by the out-of-memory killer ({match}). " + _NO_RETRY),
 
     # --- Data. ---
     _Rule(Category.DATA, _rx(r"error (when |while )?parsing", r"failed (to |when |while )?pars(e|ing)",
                              r"unable to parse", r"could not parse", r"cannot parse", r"ParserError",
-                             r"error tokenizing data", r"could not determine delimiter", r"UnicodeDecodeError",
-                             r"JSONDecodeError", r"illegal char", r"S3 prefix", r"NoSuchKey",
-                             r"the specified key does not exist",
+                             r"error tokenizing data", r"could not determine delimiter",
+                             r"UnicodeDecodeError", r"JSONDecodeError", r"illegal char", r"S3 prefix",
+                             r"NoSuchKey", r"the specified key does not exist",
                              r"no such file or directory.{0,120}/opt/ml/input/data",
                              r"no files? (was |were )?found.{0,120}/opt/ml/input/data",
                              r"FileNotFoundError.{0,120}/opt/ml/input/data"),
-          "The input data could not be read ({match}); the data or its S3 layout must be fixed. " + _NO_RETRY),
+          "The input data could not be read ({match}); the data or its S3 layout must be fixed. "
+          + _NO_RETRY),
 
     # --- Surely a bug in the training code, even if other words in the text look transient. ---
     # "an illegal memory access was encountered" (cudaErrorIllegalAddress) is almost always an
@@ -166,8 +170,9 @@ _RULES: tuple[_Rule, ...] = (
                                           r"spot.{0,40}interrupt"),
           "The managed spot instances were interrupted and spot capacity did not come back in time "
           "({match}); an interruption beyond MaxWait is treated as capacity, " + _RELAUNCH),
-    _Rule(Category.CAPACITY, _rx(r"CapacityError", r"insufficient ?instance ?capacity", r"insufficient capacity",
-                                 r"not enough capacity", r"unable to provision requested ML compute capacity",
+    _Rule(Category.CAPACITY, _rx(r"CapacityError", r"insufficient ?instance ?capacity",
+                                 r"insufficient capacity", r"not enough capacity",
+                                 r"unable to provision requested ML compute capacity",
                                  r"do not have sufficient .{0,60}capacity"),
           "AWS did not have enough instances of the requested type ({match}); capacity shortages pass, "
           + _RELAUNCH),
@@ -186,7 +191,8 @@ _RULES: tuple[_Rule, ...] = (
                                            r"NCCL.{0,80}(timeout|timed out|timing out)",
                                            r"NCCL communicator.{0,40}abort",
                                            r"ProcessGroupNCCL.{0,80}(watchdog|heartbeat)",
-                                           r"DistBackendError", r"NCCL error", r"nccl(System|Remote|Internal)Error",
+                                           r"DistBackendError", r"NCCL error",
+                                           r"nccl(System|Remote|Internal)Error",
                                            r"signal 6 \(SIGABRT\) received by PID", r"exitcode\s*:\s*-6\b"),
           "A collective operation between the hosts failed or timed out ({match}); these are usually "
           "transient network or peer faults, " + _RELAUNCH),

@@ -33,8 +33,9 @@ def production_ports() -> GuardPorts:
     def client(service: str):  # type: ignore[no-untyped-def]
         return session.client(service, config=_AWS_RETRIES)
 
+    sagemaker = client("sagemaker")
     return GuardPorts(
-        jobs=SageMakerJobs(client("sagemaker")),
+        jobs=SageMakerJobs(sagemaker),
         checkpoints=CheckpointReader(client("s3")),
         ledger=Ledger(client("dynamodb"), config.ledger_table_name),
         notifier=Notifier(client("sns"), config.topic_arn),
@@ -47,5 +48,5 @@ def production_ports() -> GuardPorts:
         config=config,
         region=session.region_name or "us-east-1",
         clock=utc_now,
-        create_request_shape=create_training_job_shape(),
+        create_request_shape=create_training_job_shape(sagemaker.meta.service_model),
     )

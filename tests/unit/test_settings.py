@@ -1,0 +1,85 @@
+"""Settings: the one reader of cdk.json context. Defaults, `-c` JSON strings, and clear errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra.settings import CONTEXT_KEY, Settings, SettingsError
+
+CDK_JSON = Path(__file__).resolve().parents[2] / "cdk.json"
+
+
+def test_no_context_gives_the_defaults() -> None:
+    settings = Settings.from_context(None)
+    assert settings == Settings()
+    assert settings.tag_prefix == "trainguard"
+    assert (settings.default_max_retries, settings.retry_budget_per_hour) == (3, 20)
+    assert settings.dry_run is False and settings.local_deploy is False
+    assert settings.notification_emails == settings.passable_role_arns == settings.checkpoint_buckets == ()
+    assert (settings.capacity_backoff_minutes, settings.capacity_backoff_max_minutes) == (10, 120)
+
+
+def test_cdk_json_context_is_valid_and_states_the_defaults() -> None:
+    context = json.loads(CDK_JSON.read_text())["context"][CONTEXT_KEY]
+    assert Settings.from_context(context) == Settings()
+
+
+def test_lists_become_tuples_and_the_object_is_frozen() -> None:
+    settings = Settings.from_context(
+        {
+            "notification_emails": ["ml-oncall@example.com"],
+            "passable_role_arns": ["arn:aws:iam::123456789012:role/team/SageMakerTrainingRole"],
+            "checkpoint_buckets": ["example-checkpoints"],
+        }
+    )
+    assert settings.notification_emails == ("ml-oncall@example.com",)
+    assert settings.passable_role_arns == ("arn:aws:iam::123456789012:role/team/SageMakerTrainingRole",)
+    assert settings.checkpoint_buckets == ("example-checkpoints",)
+    with pytest.raises(AttributeError):
+        settings.dry_run = True  # type: ignore[misc]
+
+
+def test_a_json_string_from_the_command_line_is_parsed() -> None:
+    settings = Settings.from_context('{"dry_run": true, "retry_budget_per_hour": 5, "tag_prefix": "guard"}')
+    assert (settings.dry_run, settings.retry_budget_per_hour, settings.tag_prefix) == (True, 5, "guard")
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"max_retries": 3}, "unknown setting(s) ['max_retries']"),
+        ({"notification_emails": ["not-an-email"]}, "'not-an-email' is not one"),
+        ({"notification_emails": ["a@b.com,c@d.com"]}, "notification_emails must be email addresses"),
+        (
+            {"passable_role_arns": ["arn:aws:iam::123456789012:user/alice"]},
+            "passable_role_arns must be IAM role ARNs",
+        ),
+        ({"passable_role_arns": ["SageMakerTrainingRole"]}, "'SageMakerTrainingRole' is not one"),
+        ({"retry_budget_per_hour": -1}, "retry_budget_per_hour must be an integer from 1 to 1000"),
+        ({"default_max_retries": -1}, "default_max_retries must be an integer from 0 to 20"),
+        ({"retry_budget_per_hour": "20"}, "retry_budget_per_hour must be an integer, not '20'"),
+        ({"dry_run": "false"}, "dry_run must be true or false, not 'false'"),
+        ({"default_max_retries": True}, "default_max_retries must be an integer, not True"),
+        ({"notification_emails": "ml-oncall@example.com"}, "notification_emails must be a list of strings"),
+        ({"checkpoint_buckets": ["Not_A_Bucket"]}, "checkpoint_buckets must be S3 bucket names"),
+        ({"tag_prefix": "aws:guard"}, "tag_prefix must be 1-100 tag-key characters, not starting with 'aws'"),
+        (
+            {"capacity_backoff_minutes": 30, "capacity_backoff_max_minutes": 20},
+            "capacity_backoff_max_minutes",
+        ),
+        ("{not json", "context 'trainguard' is not valid JSON"),
+        (["dry_run"], "context 'trainguard' must be an object, not list"),
+    ],
+)
+def test_bad_values_raise_settings_error_naming_the_setting(raw: Any, message: str) -> None:
+    with pytest.raises(SettingsError) as raised:
+        Settings.from_context(raw)
+    assert message in str(raised.value)
+
+
+def test_settings_error_is_a_value_error() -> None:
+    assert issubclass(SettingsError, ValueError)
