@@ -15,9 +15,15 @@ from constructs import Construct
 PARTITION_KEY = "pk"
 SORT_KEY = "sk"
 TTL_ATTRIBUTE = "expires_at"
-# What the ledger adapter does: read a record, write one conditionally, update counters, list a job's
-# records. No Scan, no batch, no delete: expiry is DynamoDB's TTL.
-LEDGER_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query")
+# What the ledger adapter declares (trainguard.adapters.ledger.IAM_ACTIONS; a test keeps the two equal):
+# conditional writes, leases it takes and releases, counters, a job's records. No Scan, no batch.
+LEDGER_ACTIONS = (
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:Query",
+)
 
 
 class Ledger(Construct):

@@ -42,19 +42,29 @@ class Settings:
     local_deploy: bool = False
 
     def __post_init__(self) -> None:
-        _check(bool(_TAG_PREFIX.match(self.tag_prefix)) and not self.tag_prefix.lower().startswith("aws"),
-               "tag_prefix", "1-100 tag-key characters, not starting with 'aws'")
+        _check(
+            bool(_TAG_PREFIX.match(self.tag_prefix)) and not self.tag_prefix.lower().startswith("aws"),
+            "tag_prefix",
+            "1-100 tag-key characters, not starting with 'aws'",
+        )
         _check(0 <= self.default_max_retries <= 20, "default_max_retries", "an integer from 0 to 20")
         _check(1 <= self.retry_budget_per_hour <= 1000, "retry_budget_per_hour", "an integer from 1 to 1000")
         _check(1 <= self.capacity_backoff_minutes <= 1440, "capacity_backoff_minutes", "1 to 1440")
-        _check(self.capacity_backoff_minutes <= self.capacity_backoff_max_minutes <= 10080,
-               "capacity_backoff_max_minutes", "at least capacity_backoff_minutes and at most 10080")
+        _check(
+            self.capacity_backoff_minutes <= self.capacity_backoff_max_minutes <= 10080,
+            "capacity_backoff_max_minutes",
+            "at least capacity_backoff_minutes and at most 10080",
+        )
         for email in self.notification_emails:
-            _check(bool(_EMAIL.match(email)), "notification_emails", f"email addresses ({email!r} is not one)")
+            _check(
+                bool(_EMAIL.match(email)), "notification_emails", f"email addresses ({email!r} is not one)"
+            )
         for arn in self.passable_role_arns:
             _check(bool(_ROLE_ARN.match(arn)), "passable_role_arns", f"IAM role ARNs ({arn!r} is not one)")
         for bucket in self.checkpoint_buckets:
-            _check(bool(_BUCKET.match(bucket)), "checkpoint_buckets", f"S3 bucket names ({bucket!r} is not one)")
+            _check(
+                bool(_BUCKET.match(bucket)), "checkpoint_buckets", f"S3 bucket names ({bucket!r} is not one)"
+            )
 
     @classmethod
     def from_context(cls, raw: object) -> Settings:

@@ -29,17 +29,25 @@ ROLE = "arn:aws:iam::123456789012:role/TrainingRole"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
 
-def described_job(name: str = "llama-pretrain", *, status: str = "Failed", secondary: str = "Failed",
-                  reason: str = "InternalServerError: We encountered an internal error. Please try again.",
-                  checkpoint: str | None = "s3://ckpt-bucket/llama-pretrain/", spot: bool = False) -> dict[str, Any]:
+def described_job(
+    name: str = "llama-pretrain",
+    *,
+    status: str = "Failed",
+    secondary: str = "Failed",
+    reason: str = "InternalServerError: We encountered an internal error. Please try again.",
+    checkpoint: str | None = "s3://ckpt-bucket/llama-pretrain/",
+    spot: bool = False,
+) -> dict[str, Any]:
     description: dict[str, Any] = {
         "TrainingJobName": name,
         "TrainingJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}",
         "TrainingJobStatus": status,
         "SecondaryStatus": secondary,
         "RoleArn": ROLE,
-        "AlgorithmSpecification": {"TrainingImage": "123456789012.dkr.ecr.us-east-1.amazonaws.com/train:1",
-                                   "TrainingInputMode": "File"},
+        "AlgorithmSpecification": {
+            "TrainingImage": "123456789012.dkr.ecr.us-east-1.amazonaws.com/train:1",
+            "TrainingInputMode": "File",
+        },
         "OutputDataConfig": {"S3OutputPath": "s3://out-bucket/out"},
         "ResourceConfig": {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 4, "VolumeSizeInGB": 100},
         "StoppingCondition": {"MaxRuntimeInSeconds": 86400},
@@ -79,8 +87,12 @@ class FakeJobs:
             raise NameTaken(name)
         self.created.append(copy.deepcopy(request))
         tags = {t["Key"]: t["Value"] for t in request.get("Tags", [])}
-        desc = {**request, "TrainingJobStatus": "InProgress", "SecondaryStatus": "Starting",
-                "TrainingJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}"}
+        desc = {
+            **request,
+            "TrainingJobStatus": "InProgress",
+            "SecondaryStatus": "Starting",
+            "TrainingJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}",
+        }
         desc.pop("Tags", None)
         self.add(desc, tags)
         return LaunchResult.CREATED
@@ -127,7 +139,9 @@ class FakeLedger:
         self.budget_used += 1
         return True
 
-    def record_lineage(self, root_job: str, attempt: int, job_name: str, retry_of: str, now: datetime) -> None:
+    def record_lineage(
+        self, root_job: str, attempt: int, job_name: str, retry_of: str, now: datetime
+    ) -> None:
         self.lineage.append((root_job, attempt, job_name, retry_of))
 
 
@@ -150,11 +164,21 @@ class FakeScheduler:
 
 
 def fake_ports(**config_overrides: Any) -> GuardPorts:
-    config = GuardConfig(ledger_table_name="ledger", topic_arn="arn:aws:sns:us-east-1:123456789012:tg",
-                         passable_role_arns=(ROLE,), **config_overrides)
+    config = GuardConfig(
+        ledger_table_name="ledger",
+        topic_arn="arn:aws:sns:us-east-1:123456789012:tg",
+        passable_role_arns=(ROLE,),
+        **config_overrides,
+    )
     return GuardPorts(
-        jobs=FakeJobs(), checkpoints=FakeCheckpoints(), ledger=FakeLedger(), notifier=FakeNotifier(),
-        scheduler=FakeScheduler(), config=config, region="us-east-1", clock=lambda: NOW,
+        jobs=FakeJobs(),
+        checkpoints=FakeCheckpoints(),
+        ledger=FakeLedger(),
+        notifier=FakeNotifier(),
+        scheduler=FakeScheduler(),
+        config=config,
+        region="us-east-1",
+        clock=lambda: NOW,
         create_request_shape=create_training_job_shape(),
     )
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from trainguard_local.stand_in import CHECKPOINT_BUCKET, TRAINING_ROLE, LambdaContext, LocalAWS, local_aws
 
-JOBS = {
+JOBS: dict[str, dict[str, Any]] = {
     "llama-pretrain": {
         "tags": {"trainguard:enabled": "true", "team": "llm"},
         "reason": "InternalServerError: We encountered an internal error. Please try again.",
@@ -26,7 +26,7 @@ JOBS = {
     },
     "bert-finetune": {
         "tags": {"trainguard:enabled": "true", "team": "nlp"},
-        "reason": 'AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "KeyError: \'labels\'"',
+        "reason": "AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage \"KeyError: 'labels'\"",
         "instances": ("ml.g5.12xlarge", 1),
     },
     "resnet-sweep-17": {
@@ -43,8 +43,10 @@ def launch(aws: LocalAWS, name: str, spec: dict[str, Any]) -> None:
     aws.client("sagemaker").create_training_job(
         TrainingJobName=name,
         RoleArn=TRAINING_ROLE,
-        AlgorithmSpecification={"TrainingImage": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.5",
-                                "TrainingInputMode": "File"},
+        AlgorithmSpecification={
+            "TrainingImage": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.5",
+            "TrainingInputMode": "File",
+        },
         OutputDataConfig={"S3OutputPath": f"s3://{CHECKPOINT_BUCKET}/output"},
         ResourceConfig={"InstanceType": instance_type, "InstanceCount": count, "VolumeSizeInGB": 200},
         StoppingCondition={"MaxRuntimeInSeconds": 432000},
@@ -63,8 +65,10 @@ def run_demo(say: Any = print) -> dict[str, Any]:
     report: dict[str, Any] = {"outcomes": [], "notifications": [], "relaunched": {}}
     with local_aws() as aws:
         production_ports.cache_clear()
-        say(f"Local AWS stand-in: moto at {aws.moto_url}, simulated SageMaker at "
-            f"{os.environ['AWS_ENDPOINT_URL_SAGEMAKER']}\n")
+        say(
+            f"Local AWS stand-in: moto at {aws.moto_url}, simulated SageMaker at "
+            f"{os.environ['AWS_ENDPOINT_URL_SAGEMAKER']}\n"
+        )
         for name, spec in JOBS.items():
             launch(aws, name, spec)
             say(f"launched {name:<16} tags={spec['tags']}")
@@ -74,14 +78,18 @@ def run_demo(say: Any = print) -> dict[str, Any]:
             aws.plane.fail(name, spec["reason"])
             say(f"SageMaker: {name} Failed: {spec['reason'].splitlines()[0]}")
         events = aws.receive_rule_events()
-        say(f"\nEventBridge rule matched {len(events)} event(s); delivering them to the job-events handler "
-            "(the first one twice, as EventBridge may):\n")
+        say(
+            f"\nEventBridge rule matched {len(events)} event(s); delivering them to the job-events handler "
+            "(the first one twice, as EventBridge may):\n"
+        )
         for event in [events[0], *events]:
             outcome = job_events.handler(event, LambdaContext())
             report["outcomes"].append(outcome)
             new = f" -> {outcome['new_job_name']}" if outcome["new_job_name"] else ""
-            say(f"  {outcome['job_name']:<16} {outcome['kind']:<16}{new}\n"
-                f"  {'':<16} {textwrap.shorten(outcome['reason'], 110)}")
+            say(
+                f"  {outcome['job_name']:<16} {outcome['kind']:<16}{new}\n"
+                f"  {'':<16} {textwrap.shorten(outcome['reason'], 110)}"
+            )
         for message in aws.notifications():
             report["notifications"].append(message)
         say(f"\nSNS: {len(report['notifications'])} message(s) published\n")
@@ -94,19 +102,25 @@ def run_demo(say: Any = print) -> dict[str, Any]:
                 new = aws.client("sagemaker").describe_training_job(TrainingJobName=outcome["new_job_name"])
                 tags = aws.client("sagemaker").list_tags(ResourceArn=new["TrainingJobArn"])["Tags"]
                 report["relaunched"][new["TrainingJobName"]] = {
-                    "status": new["TrainingJobStatus"], "checkpoint": new.get("CheckpointConfig"),
-                    "resource_config": new["ResourceConfig"], "tags": {t["Key"]: t["Value"] for t in tags},
+                    "status": new["TrainingJobStatus"],
+                    "checkpoint": new.get("CheckpointConfig"),
+                    "resource_config": new["ResourceConfig"],
+                    "tags": {t["Key"]: t["Value"] for t in tags},
                 }
         for name, job in report["relaunched"].items():
-            say(f"Relaunched job {name}: {job['status']}, checkpoint {job['checkpoint']['S3Uri']}, "
-                f"{job['resource_config']['InstanceCount']} x {job['resource_config']['InstanceType']}")
+            say(
+                f"Relaunched job {name}: {job['status']}, checkpoint {job['checkpoint']['S3Uri']}, "
+                f"{job['resource_config']['InstanceCount']} x {job['resource_config']['InstanceType']}"
+            )
             say(f"  lineage tags: { {k: v for k, v in job['tags'].items() if k.startswith('trainguard:')} }")
         production_ports.cache_clear()
     return report
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--json", type=Path, help="also write what happened as JSON to this file")
     args = parser.parse_args(argv)
     report = run_demo()

@@ -22,9 +22,9 @@ from typing import Any
 
 import boto3
 from moto.server import ThreadedMotoServer
+from trainguard.config import GuardConfig
 
 from infra.event_patterns import training_job_ended_pattern
-from trainguard.config import GuardConfig
 from trainguard_local.sagemaker_control_plane import SimulatedSageMaker
 from trainguard_local.sagemaker_events import eventbridge_forwarder
 from trainguard_local.sagemaker_server import SageMakerServer
@@ -62,7 +62,9 @@ class LocalAWS:
         sqs = self.client("sqs")
         events: list[dict[str, Any]] = []
         while True:
-            batch = sqs.receive_message(QueueUrl=self.rule_queue_url, MaxNumberOfMessages=10).get("Messages", [])
+            batch = sqs.receive_message(QueueUrl=self.rule_queue_url, MaxNumberOfMessages=10).get(
+                "Messages", []
+            )
             if not batch:
                 return events
             for message in batch:
@@ -74,7 +76,9 @@ class LocalAWS:
         sqs = self.client("sqs")
         found: list[dict[str, Any]] = []
         while True:
-            batch = sqs.receive_message(QueueUrl=self.inbox_queue_url, MaxNumberOfMessages=10).get("Messages", [])
+            batch = sqs.receive_message(QueueUrl=self.inbox_queue_url, MaxNumberOfMessages=10).get(
+                "Messages", []
+            )
             if not batch:
                 return found
             for message in batch:
@@ -98,14 +102,25 @@ def local_aws(**config_overrides: Any) -> Iterator[LocalAWS]:
     moto.start()
     moto_url = f"http://127.0.0.1:{port}"
     # A moto server started in this process shares moto's in-process state: start from a clean slate.
-    urllib.request.urlopen(urllib.request.Request(f"{moto_url}/moto-api/reset", method="POST"), timeout=10).close()
-    os.environ.update({
-        "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": REGION,
-        "AWS_REGION": REGION, "AWS_ENDPOINT_URL": moto_url, "AWS_EC2_METADATA_DISABLED": "true",
-    })
+    urllib.request.urlopen(
+        urllib.request.Request(f"{moto_url}/moto-api/reset", method="POST"), timeout=10
+    ).close()
+    os.environ.update(
+        {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_REGION": REGION,
+            "AWS_ENDPOINT_URL": moto_url,
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+    )
     os.environ.pop("AWS_SESSION_TOKEN", None)
-    plane = SimulatedSageMaker(on_event=eventbridge_forwarder(boto3.client("events", region_name=REGION)),
-                               account_id=ACCOUNT, region=REGION)
+    plane = SimulatedSageMaker(
+        on_event=eventbridge_forwarder(boto3.client("events", region_name=REGION)),
+        account_id=ACCOUNT,
+        region=REGION,
+    )
     server = SageMakerServer(plane).start()
     os.environ["AWS_ENDPOINT_URL_SAGEMAKER"] = server.endpoint_url
     try:
@@ -123,9 +138,12 @@ def _create_stack_resources(moto_url: str, plane: SimulatedSageMaker, overrides:
     ddb, sns, sqs = (boto3.client(s, region_name=REGION) for s in ("dynamodb", "sns", "sqs"))
     events, s3, scheduler = (boto3.client(s, region_name=REGION) for s in ("events", "s3", "scheduler"))
     ddb.create_table(
-        TableName="trainguard-ledger", BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
-                              {"AttributeName": "sk", "AttributeType": "S"}],
+        TableName="trainguard-ledger",
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
     )
     topic = sns.create_topic(Name="trainguard")["TopicArn"]
@@ -133,13 +151,18 @@ def _create_stack_resources(moto_url: str, plane: SimulatedSageMaker, overrides:
     sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=_queue_arn(sqs, inbox))
     rule_queue = sqs.create_queue(QueueName="trainguard-job-events")["QueueUrl"]
     events.put_rule(Name="trainguard-job-ended", EventPattern=json.dumps(training_job_ended_pattern()))
-    events.put_targets(Rule="trainguard-job-ended", Targets=[{"Id": "handler", "Arn": _queue_arn(sqs, rule_queue)}])
+    events.put_targets(
+        Rule="trainguard-job-ended", Targets=[{"Id": "handler", "Arn": _queue_arn(sqs, rule_queue)}]
+    )
     scheduler.create_schedule_group(Name="trainguard")
     s3.create_bucket(Bucket=CHECKPOINT_BUCKET)
     config = GuardConfig(
-        ledger_table_name="trainguard-ledger", topic_arn=topic, passable_role_arns=(TRAINING_ROLE,),
+        ledger_table_name="trainguard-ledger",
+        topic_arn=topic,
+        passable_role_arns=(TRAINING_ROLE,),
         retry_launcher_arn=f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:trainguard-retry-launcher",
-        scheduler_role_arn=f"arn:aws:iam::{ACCOUNT}:role/trainguard-scheduler", **overrides,
+        scheduler_role_arn=f"arn:aws:iam::{ACCOUNT}:role/trainguard-scheduler",
+        **overrides,
     )
     return LocalAWS(moto_url, plane, config, rule_queue, inbox)
 

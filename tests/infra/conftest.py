@@ -1,8 +1,8 @@
 """The infra tier synthesizes the app once per session (a synth costs seconds) and asserts on the result.
 
 One `app.synth()` yields two templates: the stack as `app.py` builds it, with settings that fill every
-list (emails, execution roles, checkpoint buckets), and the same stack with default settings, where
-those lists are empty. cdk-nag runs over both, as it does in `cdk synth`.
+list (emails, execution roles, checkpoint buckets) and ask for a local deploy, and the same stack
+with default settings, where those lists are empty. cdk-nag runs over both, as in `cdk synth`.
 """
 
 from __future__ import annotations

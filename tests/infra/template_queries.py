@@ -16,6 +16,7 @@ CONFIGURED_CONTEXT: dict[str, Any] = {
         "arn:aws:iam::123456789012:role/team/OtherTrainingRole",
     ],
     "checkpoint_buckets": ["example-checkpoints"],
+    "local_deploy": True,
 }
 JOB_EVENTS_HANDLER = "trainguard.handlers.job_events.handler"
 RETRY_LAUNCHER_HANDLER = "trainguard.handlers.retry_launcher.handler"

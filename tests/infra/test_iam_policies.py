@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import pytest
@@ -29,6 +30,23 @@ RETRY_SCHEDULES = "arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>
 ALLOWED_WILDCARD_RESOURCES = {TRAINING_JOBS, RETRY_SCHEDULES}
 
 
+# Which adapters each handler uses (handlers/wiring.py builds them all; only job-events schedules).
+ADAPTERS_BY_HANDLER = {
+    JOB_EVENTS_HANDLER: ("sagemaker", "checkpoints", "ledger", "notifier", "scheduler"),
+    RETRY_LAUNCHER_HANDLER: ("sagemaker", "checkpoints", "ledger", "notifier"),
+}
+# Granted for the runtime (logs, the async-failure DLQ) and for SSE on the topic, not for an adapter's calls.
+PLATFORM_ACTIONS = {
+    "logs:CreateLogStream",
+    "logs:PutLogEvents",
+    "sqs:SendMessage",
+    "sqs:GetQueueAttributes",
+    "sqs:GetQueueUrl",
+    "kms:GenerateDataKey",
+    "kms:Decrypt",
+}
+
+
 def _role_statements(template: dict[str, Any], handler: str) -> list[dict[str, Any]]:
     return statements_of_role(template, role_of_function(template, function_logical_id(template, handler)))
 
@@ -42,6 +60,17 @@ def _is_kms_key_admin_statement(statement: dict[str, Any]) -> bool:
     so the key can never become unmanageable. Present on every customer key."""
     principal = render(statement.get("Principal", {}).get("AWS", ""))
     return statement["Action"] == "kms:*" and principal == "arn:<AWS::Partition>:iam::<AWS::AccountId>:root"
+
+
+@pytest.mark.parametrize("handler", HANDLERS)
+def test_each_role_grants_exactly_what_its_adapters_declare(synthesized: Any, handler: str) -> None:
+    declared = {
+        action
+        for adapter in ADAPTERS_BY_HANDLER[handler]
+        for action in importlib.import_module(f"trainguard.adapters.{adapter}").IAM_ACTIONS
+    }
+    granted = {a for s in _role_statements(synthesized.template, handler) for a in as_list(s["Action"])}
+    assert granted - PLATFORM_ACTIONS == declared
 
 
 @pytest.mark.parametrize("stack", ["template", "defaults_template"])
@@ -128,6 +157,7 @@ def test_ledger_topic_and_key_access_is_exact(synthesized: Any, handler: str) ->
     statements = _role_statements(template, handler)
     (ledger,) = _with_action(statements, "dynamodb:GetItem")
     assert sorted(ledger["Action"]) == [
+        "dynamodb:DeleteItem",
         "dynamodb:GetItem",
         "dynamodb:PutItem",
         "dynamodb:Query",

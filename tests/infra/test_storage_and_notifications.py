@@ -117,3 +117,10 @@ def test_lambda_asset_holds_the_package_and_powertools_without_bytecode(synthesi
     assert not list(root.rglob("__pycache__")) and not list(root.rglob("*.pyc"))
     # boto3 and botocore come with the Lambda runtime; bundling them would only add megabytes.
     assert not (root / "boto3").exists() and not (root / "botocore").exists()
+
+
+def test_only_local_deploys_drop_the_bootstrap_version_rule(synthesized: Any) -> None:
+    """moto server cannot evaluate the rule (../shared/LOCAL_AWS.md); real deploys keep it."""
+    assert "CheckBootstrapVersion" not in synthesized.template.get("Rules", {})
+    assert "BootstrapVersion" not in synthesized.template.get("Parameters", {})
+    assert "CheckBootstrapVersion" in synthesized.defaults_template["Rules"]

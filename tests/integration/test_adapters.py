@@ -10,8 +10,6 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
-
-from tests.fakes import NOW, described_job
 from trainguard.adapters.checkpoints import CheckpointReader
 from trainguard.adapters.ledger import Ledger
 from trainguard.adapters.notifier import Notifier
@@ -19,7 +17,16 @@ from trainguard.adapters.sagemaker import SageMakerJobs
 from trainguard.adapters.scheduler import RelaunchScheduler, schedule_name
 from trainguard.domain.messages import Notification
 from trainguard.domain.outcome import Outcome, OutcomeKind
-from trainguard.workflows.ports import JobNotFound, LaunchRefused, LaunchResult, NameTaken, StepInProgress, StepState
+from trainguard.workflows.ports import (
+    JobNotFound,
+    LaunchRefused,
+    LaunchResult,
+    NameTaken,
+    StepInProgress,
+    StepState,
+)
+
+from tests.fakes import NOW, described_job
 
 REGION = "us-east-1"
 
@@ -34,9 +41,12 @@ def aws() -> Iterator[None]:
 def ledger(aws: None) -> Ledger:
     client = boto3.client("dynamodb", region_name=REGION)
     client.create_table(
-        TableName="ledger", BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
-                              {"AttributeName": "sk", "AttributeType": "S"}],
+        TableName="ledger",
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
     )
     return Ledger(client, "ledger")
@@ -46,7 +56,9 @@ def test_the_first_delivery_holds_the_step_and_later_ones_see_it_done(ledger: Le
     assert ledger.begin_step("job", "end", NOW).state is StepState.FIRST
     with pytest.raises(StepInProgress):
         ledger.begin_step("job", "end", NOW + timedelta(seconds=30))
-    ledger.finish_step("job", "end", Outcome(OutcomeKind.RELAUNCHED, "job", "r", new_job_name="job-retry1"), NOW)
+    ledger.finish_step(
+        "job", "end", Outcome(OutcomeKind.RELAUNCHED, "job", "r", new_job_name="job-retry1"), NOW
+    )
     done = ledger.begin_step("job", "end", NOW + timedelta(minutes=1))
     assert done.state is StepState.DONE and done.recorded["new_job_name"] == "job-retry1"
 
@@ -80,7 +92,9 @@ def test_notifications_carry_filterable_attributes(aws: None) -> None:
     queue = sqs.create_queue(QueueName="inbox")["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn)
-    Notifier(sns, topic).publish(Notification("[trainguard] subject", "body", {"decision": "retry", "job_name": "j"}))
+    Notifier(sns, topic).publish(
+        Notification("[trainguard] subject", "body", {"decision": "retry", "job_name": "j"})
+    )
     [message] = sqs.receive_message(QueueUrl=queue)["Messages"]
     body = json.loads(message["Body"])
     assert body["Subject"] == "[trainguard] subject" and body["Message"] == "body"
@@ -104,9 +118,12 @@ def test_the_newest_checkpoint_is_found_across_pages(aws: None) -> None:
 def test_a_schedule_is_created_once_per_failed_job(aws: None) -> None:
     client = boto3.client("scheduler", region_name=REGION)
     client.create_schedule_group(Name="trainguard")
-    scheduler = RelaunchScheduler(client, group_name="trainguard",
-                                  target_arn="arn:aws:lambda:us-east-1:123456789012:function:launcher",
-                                  role_arn="arn:aws:iam::123456789012:role/scheduler")
+    scheduler = RelaunchScheduler(
+        client,
+        group_name="trainguard",
+        target_arn="arn:aws:lambda:us-east-1:123456789012:function:launcher",
+        role_arn="arn:aws:iam::123456789012:role/scheduler",
+    )
     at = datetime(2026, 11, 29, 12, 10, tzinfo=UTC)
     first = scheduler.schedule_relaunch("job-" + "x" * 70, at, "capacity")
     assert scheduler.schedule_relaunch("job-" + "x" * 70, at, "capacity") == first
@@ -126,10 +143,16 @@ def test_describe_reads_the_tags_with_list_tags() -> None:
     jobs, stub = _sagemaker()
     description = described_job()
     stub.add_response("describe_training_job", description, {"TrainingJobName": "llama-pretrain"})
-    stub.add_response("list_tags", {"Tags": [{"Key": "trainguard:enabled", "Value": "true"}], "NextToken": "n"},
-                      {"ResourceArn": description["TrainingJobArn"], "MaxResults": 100})
-    stub.add_response("list_tags", {"Tags": [{"Key": "team", "Value": "llm"}]},
-                      {"ResourceArn": description["TrainingJobArn"], "MaxResults": 100, "NextToken": "n"})
+    stub.add_response(
+        "list_tags",
+        {"Tags": [{"Key": "trainguard:enabled", "Value": "true"}], "NextToken": "n"},
+        {"ResourceArn": description["TrainingJobArn"], "MaxResults": 100},
+    )
+    stub.add_response(
+        "list_tags",
+        {"Tags": [{"Key": "team", "Value": "llm"}]},
+        {"ResourceArn": description["TrainingJobArn"], "MaxResults": 100, "NextToken": "n"},
+    )
     with stub:
         job = jobs.describe("llama-pretrain")
     assert not isinstance(job, JobNotFound)
@@ -144,17 +167,21 @@ def test_a_missing_job_is_not_found() -> None:
         assert isinstance(jobs.describe("gone"), JobNotFound)
 
 
-REQUEST = {"TrainingJobName": "j-retry1", "RoleArn": "arn:aws:iam::123456789012:role/TrainingRole",
-           "OutputDataConfig": {"S3OutputPath": "s3://b/o"},
-           "AlgorithmSpecification": {"TrainingImage": "img", "TrainingInputMode": "File"},
-           "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 10},
-           "StoppingCondition": {"MaxRuntimeInSeconds": 60}}
+REQUEST = {
+    "TrainingJobName": "j-retry1",
+    "RoleArn": "arn:aws:iam::123456789012:role/TrainingRole",
+    "OutputDataConfig": {"S3OutputPath": "s3://b/o"},
+    "AlgorithmSpecification": {"TrainingImage": "img", "TrainingInputMode": "File"},
+    "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 10},
+    "StoppingCondition": {"MaxRuntimeInSeconds": 60},
+}
 
 
 def test_create_sends_the_request_as_built() -> None:
     jobs, stub = _sagemaker()
-    stub.add_response("create_training_job", {"TrainingJobArn": "arn:aws:sagemaker:us-east-1:1:training-job/j"},
-                      REQUEST)
+    stub.add_response(
+        "create_training_job", {"TrainingJobArn": "arn:aws:sagemaker:us-east-1:1:training-job/j"}, REQUEST
+    )
     with stub:
         assert jobs.create(REQUEST, "j", "trainguard:retry-of") is LaunchResult.CREATED
 
@@ -176,7 +203,9 @@ def test_a_duplicate_name_is_success_only_if_it_is_our_relaunch() -> None:
 
 def test_a_refusal_keeps_the_code_and_message_and_throttling_is_raised_for_a_retry() -> None:
     jobs, stub = _sagemaker()
-    stub.add_client_error("create_training_job", "ResourceLimitExceeded", "The account-level service limit ...")
+    stub.add_client_error(
+        "create_training_job", "ResourceLimitExceeded", "The account-level service limit ..."
+    )
     stub.add_client_error("create_training_job", "ThrottlingException", "Rate exceeded")
     with stub:
         with pytest.raises(LaunchRefused) as refused:

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-
 from trainguard.handlers import job_events, retry_launcher
 from trainguard.handlers.wiring import production_ports
 from trainguard_local.demo import JOBS, launch, run_demo
@@ -17,7 +16,10 @@ from trainguard_local.stand_in import LambdaContext, LocalAWS, local_aws
 
 pytestmark = pytest.mark.slow
 
-CAPACITY = "CapacityError: Unable to provision requested ML compute capacity. Please retry using a different ML instance type."
+CAPACITY = (
+    "CapacityError: Unable to provision requested ML compute capacity. "
+    "Please retry using a different ML instance type."
+)
 
 
 @pytest.fixture
@@ -37,11 +39,17 @@ def creates(aws: LocalAWS) -> list[str]:
 def test_the_demo_shows_the_three_jobs() -> None:
     report = run_demo(say=lambda *_: None)
     kinds = {(o["job_name"], o["kind"]) for o in report["outcomes"]}
-    assert kinds == {("llama-pretrain", "relaunched"), ("llama-pretrain", "already-handled"),
-                     ("bert-finetune", "notified"), ("resnet-sweep-17", "skipped")}
+    assert kinds == {
+        ("llama-pretrain", "relaunched"),
+        ("llama-pretrain", "already-handled"),
+        ("bert-finetune", "notified"),
+        ("resnet-sweep-17", "skipped"),
+    }
     subjects = sorted(m["Subject"] for m in report["notifications"])
-    assert subjects == ["[trainguard] bert-finetune ended: user-code, not retried",
-                        "[trainguard] relaunched llama-pretrain"]
+    assert subjects == [
+        "[trainguard] bert-finetune ended: user-code, not retried",
+        "[trainguard] relaunched llama-pretrain",
+    ]
     relaunched = report["relaunched"]["llama-pretrain-retry1"]
     assert relaunched["checkpoint"]["S3Uri"] == "s3://demo-checkpoints/llama-pretrain/"
     assert relaunched["tags"]["trainguard:retry-of"] == "llama-pretrain"
@@ -82,7 +90,10 @@ def test_a_capacity_failure_waits_in_the_scheduler_then_relaunches_once(aws: Loc
     assert [f["kind"] for f in fired] == ["relaunched", "already-handled"]
     assert creates(aws) == ["llama-pretrain-retry1"]
     subjects = [m["Subject"] for m in aws.notifications()]
-    assert subjects == ["[trainguard] relaunch of llama-pretrain scheduled", "[trainguard] relaunched llama-pretrain"]
+    assert subjects == [
+        "[trainguard] relaunch of llama-pretrain scheduled",
+        "[trainguard] relaunched llama-pretrain",
+    ]
 
 
 def test_a_relaunch_of_a_relaunch_keeps_the_lineage(aws: LocalAWS) -> None:
@@ -96,8 +107,14 @@ def test_a_relaunch_of_a_relaunch_keeps_the_lineage(aws: LocalAWS) -> None:
         job_events.handler(event, LambdaContext())
     assert creates(aws) == ["llama-pretrain-retry1", "llama-pretrain-retry2"]
     tags = aws.client("sagemaker").list_tags(
-        ResourceArn=aws.client("sagemaker").describe_training_job(TrainingJobName="llama-pretrain-retry2")["TrainingJobArn"]
+        ResourceArn=aws.client("sagemaker").describe_training_job(TrainingJobName="llama-pretrain-retry2")[
+            "TrainingJobArn"
+        ]
     )["Tags"]
     lineage = {t["Key"]: t["Value"] for t in tags if t["Key"].startswith("trainguard:")}
-    assert lineage == {"trainguard:enabled": "true", "trainguard:root-job": "llama-pretrain",
-                       "trainguard:attempt": "2", "trainguard:retry-of": "llama-pretrain-retry1"}
+    assert lineage == {
+        "trainguard:enabled": "true",
+        "trainguard:root-job": "llama-pretrain",
+        "trainguard:attempt": "2",
+        "trainguard:retry-of": "llama-pretrain-retry1",
+    }

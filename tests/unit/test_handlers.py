@@ -7,19 +7,23 @@ import json
 from typing import Any
 
 import pytest
+from trainguard.domain.outcome import OutcomeKind
+from trainguard.handlers import job_events, retry_launcher
 
 from tests.conftest import load_fixture
 from tests.fakes import described_job, fake_ports
-from trainguard.domain.outcome import OutcomeKind
-from trainguard.handlers import job_events, retry_launcher
 
 SAMPLE = load_fixture("events/sagemaker_training_job_state_change.awsdocs.json")
 
 
 def failed_event(name: str = "llama-pretrain", tags: Any = None) -> dict[str, Any]:
     event = copy.deepcopy(SAMPLE)
-    event["detail"].update(TrainingJobName=name, TrainingJobStatus="Failed", SecondaryStatus="Failed",
-                           FailureReason="InternalServerError: We encountered an internal error. Please try again.")
+    event["detail"].update(
+        TrainingJobName=name,
+        TrainingJobStatus="Failed",
+        SecondaryStatus="Failed",
+        FailureReason="InternalServerError: We encountered an internal error. Please try again.",
+    )
     if tags is not None:
         event["detail"]["Tags"] = tags
     return event
@@ -33,7 +37,9 @@ def test_a_failure_event_is_acted_on_from_the_described_job_not_the_event() -> N
     assert outcome.kind is OutcomeKind.RELAUNCHED
 
 
-@pytest.mark.parametrize("tags", [{"trainguard:enabled": "true"}, [{"Key": "trainguard:enabled", "Value": "true"}]])
+@pytest.mark.parametrize(
+    "tags", [{"trainguard:enabled": "true"}, [{"Key": "trainguard:enabled", "Value": "true"}]]
+)
 def test_either_tag_shape_in_the_event_parses(tags: Any) -> None:
     from trainguard.events.state_change import parse_state_change
 
@@ -45,7 +51,9 @@ def test_the_docs_sample_and_the_public_copy_parse() -> None:
 
     docs = parse_state_change(SAMPLE).job
     assert docs.status == "Completed" and docs.creation_time is not None
-    copy_ = parse_state_change(load_fixture("events/sagemaker_training_job_state_change.mlspace_test.json")).job
+    copy_ = parse_state_change(
+        load_fixture("events/sagemaker_training_job_state_change.mlspace_test.json")
+    ).job
     assert copy_.tags["project"] == "UnitTestProject" and copy_.creation_time.year == 2023
 
 
@@ -67,7 +75,10 @@ MALFORMED = {
     "name is a number": {**failed_event(), "detail": {**failed_event()["detail"], "TrainingJobName": 7}},
     "detail is a list": {**failed_event(), "detail": []},
     "another source": {**failed_event(), "source": "aws.ec2"},
-    "another detail-type": {**failed_event(), "detail-type": "SageMaker HyperParameter Tuning Job State Change"},
+    "another detail-type": {
+        **failed_event(),
+        "detail-type": "SageMaker HyperParameter Tuning Job State Change",
+    },
 }
 
 

@@ -5,20 +5,25 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-
-from tests.fakes import NOW, ROLE, described_job, fake_ports, with_config
 from trainguard.domain.outcome import OutcomeKind
 from trainguard.workflows.job_ended import handle_job_end
 from trainguard.workflows.ports import LaunchRefused, StepInProgress
 from trainguard.workflows.scheduled_relaunch import handle_scheduled_relaunch
 
+from tests.fakes import NOW, ROLE, described_job, fake_ports, with_config
+
 OPTED_IN = {"trainguard:enabled": "true", "team": "llm", "aws:cloudformation:stack-name": "x"}
-USER_CODE = 'AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "NameError: name \'x\' is not defined"'
-CAPACITY = "CapacityError: Unable to provision requested ML compute capacity. Please retry using a different ML instance type."
+USER_CODE = (
+    "AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage \"NameError: name 'x' is not defined\""
+)
+CAPACITY = (
+    "CapacityError: Unable to provision requested ML compute capacity. "
+    "Please retry using a different ML instance type."
+)
 QUOTA_REFUSAL = (
     "The account-level service limit 'ml.p4d.24xlarge for training job usage' is 4 Instances, with current "
-    "utilization of 4 Instances and a request delta of 4 Instances. Please use AWS Service Quotas to request an "
-    "increase for this quota."
+    "utilization of 4 Instances and a request delta of 4 Instances. "
+    "Please use AWS Service Quotas to request an increase for this quota."
 )
 
 
@@ -31,11 +36,19 @@ def test_an_internal_error_is_relaunched_from_the_checkpoint_and_the_owners_are_
     assert outcome.new_job_name == "llama-pretrain-retry1"
     [request] = ports.jobs.created
     assert request["TrainingJobName"] == "llama-pretrain-retry1"
-    assert request["CheckpointConfig"] == {"S3Uri": "s3://ckpt-bucket/llama-pretrain/", "LocalPath": "/opt/ml/checkpoints"}
+    assert request["CheckpointConfig"] == {
+        "S3Uri": "s3://ckpt-bucket/llama-pretrain/",
+        "LocalPath": "/opt/ml/checkpoints",
+    }
     assert request["RoleArn"] == ROLE
     tags = {t["Key"]: t["Value"] for t in request["Tags"]}
-    assert tags == {"trainguard:enabled": "true", "team": "llm", "trainguard:root-job": "llama-pretrain",
-                    "trainguard:attempt": "1", "trainguard:retry-of": "llama-pretrain"}
+    assert tags == {
+        "trainguard:enabled": "true",
+        "team": "llm",
+        "trainguard:root-job": "llama-pretrain",
+        "trainguard:attempt": "1",
+        "trainguard:retry-of": "llama-pretrain",
+    }
     assert ports.ledger.lineage == [("llama-pretrain", 1, "llama-pretrain-retry1", "llama-pretrain")]
 
     [message] = ports.notifier.sent
@@ -115,8 +128,10 @@ def test_capacity_errors_wait_for_a_backoff_that_grows_with_each_attempt() -> No
     assert ports.jobs.created == []
 
     later = fake_ports()
-    later.jobs.add(described_job("llama-pretrain-retry2", reason=CAPACITY),
-                   {**OPTED_IN, "trainguard:root-job": "llama-pretrain", "trainguard:attempt": "2"})
+    later.jobs.add(
+        described_job("llama-pretrain-retry2", reason=CAPACITY),
+        {**OPTED_IN, "trainguard:root-job": "llama-pretrain", "trainguard:attempt": "2"},
+    )
     handle_job_end(later, "llama-pretrain-retry2")
     assert later.scheduler.schedules["llama-pretrain-retry2"][0] == NOW + timedelta(minutes=40)
 
@@ -142,8 +157,10 @@ def test_a_job_opted_out_before_its_scheduled_relaunch_is_left_alone() -> None:
 
 def test_the_retry_limit_of_a_lineage_stops_relaunches() -> None:
     ports = fake_ports()
-    ports.jobs.add(described_job("llama-pretrain-retry3"),
-                   {**OPTED_IN, "trainguard:root-job": "llama-pretrain", "trainguard:attempt": "3"})
+    ports.jobs.add(
+        described_job("llama-pretrain-retry3"),
+        {**OPTED_IN, "trainguard:root-job": "llama-pretrain", "trainguard:attempt": "3"},
+    )
     outcome = handle_job_end(ports, "llama-pretrain-retry3")
     assert outcome.kind is OutcomeKind.NOT_RELAUNCHED and "used its 3 relaunch" in outcome.reason
     assert ports.jobs.created == [] and len(ports.notifier.sent) == 1
@@ -161,7 +178,9 @@ def test_no_checkpoint_config_means_no_restart_from_scratch_by_default() -> None
     outcome = handle_job_end(ports, "llama-pretrain")
     assert outcome.kind is OutcomeKind.NOT_RELAUNCHED and "no CheckpointConfig" in outcome.reason
     allowed = fake_ports()
-    allowed.jobs.add(described_job(checkpoint=None), {**OPTED_IN, "trainguard:restart-without-checkpoint": "true"})
+    allowed.jobs.add(
+        described_job(checkpoint=None), {**OPTED_IN, "trainguard:restart-without-checkpoint": "true"}
+    )
     assert handle_job_end(allowed, "llama-pretrain").kind is OutcomeKind.RELAUNCHED
 
 
@@ -220,8 +239,10 @@ def test_max_runtime_notifies_unless_the_job_asks_to_continue() -> None:
     ports.jobs.add(described_job(status="Stopped", secondary="MaxRuntimeExceeded"), OPTED_IN)
     assert handle_job_end(ports, "llama-pretrain").kind is OutcomeKind.NOTIFIED
     cont = fake_ports()
-    cont.jobs.add(described_job(status="Stopped", secondary="MaxRuntimeExceeded"),
-                  {**OPTED_IN, "trainguard:continue-after-max-runtime": "true"})
+    cont.jobs.add(
+        described_job(status="Stopped", secondary="MaxRuntimeExceeded"),
+        {**OPTED_IN, "trainguard:continue-after-max-runtime": "true"},
+    )
     assert handle_job_end(cont, "llama-pretrain").kind is OutcomeKind.RELAUNCHED
 
 

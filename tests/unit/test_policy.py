@@ -51,8 +51,12 @@ def test_unreadable_max_retries_falls_back_and_is_reported(raw: str) -> None:
 
 @pytest.mark.parametrize(
     ("raw", "allowed"),
-    [("retry", {"notify", "retry"}), ("retry+stop", {"notify", "retry", "stop"}),
-     ("notify retry", {"notify", "retry"}), ("notify", {"notify"})],
+    [
+        ("retry", {"notify", "retry"}),
+        ("retry+stop", {"notify", "retry", "stop"}),
+        ("notify retry", {"notify", "retry"}),
+        ("notify", {"notify"}),
+    ],
 )
 def test_actions_lists_use_plus_or_spaces(raw: str, allowed: set[str]) -> None:
     assert policy(enabled="true", actions=raw).actions == allowed
@@ -73,7 +77,9 @@ def test_dry_run_tag_and_global_dry_run() -> None:
     glob = read_job_policy({"trainguard:enabled": "true"}, PolicyDefaults(dry_run=True), KEYS)
     assert glob.dry_run
     # a job cannot switch the global dry run off
-    off = read_job_policy({"trainguard:enabled": "true", "trainguard:dry-run": "false"}, PolicyDefaults(dry_run=True), KEYS)
+    off = read_job_policy(
+        {"trainguard:enabled": "true", "trainguard:dry-run": "false"}, PolicyDefaults(dry_run=True), KEYS
+    )
     assert off.dry_run
 
 

@@ -20,7 +20,8 @@ MODEL = botocore.session.get_session().get_service_model("sagemaker")
 CREATE_INPUT = MODEL.operation_model("CreateTrainingJob").input_shape
 DESCRIBE_OUTPUT = MODEL.operation_model("DescribeTrainingJob").output_shape
 DESCRIBE_SAMPLES = sorted(
-    p.name for p in (Path(__file__).parents[1] / "fixtures" / "describe_training_job").glob("ack_fixture.*.json")
+    p.name
+    for p in (Path(__file__).parents[1] / "fixtures" / "describe_training_job").glob("ack_fixture.*.json")
 )
 
 
@@ -57,8 +58,10 @@ def fill(shape: Shape, depth: int = 0) -> Any:
 def test_shared_describe_samples_become_valid_requests(sample: str) -> None:
     description = load_fixture(f"describe_training_job/{sample}")
     built = build_relaunch_request(
-        description, create_training_job_shape(),
-        new_job_name=retry_job_name(description["TrainingJobName"], 1), tags={"trainguard:enabled": "true"},
+        description,
+        create_training_job_shape(),
+        new_job_name=retry_job_name(description["TrainingJobName"], 1),
+        tags={"trainguard:enabled": "true"},
     )
     assert_valid_create_request(built.request)
     assert built.request["RoleArn"] == description["RoleArn"]
@@ -71,8 +74,10 @@ def test_a_response_with_every_field_of_the_output_shape_filled() -> None:
     description = fill(DESCRIBE_OUTPUT)
     description["TrainingJobName"] = "n" * 63
     built = build_relaunch_request(
-        description, create_training_job_shape(),
-        new_job_name=retry_job_name(description["TrainingJobName"], 3), tags={"trainguard:enabled": "true"},
+        description,
+        create_training_job_shape(),
+        new_job_name=retry_job_name(description["TrainingJobName"], 3),
+        tags={"trainguard:enabled": "true"},
     )
     assert_valid_create_request(built.request)
     # Everything both shapes share carries over; nothing output-only does.
@@ -84,10 +89,15 @@ def test_a_response_with_every_field_of_the_output_shape_filled() -> None:
 
 def test_checkpoint_config_is_kept_exactly() -> None:
     description = {
-        "TrainingJobName": "j", "RoleArn": "arn:aws:iam::123456789012:role/R",
+        "TrainingJobName": "j",
+        "RoleArn": "arn:aws:iam::123456789012:role/R",
         "OutputDataConfig": {"S3OutputPath": "s3://b/out"},
         "CheckpointConfig": {"S3Uri": "s3://b/ckpt/j", "LocalPath": "/opt/ml/checkpoints"},
-        "AlgorithmSpecification": {"TrainingImage": "img", "TrainingInputMode": "File", "AlgorithmName": None},
+        "AlgorithmSpecification": {
+            "TrainingImage": "img",
+            "TrainingInputMode": "File",
+            "AlgorithmName": None,
+        },
     }
     built = build_relaunch_request(description, create_training_job_shape(), new_job_name="j-retry1", tags={})
     assert built.request["CheckpointConfig"] == description["CheckpointConfig"]
@@ -96,8 +106,10 @@ def test_checkpoint_config_is_kept_exactly() -> None:
 
 def test_an_empty_structure_that_would_be_invalid_is_dropped_and_recorded() -> None:
     description = {
-        "TrainingJobName": "j", "RoleArn": "arn:aws:iam::123456789012:role/R",
-        "OutputDataConfig": {"S3OutputPath": "s3://b/out"}, "VpcConfig": {},
+        "TrainingJobName": "j",
+        "RoleArn": "arn:aws:iam::123456789012:role/R",
+        "OutputDataConfig": {"S3OutputPath": "s3://b/out"},
+        "VpcConfig": {},
     }
     built = build_relaunch_request(description, create_training_job_shape(), new_job_name="j-retry1", tags={})
     assert "VpcConfig" not in built.request
@@ -107,12 +119,20 @@ def test_an_empty_structure_that_would_be_invalid_is_dropped_and_recorded() -> N
 
 def test_a_description_without_a_role_cannot_be_relaunched() -> None:
     with pytest.raises(RelaunchImpossible, match="RoleArn"):
-        build_relaunch_request({"TrainingJobName": "j", "OutputDataConfig": {"S3OutputPath": "s3://b"}},
-                               create_training_job_shape(), new_job_name="j-retry1", tags={})
+        build_relaunch_request(
+            {"TrainingJobName": "j", "OutputDataConfig": {"S3OutputPath": "s3://b"}},
+            create_training_job_shape(),
+            new_job_name="j-retry1",
+            tags={},
+        )
 
 
 def test_more_than_fifty_tags_cannot_be_sent() -> None:
     tags = {f"k{i}": "v" for i in range(51)}
     with pytest.raises(RelaunchImpossible, match="50"):
-        build_relaunch_request({"TrainingJobName": "j", "RoleArn": "r", "OutputDataConfig": {"S3OutputPath": "s"}},
-                               create_training_job_shape(), new_job_name="j-retry1", tags=tags)
+        build_relaunch_request(
+            {"TrainingJobName": "j", "RoleArn": "r", "OutputDataConfig": {"S3OutputPath": "s"}},
+            create_training_job_shape(),
+            new_job_name="j-retry1",
+            tags=tags,
+        )

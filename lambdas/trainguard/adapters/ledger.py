@@ -52,7 +52,10 @@ class Ledger:
                 },
                 ConditionExpression="attribute_not_exists(pk) OR (#s = :busy AND lease_until < :now)",
                 ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues={":busy": {"S": "in_progress"}, ":now": {"N": str(int(now.timestamp()))}},
+                ExpressionAttributeValues={
+                    ":busy": {"S": "in_progress"},
+                    ":now": {"N": str(int(now.timestamp()))},
+                },
             )
             return StepStart(StepState.FIRST, {})
         except ClientError as err:
@@ -108,7 +111,9 @@ class Ledger:
                 return False
             raise
 
-    def record_lineage(self, root_job: str, attempt: int, job_name: str, retry_of: str, now: datetime) -> None:
+    def record_lineage(
+        self, root_job: str, attempt: int, job_name: str, retry_of: str, now: datetime
+    ) -> None:
         self._client.put_item(
             TableName=self._table,
             Item={

@@ -39,7 +39,8 @@ class CheckpointState:
             return f"no checkpoint has been written to {self.s3_uri}"
         age = self.age(now)
         more = "+" if self.listing_truncated else ""
-        return f"newest checkpoint is {format_duration(age)} old ({self.object_count}{more} objects in {self.s3_uri})"
+        where = f"{self.object_count}{more} objects in {self.s3_uri}"
+        return f"newest checkpoint is {format_duration(age)} old ({where})"
 
 
 def format_duration(delta: timedelta | None) -> str:

@@ -85,6 +85,7 @@ _RULES: tuple[_Rule, ...] = (
     # EFA/libfabric "internal error ... Cannot allocate memory" means the memlock ulimit is too low.
     _Rule(Category.CONFIG, _rx(r"libfabric.{0,300}cannot allocate memory",
                                r"efa\b.{0,300}cannot allocate memory",
+                               r"NET/OFI.{0,300}cannot allocate memory",
                                r"cannot allocate memory.{0,300}(libfabric|efa\b)",
                                r"max(imum)? locked memory", r"memlock", r"ulimit -l"),
           "The EFA network stack could not lock memory ({match}): the container's memlock ulimit is too "
@@ -97,15 +98,17 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(Category.CONFIG, _rx(r"access ?denied", r"not authorized to perform",
                                r"unable to assume (the )?role", r"sts:AssumeRole", r"trust relationship",
                                r"permission ?denied", r"PermissionError", r"UnauthorizedOperation",
-                               r"forbidden\b"),
+                               r"forbidden\b", r"insufficient permissions?",
+                               r"KMS.{0,60}(denied|disabled|cannot)"),
           "Access was denied ({match}); the execution role, a bucket or key policy or a trust policy must "
           "be fixed. " + _NO_RETRY),
     _Rule(Category.CONFIG, _rx(r"route table", r"VPC endpoint", r"NAT (device|gateway)", r"network ACL",
-                               r"could not connect to the endpoint URL"),
+                               r"could not connect to the endpoint URL", r"free IP addresses"),
           "The job could not reach S3 or another endpoint from its VPC ({match}); its routes, endpoints or "
           "security groups must be fixed. " + _NO_RETRY),
-    _Rule(Category.CONFIG, _rx(r"cannot ?pull", r"image does not exist",
-                               r"cannot find (the requested image|repository)", r"pull permissions",
+    _Rule(Category.CONFIG, _rx(r"cannot ?pull", r"image does not exist", r"pull permissions",
+                               r"image (could not be |was not )?found",
+                               r"cannot find (the requested image|repository)",
                                r"exec format error", r"executable file not found",
                                r"CUDA driver version is insufficient", r"found no NVIDIA driver",
                                r"no CUDA-capable device is detected"),
@@ -134,7 +137,7 @@ _RULES: tuple[_Rule, ...] = (
     # Host RAM: SageMaker's own hint, the kernel's OOM killer (SIGKILL, exit code 137), ENOMEM.
     _Rule(Category.OOM, _rx(r"instance type with more memory", r"MemoryError", r"cannot allocate memory",
                             r"OOMKilled", r"oom[-_]?\s*kill", r"exit ?(code|status)\s*:?\s*(137|-9)\b",
-                            r"signal 9 \(SIGKILL\)", r":\s*\d+ Killed\b"),
+                            r"signal 9 \(SIGKILL\)", r":\s*\d+ Killed\b", r"killed by signal:? killed"),
           "The job ran out of host memory and was most likely killed by the out-of-memory killer "
           "({match}). " + _NO_RETRY),
     # A shell's bare "Killed" line. Its own rule: an anchor would slow down the alternatives above.
@@ -171,7 +174,7 @@ _RULES: tuple[_Rule, ...] = (
           "The managed spot instances were interrupted and spot capacity did not come back in time "
           "({match}); an interruption beyond MaxWait is treated as capacity, " + _RELAUNCH),
     _Rule(Category.CAPACITY, _rx(r"CapacityError", r"insufficient ?instance ?capacity",
-                                 r"insufficient capacity", r"not enough capacity",
+                                 r"insufficient ?capacity", r"not enough capacity",
                                  r"unable to provision requested ML compute capacity",
                                  r"do not have sufficient .{0,60}capacity"),
           "AWS did not have enough instances of the requested type ({match}); capacity shortages pass, "
@@ -179,7 +182,8 @@ _RULES: tuple[_Rule, ...] = (
     # cuDNN's internal error is grouped with ECC faults by teams who retry it on another instance; when it
     # is really an OOM the text says so and the OOM rules win. Retries are capped per job anyway.
     _Rule(Category.HARDWARE, _rx(r"uncorrectable ECC", r"ECC ?uncorrectable", r"double-?\s*bit ECC",
-                                 r"fallen off the bus", r"GPU_IS_LOST", r"GPU is lost", r"NVLink.{0,80}error",
+                                 r"fallen off the bus", r"GPU_IS_LOST", r"GPU is lost",
+                                 r"NVLink:? (fatal )?error",
                                  r"xid\b(\s*\([^)\n]{0,40}\))?\s*:?\s*(48|6[1-4]|74|79|9[245]|119|120)\b",
                                  r"hardware ?(failure|fault|error)", r"instance was unhealthy",
                                  r"CUDNN_STATUS_INTERNAL_ERROR"),
@@ -188,9 +192,9 @@ _RULES: tuple[_Rule, ...] = (
     # after a collective timeout; bugs that end in SIGABRT (OOM, illegal access) are caught above.
     _Rule(Category.COLLECTIVE_TIMEOUT, _rx(r"collective operation timeout",
                                            r"ran for \d+ milliseconds before timing out",
-                                           r"NCCL.{0,80}(timeout|timed out|timing out)",
-                                           r"NCCL communicator.{0,40}abort",
-                                           r"ProcessGroupNCCL.{0,80}(watchdog|heartbeat)",
+                                           r"NCCL (\w+ ){0,2}(timeout|timed out|timing out)",
+                                           r"NCCL communicator.{0,40}abort", r"watchdog got stuck",
+                                           r"heartbeat monitor timed out",
                                            r"DistBackendError", r"NCCL error",
                                            r"nccl(System|Remote|Internal)Error",
                                            r"signal 6 \(SIGABRT\) received by PID", r"exitcode\s*:\s*-6\b"),

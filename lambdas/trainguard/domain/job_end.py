@@ -69,7 +69,9 @@ def assess_job_end(job: TrainingJob, policy: JobPolicy) -> Assessment:
         job.status, job.secondary_status, job.failure_reason, managed_spot=job.managed_spot
     )
     if not policy.enabled:
-        return Assessment(job.name, False, classification, Decision.IGNORE, f"not opted in: {policy.why_not_enabled}")
+        return Assessment(
+            job.name, False, classification, Decision.IGNORE, f"not opted in: {policy.why_not_enabled}"
+        )
     decision, reason = classification.decision, classification.reason
     if classification.category is Category.MAX_RUNTIME and policy.continue_after_max_runtime:
         decision = Decision.RETRY
@@ -115,7 +117,8 @@ def plan_relaunch(
     if checkpoint.is_empty and not policy.restart_without_checkpoint:
         return Refusal(
             f"no checkpoint has been written to {checkpoint.s3_uri} yet, so a relaunch would start from "
-            f"scratch; trainguard does not do that unless the job is tagged {keys.restart_without_checkpoint}=true.",
+            "scratch; trainguard does not do that unless the job is tagged "
+            f"{keys.restart_without_checkpoint}=true.",
             new_name,
         )
     role = str(job.description.get("RoleArn", ""))
@@ -127,7 +130,9 @@ def plan_relaunch(
         )
     tags = _relaunch_tags(job, keys, lineage.root_job, attempt)
     try:
-        built = build_relaunch_request(job.description, create_request_shape, new_job_name=new_name, tags=tags)
+        built = build_relaunch_request(
+            job.description, create_request_shape, new_job_name=new_name, tags=tags
+        )
     except RelaunchImpossible as err:
         return Refusal(f"the relaunch request cannot be built: {err}.", new_name)
     delay = _backoff(assessment.classification.category, attempt, settings)
@@ -153,7 +158,9 @@ def _backoff(category: Category, attempt: int, settings: RelaunchSettings) -> ti
     """Capacity comes back with time: wait longer after each attempt. Other retries go at once."""
     if category not in DELAYED_CATEGORIES:
         return timedelta(0)
-    minutes = min(settings.capacity_backoff_minutes * 2 ** (attempt - 1), settings.capacity_backoff_max_minutes)
+    minutes = min(
+        settings.capacity_backoff_minutes * 2 ** (attempt - 1), settings.capacity_backoff_max_minutes
+    )
     return timedelta(minutes=minutes)
 
 

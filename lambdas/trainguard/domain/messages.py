@@ -42,8 +42,12 @@ def compose_job_end_notification(
     headline = _HEADLINES.get(outcome.kind, "{job}: {category}")
     subject = _fit_subject("[trainguard] " + headline, job.name, category)
 
-    lines = ["What happened", f"  Training job {job.name} ended with status {job.status}"
-             + (f" ({job.secondary_status})" if job.secondary_status else "") + "."]
+    lines = [
+        "What happened",
+        f"  Training job {job.name} ended with status {job.status}"
+        + (f" ({job.secondary_status})" if job.secondary_status else "")
+        + ".",
+    ]
     if job.failure_reason:
         reason = job.failure_reason
         shown = reason if len(reason) <= _REASON_SHOWN else reason[:_REASON_SHOWN] + " [...]"
@@ -54,7 +58,12 @@ def compose_job_end_notification(
         lines += ["", "Checkpoint", f"  {checkpoint.describe(now)}"]
     if tag_problems:
         lines += ["", "Tags that could not be read (defaults used)"] + [f"  - {p}" for p in tag_problems]
-    lines += ["", "Links", f"  Job:  {job_console_url(job.name, region)}", f"  Logs: {job_logs_url(job.name, region)}"]
+    lines += [
+        "",
+        "Links",
+        f"  Job:  {job_console_url(job.name, region)}",
+        f"  Logs: {job_logs_url(job.name, region)}",
+    ]
     if outcome.new_job_name:
         lines.append(f"  New job: {job_console_url(outcome.new_job_name, region)}")
     lines += ["", f"-- trainguard, {now.strftime('%Y-%m-%d %H:%M:%S UTC')}"]

@@ -26,21 +26,36 @@ def handle_job_end(ports: GuardPorts, job_name: str) -> Outcome:
     if not job.is_terminal:
         return skipped(job.name, f"the job is {job.status} now; the event was an old or early one")
     if assessment.decision is Decision.IGNORE:
-        return Outcome(OutcomeKind.SKIPPED, job.name, assessment.reason, assessment.decision.value,
-                       assessment.classification.category.value)
+        return Outcome(
+            OutcomeKind.SKIPPED,
+            job.name,
+            assessment.reason,
+            assessment.decision.value,
+            assessment.classification.category.value,
+        )
 
     start = ports.ledger.begin_step(job.name, STEP, now)
     if start.state is StepState.DONE:
-        return Outcome(OutcomeKind.ALREADY_HANDLED, job.name,
-                       f"already handled: {start.recorded.get('kind', 'done')}", assessment.decision.value,
-                       assessment.classification.category.value, start.recorded.get("new_job_name", ""))
+        return Outcome(
+            OutcomeKind.ALREADY_HANDLED,
+            job.name,
+            f"already handled: {start.recorded.get('kind', 'done')}",
+            assessment.decision.value,
+            assessment.classification.category.value,
+            start.recorded.get("new_job_name", ""),
+        )
     try:
         checkpoint = ports.checkpoints.read(job.checkpoint_s3_uri)
         if assessment.decision is Decision.RETRY:
             outcome = relaunch_or_schedule(ports, job, assessment, policy, checkpoint, now)
         else:
-            outcome = Outcome(OutcomeKind.NOTIFIED, job.name, assessment.reason, assessment.decision.value,
-                              assessment.classification.category.value)
+            outcome = Outcome(
+                OutcomeKind.NOTIFIED,
+                job.name,
+                assessment.reason,
+                assessment.decision.value,
+                assessment.classification.category.value,
+            )
         tell(ports, job, outcome, checkpoint, tuple(p.describe() for p in policy.problems))
         ports.ledger.finish_step(job.name, STEP, outcome, now)
     except Exception:
@@ -50,9 +65,14 @@ def handle_job_end(ports: GuardPorts, job_name: str) -> Outcome:
 
 
 def tell(
-    ports: GuardPorts, job: TrainingJob, outcome: Outcome, checkpoint: CheckpointState | None,
+    ports: GuardPorts,
+    job: TrainingJob,
+    outcome: Outcome,
+    checkpoint: CheckpointState | None,
     tag_problems: tuple[str, ...],
 ) -> None:
     if outcome.notifies:
-        notification = compose_job_end_notification(job, outcome, checkpoint, tag_problems, ports.region, ports.clock())
+        notification = compose_job_end_notification(
+            job, outcome, checkpoint, tag_problems, ports.region, ports.clock()
+        )
         ports.notifier.publish(notification)

@@ -22,16 +22,31 @@ def relaunch_settings(ports: GuardPorts) -> RelaunchSettings:
 
 
 def plan_for(
-    ports: GuardPorts, job: TrainingJob, assessment: Assessment, policy: JobPolicy, checkpoint: CheckpointState,
+    ports: GuardPorts,
+    job: TrainingJob,
+    assessment: Assessment,
+    policy: JobPolicy,
+    checkpoint: CheckpointState,
     now: datetime,
 ) -> RelaunchPlan | Refusal:
     return plan_relaunch(
-        job, assessment, policy, checkpoint, relaunch_settings(ports), ports.keys, ports.create_request_shape, now
+        job,
+        assessment,
+        policy,
+        checkpoint,
+        relaunch_settings(ports),
+        ports.keys,
+        ports.create_request_shape,
+        now,
     )
 
 
 def relaunch_or_schedule(
-    ports: GuardPorts, job: TrainingJob, assessment: Assessment, policy: JobPolicy, checkpoint: CheckpointState,
+    ports: GuardPorts,
+    job: TrainingJob,
+    assessment: Assessment,
+    policy: JobPolicy,
+    checkpoint: CheckpointState,
     now: datetime,
 ) -> Outcome:
     plan = plan_for(ports, job, assessment, policy, checkpoint, now)
@@ -39,7 +54,8 @@ def relaunch_or_schedule(
         return _not_relaunched(job, assessment, plan.reason, plan.would_be_job_name, plan.would_send)
     if not ports.ledger.take_retry_budget(now, ports.config.retry_budget_per_hour):
         return _not_relaunched(
-            job, assessment,
+            job,
+            assessment,
             f"the account-wide budget of {ports.config.retry_budget_per_hour} relaunches per hour is spent.",
             plan.new_job_name,
         )
@@ -47,21 +63,32 @@ def relaunch_or_schedule(
         launch_at = now + plan.delay
         schedule = ports.scheduler.schedule_relaunch(job.name, launch_at, assessment.reason)
         return Outcome(
-            OutcomeKind.RELAUNCH_SCHEDULED, job.name, assessment.reason, assessment.decision.value,
-            assessment.classification.category.value, plan.new_job_name,
-            {"launch_at": launch_at.strftime("%Y-%m-%d %H:%M UTC"), "schedule": schedule,
-             "attempt": plan.lineage.attempt, "root_job": plan.lineage.root_job},
+            OutcomeKind.RELAUNCH_SCHEDULED,
+            job.name,
+            assessment.reason,
+            assessment.decision.value,
+            assessment.classification.category.value,
+            plan.new_job_name,
+            {
+                "launch_at": launch_at.strftime("%Y-%m-%d %H:%M UTC"),
+                "schedule": schedule,
+                "attempt": plan.lineage.attempt,
+                "root_job": plan.lineage.root_job,
+            },
         )
     return launch(ports, job, assessment, plan, now)
 
 
-def launch(ports: GuardPorts, job: TrainingJob, assessment: Assessment, plan: RelaunchPlan, now: datetime) -> Outcome:
+def launch(
+    ports: GuardPorts, job: TrainingJob, assessment: Assessment, plan: RelaunchPlan, now: datetime
+) -> Outcome:
     try:
         result = ports.jobs.create(plan.request, job.name, ports.keys.retry_of)
     except LaunchRefused as refused:
         reading = classify_failure_reason(str(refused))
         return _not_relaunched(
-            job, assessment,
+            job,
+            assessment,
             f"SageMaker refused the relaunch {plan.new_job_name}: {refused} ({reading.category.value}: "
             f"{reading.reason})",
             plan.new_job_name,
@@ -69,12 +96,22 @@ def launch(ports: GuardPorts, job: TrainingJob, assessment: Assessment, plan: Re
     except NameTaken as taken:
         return _not_relaunched(job, assessment, str(taken), plan.new_job_name)
     if result is LaunchResult.CREATED:
-        ports.ledger.record_lineage(plan.lineage.root_job, plan.lineage.attempt, plan.new_job_name, job.name, now)
+        ports.ledger.record_lineage(
+            plan.lineage.root_job, plan.lineage.attempt, plan.new_job_name, job.name, now
+        )
     return Outcome(
-        OutcomeKind.RELAUNCHED, job.name, assessment.reason, assessment.decision.value,
-        assessment.classification.category.value, plan.new_job_name,
-        {"attempt": plan.lineage.attempt, "root_job": plan.lineage.root_job, "launch": result.value,
-         "dropped_fields": list(plan.dropped_fields)},
+        OutcomeKind.RELAUNCHED,
+        job.name,
+        assessment.reason,
+        assessment.decision.value,
+        assessment.classification.category.value,
+        plan.new_job_name,
+        {
+            "attempt": plan.lineage.attempt,
+            "root_job": plan.lineage.root_job,
+            "launch": result.value,
+            "dropped_fields": list(plan.dropped_fields),
+        },
     )
 
 
@@ -85,6 +122,11 @@ def _not_relaunched(
     if would_send is not None:
         details["would_send"] = would_send
     return Outcome(
-        OutcomeKind.NOT_RELAUNCHED, job.name, f"{assessment.reason} Not relaunched: {why_not}",
-        assessment.decision.value, assessment.classification.category.value, "", details,
+        OutcomeKind.NOT_RELAUNCHED,
+        job.name,
+        f"{assessment.reason} Not relaunched: {why_not}",
+        assessment.decision.value,
+        assessment.classification.category.value,
+        "",
+        details,
     )

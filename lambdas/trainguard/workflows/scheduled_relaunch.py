@@ -25,18 +25,27 @@ def handle_scheduled_relaunch(ports: GuardPorts, failed_job_name: str) -> Outcom
 
     start = ports.ledger.begin_step(job.name, STEP, now)
     if start.state is StepState.DONE:
-        return Outcome(OutcomeKind.ALREADY_HANDLED, job.name, "the scheduled relaunch already ran",
-                       assessment.decision.value, assessment.classification.category.value,
-                       start.recorded.get("new_job_name", ""))
+        return Outcome(
+            OutcomeKind.ALREADY_HANDLED,
+            job.name,
+            "the scheduled relaunch already ran",
+            assessment.decision.value,
+            assessment.classification.category.value,
+            start.recorded.get("new_job_name", ""),
+        )
     try:
         checkpoint = ports.checkpoints.read(job.checkpoint_s3_uri)
         plan = plan_for(ports, job, assessment, policy, checkpoint, now)
         if isinstance(plan, RelaunchPlan):
             outcome = launch(ports, job, assessment, plan, now)
         else:
-            outcome = Outcome(OutcomeKind.NOT_RELAUNCHED, job.name,
-                              f"{assessment.reason} Not relaunched at the scheduled time: {plan.reason}",
-                              assessment.decision.value, assessment.classification.category.value)
+            outcome = Outcome(
+                OutcomeKind.NOT_RELAUNCHED,
+                job.name,
+                f"{assessment.reason} Not relaunched at the scheduled time: {plan.reason}",
+                assessment.decision.value,
+                assessment.classification.category.value,
+            )
         tell(ports, job, outcome, checkpoint, tuple(p.describe() for p in policy.problems))
         ports.ledger.finish_step(job.name, STEP, outcome, now)
     except Exception:
