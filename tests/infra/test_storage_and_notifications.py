@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match
 
-from tests.infra.template_queries import only_logical_id
+from tests.infra.template_queries import only_logical_id, resources_of_type
 
 pytestmark = pytest.mark.slow
 
@@ -117,6 +117,10 @@ def test_lambda_asset_holds_the_package_and_powertools_without_bytecode(synthesi
     assert not list(root.rglob("__pycache__")) and not list(root.rglob("*.pyc"))
     # boto3 and botocore come with the Lambda runtime; bundling them would only add megabytes.
     assert not (root / "boto3").exists() and not (root / "botocore").exists()
+    # Every function's handler names a module that is in the asset.
+    for function in resources_of_type(synthesized.template, "AWS::Lambda::Function").values():
+        module, _, _ = function["Properties"]["Handler"].rpartition(".")
+        assert (root / (module.replace(".", "/") + ".py")).is_file(), module
 
 
 def test_only_local_deploys_drop_the_bootstrap_version_rule(synthesized: Any) -> None:

@@ -57,8 +57,8 @@ def test_every_real_text_gets_its_category_and_decision(entry: dict[str, Any]) -
     assert result.reason.endswith(".")
 
 
-# Texts that are not in the fixture: real AWS, driver and framework wording, written to show the rules
-# generalise (rewording, line wrapping, truncation) and to pin the traps between categories.
+# Texts that are not in the fixture: AWS, driver and framework wording, quoted or closely modelled on
+# real messages, to show the rules generalise (rewording, wrapping, truncation) and to pin the traps.
 OTHER_TEXTS: list[tuple[str, Category, str]] = [
     # capacity
     ("capacity-error-from-ec2", Category.CAPACITY,
