@@ -114,7 +114,13 @@ def test_a_malformed_schedule_input_is_skipped(event: Any) -> None:
     assert ports.jobs.created == []
 
 
-def test_the_handler_modules_build_nothing_at_import() -> None:
-    import trainguard.handlers.job_events as module
+def test_the_handler_modules_build_nothing_and_import_no_sdk() -> None:
+    import subprocess
+    import sys
 
-    assert not hasattr(module, "production_ports")  # wiring is imported lazily, on first real event
+    code = (
+        "import sys, trainguard.handlers.job_events, trainguard.handlers.retry_launcher; "
+        "print('boto3' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"  # boto3 comes with the first event, in handlers/wiring.py

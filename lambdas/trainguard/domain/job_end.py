@@ -16,6 +16,7 @@ from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.classification import classify_job_end
 from trainguard.domain.model import Category, Classification, Decision, TrainingJob
 from trainguard.domain.naming import retry_job_name
+from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.policy import JobPolicy, TagKeys
 from trainguard.domain.request_builder import RelaunchImpossible, Shape, build_relaunch_request
 
@@ -29,6 +30,24 @@ class Assessment:
     classification: Classification
     decision: Decision
     reason: str
+
+    def outcome(
+        self,
+        kind: OutcomeKind,
+        reason: str | None = None,
+        new_job_name: str = "",
+        details: dict[str, Any] | None = None,
+    ) -> Outcome:
+        """What was done about this job, labelled with this assessment's decision and category."""
+        return Outcome(
+            kind,
+            self.job_name,
+            self.reason if reason is None else reason,
+            self.decision.value,
+            self.classification.category.value,
+            new_job_name,
+            details or {},
+        )
 
 
 @dataclass(frozen=True)

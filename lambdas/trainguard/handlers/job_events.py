@@ -8,6 +8,7 @@ from trainguard.domain.outcome import Outcome, skipped
 from trainguard.events.state_change import parse_state_change
 from trainguard.events.training_job import MalformedInput
 from trainguard.handlers.observability import logger, metrics, record_malformed, record_outcome
+from trainguard.handlers.wiring import ports_or_production
 from trainguard.workflows.job_ended import handle_job_end
 from trainguard.workflows.ports import GuardPorts
 
@@ -24,11 +25,7 @@ def handle(event: Any, ports: GuardPorts | None = None) -> Outcome:
     if change.job.status not in ACTIONABLE_STATUSES:
         outcome = skipped(change.job.name, f"status {change.job.status} needs no action")
     else:
-        if ports is None:
-            from trainguard.handlers.wiring import production_ports
-
-            ports = production_ports()
-        outcome = handle_job_end(ports, change.job.name)
+        outcome = handle_job_end(ports_or_production(ports), change.job.name)
     record_outcome(outcome)
     return outcome
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from trainguard.domain.outcome import Outcome, skipped
 from trainguard.handlers.observability import logger, metrics, record_malformed, record_outcome
+from trainguard.handlers.wiring import ports_or_production
 from trainguard.workflows.ports import GuardPorts
 from trainguard.workflows.scheduled_relaunch import handle_scheduled_relaunch
 
@@ -19,11 +20,7 @@ def handle(event: Any, ports: GuardPorts | None = None) -> Outcome:
         record_malformed("a scheduled relaunch without failed_job_name")
         return skipped("", "malformed schedule input: failed_job_name is missing")
     logger.append_keys(job_name=name)
-    if ports is None:
-        from trainguard.handlers.wiring import production_ports
-
-        ports = production_ports()
-    outcome = handle_scheduled_relaunch(ports, name)
+    outcome = handle_scheduled_relaunch(ports_or_production(ports), name)
     record_outcome(outcome)
     return outcome
 

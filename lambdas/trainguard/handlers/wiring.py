@@ -1,37 +1,47 @@
-"""Build the production ports once per Lambda container, lazily (nothing is built at import time)."""
+"""Build the production ports once per Lambda container, on the first event.
+
+Nothing is built at import time, and boto3 is imported only here, inside `production_ports`:
+importing a handler module stays cheap (see README, "cold start").
+"""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from functools import cache
+from typing import Any
 
-import boto3
-from botocore.config import Config
-
-from trainguard.adapters.checkpoints import CheckpointReader
-from trainguard.adapters.ledger import Ledger
-from trainguard.adapters.notifier import Notifier
-from trainguard.adapters.sagemaker import SageMakerJobs
-from trainguard.adapters.scheduler import RelaunchScheduler
-from trainguard.adapters.service_model import create_training_job_shape
 from trainguard.config import GuardConfig
 from trainguard.workflows.ports import GuardPorts
-
-# Standard retry mode: exponential backoff with jitter on throttling and 5xx.
-_AWS_RETRIES = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=20)
 
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def ports_or_production(ports: GuardPorts | None) -> GuardPorts:
+    """The ports a test passed in, or the real ones."""
+    return ports if ports is not None else production_ports()
+
+
 @cache
 def production_ports() -> GuardPorts:
+    import boto3
+    from botocore.config import Config
+
+    from trainguard.adapters.checkpoints import CheckpointReader
+    from trainguard.adapters.ledger import Ledger
+    from trainguard.adapters.notifier import Notifier
+    from trainguard.adapters.sagemaker import SageMakerJobs
+    from trainguard.adapters.scheduler import RelaunchScheduler
+    from trainguard.adapters.service_model import create_training_job_shape
+
     config = GuardConfig.from_env()
     session = boto3.session.Session()
+    # Standard retry mode: exponential backoff with jitter on throttling and 5xx.
+    retries = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=5, read_timeout=20)
 
-    def client(service: str):  # type: ignore[no-untyped-def]
-        return session.client(service, config=_AWS_RETRIES)
+    def client(service: str) -> Any:
+        return session.client(service, config=retries)  # type: ignore[call-overload]
 
     sagemaker = client("sagemaker")
     return GuardPorts(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.classification import classify_failure_reason
@@ -51,10 +52,9 @@ def relaunch_or_schedule(
 ) -> Outcome:
     plan = plan_for(ports, job, assessment, policy, checkpoint, now)
     if isinstance(plan, Refusal):
-        return _not_relaunched(job, assessment, plan.reason, plan.would_be_job_name, plan.would_send)
+        return _not_relaunched(assessment, plan.reason, plan.would_be_job_name, plan.would_send)
     if not ports.ledger.take_retry_budget(now, ports.config.retry_budget_per_hour):
         return _not_relaunched(
-            job,
             assessment,
             f"the account-wide budget of {ports.config.retry_budget_per_hour} relaunches per hour is spent.",
             plan.new_job_name,
@@ -62,14 +62,10 @@ def relaunch_or_schedule(
     if plan.delay:
         launch_at = now + plan.delay
         schedule = ports.scheduler.schedule_relaunch(job.name, launch_at, assessment.reason)
-        return Outcome(
+        return assessment.outcome(
             OutcomeKind.RELAUNCH_SCHEDULED,
-            job.name,
-            assessment.reason,
-            assessment.decision.value,
-            assessment.classification.category.value,
-            plan.new_job_name,
-            {
+            new_job_name=plan.new_job_name,
+            details={
                 "launch_at": launch_at.strftime("%Y-%m-%d %H:%M UTC"),
                 "schedule": schedule,
                 "attempt": plan.lineage.attempt,
@@ -87,26 +83,21 @@ def launch(
     except LaunchRefused as refused:
         reading = classify_failure_reason(str(refused))
         return _not_relaunched(
-            job,
             assessment,
             f"SageMaker refused the relaunch {plan.new_job_name}: {refused} ({reading.category.value}: "
             f"{reading.reason})",
             plan.new_job_name,
         )
     except NameTaken as taken:
-        return _not_relaunched(job, assessment, str(taken), plan.new_job_name)
+        return _not_relaunched(assessment, str(taken), plan.new_job_name)
     if result is LaunchResult.CREATED:
         ports.ledger.record_lineage(
             plan.lineage.root_job, plan.lineage.attempt, plan.new_job_name, job.name, now
         )
-    return Outcome(
+    return assessment.outcome(
         OutcomeKind.RELAUNCHED,
-        job.name,
-        assessment.reason,
-        assessment.decision.value,
-        assessment.classification.category.value,
-        plan.new_job_name,
-        {
+        new_job_name=plan.new_job_name,
+        details={
             "attempt": plan.lineage.attempt,
             "root_job": plan.lineage.root_job,
             "launch": result.value,
@@ -116,17 +107,11 @@ def launch(
 
 
 def _not_relaunched(
-    job: TrainingJob, assessment: Assessment, why_not: str, would_be: str, would_send: dict | None = None
+    assessment: Assessment, why_not: str, would_be: str, would_send: dict[str, Any] | None = None
 ) -> Outcome:
-    details: dict = {"would_be_job_name": would_be} if would_be else {}
+    details: dict[str, Any] = {"would_be_job_name": would_be} if would_be else {}
     if would_send is not None:
         details["would_send"] = would_send
-    return Outcome(
-        OutcomeKind.NOT_RELAUNCHED,
-        job.name,
-        f"{assessment.reason} Not relaunched: {why_not}",
-        assessment.decision.value,
-        assessment.classification.category.value,
-        "",
-        details,
+    return assessment.outcome(
+        OutcomeKind.NOT_RELAUNCHED, f"{assessment.reason} Not relaunched: {why_not}", details=details
     )
