@@ -94,6 +94,11 @@ OTHER_TEXTS: list[tuple[str, Category, str]] = [
     # hardware
     ("cuda-uncorrectable-ecc", Category.HARDWARE,
      "RuntimeError: CUDA error: uncorrectable ECC error encountered"),
+    ("instance-failed-health-check", Category.HARDWARE,
+     "ClientError: Instance ml.p4d.24xlarge (algo-3) failed health check. Please retry."),
+    ("rendezvous-peer-never-joined", Category.COLLECTIVE_TIMEOUT,
+     'AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "torch.distributed.DistStoreError: '
+     'Timed out after 901 seconds waiting for clients. 1/2 clients joined."'),
     ("xid-79-fallen-off-the-bus", Category.HARDWARE,
      "NVRM: Xid (PCI:0000:10:1c): 79, pid=1234, name=python, GPU has fallen off the bus."),
     ("xid-48-short-form", Category.HARDWARE,

@@ -186,6 +186,7 @@ _RULES: tuple[_Rule, ...] = (
                                  r"NVLink:? (fatal )?error",
                                  r"xid\b(\s*\([^)\n]{0,40}\))?\s*:?\s*(48|6[1-4]|74|79|9[245]|119|120)\b",
                                  r"hardware ?(failure|fault|error)", r"instance was unhealthy",
+                                 r"failed (the |a |its )?health ?check", r"unhealthy (instance|host|node)",
                                  r"CUDNN_STATUS_INTERNAL_ERROR"),
           "A GPU or host failed in hardware ({match}); a relaunch gets healthy instances, " + _RELAUNCH),
     # A torchrun summary with SIGABRT (exitcode -6) is how ranks die when the NCCL watchdog aborts them
@@ -196,6 +197,9 @@ _RULES: tuple[_Rule, ...] = (
                                            r"NCCL communicator.{0,40}abort", r"watchdog got stuck",
                                            r"heartbeat monitor timed out",
                                            r"DistBackendError", r"NCCL error",
+                                           # a peer that never joined the rendezvous: a host or network fault
+                                           r"DistStoreError", r"waiting for clients",
+                                           r"rendezvous.{0,60}(timeout|timed out)",
                                            r"nccl(System|Remote|Internal)Error",
                                            r"signal 6 \(SIGABRT\) received by PID", r"exitcode\s*:\s*-6\b"),
           "A collective operation between the hosts failed or timed out ({match}); these are usually "
