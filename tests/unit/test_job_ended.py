@@ -274,3 +274,13 @@ def test_a_nonsense_tag_falls_back_and_the_message_says_so() -> None:
     ports.jobs.add(described_job(reason=USER_CODE), {**OPTED_IN, "trainguard:max-retries": "lots"})
     handle_job_end(ports, "llama-pretrain")
     assert "trainguard:max-retries='lots' could not be read" in ports.notifier.sent[0].body
+
+
+def test_a_training_job_of_a_tuning_job_is_left_to_the_tuner() -> None:
+    ports = fake_ports()
+    description = described_job()
+    description["TuningJobArn"] = "arn:aws:sagemaker:us-east-1:123456789012:hyper-parameter-tuning-job/sweep"
+    ports.jobs.add(description, OPTED_IN)
+    outcome = handle_job_end(ports, "llama-pretrain")
+    assert outcome.kind is OutcomeKind.SKIPPED and "hyper-parameter-tuning-job/sweep" in outcome.reason
+    assert ports.jobs.created == [] and ports.notifier.sent == []

@@ -92,6 +92,17 @@ def assess_job_end(job: TrainingJob, policy: JobPolicy) -> Assessment:
             job.name, False, classification, Decision.IGNORE, f"not opted in: {policy.why_not_enabled}"
         )
     decision, reason = classification.decision, classification.reason
+    parent = managing_parent(job)
+    if parent and decision is not Decision.IGNORE:
+        # A tuning job (or AutoML job) runs and retries its own training jobs; a relaunch outside it
+        # would not count towards it. Tags propagate from the parent, so such jobs can look opted in.
+        return Assessment(
+            job.name,
+            True,
+            classification,
+            Decision.IGNORE,
+            f"the job belongs to {parent}, which manages its training jobs; trainguard leaves it to it.",
+        )
     if classification.category is Category.MAX_RUNTIME and policy.continue_after_max_runtime:
         decision = Decision.RETRY
         reason = (
@@ -99,6 +110,15 @@ def assess_job_end(job: TrainingJob, policy: JobPolicy) -> Assessment:
             "to continue it from the last checkpoint."
         )
     return Assessment(job.name, True, classification, decision, reason)
+
+
+def managing_parent(job: TrainingJob) -> str:
+    """The ARN of the tuning or AutoML job that launched this training job, or ''."""
+    for key in ("TuningJobArn", "AutoMLJobArn"):
+        value = job.description.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
 
 
 def read_lineage(job: TrainingJob, keys: TagKeys) -> Lineage:
