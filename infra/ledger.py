@@ -11,19 +11,11 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from constructs import Construct
+from trainguard.adapters.ledger import IAM_ACTIONS as LEDGER_ACTIONS
+from trainguard.adapters.ledger import PARTITION_KEY, SORT_KEY, TTL_ATTRIBUTE
 
-PARTITION_KEY = "pk"
-SORT_KEY = "sk"
-TTL_ATTRIBUTE = "expires_at"
-# What the ledger adapter declares (trainguard.adapters.ledger.IAM_ACTIONS; a test keeps the two equal):
-# conditional writes, leases it takes and releases, counters, a job's records. No Scan, no batch.
-LEDGER_ACTIONS = (
-    "dynamodb:GetItem",
-    "dynamodb:PutItem",
-    "dynamodb:UpdateItem",
-    "dynamodb:DeleteItem",
-    "dynamodb:Query",
-)
+# The keys and the actions are the ledger adapter's: conditional writes, leases it takes and
+# releases, counters, a job's records. No Scan, no batch.
 
 
 class Ledger(Construct):

@@ -17,11 +17,12 @@ import socket
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import boto3
 from moto.server import ThreadedMotoServer
+from trainguard.adapters.ledger import create_table_request
 from trainguard.config import GuardConfig
 
 from infra.event_patterns import training_job_ended_pattern
@@ -52,38 +53,28 @@ class LocalAWS:
     config: GuardConfig
     rule_queue_url: str
     inbox_queue_url: str
-    delivered: list[dict[str, Any]] = field(default_factory=list)
 
     def client(self, service: str) -> Any:
         return boto3.client(service, region_name=REGION)
 
     def receive_rule_events(self) -> list[dict[str, Any]]:
         """Drain what the stack's rule matched (the events EventBridge would hand the function)."""
-        sqs = self.client("sqs")
-        events: list[dict[str, Any]] = []
-        while True:
-            batch = sqs.receive_message(QueueUrl=self.rule_queue_url, MaxNumberOfMessages=10).get(
-                "Messages", []
-            )
-            if not batch:
-                return events
-            for message in batch:
-                events.append(json.loads(message["Body"]))
-                sqs.delete_message(QueueUrl=self.rule_queue_url, ReceiptHandle=message["ReceiptHandle"])
+        return self._drain(self.rule_queue_url)
 
     def notifications(self) -> list[dict[str, Any]]:
         """The SNS messages trainguard published, as an SQS subscriber of the topic receives them."""
+        return self._drain(self.inbox_queue_url)
+
+    def _drain(self, queue_url: str) -> list[dict[str, Any]]:
         sqs = self.client("sqs")
-        found: list[dict[str, Any]] = []
+        bodies: list[dict[str, Any]] = []
         while True:
-            batch = sqs.receive_message(QueueUrl=self.inbox_queue_url, MaxNumberOfMessages=10).get(
-                "Messages", []
-            )
+            batch = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", [])
             if not batch:
-                return found
+                return bodies
             for message in batch:
-                found.append(json.loads(message["Body"]))
-                sqs.delete_message(QueueUrl=self.inbox_queue_url, ReceiptHandle=message["ReceiptHandle"])
+                bodies.append(json.loads(message["Body"]))
+                sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
 
 
 def _free_port() -> int:
@@ -137,15 +128,7 @@ def local_aws(**config_overrides: Any) -> Iterator[LocalAWS]:
 def _create_stack_resources(moto_url: str, plane: SimulatedSageMaker, overrides: dict[str, Any]) -> LocalAWS:
     ddb, sns, sqs = (boto3.client(s, region_name=REGION) for s in ("dynamodb", "sns", "sqs"))
     events, s3, scheduler = (boto3.client(s, region_name=REGION) for s in ("events", "s3", "scheduler"))
-    ddb.create_table(
-        TableName="trainguard-ledger",
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-    )
+    ddb.create_table(**create_table_request("trainguard-ledger"))
     topic = sns.create_topic(Name="trainguard")["TopicArn"]
     inbox = sqs.create_queue(QueueName="trainguard-inbox")["QueueUrl"]
     sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=_queue_arn(sqs, inbox))

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from aws_cdk.assertions import Match
+
 CONFIGURED_STACK = "TrainGuard"
 DEFAULTS_STACK = "TrainGuardDefaults"
 CONFIGURED_CONTEXT: dict[str, Any] = {
@@ -20,6 +22,12 @@ CONFIGURED_CONTEXT: dict[str, Any] = {
 }
 JOB_EVENTS_HANDLER = "trainguard.handlers.job_events.handler"
 RETRY_LAUNCHER_HANDLER = "trainguard.handlers.retry_launcher.handler"
+
+
+# The statement `enforce_ssl` adds to a queue or topic policy.
+DENY_INSECURE_TRANSPORT = Match.object_like(
+    {"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}}
+)
 
 
 def resources_of_type(template: dict[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:

@@ -9,6 +9,7 @@ from aws_cdk.assertions import Match
 
 from infra.event_patterns import training_job_ended_pattern
 from tests.infra.template_queries import (
+    DENY_INSECURE_TRANSPORT,
     JOB_EVENTS_HANDLER,
     RETRY_LAUNCHER_HANDLER,
     function_logical_id,
@@ -85,9 +86,7 @@ def test_dead_letter_queue_is_encrypted_ssl_only_and_keeps_messages_14_days(
             "PolicyDocument": {
                 "Statement": Match.array_with(
                     [
-                        Match.object_like(
-                            {"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}}
-                        ),
+                        DENY_INSECURE_TRANSPORT,
                         Match.object_like(
                             {
                                 "Effect": "Allow",

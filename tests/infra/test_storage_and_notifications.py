@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match
 
-from tests.infra.template_queries import only_logical_id, resources_of_type
+from tests.infra.template_queries import DENY_INSECURE_TRANSPORT, only_logical_id, resources_of_type
 
 pytestmark = pytest.mark.slow
 
@@ -75,9 +75,7 @@ def test_cloudwatch_alarms_can_use_the_key_and_publish_to_the_topic(synthesized:
             "PolicyDocument": {
                 "Statement": Match.array_with(
                     [
-                        Match.object_like(
-                            {"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}}
-                        ),
+                        DENY_INSECURE_TRANSPORT,
                         Match.object_like(
                             {
                                 "Effect": "Allow",

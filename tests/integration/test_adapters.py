@@ -11,7 +11,7 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 from trainguard.adapters.checkpoints import CheckpointReader
-from trainguard.adapters.ledger import Ledger
+from trainguard.adapters.ledger import Ledger, create_table_request
 from trainguard.adapters.notifier import Notifier
 from trainguard.adapters.sagemaker import SageMakerJobs
 from trainguard.adapters.scheduler import RelaunchScheduler, schedule_name
@@ -40,15 +40,7 @@ def aws() -> Iterator[None]:
 @pytest.fixture
 def ledger(aws: None) -> Ledger:
     client = boto3.client("dynamodb", region_name=REGION)
-    client.create_table(
-        TableName="ledger",
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-    )
+    client.create_table(**create_table_request("ledger"))
     return Ledger(client, "ledger")
 
 

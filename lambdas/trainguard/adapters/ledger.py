@@ -28,6 +28,10 @@ IAM_ACTIONS = (
     "dynamodb:DeleteItem",
     "dynamodb:Query",
 )
+# The table's keys: the CDK construct (infra/ledger.py) and the local stand-in build it from these.
+PARTITION_KEY = "pk"
+SORT_KEY = "sk"
+TTL_ATTRIBUTE = "expires_at"
 LEASE = timedelta(minutes=5)  # longer than the functions' 60 s timeout
 RETENTION = timedelta(days=400)
 _BUDGET_KEY = "budget#retries"
@@ -127,5 +131,21 @@ class Ledger:
         )
 
 
+def create_table_request(table_name: str) -> dict[str, Any]:
+    """CreateTable parameters for a ledger like the stack's (for local stand-ins and tests)."""
+    return {
+        "TableName": table_name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "AttributeDefinitions": [
+            {"AttributeName": PARTITION_KEY, "AttributeType": "S"},
+            {"AttributeName": SORT_KEY, "AttributeType": "S"},
+        ],
+        "KeySchema": [
+            {"AttributeName": PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": SORT_KEY, "KeyType": "RANGE"},
+        ],
+    }
+
+
 def _key(pk: str, sk: str) -> dict[str, dict[str, str]]:
-    return {"pk": {"S": pk}, "sk": {"S": sk}}
+    return {PARTITION_KEY: {"S": pk}, SORT_KEY: {"S": sk}}
