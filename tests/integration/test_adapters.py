@@ -55,6 +55,12 @@ def test_the_first_delivery_holds_the_step_and_later_ones_see_it_done(ledger: Le
     assert done.state is StepState.DONE and done.recorded["new_job_name"] == "job-retry1"
 
 
+def test_a_decision_without_action_is_recorded_directly(ledger: Ledger) -> None:
+    ledger.finish_step("job", "end", Outcome(OutcomeKind.SKIPPED, "job", "a person stopped it"), NOW)
+    done = ledger.begin_step("job", "end", NOW)
+    assert done.state is StepState.DONE and done.recorded["reason"] == "a person stopped it"
+
+
 def test_an_expired_lease_can_be_taken_over(ledger: Ledger) -> None:
     ledger.begin_step("job", "end", NOW)
     assert ledger.begin_step("job", "end", NOW + timedelta(minutes=6)).state is StepState.FIRST

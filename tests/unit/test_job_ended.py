@@ -267,6 +267,8 @@ def test_a_job_stopped_by_a_person_is_left_alone() -> None:
     ports.jobs.add(described_job(status="Stopped", secondary="Stopped"), OPTED_IN)
     assert handle_job_end(ports, "llama-pretrain").kind is OutcomeKind.SKIPPED
     assert ports.notifier.sent == []
+    recorded = ports.ledger.steps[("llama-pretrain", "end")]["outcome"]
+    assert recorded["kind"] == "skipped" and recorded["category"] == "stopped" and recorded["reason"]
 
 
 def test_a_nonsense_tag_falls_back_and_the_message_says_so() -> None:

@@ -74,13 +74,17 @@ class Ledger:
         self._client.update_item(
             TableName=self._table,
             Key=_key(f"job#{job_name}", step),
-            UpdateExpression="SET #s = :done, outcome = :outcome, kind = :kind, finished_at = :now",
+            UpdateExpression=(
+                "SET #s = :done, outcome = :outcome, kind = :kind, finished_at = :now, "
+                "expires_at = if_not_exists(expires_at, :expires)"
+            ),
             ExpressionAttributeNames={"#s": "status"},
             ExpressionAttributeValues={
                 ":done": {"S": "done"},
                 ":outcome": {"S": json.dumps(outcome.as_dict(), default=str)},
                 ":kind": {"S": outcome.kind.value},
                 ":now": {"S": now.isoformat()},
+                ":expires": {"N": str(int((now + RETENTION).timestamp()))},
             },
         )
 

@@ -22,7 +22,11 @@ def handle_job_end(ports: GuardPorts, job_name: str) -> Outcome:
     if not job.is_terminal:
         return skipped(job.name, f"the job is {job.status} now; the event was an old or early one")
     if assessment.decision is Decision.IGNORE:
-        return assessment.outcome(OutcomeKind.SKIPPED)
+        # An opted-in job's end is recorded even when nothing is done (a person stopped it, its
+        # tuning job owns it): the ledger has every decision about a guarded job, with its reason.
+        outcome = assessment.outcome(OutcomeKind.SKIPPED)
+        ports.ledger.finish_step(job.name, STEP, outcome, ports.clock())
+        return outcome
 
     def act(checkpoint: CheckpointState) -> Outcome:
         if assessment.decision is Decision.RETRY:
