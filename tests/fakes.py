@@ -13,6 +13,7 @@ from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.messages import Notification
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome
+from trainguard.domain.quotas import WaitingLaunch
 from trainguard.events.training_job import job_from_description
 from trainguard.workflows.ports import (
     GuardPorts,
@@ -20,6 +21,8 @@ from trainguard.workflows.ports import (
     LaunchRefused,
     LaunchResult,
     NameTaken,
+    QuotaInfo,
+    QuotaRequestState,
     StepInProgress,
     StepStart,
     StepState,
@@ -163,6 +166,69 @@ class FakeScheduler:
         return f"relaunch-{failed_job}"
 
 
+class FakeQuotas:
+    """Service Quotas in memory: quotas by name, requests by id, at most one open request per quota."""
+
+    def __init__(self, values: dict[str, float] | None = None) -> None:
+        self.values = dict(values or {"ml.p4d.24xlarge for training job usage": 0})
+        self.requests: list[QuotaRequestState] = []
+
+    def code(self, name: str) -> str:
+        return "L-" + format(abs(hash(name)) % 16**8, "08X")
+
+    def find(self, quota_name: str) -> QuotaInfo | None:
+        value = self.values.get(quota_name)
+        return None if value is None else QuotaInfo(self.code(quota_name), quota_name, value)
+
+    def _name(self, code: str) -> str:
+        return next(name for name in self.values if self.code(name) == code)
+
+    def current_value(self, quota_code: str) -> float:
+        return self.values[self._name(quota_code)]
+
+    def open_request(self, quota_code: str) -> QuotaRequestState | None:
+        return next((r for r in self.requests if r.quota_code == quota_code and r.is_open), None)
+
+    def request_increase(self, quota_code: str, desired_value: float, support_case_allowed: bool) -> QuotaRequestState:
+        existing = self.open_request(quota_code)
+        if existing:
+            return existing
+        state = QuotaRequestState(f"req-{len(self.requests) + 1}", quota_code, self._name(quota_code), desired_value,
+                                  "PENDING")
+        self.requests.append(state)
+        return state
+
+    def request_state(self, request_id: str) -> QuotaRequestState:
+        return next(r for r in self.requests if r.request_id == request_id)
+
+    def decide(self, request_id: str, status: str) -> None:
+        state = self.request_state(request_id)
+        self.requests[self.requests.index(state)] = replace(state, status=status, case_id="case-1")
+        if status == "APPROVED":
+            self.values[state.quota_name] = state.desired_value
+
+
+@dataclass
+class FakeQuotaLedger:
+    saved_requests: dict[str, QuotaRequestState] = field(default_factory=dict)
+    waits: dict[str, WaitingLaunch] = field(default_factory=dict)
+
+    def save_request(self, state: QuotaRequestState, now: datetime) -> None:
+        self.saved_requests[state.quota_name] = state
+
+    def requests(self) -> list[QuotaRequestState]:
+        return list(self.saved_requests.values())
+
+    def save_waiting(self, waiting: WaitingLaunch) -> None:
+        self.waits[waiting.job_name] = waiting
+
+    def waiting(self) -> list[WaitingLaunch]:
+        return list(self.waits.values())
+
+    def remove_waiting(self, job_name: str) -> None:
+        self.waits.pop(job_name, None)
+
+
 def fake_ports(**config_overrides: Any) -> GuardPorts:
     config = GuardConfig(
         ledger_table_name="ledger",
@@ -176,6 +242,8 @@ def fake_ports(**config_overrides: Any) -> GuardPorts:
         ledger=FakeLedger(),
         notifier=FakeNotifier(),
         scheduler=FakeScheduler(),
+        quotas=FakeQuotas(),
+        quota_ledger=FakeQuotaLedger(),
         config=config,
         region="us-east-1",
         clock=lambda: NOW,

@@ -6,6 +6,7 @@ reads it back with `from_env()`. Names are never typed twice.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, fields
@@ -35,6 +36,23 @@ class GuardConfig:
     schedule_group_name: str = "trainguard"
     # Space-separated: the only execution roles a relaunch may pass to SageMaker.
     passable_role_arns: tuple[str, ...] = ()
+    # Quota walls: RequestServiceQuotaIncrease's SupportCaseAllowed, the most trainguard asks for
+    # (a JSON object {quota name: ceiling}; other quotas get the default), and how long a blocked
+    # launch waits for its quota before it is given up.
+    quota_support_case_allowed: bool = True
+    default_quota_ceiling: int = 64
+    quota_ceilings_json: str = "{}"
+    quota_wait_hours: int = 72
+
+    @property
+    def quota_ceilings(self) -> dict[str, float]:
+        try:
+            raw = json.loads(self.quota_ceilings_json)
+        except json.JSONDecodeError:
+            raise ConfigError("TRAINGUARD_QUOTA_CEILINGS_JSON is not a JSON object") from None
+        if not isinstance(raw, dict) or not all(isinstance(v, int | float) for v in raw.values()):
+            raise ConfigError("TRAINGUARD_QUOTA_CEILINGS_JSON must map quota names to numbers")
+        return {str(k): float(v) for k, v in raw.items()}
 
     @property
     def policy_defaults(self) -> PolicyDefaults:

@@ -248,11 +248,25 @@ def test_max_runtime_notifies_unless_the_job_asks_to_continue() -> None:
 
 def test_a_refused_relaunch_is_reported_with_what_sagemaker_said() -> None:
     ports = fake_ports()
-    ports.jobs.refuse_with = LaunchRefused("ResourceLimitExceeded", QUOTA_REFUSAL)
+    ports.jobs.refuse_with = LaunchRefused("ValidationException", "Value 'x' at 'resourceConfig.instanceType' failed")
     ports.jobs.add(described_job(), OPTED_IN)
     outcome = handle_job_end(ports, "llama-pretrain")
     assert outcome.kind is OutcomeKind.NOT_RELAUNCHED
-    assert "ResourceLimitExceeded" in outcome.reason and "quota" in outcome.reason
+    assert "ValidationException" in outcome.reason and "config" in outcome.reason
+
+
+def test_a_relaunch_blocked_by_a_quota_requests_the_increase_and_waits() -> None:
+    ports = fake_ports()
+    ports.jobs.refuse_with = LaunchRefused("ResourceLimitExceeded", QUOTA_REFUSAL)
+    ports.jobs.add(described_job(), OPTED_IN)
+    outcome = handle_job_end(ports, "llama-pretrain")
+    assert outcome.kind is OutcomeKind.QUOTA_WALL
+    [request] = ports.quotas.requests
+    assert (request.quota_name, request.desired_value) == ("ml.p4d.24xlarge for training job usage", 8)
+    waiting = ports.quota_ledger.waits["llama-pretrain-retry1"]
+    assert waiting.origin == "relaunch" and waiting.request["TrainingJobName"] == "llama-pretrain-retry1"
+    [message] = ports.notifier.sent
+    assert "blocked by a quota" in message.subject and "req-1" in message.body
 
 
 def test_a_job_described_as_still_running_is_not_touched() -> None:

@@ -13,13 +13,15 @@ IAM: dynamodb:GetItem, PutItem, UpdateItem, DeleteItem, Query on the ledger tabl
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from datetime import datetime, timedelta
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from trainguard.domain.outcome import Outcome
-from trainguard.workflows.ports import StepInProgress, StepStart, StepState
+from trainguard.domain.quotas import WaitingLaunch
+from trainguard.workflows.ports import QuotaRequestState, StepInProgress, StepStart, StepState
 
 IAM_ACTIONS = (
     "dynamodb:GetItem",
@@ -35,6 +37,8 @@ TTL_ATTRIBUTE = "expires_at"
 LEASE = timedelta(minutes=5)  # longer than the functions' 60 s timeout
 RETENTION = timedelta(days=400)
 _BUDGET_KEY = "budget#retries"
+_QUOTA_REQUESTS = "quota-requests"
+_QUOTA_WAITS = "quota-waits"
 
 
 class Ledger:
@@ -153,3 +157,71 @@ def create_table_request(table_name: str) -> dict[str, Any]:
 
 def _key(pk: str, sk: str) -> dict[str, dict[str, str]]:
     return {PARTITION_KEY: {"S": pk}, SORT_KEY: {"S": sk}}
+
+
+class QuotaLedger:
+    """The quota requests trainguard follows and the launches waiting for them.
+
+    Two small partitions, each read with one Query by the periodic check: `quota-requests`
+    (one item per quota name) and `quota-waits` (one item per waiting launch, by job name).
+    """
+
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    def save_request(self, state: QuotaRequestState, now: datetime) -> None:
+        self._client.put_item(
+            TableName=self._table,
+            Item={
+                **_key(_QUOTA_REQUESTS, state.quota_name),
+                "request": {"S": json.dumps(asdict(state))},
+                "status": {"S": state.status},
+                "updated_at": {"S": now.isoformat()},
+                TTL_ATTRIBUTE: {"N": str(int((now + RETENTION).timestamp()))},
+            },
+        )
+
+    def requests(self) -> list[QuotaRequestState]:
+        return [
+            QuotaRequestState(**json.loads(item["request"]["S"])) for item in self._query(_QUOTA_REQUESTS)
+        ]
+
+    def save_waiting(self, waiting: WaitingLaunch) -> None:
+        data = asdict(waiting)
+        data["since"], data["give_up_at"] = waiting.since.isoformat(), waiting.give_up_at.isoformat()
+        self._client.put_item(
+            TableName=self._table,
+            Item={
+                **_key(_QUOTA_WAITS, waiting.job_name),
+                "waiting": {"S": json.dumps(data)},
+                TTL_ATTRIBUTE: {"N": str(int((waiting.give_up_at + RETENTION).timestamp()))},
+            },
+        )
+
+    def waiting(self) -> list[WaitingLaunch]:
+        found = []
+        for item in self._query(_QUOTA_WAITS):
+            data = json.loads(item["waiting"]["S"])
+            data["since"] = datetime.fromisoformat(data["since"])
+            data["give_up_at"] = datetime.fromisoformat(data["give_up_at"])
+            found.append(WaitingLaunch(**data))
+        return found
+
+    def remove_waiting(self, job_name: str) -> None:
+        self._client.delete_item(TableName=self._table, Key=_key(_QUOTA_WAITS, job_name))
+
+    def _query(self, partition: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": partition}},
+            "ConsistentRead": True,
+        }
+        while True:
+            page = self._client.query(**kwargs)
+            items.extend(page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                return items
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -26,6 +26,7 @@ _HEADLINES = {
     OutcomeKind.RELAUNCHED: "relaunched {job}",
     OutcomeKind.RELAUNCH_SCHEDULED: "relaunch of {job} scheduled",
     OutcomeKind.NOT_RELAUNCHED: "{job} failed, not relaunched",
+    OutcomeKind.QUOTA_WALL: "{job} blocked by a quota",
     OutcomeKind.NOTIFIED: "{job} ended: {category}, not retried",
 }
 
@@ -83,6 +84,8 @@ def _did(outcome: Outcome) -> str:
     if outcome.kind is OutcomeKind.RELAUNCH_SCHEDULED:
         when = outcome.details.get("launch_at", "later")
         return f"Scheduled a relaunch as {outcome.new_job_name} at {when} (capacity backoff)."
+    if outcome.kind is OutcomeKind.QUOTA_WALL:
+        return str(outcome.details.get("quota_summary", "Met a quota wall."))
     if outcome.kind is OutcomeKind.NOT_RELAUNCHED:
         return "Nothing: a relaunch would have helped, but it did not relaunch (see Why)."
     return "Nothing: a relaunch would not fix this, so it only tells you."

@@ -10,6 +10,7 @@ from typing import Any
 class OutcomeKind(StrEnum):
     RELAUNCHED = "relaunched"
     RELAUNCH_SCHEDULED = "relaunch-scheduled"
+    QUOTA_WALL = "quota-wall"  # a quota blocks the launch: an increase is requested, the launch waits
     NOT_RELAUNCHED = "not-relaunched"  # a retry was called for, but a limit or a check said no
     NOTIFIED = "notified"  # the failure is not one a relaunch fixes: a person is told
     SKIPPED = "skipped"  # not ours, or nothing to do: logged and counted, nobody is told
@@ -31,6 +32,7 @@ class Outcome:
         return self.kind in (
             OutcomeKind.RELAUNCHED,
             OutcomeKind.RELAUNCH_SCHEDULED,
+            OutcomeKind.QUOTA_WALL,
             OutcomeKind.NOT_RELAUNCHED,
             OutcomeKind.NOTIFIED,
         )

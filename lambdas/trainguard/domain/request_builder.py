@@ -5,6 +5,7 @@ service model (passed in as plain data, see `adapters/service_model.py`), not fr
 list: a field AWS adds to both shapes tomorrow carries over by itself. Nested structures are
 projected the same way, so output-only members never reach the request, and a structure that
 lacks a required member after projection (an empty `VpcConfig: {}`) is dropped, not sent broken.
+`project_onto_shape` is that projection; `cloudtrail_launch.py` reuses it for CloudTrail records.
 """
 
 from __future__ import annotations
@@ -38,10 +39,7 @@ def build_relaunch_request(
     tags: Mapping[str, str],
 ) -> RelaunchRequest:
     """The request that relaunches `description` as `new_job_name`, carrying `tags`."""
-    dropped: list[str] = []
-    projected = _project_structure(description, input_shape, "", dropped)
-    if projected is None:
-        projected = {}
+    projected, dropped = project_onto_shape(description, input_shape)
     projected["TrainingJobName"] = new_job_name
     if len(tags) > MAX_TAGS_PER_REQUEST:
         raise RelaunchImpossible(
@@ -52,7 +50,17 @@ def build_relaunch_request(
     missing = [name for name in input_shape.get("required", ()) if name not in projected]
     if missing:
         raise RelaunchImpossible(f"the job's description lacks {', '.join(missing)}, which a relaunch needs")
-    return RelaunchRequest(request=projected, dropped=tuple(dropped))
+    return RelaunchRequest(request=projected, dropped=dropped)
+
+
+def project_onto_shape(value: Mapping[str, Any], shape: Shape) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """`value` cut down to what the structure `shape` accepts, recursively, and the paths of the
+    nested structures left out because a required member was missing. Members the shape does not
+    have, and None values, are left out silently; map keys are kept as given. The top level's
+    required members are not checked: each caller says in its own words what is missing."""
+    dropped: list[str] = []
+    projected = _project_structure(value, shape, "", dropped)
+    return projected or {}, tuple(dropped)
 
 
 def _project(value: Any, shape: Shape, path: str, dropped: list[str]) -> Any:

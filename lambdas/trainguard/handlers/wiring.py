@@ -29,11 +29,12 @@ def production_ports() -> GuardPorts:
     from botocore.config import Config
 
     from trainguard.adapters.checkpoints import CheckpointReader
-    from trainguard.adapters.ledger import Ledger
+    from trainguard.adapters.ledger import Ledger, QuotaLedger
     from trainguard.adapters.notifier import Notifier
     from trainguard.adapters.sagemaker import SageMakerJobs
     from trainguard.adapters.scheduler import RelaunchScheduler
     from trainguard.adapters.service_model import create_training_job_shape
+    from trainguard.adapters.service_quotas import ServiceQuotas
 
     config = GuardConfig.from_env()
     session = boto3.session.Session()
@@ -43,11 +44,11 @@ def production_ports() -> GuardPorts:
     def client(service: str) -> Any:
         return session.client(service, config=retries)  # type: ignore[call-overload]
 
-    sagemaker = client("sagemaker")
+    sagemaker, dynamodb = client("sagemaker"), client("dynamodb")
     return GuardPorts(
         jobs=SageMakerJobs(sagemaker),
         checkpoints=CheckpointReader(client("s3")),
-        ledger=Ledger(client("dynamodb"), config.ledger_table_name),
+        ledger=Ledger(dynamodb, config.ledger_table_name),
         notifier=Notifier(client("sns"), config.topic_arn),
         scheduler=RelaunchScheduler(
             client("scheduler"),
@@ -55,6 +56,8 @@ def production_ports() -> GuardPorts:
             target_arn=config.retry_launcher_arn,
             role_arn=config.scheduler_role_arn,
         ),
+        quotas=ServiceQuotas(client("service-quotas")),
+        quota_ledger=QuotaLedger(dynamodb, config.ledger_table_name),
         config=config,
         region=session.region_name or "us-east-1",
         clock=utc_now,

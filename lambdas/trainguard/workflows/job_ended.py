@@ -7,7 +7,7 @@ from trainguard.domain.model import Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
 from trainguard.workflows.once import act_once, reassess
 from trainguard.workflows.ports import GuardPorts
-from trainguard.workflows.relaunch import relaunch_or_schedule
+from trainguard.workflows.relaunch import relaunch_after_quota, relaunch_or_schedule
 
 STEP = "end"
 
@@ -31,6 +31,8 @@ def handle_job_end(ports: GuardPorts, job_name: str) -> Outcome:
     def act(checkpoint: CheckpointState) -> Outcome:
         if assessment.decision is Decision.RETRY:
             return relaunch_or_schedule(ports, job, assessment, facts.policy, checkpoint, ports.clock())
+        if assessment.decision is Decision.QUOTA:
+            return relaunch_after_quota(ports, job, assessment, facts.policy, checkpoint, ports.clock())
         return assessment.outcome(OutcomeKind.NOTIFIED)
 
     return act_once(ports, facts, STEP, act)

@@ -14,6 +14,7 @@ from trainguard.domain.messages import Notification
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome
 from trainguard.domain.policy import TagKeys
+from trainguard.domain.quotas import WaitingLaunch
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,27 @@ class StepStart:
     recorded: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class QuotaInfo:
+    code: str
+    name: str
+    value: float
+
+
+@dataclass(frozen=True)
+class QuotaRequestState:
+    request_id: str
+    quota_code: str
+    quota_name: str
+    desired_value: float
+    status: str  # PENDING, CASE_OPENED, APPROVED, DENIED, NOT_APPROVED, CASE_CLOSED, INVALID_REQUEST
+    case_id: str = ""
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in ("PENDING", "CASE_OPENED")
+
+
 class Jobs(Protocol):
     def describe(self, name: str) -> TrainingJob | JobNotFound: ...
 
@@ -82,6 +104,32 @@ class NotifierPort(Protocol):
     def publish(self, notification: Notification) -> str: ...
 
 
+class QuotasPort(Protocol):
+    def find(self, quota_name: str) -> QuotaInfo | None: ...
+
+    def current_value(self, quota_code: str) -> float: ...
+
+    def open_request(self, quota_code: str) -> QuotaRequestState | None: ...
+
+    def request_increase(
+        self, quota_code: str, desired_value: float, support_case_allowed: bool
+    ) -> QuotaRequestState: ...
+
+    def request_state(self, request_id: str) -> QuotaRequestState: ...
+
+
+class QuotaLedgerPort(Protocol):
+    def save_request(self, state: QuotaRequestState, now: datetime) -> None: ...
+
+    def requests(self) -> list[QuotaRequestState]: ...
+
+    def save_waiting(self, waiting: WaitingLaunch) -> None: ...
+
+    def waiting(self) -> list[WaitingLaunch]: ...
+
+    def remove_waiting(self, job_name: str) -> None: ...
+
+
 class SchedulerPort(Protocol):
     def schedule_relaunch(self, failed_job: str, at: datetime, reason: str) -> str: ...
 
@@ -93,6 +141,8 @@ class GuardPorts:
     ledger: LedgerPort
     notifier: NotifierPort
     scheduler: SchedulerPort
+    quotas: QuotasPort
+    quota_ledger: QuotaLedgerPort
     config: GuardConfig
     region: str
     clock: Callable[[], datetime]

@@ -12,6 +12,9 @@ from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.policy import JobPolicy
 from trainguard.workflows.ports import GuardPorts, LaunchRefused, LaunchResult, NameTaken
+from trainguard.workflows.quota_wall import BlockedLaunch, QuotaWallResult, meet_quota_wall
+
+QUOTA_ERROR_CODE = "ResourceLimitExceeded"
 
 
 def relaunch_settings(ports: GuardPorts) -> RelaunchSettings:
@@ -72,15 +75,42 @@ def relaunch_or_schedule(
                 "root_job": plan.lineage.root_job,
             },
         )
-    return launch(ports, job, assessment, plan, now)
+    return launch(ports, job, assessment, policy, plan, now)
+
+
+def relaunch_after_quota(
+    ports: GuardPorts,
+    job: TrainingJob,
+    assessment: Assessment,
+    policy: JobPolicy,
+    checkpoint: CheckpointState,
+    now: datetime,
+) -> Outcome:
+    """A running job failed on a quota: plan its relaunch, and keep it until the quota is raised."""
+    plan = plan_for(ports, job, assessment, policy, checkpoint, now)
+    if isinstance(plan, Refusal):
+        return _not_relaunched(assessment, plan.reason, plan.would_be_job_name)
+    wall = meet_quota_wall(ports, blocked_relaunch(plan, job.failure_reason), policy)
+    if not wall.is_quota:
+        return _not_relaunched(assessment, wall.summary, plan.new_job_name)
+    return quota_wall_outcome(assessment, plan.new_job_name, wall)
 
 
 def launch(
-    ports: GuardPorts, job: TrainingJob, assessment: Assessment, plan: RelaunchPlan, now: datetime
+    ports: GuardPorts,
+    job: TrainingJob,
+    assessment: Assessment,
+    policy: JobPolicy,
+    plan: RelaunchPlan,
+    now: datetime,
 ) -> Outcome:
     try:
         result = ports.jobs.create(plan.request, job.name, ports.keys.retry_of)
     except LaunchRefused as refused:
+        if refused.code == QUOTA_ERROR_CODE:
+            wall = meet_quota_wall(ports, blocked_relaunch(plan, refused.message), policy)
+            if wall.is_quota:
+                return quota_wall_outcome(assessment, plan.new_job_name, wall)
         reading = classify_failure_reason(str(refused))
         return _not_relaunched(
             assessment,
@@ -103,6 +133,27 @@ def launch(
             "launch": result.value,
             "dropped_fields": list(plan.dropped_fields),
         },
+    )
+
+
+def blocked_relaunch(plan: RelaunchPlan, error_text: str) -> BlockedLaunch:
+    return BlockedLaunch(
+        job_name=plan.new_job_name,
+        request=plan.request,
+        origin="relaunch",
+        blocked_job=plan.failed_job,
+        error_text=error_text,
+        lineage_root=plan.lineage.root_job,
+        attempt=plan.lineage.attempt,
+    )
+
+
+def quota_wall_outcome(assessment: Assessment, new_job_name: str, wall: QuotaWallResult) -> Outcome:
+    return assessment.outcome(
+        OutcomeKind.QUOTA_WALL,
+        f"{assessment.reason} A quota blocks the relaunch.",
+        new_job_name,
+        {"quota_summary": wall.summary, "quota_request": wall.quota_request, "waiting": wall.waiting},
     )
 
 

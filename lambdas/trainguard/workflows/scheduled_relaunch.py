@@ -24,7 +24,7 @@ def handle_scheduled_relaunch(ports: GuardPorts, failed_job_name: str) -> Outcom
     def act(checkpoint: CheckpointState) -> Outcome:
         plan = plan_for(ports, job, assessment, facts.policy, checkpoint, ports.clock())
         if isinstance(plan, RelaunchPlan):
-            return launch(ports, job, assessment, plan, ports.clock())
+            return launch(ports, job, assessment, facts.policy, plan, ports.clock())
         return assessment.outcome(
             OutcomeKind.NOT_RELAUNCHED,
             f"{assessment.reason} Not relaunched at the scheduled time: {plan.reason}",

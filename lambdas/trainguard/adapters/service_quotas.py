@@ -1,0 +1,94 @@
+"""Service Quotas for SageMaker: find a quota by name, read it, follow and file increase requests.
+
+API: https://docs.aws.amazon.com/servicequotas/2019-06-24/apireference/ (botocore model
+`service-quotas`). Quota codes differ between sources, so they are resolved by name with
+ListServiceQuotas, never hard-coded (FACTS.md); the list is cached for the container's life.
+
+IAM: servicequotas:ListServiceQuotas, GetServiceQuota, RequestServiceQuotaIncrease,
+ListRequestedServiceQuotaChangeHistoryByQuota, GetRequestedServiceQuotaChange.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from trainguard.workflows.ports import QuotaInfo, QuotaRequestState
+
+IAM_ACTIONS = (
+    "servicequotas:ListServiceQuotas",
+    "servicequotas:GetServiceQuota",
+    "servicequotas:RequestServiceQuotaIncrease",
+    "servicequotas:ListRequestedServiceQuotaChangeHistoryByQuota",
+    "servicequotas:GetRequestedServiceQuotaChange",
+)
+SERVICE_CODE = "sagemaker"
+OPEN_STATUSES = ("PENDING", "CASE_OPENED")
+
+
+class ServiceQuotas:
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._by_name: dict[str, QuotaInfo] | None = None
+
+    def find(self, quota_name: str) -> QuotaInfo | None:
+        if self._by_name is None:
+            self._by_name = {}
+            for page in self._client.get_paginator("list_service_quotas").paginate(ServiceCode=SERVICE_CODE):
+                for quota in page.get("Quotas", []):
+                    info = QuotaInfo(quota["QuotaCode"], quota["QuotaName"], float(quota.get("Value", 0)))
+                    self._by_name[_normal(info.name)] = info
+        return self._by_name.get(_normal(quota_name))
+
+    def current_value(self, quota_code: str) -> float:
+        quota = self._client.get_service_quota(ServiceCode=SERVICE_CODE, QuotaCode=quota_code)["Quota"]
+        return float(quota["Value"])
+
+    def open_request(self, quota_code: str) -> QuotaRequestState | None:
+        for status in OPEN_STATUSES:
+            pages = self._client.get_paginator(
+                "list_requested_service_quota_change_history_by_quota"
+            ).paginate(ServiceCode=SERVICE_CODE, QuotaCode=quota_code, Status=status)
+            for page in pages:
+                for request in page.get("RequestedQuotas", []):
+                    return _state(request)
+        return None
+
+    def request_increase(
+        self, quota_code: str, desired_value: float, support_case_allowed: bool
+    ) -> QuotaRequestState:
+        """File the request; if one is already open for this quota, return that one instead."""
+        try:
+            response = self._client.request_service_quota_increase(
+                ServiceCode=SERVICE_CODE,
+                QuotaCode=quota_code,
+                DesiredValue=desired_value,
+                SupportCaseAllowed=support_case_allowed,
+            )
+        except ClientError as err:
+            if err.response.get("Error", {}).get("Code") != "ResourceAlreadyExistsException":
+                raise
+            existing = self.open_request(quota_code)
+            if existing is None:
+                raise
+            return existing
+        return _state(response["RequestedQuota"])
+
+    def request_state(self, request_id: str) -> QuotaRequestState:
+        return _state(self._client.get_requested_service_quota_change(RequestId=request_id)["RequestedQuota"])
+
+
+def _state(request: dict[str, Any]) -> QuotaRequestState:
+    return QuotaRequestState(
+        request_id=str(request["Id"]),
+        quota_code=str(request.get("QuotaCode", "")),
+        quota_name=str(request.get("QuotaName", "")),
+        desired_value=float(request.get("DesiredValue", 0)),
+        status=str(request.get("Status", "")),
+        case_id=str(request.get("CaseId") or ""),
+    )
+
+
+def _normal(name: str) -> str:
+    return " ".join(name.split()).lower()

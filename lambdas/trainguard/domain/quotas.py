@@ -1,0 +1,201 @@
+"""Quota walls: read a ResourceLimitExceeded message, and size the increase the blocked launch needs.
+
+The message names the quota, its limit, the usage and the request's delta (FACTS.md, "Errors of
+CreateTrainingJob itself"); two wordings are known:
+
+  current: The account-level service limit 'ml.p4d.24xlarge for training job usage' is 0 Instances,
+           with current utilization of 0 Instances and a request delta of 1 Instances. Please use
+           AWS Service Quotas to request an increase for this quota.
+  older:   The account-level service limit for training-job/ml.p2.xlarge is 0 Instances
+
+The desired value is usage + delta: what the blocked launch needs, not a multiple of the limit
+(Cloud Custodian's 1.2 x limit leaves a quota of 0 at 0). It is capped by a ceiling from the
+settings, and the plan says when the cap bit.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+# Quoted names; the older wording's "<job kind>/<instance type>" is turned into today's names.
+_CURRENT = re.compile(
+    r"service\s+limit\s+'(?P<name>[^']{1,200})'\s+is\s+(?P<limit>[\d.,]+)\s*(?P<unit>[A-Za-z]*)"
+    r"(?:\s*,\s*with\s+current\s+utilization\s+of\s+(?P<usage>[\d.,]+)\s*[A-Za-z]*"
+    r"\s+and\s+a\s+request\s+delta\s+of\s+(?P<delta>[\d.,]+))?",
+    re.IGNORECASE,
+)
+_OLDER = re.compile(
+    r"service\s+limit\s+for\s+(?P<kind>[a-z-]{1,40})/(?P<type>ml\.[a-z0-9.-]{1,40})\s+is\s+"
+    r"(?P<limit>[\d.,]+)\s*(?P<unit>[A-Za-z]*)",
+    re.IGNORECASE,
+)
+_NOT_A_QUOTA = re.compile(r"is\s+not\s+available\s+in\s+this\s+region", re.IGNORECASE)
+_KIND_NAMES = {
+    "training-job": "for training job usage",
+    "processing-job": "for processing job usage",
+    "transform-job": "for transform job usage",
+    "endpoint": "for endpoint usage",
+}
+
+
+@dataclass(frozen=True)
+class QuotaDemand:
+    """What a ResourceLimitExceeded message says about the quota that blocked a launch."""
+
+    quota_name: str  # as AWS names it in Service Quotas, e.g. "ml.p4d.24xlarge for training job usage"
+    limit: float
+    usage: float | None = None
+    delta: float | None = None
+    unit: str = ""
+
+    @property
+    def needed(self) -> float | None:
+        """usage + delta: the value at which the blocked launch fits. None if the message lacks them."""
+        if self.usage is None or self.delta is None:
+            return None
+        return self.usage + self.delta
+
+
+@dataclass(frozen=True)
+class QuotaRequestPlan:
+    quota_name: str
+    desired_value: float
+    ceiling_applied: bool
+    reason: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "quota_name": self.quota_name,
+            "desired_value": self.desired_value,
+            "ceiling_applied": self.ceiling_applied,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class NoQuotaRequest:
+    """No increase can help, or none is needed; `reason` says which."""
+
+    reason: str
+
+
+def read_quota_error(text: str) -> QuotaDemand | None:
+    """The quota a ResourceLimitExceeded text names, or None when the text names none (or names a
+    region problem that no quota can fix)."""
+    flat = " ".join(text.split())
+    if _NOT_A_QUOTA.search(flat):
+        return None
+    found = _CURRENT.search(flat)
+    if found:
+        limit = _number(found["limit"])
+        if limit is None:
+            return None
+        return QuotaDemand(
+            quota_name=found["name"].strip(),
+            limit=limit,
+            usage=_number(found["usage"]),
+            delta=_number(found["delta"]),
+            unit=found["unit"],
+        )
+    older = _OLDER.search(flat)
+    if older and older["kind"].lower() in _KIND_NAMES:
+        limit = _number(older["limit"])
+        if limit is None:
+            return None
+        name = f"{older['type'].lower()} {_KIND_NAMES[older['kind'].lower()]}"
+        return QuotaDemand(quota_name=name, limit=limit, unit=older["unit"])
+    return None
+
+
+def plan_quota_request(
+    demand: QuotaDemand,
+    *,
+    current_value: float | None,
+    launch_instance_count: int | None,
+    ceilings: Mapping[str, float],
+    default_ceiling: float,
+) -> QuotaRequestPlan | NoQuotaRequest:
+    """How much to ask for. `current_value` comes from GetServiceQuota (None if unknown);
+    `launch_instance_count` sizes the older wording, which gives no usage or delta."""
+    current = demand.limit if current_value is None else current_value
+    needed = demand.needed
+    how = "usage + request delta"
+    if needed is None:
+        if launch_instance_count is None:
+            return NoQuotaRequest(
+                f"the message gives the limit of '{demand.quota_name}' ({format_value(demand.limit)}) but not the usage "
+                "or the launch's size, so trainguard cannot size a request"
+            )
+        needed = demand.limit + launch_instance_count
+        how = "limit + the launch's instance count (the message gives no usage)"
+    needed = math.ceil(needed)
+    if needed <= current:
+        return NoQuotaRequest(
+            f"'{demand.quota_name}' is already {format_value(current)}, enough for this launch ({needed} needed); "
+            "the wall was usage by other jobs, which passes as they finish"
+        )
+    ceiling = ceilings.get(demand.quota_name, default_ceiling)
+    if ceiling <= current:
+        return NoQuotaRequest(
+            f"'{demand.quota_name}' is {format_value(current)}, at or above trainguard's ceiling of {format_value(ceiling)} "
+            f"for it; a person must decide whether to ask for {needed}"
+        )
+    desired = min(needed, ceiling)
+    capped = desired < needed
+    reason = f"the launch needs {needed} ({how}); the quota is {format_value(current)}"
+    if capped:
+        reason += f"; trainguard's ceiling for this quota is {format_value(ceiling)}, so it asks for that (the cap bit)"
+    return QuotaRequestPlan(demand.quota_name, float(desired), capped, reason)
+
+
+def _number(text: str | None) -> float | None:
+    if not text:
+        return None
+    try:
+        value = float(text.replace(",", ""))
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def format_value(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+@dataclass(frozen=True)
+class WaitingLaunch:
+    """A launch a quota blocked, kept until the quota is raised (or the wait expires)."""
+
+    job_name: str  # the name the launch will create
+    quota_name: str
+    request: dict[str, object]  # the CreateTrainingJob request, ready to send
+    origin: str  # "relaunch" (trainguard's own retry) or "user-launch" (seen through CloudTrail)
+    blocked_job: str  # the failed job a relaunch continues, or the user's launch itself
+    since: datetime
+    give_up_at: datetime
+    lineage_root: str = ""
+    attempt: int = 0
+
+
+class WaitVerdict(StrEnum):
+    LAUNCH = "launch"  # the request was approved, or there is none open: try the launch now
+    WAIT = "wait"  # the request is still open
+    GIVE_UP = "give-up"  # the request was refused or closed
+    EXPIRE = "expire"  # waited longer than the settings allow
+
+
+def judge_waiting_launch(waiting: WaitingLaunch, request_status: str | None, now: datetime) -> WaitVerdict:
+    """What the periodic check does with one waiting launch, given its quota request's status
+    (None when trainguard filed no request for that quota, or it is no longer known)."""
+    if request_status in ("DENIED", "NOT_APPROVED", "CASE_CLOSED", "INVALID_REQUEST"):
+        return WaitVerdict.GIVE_UP
+    if now >= waiting.give_up_at:
+        return WaitVerdict.EXPIRE
+    if request_status in ("PENDING", "CASE_OPENED"):
+        return WaitVerdict.WAIT
+    return WaitVerdict.LAUNCH

@@ -1,0 +1,137 @@
+"""A launch hit a quota: request the increase it needs (once), and keep the launch until it is granted."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from trainguard.domain.policy import JobPolicy
+from trainguard.domain.quotas import (
+    NoQuotaRequest,
+    QuotaDemand,
+    QuotaRequestPlan,
+    WaitingLaunch,
+    format_value,
+    plan_quota_request,
+    read_quota_error,
+)
+from trainguard.workflows.ports import GuardPorts, QuotaRequestState
+
+
+@dataclass(frozen=True)
+class BlockedLaunch:
+    job_name: str  # the name the launch will create
+    request: dict[str, Any]
+    origin: str  # "relaunch" or "user-launch"
+    blocked_job: str
+    error_text: str
+    lineage_root: str = ""
+    attempt: int = 0
+
+
+@dataclass(frozen=True)
+class QuotaWallResult:
+    """What was done about the wall: `summary` is the sentence for the notification."""
+
+    summary: str
+    quota_request: dict[str, Any] | None = None
+    waiting: bool = False
+    is_quota: bool = True
+
+
+def meet_quota_wall(ports: GuardPorts, blocked: BlockedLaunch, policy: JobPolicy) -> QuotaWallResult:
+    now = ports.clock()
+    demand = read_quota_error(blocked.error_text)
+    if demand is None:
+        return QuotaWallResult(
+            "ResourceLimitExceeded, but the message names no quota (for example the instance type is not "
+            "offered in this region): no increase can fix it, so trainguard requests nothing.",
+            is_quota=False,
+        )
+    quota = ports.quotas.find(demand.quota_name)
+    if quota is None:
+        return QuotaWallResult(
+            f"Service Quotas has no SageMaker quota named '{demand.quota_name}'; nothing requested."
+        )
+    plan = plan_quota_request(
+        demand,
+        current_value=ports.quotas.current_value(quota.code),
+        launch_instance_count=_instance_count(blocked.request),
+        ceilings=ports.config.quota_ceilings,
+        default_ceiling=ports.config.default_quota_ceiling,
+    )
+    if not policy.allows("quota"):
+        would = (
+            f"ask for {format_value(plan.desired_value)} ({plan.reason})"
+            if isinstance(plan, QuotaRequestPlan)
+            else f"request nothing ({plan.reason})"
+        )
+        return QuotaWallResult(
+            f"dry run: trainguard would {would} and keep the launch until the quota allows it, but does nothing.",
+            plan.as_dict() if isinstance(plan, QuotaRequestPlan) else None,
+        )
+    wait = _waiting(ports, blocked, demand, now)
+    if isinstance(plan, NoQuotaRequest):
+        ports.quota_ledger.save_waiting(wait)
+        return QuotaWallResult(f"No increase requested: {plan.reason}. {_wait_sentence(wait)}", None, True)
+    state = _known_open_request(ports, quota.code) or ports.quotas.request_increase(
+        quota.code, plan.desired_value, ports.config.quota_support_case_allowed
+    )
+    ports.quota_ledger.save_request(state, now)
+    ports.quota_ledger.save_waiting(wait)
+    asked = state.desired_value == plan.desired_value and state.status == "PENDING"
+    verb = "Requested" if asked else "Found an open request for"
+    summary = (
+        f"{verb} '{state.quota_name or demand.quota_name}' = {format_value(state.desired_value)} "
+        f"(request {state.request_id}, case {state.case_id or 'none yet'}, status {state.status}); {plan.reason}. "
+        f"{_wait_sentence(wait)}"
+    )
+    details = {
+        **plan.as_dict(),
+        "request_id": state.request_id,
+        "case_id": state.case_id,
+        "status": state.status,
+    }
+    return QuotaWallResult(summary, details, True)
+
+
+def _known_open_request(ports: GuardPorts, quota_code: str) -> QuotaRequestState | None:
+    """An open request for this quota, whoever filed it: never ask twice."""
+    for state in ports.quota_ledger.requests():
+        if state.quota_code == quota_code and state.is_open:
+            return state
+    return ports.quotas.open_request(quota_code)
+
+
+def _waiting(ports: GuardPorts, blocked: BlockedLaunch, demand: QuotaDemand, now: datetime) -> WaitingLaunch:
+    return WaitingLaunch(
+        job_name=blocked.job_name,
+        quota_name=demand.quota_name,
+        request=blocked.request,
+        origin=blocked.origin,
+        blocked_job=blocked.blocked_job,
+        since=now,
+        give_up_at=now + timedelta(hours=ports.config.quota_wait_hours),
+        lineage_root=blocked.lineage_root,
+        attempt=blocked.attempt,
+    )
+
+
+def _wait_sentence(wait: WaitingLaunch) -> str:
+    return (
+        f"trainguard will launch {wait.job_name} when the quota allows it, "
+        f"until {wait.give_up_at.strftime('%Y-%m-%d %H:%M UTC')}."
+    )
+
+
+def _instance_count(request: dict[str, Any]) -> int | None:
+    config = request.get("ResourceConfig")
+    if isinstance(config, dict):
+        count = config.get("InstanceCount")
+        if isinstance(count, int):
+            return count
+        groups = config.get("InstanceGroups")
+        if isinstance(groups, list):
+            return sum(g.get("InstanceCount", 0) for g in groups if isinstance(g, dict))
+    return None
