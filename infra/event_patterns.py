@@ -26,3 +26,29 @@ def training_job_ended_pattern() -> dict[str, Any]:
         "detail-type": [TRAINING_JOB_STATE_CHANGE],
         "detail": {"TrainingJobStatus": list(ACTIONABLE_TRAINING_STATUSES)},
     }
+
+
+CLOUDTRAIL_API_CALL = "AWS API Call via CloudTrail"
+SAGEMAKER_EVENT_SOURCE = "sagemaker.amazonaws.com"
+
+
+def failed_training_job_launch_pattern() -> dict[str, Any]:
+    """CreateTrainingJob calls that SageMaker refused with ResourceLimitExceeded (a quota): no job
+    exists, so no state change is sent, and only CloudTrail saw the call.
+
+    CloudTrail delivers API calls to the default bus with detail-type "AWS API Call via CloudTrail",
+    source `aws.<service>` and the CloudTrail record as `detail` (eventSource, eventName, errorCode,
+    requestParameters, ...); it needs a trail with logging enabled, and delivery is best effort:
+    https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-service-event-cloudtrail.html
+    `trainguard.events.cloudtrail.parse_failed_launch` reads the event. Not every ResourceLimitExceeded
+    is a quota ("not available in this region" uses the same code): the errorMessage decides.
+    """
+    return {
+        "source": [SAGEMAKER_SOURCE],
+        "detail-type": [CLOUDTRAIL_API_CALL],
+        "detail": {
+            "eventSource": [SAGEMAKER_EVENT_SOURCE],
+            "eventName": ["CreateTrainingJob"],
+            "errorCode": ["ResourceLimitExceeded"],
+        },
+    }

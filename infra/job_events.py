@@ -237,15 +237,11 @@ class JobEvents(Construct):
                 "queue; read them, fix the cause, then redrive or purge.",
             ),
             "JobEventsErrorsAlarm": (
-                self.job_events_function.metric_errors(
-                    period=Duration.minutes(5), statistic=cloudwatch.Stats.SUM
-                ),
+                self.job_events_function.metric_errors(period=Duration.minutes(5), statistic=cloudwatch.Stats.SUM),
                 "trainguard: the job-events function raised an error; see its log group.",
             ),
             "RetryLauncherErrorsAlarm": (
-                self.retry_launcher_function.metric_errors(
-                    period=Duration.minutes(5), statistic=cloudwatch.Stats.SUM
-                ),
+                self.retry_launcher_function.metric_errors(period=Duration.minutes(5), statistic=cloudwatch.Stats.SUM),
                 "trainguard: the retry-launcher function raised an error; see its log group.",
             ),
         }

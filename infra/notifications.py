@@ -75,9 +75,7 @@ class Notifications(Construct):
 
     def grant_publish(self, grantee: iam.IGrantable) -> None:
         """sns:Publish on the topic and the two key actions an SSE publisher needs, nothing more."""
-        iam.Grant.add_to_principal(
-            grantee=grantee, actions=["sns:Publish"], resource_arns=[self.topic.topic_arn]
-        )
+        iam.Grant.add_to_principal(grantee=grantee, actions=["sns:Publish"], resource_arns=[self.topic.topic_arn])
         iam.Grant.add_to_principal(
             grantee=grantee, actions=list(PUBLISHER_KEY_ACTIONS), resource_arns=[self.key.key_arn]
         )

@@ -56,15 +56,11 @@ class Settings:
             "at least capacity_backoff_minutes and at most 10080",
         )
         for email in self.notification_emails:
-            _check(
-                bool(_EMAIL.match(email)), "notification_emails", f"email addresses ({email!r} is not one)"
-            )
+            _check(bool(_EMAIL.match(email)), "notification_emails", f"email addresses ({email!r} is not one)")
         for arn in self.passable_role_arns:
             _check(bool(_ROLE_ARN.match(arn)), "passable_role_arns", f"IAM role ARNs ({arn!r} is not one)")
         for bucket in self.checkpoint_buckets:
-            _check(
-                bool(_BUCKET.match(bucket)), "checkpoint_buckets", f"S3 bucket names ({bucket!r} is not one)"
-            )
+            _check(bool(_BUCKET.match(bucket)), "checkpoint_buckets", f"S3 bucket names ({bucket!r} is not one)")
 
     @classmethod
     def from_context(cls, raw: object) -> Settings:

@@ -33,9 +33,7 @@ class TrainGuardStack(Stack):
     def __init__(self, scope: Construct, construct_id: str, *, settings: Settings, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.settings = settings
-        self.notifications = Notifications(
-            self, "Notifications", notification_emails=settings.notification_emails
-        )
+        self.notifications = Notifications(self, "Notifications", notification_emails=settings.notification_emails)
         self.ledger = Ledger(self, "Ledger")
         self.job_events = JobEvents(self, "JobEvents", alarm_topic=self.notifications.topic)
         for function in self.job_events.functions:
@@ -85,9 +83,7 @@ class TrainGuardStack(Stack):
                 iam.PolicyStatement(
                     sid="ListCheckpointBuckets",
                     actions=["s3:ListBucket"],
-                    resources=[
-                        f"arn:{Aws.PARTITION}:s3:::{bucket}" for bucket in self.settings.checkpoint_buckets
-                    ],
+                    resources=[f"arn:{Aws.PARTITION}:s3:::{bucket}" for bucket in self.settings.checkpoint_buckets],
                 )
             )
         for statement in statements:

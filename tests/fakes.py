@@ -142,9 +142,7 @@ class FakeLedger:
         self.budget_used += 1
         return True
 
-    def record_lineage(
-        self, root_job: str, attempt: int, job_name: str, retry_of: str, now: datetime
-    ) -> None:
+    def record_lineage(self, root_job: str, attempt: int, job_name: str, retry_of: str, now: datetime) -> None:
         self.lineage.append((root_job, attempt, job_name, retry_of))
 
 
@@ -193,8 +191,9 @@ class FakeQuotas:
         existing = self.open_request(quota_code)
         if existing:
             return existing
-        state = QuotaRequestState(f"req-{len(self.requests) + 1}", quota_code, self._name(quota_code), desired_value,
-                                  "PENDING")
+        state = QuotaRequestState(
+            f"req-{len(self.requests) + 1}", quota_code, self._name(quota_code), desired_value, "PENDING"
+        )
         self.requests.append(state)
         return state
 

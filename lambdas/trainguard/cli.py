@@ -39,24 +39,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     source = explain.add_mutually_exclusive_group(required=True)
     source.add_argument("--reason", help="a FailureReason or error text")
-    source.add_argument(
-        "--event", type=Path, help="a 'SageMaker Training Job State Change' event (JSON file)"
-    )
-    source.add_argument(
-        "--describe", type=Path, help="a DescribeTrainingJob response as the AWS CLI prints it"
-    )
+    source.add_argument("--event", type=Path, help="a 'SageMaker Training Job State Change' event (JSON file)")
+    source.add_argument("--describe", type=Path, help="a DescribeTrainingJob response as the AWS CLI prints it")
     explain.add_argument("--tags", type=Path, help="a ListTags response (JSON file), with --describe")
-    explain.add_argument(
-        "--tag-prefix", default="trainguard", help="the deployed tag prefix (default: trainguard)"
-    )
+    explain.add_argument("--tag-prefix", default="trainguard", help="the deployed tag prefix (default: trainguard)")
     explain.add_argument("--max-retries", type=int, default=3, help="the deployed default_max_retries")
     explain.add_argument(
         "--allow-role",
         action="append",
         default=None,
         metavar="ARN",
-        help="a role trainguard may pass (setting passable_role_arns); repeat it. "
-        "Without it, the role is not checked.",
+        help="a role trainguard may pass (setting passable_role_arns); repeat it. Without it, the role is not checked.",
     )
     explain.set_defaults(run=_run_explain)
     return parser

@@ -118,9 +118,7 @@ def run_demo(say: Any = print) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", type=Path, help="also write what happened as JSON to this file")
     args = parser.parse_args(argv)
     report = run_demo()

@@ -137,9 +137,7 @@ class SimulatedSageMaker:
         matching = [d for d in (job.describe() for job in self._jobs.values()) if _listed(d, params)]
         # sort() is stable: jobs created at the same instant keep the order they came in.
         sort_key = SORT_KEYS[params.get("SortBy", "CreationTime")]
-        matching.sort(
-            key=lambda d: d[sort_key], reverse=params.get("SortOrder", "Descending") == "Descending"
-        )
+        matching.sort(key=lambda d: d[sort_key], reverse=params.get("SortOrder", "Descending") == "Descending")
         page, next_token = _page(matching, params)
         summaries = [{k: v for k, v in d.items() if k in SUMMARY_MEMBERS} for d in page]
         return {"TrainingJobSummaries": summaries, **({"NextToken": next_token} if next_token else {})}

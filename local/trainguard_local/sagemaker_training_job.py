@@ -44,9 +44,7 @@ def _flags_described_as_false() -> frozenset[str]:
     Seen in the AWS ACK controller's describe fixtures (tests/fixtures/describe_training_job/).
     """
     create = sagemaker_service_model().operation_model("CreateTrainingJob").input_shape
-    return frozenset(
-        name for name in _echoed_request_members() if create.members[name].type_name == "boolean"
-    )
+    return frozenset(name for name in _echoed_request_members() if create.members[name].type_name == "boolean")
 
 
 ECHOED_REQUEST_MEMBERS = _echoed_request_members()
@@ -83,9 +81,7 @@ class TrainingJobRecord:
         groups = resource.get("InstanceGroups") or [resource]
         for group in groups:
             if group.get("InstanceType"):
-                counts[group["InstanceType"]] = counts.get(group["InstanceType"], 0) + group.get(
-                    "InstanceCount", 0
-                )
+                counts[group["InstanceType"]] = counts.get(group["InstanceType"], 0) + group.get("InstanceCount", 0)
         return counts
 
     def move_to(self, status: str, secondary_status: str, now: datetime) -> None:

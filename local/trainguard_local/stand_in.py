@@ -93,9 +93,7 @@ def local_aws(**config_overrides: Any) -> Iterator[LocalAWS]:
     moto.start()
     moto_url = f"http://127.0.0.1:{port}"
     # A moto server started in this process shares moto's in-process state: start from a clean slate.
-    urllib.request.urlopen(
-        urllib.request.Request(f"{moto_url}/moto-api/reset", method="POST"), timeout=10
-    ).close()
+    urllib.request.urlopen(urllib.request.Request(f"{moto_url}/moto-api/reset", method="POST"), timeout=10).close()
     os.environ.update(
         {
             "AWS_ACCESS_KEY_ID": "testing",
@@ -134,9 +132,7 @@ def _create_stack_resources(moto_url: str, plane: SimulatedSageMaker, overrides:
     sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=_queue_arn(sqs, inbox))
     rule_queue = sqs.create_queue(QueueName="trainguard-job-events")["QueueUrl"]
     events.put_rule(Name="trainguard-job-ended", EventPattern=json.dumps(training_job_ended_pattern()))
-    events.put_targets(
-        Rule="trainguard-job-ended", Targets=[{"Id": "handler", "Arn": _queue_arn(sqs, rule_queue)}]
-    )
+    events.put_targets(Rule="trainguard-job-ended", Targets=[{"Id": "handler", "Arn": _queue_arn(sqs, rule_queue)}])
     scheduler.create_schedule_group(Name="trainguard")
     s3.create_bucket(Bucket=CHECKPOINT_BUCKET)
     config = GuardConfig(

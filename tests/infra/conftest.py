@@ -56,8 +56,7 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     except RuntimeError as err:  # cdk-nag findings: ValidationFailed, templates and report are written
         error = str(err)
     templates = {
-        name: json.loads((outdir / f"{name}.template.json").read_text())
-        for name in (CONFIGURED_STACK, DEFAULTS_STACK)
+        name: json.loads((outdir / f"{name}.template.json").read_text()) for name in (CONFIGURED_STACK, DEFAULTS_STACK)
     }
     return Synthesized(outdir=outdir, templates=templates, validation_error=error)
 

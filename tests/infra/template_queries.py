@@ -25,9 +25,7 @@ RETRY_LAUNCHER_HANDLER = "trainguard.handlers.retry_launcher.handler"
 
 
 # The statement `enforce_ssl` adds to a queue or topic policy.
-DENY_INSECURE_TRANSPORT = Match.object_like(
-    {"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}}
-)
+DENY_INSECURE_TRANSPORT = Match.object_like({"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})
 
 
 def resources_of_type(template: dict[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:

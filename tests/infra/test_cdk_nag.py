@@ -21,9 +21,7 @@ _SENTENCE = re.compile(r"^[A-Z].{30,}[.!]$", re.DOTALL)
 
 
 def _nag_report(synthesized: Any) -> dict[str, Any]:
-    (report,) = [
-        r for r in synthesized.validation_report()["pluginReports"] if r["pluginName"] == "AwsSolutions"
-    ]
+    (report,) = [r for r in synthesized.validation_report()["pluginReports"] if r["pluginName"] == "AwsSolutions"]
     return report
 
 
@@ -60,9 +58,7 @@ def test_every_acknowledgment_gives_a_reason_of_at_least_a_sentence(synthesized:
 
 def test_acknowledgments_are_on_resources_never_on_the_stack_or_app(synthesized: Any) -> None:
     for path, rule_id in _acknowledgments(synthesized):
-        assert path.count("/") >= 3, (
-            f"{rule_id} acknowledged at {path}: attach it to the resource it is about"
-        )
+        assert path.count("/") >= 3, f"{rule_id} acknowledged at {path}: attach it to the resource it is about"
         if "IAM5" in rule_id:
             assert "[" in rule_id, f"{rule_id} at {path}: acknowledge the one finding, not the rule"
     for finding in _nag_report(synthesized)["suppressedViolations"]:
@@ -71,8 +67,6 @@ def test_acknowledgments_are_on_resources_never_on_the_stack_or_app(synthesized:
 
 def test_no_acknowledgment_is_stale(synthesized: Any) -> None:
     """Each acknowledgment still matches a finding; one that no longer does hides nothing and misleads."""
-    used = {
-        (f["acknowledgedAt"], f["acknowledgedId"]) for f in _nag_report(synthesized)["suppressedViolations"]
-    }
+    used = {(f["acknowledgedAt"], f["acknowledgedId"]) for f in _nag_report(synthesized)["suppressedViolations"]}
     for path, rule_id in _acknowledgments(synthesized):
         assert (path.lstrip("/"), rule_id) in used, f"{rule_id} at {path} suppresses nothing"

@@ -37,9 +37,7 @@ def _training_job_event(case: str, status: str, tags: object = _MISSING, **envel
     event = copy.deepcopy(_sample("sagemaker_training_job_state_change.awsdocs.json"))
     event["detail"].update(TrainingJobName=case, TrainingJobStatus=status, SecondaryStatus=status)
     if status == "Failed":
-        event["detail"]["FailureReason"] = (
-            "InternalServerError: We encountered an internal error. Please try again."
-        )
+        event["detail"]["FailureReason"] = "InternalServerError: We encountered an internal error. Please try again."
     if tags is _MISSING:
         del event["detail"]["Tags"]
     else:
@@ -99,12 +97,8 @@ def delivered(synthesized: Any) -> Iterator[set[str]]:
         sqs = boto3.client("sqs", region_name=REGION)
         queue_url = sqs.create_queue(QueueName="matched")["QueueUrl"]
         queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]
-        events.put_rule(
-            Name="training-job-ended", EventPattern=json.dumps(rule["Properties"]["EventPattern"])
-        )
-        events.put_targets(
-            Rule="training-job-ended", Targets=[{"Id": "matched", "Arn": queue_arn["QueueArn"]}]
-        )
+        events.put_rule(Name="training-job-ended", EventPattern=json.dumps(rule["Properties"]["EventPattern"]))
+        events.put_targets(Rule="training-job-ended", Targets=[{"Id": "matched", "Arn": queue_arn["QueueArn"]}])
         entries = [_entry(e) for e in (*MATCHING.values(), *NOT_MATCHING.values())]
         for start in range(0, len(entries), 10):  # PutEvents takes at most 10 entries
             response = events.put_events(Entries=entries[start : start + 10])

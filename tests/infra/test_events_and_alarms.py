@@ -72,9 +72,7 @@ def test_rule_target_is_job_events_function_with_retries_and_the_dlq(synthesized
     )
 
 
-def test_dead_letter_queue_is_encrypted_ssl_only_and_keeps_messages_14_days(
-    synthesized: Any, template: Any
-) -> None:
+def test_dead_letter_queue_is_encrypted_ssl_only_and_keeps_messages_14_days(synthesized: Any, template: Any) -> None:
     template.has_resource_properties(
         "AWS::SQS::Queue", {"SqsManagedSseEnabled": True, "MessageRetentionPeriod": 14 * 24 * 3600}
     )
@@ -111,9 +109,7 @@ def test_handler_exceptions_reach_the_dlq_after_two_async_retries(
         {
             "FunctionName": {"Ref": function_logical_id(synthesized.template, handler)},
             "MaximumRetryAttempts": 2,
-            "DestinationConfig": {
-                "OnFailure": {"Destination": {"Fn::GetAtt": [_dlq(synthesized.template), "Arn"]}}
-            },
+            "DestinationConfig": {"OnFailure": {"Destination": {"Fn::GetAtt": [_dlq(synthesized.template), "Arn"]}}},
         },
     )
 
@@ -124,9 +120,7 @@ def test_alarm_when_anything_waits_in_the_dlq(synthesized: Any, template: Any) -
         {
             "Namespace": "AWS/SQS",
             "MetricName": "ApproximateNumberOfMessagesVisible",
-            "Dimensions": [
-                {"Name": "QueueName", "Value": {"Fn::GetAtt": [_dlq(synthesized.template), "QueueName"]}}
-            ],
+            "Dimensions": [{"Name": "QueueName", "Value": {"Fn::GetAtt": [_dlq(synthesized.template), "QueueName"]}}],
             "Statistic": "Maximum",
             "ComparisonOperator": "GreaterThanThreshold",
             "Threshold": 0,

@@ -69,12 +69,10 @@ def test_resource_variables_point_at_this_stacks_resources(synthesized: Any, han
         and r["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"].get("Service")
         == "scheduler.amazonaws.com"
     ]
-    launcher_name = template["Resources"][function_logical_id(template, RETRY_LAUNCHER_HANDLER)][
-        "Properties"
-    ]["FunctionName"]
-    assert environment[_variable("ledger_table_name")] == {
-        "Ref": only_logical_id(template, "AWS::DynamoDB::Table")
-    }
+    launcher_name = template["Resources"][function_logical_id(template, RETRY_LAUNCHER_HANDLER)]["Properties"][
+        "FunctionName"
+    ]
+    assert environment[_variable("ledger_table_name")] == {"Ref": only_logical_id(template, "AWS::DynamoDB::Table")}
     assert environment[_variable("topic_arn")] == {"Ref": only_logical_id(template, "AWS::SNS::Topic")}
     assert environment[_variable("scheduler_role_arn")] == {"Fn::GetAtt": [scheduler_role, "Arn"]}
     assert render(environment[_variable("retry_launcher_arn")]) == (
@@ -84,9 +82,7 @@ def test_resource_variables_point_at_this_stacks_resources(synthesized: Any, han
 
 def test_handlers_read_the_environment_back(synthesized: Any) -> None:
     """What the stack writes, `GuardConfig.from_env()` reads (tokens stand in as their rendering)."""
-    environment = {
-        k: str(render(v)) for k, v in _environment(synthesized.template, JOB_EVENTS_HANDLER).items()
-    }
+    environment = {k: str(render(v)) for k, v in _environment(synthesized.template, JOB_EVENTS_HANDLER).items()}
     config = GuardConfig.from_env(environment)
     assert config.passable_role_arns == tuple(CONFIGURED_CONTEXT["passable_role_arns"])
     assert config.tag_prefix == CONFIGURED_CONTEXT["tag_prefix"]

@@ -104,14 +104,10 @@ def test_resource_star_appears_only_in_key_policies(synthesized: Any) -> None:
 
 @pytest.mark.parametrize("handler", HANDLERS)
 def test_create_training_job_requires_the_opt_in_tag(synthesized: Any, handler: str) -> None:
-    (statement,) = _with_action(
-        _role_statements(synthesized.template, handler), "sagemaker:CreateTrainingJob"
-    )
+    (statement,) = _with_action(_role_statements(synthesized.template, handler), "sagemaker:CreateTrainingJob")
     assert render(statement["Resource"]) == TRAINING_JOBS
     assert statement["Condition"] == {"StringEquals": {"aws:RequestTag/trainguard:enabled": "true"}}
-    (describe,) = _with_action(
-        _role_statements(synthesized.template, handler), "sagemaker:DescribeTrainingJob"
-    )
+    (describe,) = _with_action(_role_statements(synthesized.template, handler), "sagemaker:DescribeTrainingJob")
     assert sorted(as_list(describe["Action"])) == ["sagemaker:DescribeTrainingJob", "sagemaker:ListTags"]
 
 
@@ -119,9 +115,7 @@ def test_create_training_job_requires_the_opt_in_tag(synthesized: Any, handler: 
 def test_pass_role_only_for_configured_roles_and_only_to_sagemaker(synthesized: Any, handler: str) -> None:
     pass_role = _with_action(_role_statements(synthesized.template, handler), "iam:PassRole")
     to_sagemaker = [
-        s
-        for s in pass_role
-        if s["Condition"]["StringEquals"]["iam:PassedToService"] == "sagemaker.amazonaws.com"
+        s for s in pass_role if s["Condition"]["StringEquals"]["iam:PassedToService"] == "sagemaker.amazonaws.com"
     ]
     (statement,) = to_sagemaker
     assert as_list(statement["Resource"]) == CONFIGURED_CONTEXT["passable_role_arns"]
@@ -131,14 +125,9 @@ def test_pass_role_only_for_configured_roles_and_only_to_sagemaker(synthesized: 
 
 
 @pytest.mark.parametrize("handler", HANDLERS)
-def test_no_sagemaker_pass_role_or_bucket_listing_when_settings_list_none(
-    synthesized: Any, handler: str
-) -> None:
+def test_no_sagemaker_pass_role_or_bucket_listing_when_settings_list_none(synthesized: Any, handler: str) -> None:
     statements = _role_statements(synthesized.defaults_template, handler)
-    services = [
-        s["Condition"]["StringEquals"]["iam:PassedToService"]
-        for s in _with_action(statements, "iam:PassRole")
-    ]
+    services = [s["Condition"]["StringEquals"]["iam:PassedToService"] for s in _with_action(statements, "iam:PassRole")]
     assert "sagemaker.amazonaws.com" not in services
     assert not _with_action(statements, "s3:ListBucket")
 
@@ -163,9 +152,7 @@ def test_ledger_topic_and_key_access_is_exact(synthesized: Any, handler: str) ->
         "dynamodb:Query",
         "dynamodb:UpdateItem",
     ]
-    assert as_list(ledger["Resource"]) == [
-        {"Fn::GetAtt": [only_logical_id(template, "AWS::DynamoDB::Table"), "Arn"]}
-    ]
+    assert as_list(ledger["Resource"]) == [{"Fn::GetAtt": [only_logical_id(template, "AWS::DynamoDB::Table"), "Arn"]}]
     (publish,) = _with_action(statements, "sns:Publish")
     assert publish["Resource"] == {"Ref": only_logical_id(template, "AWS::SNS::Topic")}
     (key,) = _with_action(statements, "kms:GenerateDataKey")
@@ -180,9 +167,7 @@ def test_only_job_events_may_schedule_retries_and_pass_the_scheduler_role(synthe
     (create,) = _with_action(job_events, "scheduler:CreateSchedule")
     assert render(create["Resource"]) == RETRY_SCHEDULES
     (pass_scheduler,) = [
-        s
-        for s in _with_action(job_events, "iam:PassRole")
-        if s["Resource"] == {"Fn::GetAtt": [scheduler_role, "Arn"]}
+        s for s in _with_action(job_events, "iam:PassRole") if s["Resource"] == {"Fn::GetAtt": [scheduler_role, "Arn"]}
     ]
     assert pass_scheduler["Condition"] == {"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}}
     retry_launcher = _role_statements(template, RETRY_LAUNCHER_HANDLER)
@@ -200,9 +185,7 @@ def test_scheduler_role_only_invokes_the_retry_launcher_for_this_account(synthes
     (statement,) = statements_of_role(template, role_id)
     assert statement["Action"] == "lambda:InvokeFunction"
     launcher = template["Resources"][function_logical_id(template, RETRY_LAUNCHER_HANDLER)]["Properties"]
-    expected = (
-        f"arn:<AWS::Partition>:lambda:<AWS::Region>:<AWS::AccountId>:function:{launcher['FunctionName']}"
-    )
+    expected = f"arn:<AWS::Partition>:lambda:<AWS::Region>:<AWS::AccountId>:function:{launcher['FunctionName']}"
     assert render(statement["Resource"]) == expected
 
 

@@ -99,11 +99,7 @@ def test_each_notification_email_is_subscribed(synthesized: Any, template: Any) 
         "AWS::SNS::Subscription",
         {"Protocol": "email", "Endpoint": "ml-oncall@example.com", "TopicArn": {"Ref": topic}},
     )
-    assert not [
-        r
-        for r in synthesized.defaults_template["Resources"].values()
-        if r["Type"] == "AWS::SNS::Subscription"
-    ]
+    assert not [r for r in synthesized.defaults_template["Resources"].values() if r["Type"] == "AWS::SNS::Subscription"]
 
 
 def test_lambda_asset_holds_the_package_and_powertools_without_bytecode(synthesized: Any) -> None:

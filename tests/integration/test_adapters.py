@@ -48,9 +48,7 @@ def test_the_first_delivery_holds_the_step_and_later_ones_see_it_done(ledger: Le
     assert ledger.begin_step("job", "end", NOW).state is StepState.FIRST
     with pytest.raises(StepInProgress):
         ledger.begin_step("job", "end", NOW + timedelta(seconds=30))
-    ledger.finish_step(
-        "job", "end", Outcome(OutcomeKind.RELAUNCHED, "job", "r", new_job_name="job-retry1"), NOW
-    )
+    ledger.finish_step("job", "end", Outcome(OutcomeKind.RELAUNCHED, "job", "r", new_job_name="job-retry1"), NOW)
     done = ledger.begin_step("job", "end", NOW + timedelta(minutes=1))
     assert done.state is StepState.DONE and done.recorded["new_job_name"] == "job-retry1"
 
@@ -90,9 +88,7 @@ def test_notifications_carry_filterable_attributes(aws: None) -> None:
     queue = sqs.create_queue(QueueName="inbox")["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn)
-    Notifier(sns, topic).publish(
-        Notification("[trainguard] subject", "body", {"decision": "retry", "job_name": "j"})
-    )
+    Notifier(sns, topic).publish(Notification("[trainguard] subject", "body", {"decision": "retry", "job_name": "j"}))
     [message] = sqs.receive_message(QueueUrl=queue)["Messages"]
     body = json.loads(message["Body"])
     assert body["Subject"] == "[trainguard] subject" and body["Message"] == "body"
@@ -201,9 +197,7 @@ def test_a_duplicate_name_is_success_only_if_it_is_our_relaunch() -> None:
 
 def test_a_refusal_keeps_the_code_and_message_and_throttling_is_raised_for_a_retry() -> None:
     jobs, stub = _sagemaker()
-    stub.add_client_error(
-        "create_training_job", "ResourceLimitExceeded", "The account-level service limit ..."
-    )
+    stub.add_client_error("create_training_job", "ResourceLimitExceeded", "The account-level service limit ...")
     stub.add_client_error("create_training_job", "ThrottlingException", "Rate exceeded")
     with stub:
         with pytest.raises(LaunchRefused) as refused:

@@ -17,8 +17,7 @@ from trainguard_local.stand_in import LambdaContext, LocalAWS, local_aws
 pytestmark = pytest.mark.slow
 
 CAPACITY = (
-    "CapacityError: Unable to provision requested ML compute capacity. "
-    "Please retry using a different ML instance type."
+    "CapacityError: Unable to provision requested ML compute capacity. Please retry using a different ML instance type."
 )
 
 

@@ -95,9 +95,7 @@ def error_of(excinfo: pytest.ExceptionInfo[ClientError]) -> tuple[str, str]:
     return error["Code"], error["Message"]
 
 
-def test_describe_echoes_the_request_and_adds_the_job_state(
-    sagemaker: Any, plane: SimulatedSageMaker
-) -> None:
+def test_describe_echoes_the_request_and_adds_the_job_state(sagemaker: Any, plane: SimulatedSageMaker) -> None:
     arn = sagemaker.create_training_job(**job_request())["TrainingJobArn"]
     described = sagemaker.describe_training_job(TrainingJobName="llama-finetune-1")
 
@@ -327,9 +325,7 @@ def test_forwarder_delivers_events_through_moto_eventbridge_to_sqs(clock: Steppi
         sqs = boto3.client("sqs", region_name="us-east-1")
         events_client = boto3.client("events", region_name="us-east-1")
         queue_url = sqs.create_queue(QueueName="job-events")["QueueUrl"]
-        queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
-            "QueueArn"
-        ]
+        queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         pattern = {"source": ["aws.sagemaker"], "detail": {"TrainingJobStatus": ["Failed"]}}
         events_client.put_rule(Name="failed-jobs", EventPattern=json.dumps(pattern))
         events_client.put_targets(Rule="failed-jobs", Targets=[{"Id": "queue", "Arn": queue_arn}])

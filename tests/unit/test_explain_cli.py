@@ -31,18 +31,14 @@ def write(tmp_path: Path, name: str, data: Any) -> str:
 
 
 def test_reason(capsys: pytest.CaptureFixture[str]) -> None:
-    code, answer, _ = run(
-        capsys, "explain", "--reason", "InternalServerError: We encountered an internal error."
-    )
+    code, answer, _ = run(capsys, "explain", "--reason", "InternalServerError: We encountered an internal error.")
     assert code == 0 and answer is not None
     assert set(answer) >= KEYS
     assert answer["category"] == "internal" and answer["decision"] == "retry"
     assert answer["create_training_job_request"] is None and answer["quota_request"] is None
 
 
-def test_describe_with_tags_gives_the_exact_request(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_describe_with_tags_gives_the_exact_request(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     describe = write(tmp_path, "d.json", described_job())
     tags = write(tmp_path, "t.json", {"Tags": [{"Key": "trainguard:enabled", "Value": "true"}]})
     code, answer, _ = run(capsys, "explain", "--describe", describe, "--tags", tags)

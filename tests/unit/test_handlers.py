@@ -37,9 +37,7 @@ def test_a_failure_event_is_acted_on_from_the_described_job_not_the_event() -> N
     assert outcome.kind is OutcomeKind.RELAUNCHED
 
 
-@pytest.mark.parametrize(
-    "tags", [{"trainguard:enabled": "true"}, [{"Key": "trainguard:enabled", "Value": "true"}]]
-)
+@pytest.mark.parametrize("tags", [{"trainguard:enabled": "true"}, [{"Key": "trainguard:enabled", "Value": "true"}]])
 def test_either_tag_shape_in_the_event_parses(tags: Any) -> None:
     from trainguard.events.state_change import parse_state_change
 
@@ -51,9 +49,7 @@ def test_the_docs_sample_and_the_public_copy_parse() -> None:
 
     docs = parse_state_change(SAMPLE).job
     assert docs.status == "Completed" and docs.creation_time is not None
-    copy_ = parse_state_change(
-        load_fixture("events/sagemaker_training_job_state_change.mlspace_test.json")
-    ).job
+    copy_ = parse_state_change(load_fixture("events/sagemaker_training_job_state_change.mlspace_test.json")).job
     assert copy_.tags["project"] == "UnitTestProject" and copy_.creation_time.year == 2023
 
 
@@ -119,8 +115,7 @@ def test_the_handler_modules_build_nothing_and_import_no_sdk() -> None:
     import sys
 
     code = (
-        "import sys, trainguard.handlers.job_events, trainguard.handlers.retry_launcher; "
-        "print('boto3' in sys.modules)"
+        "import sys, trainguard.handlers.job_events, trainguard.handlers.retry_launcher; print('boto3' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"  # boto3 comes with the first event, in handlers/wiring.py

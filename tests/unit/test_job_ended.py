@@ -13,12 +13,9 @@ from trainguard.workflows.scheduled_relaunch import handle_scheduled_relaunch
 from tests.fakes import NOW, ROLE, described_job, fake_ports, with_config
 
 OPTED_IN = {"trainguard:enabled": "true", "team": "llm", "aws:cloudformation:stack-name": "x"}
-USER_CODE = (
-    "AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage \"NameError: name 'x' is not defined\""
-)
+USER_CODE = "AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage \"NameError: name 'x' is not defined\""
 CAPACITY = (
-    "CapacityError: Unable to provision requested ML compute capacity. "
-    "Please retry using a different ML instance type."
+    "CapacityError: Unable to provision requested ML compute capacity. Please retry using a different ML instance type."
 )
 QUOTA_REFUSAL = (
     "The account-level service limit 'ml.p4d.24xlarge for training job usage' is 4 Instances, with current "
@@ -178,9 +175,7 @@ def test_no_checkpoint_config_means_no_restart_from_scratch_by_default() -> None
     outcome = handle_job_end(ports, "llama-pretrain")
     assert outcome.kind is OutcomeKind.NOT_RELAUNCHED and "no CheckpointConfig" in outcome.reason
     allowed = fake_ports()
-    allowed.jobs.add(
-        described_job(checkpoint=None), {**OPTED_IN, "trainguard:restart-without-checkpoint": "true"}
-    )
+    allowed.jobs.add(described_job(checkpoint=None), {**OPTED_IN, "trainguard:restart-without-checkpoint": "true"})
     assert handle_job_end(allowed, "llama-pretrain").kind is OutcomeKind.RELAUNCHED
 
 

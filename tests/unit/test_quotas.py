@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from trainguard.domain.quotas import NoQuotaRequest, QuotaRequestPlan, plan_quota_request, read_quota_error
 
 from tests.conftest import load_fixture
-from trainguard.domain.quotas import NoQuotaRequest, QuotaRequestPlan, plan_quota_request, read_quota_error
 
 QUOTA_TEXTS = [e for e in load_fixture("failure_reasons.json") if e["category"] == "quota"]
 CURRENT = (
@@ -28,7 +28,12 @@ def test_the_fields_of_the_current_wording() -> None:
     demand = read_quota_error(CURRENT)
     assert demand is not None
     assert (demand.quota_name, demand.limit, demand.usage, demand.delta, demand.unit) == (
-        "ml.p4d.24xlarge for training job usage", 0, 0, 4, "Instances")
+        "ml.p4d.24xlarge for training job usage",
+        0,
+        0,
+        4,
+        "Instances",
+    )
     assert demand.needed == 4
 
 
@@ -73,8 +78,11 @@ def test_the_request_is_usage_plus_delta_not_a_multiple_of_the_limit() -> None:
     result = plan()
     assert isinstance(result, QuotaRequestPlan)
     assert result.desired_value == 4 and not result.ceiling_applied
-    over = plan(CURRENT.replace("is 0 Instances, with current utilization of 0", "is 2 Instances, with current "
-                                "utilization of 3"))
+    over = plan(
+        CURRENT.replace(
+            "is 0 Instances, with current utilization of 0", "is 2 Instances, with current utilization of 3"
+        )
+    )
     assert isinstance(over, QuotaRequestPlan) and over.desired_value == 7
 
 

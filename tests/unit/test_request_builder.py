@@ -20,8 +20,7 @@ MODEL = botocore.session.get_session().get_service_model("sagemaker")
 CREATE_INPUT = MODEL.operation_model("CreateTrainingJob").input_shape
 DESCRIBE_OUTPUT = MODEL.operation_model("DescribeTrainingJob").output_shape
 DESCRIBE_SAMPLES = sorted(
-    p.name
-    for p in (Path(__file__).parents[1] / "fixtures" / "describe_training_job").glob("ack_fixture.*.json")
+    p.name for p in (Path(__file__).parents[1] / "fixtures" / "describe_training_job").glob("ack_fixture.*.json")
 )
 
 

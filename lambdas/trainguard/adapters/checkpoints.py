@@ -44,7 +44,5 @@ class CheckpointReader:
                 kwargs["ContinuationToken"] = page["NextContinuationToken"]
         except ClientError as err:
             error = err.response.get("Error", {})
-            return CheckpointState(
-                s3_uri, listing_error=f"{error.get('Code', 'error')}: {error.get('Message', '')}"
-            )
+            return CheckpointState(s3_uri, listing_error=f"{error.get('Code', 'error')}: {error.get('Message', '')}")
         return CheckpointState(s3_uri, newest, count, listing_truncated=True)

@@ -123,9 +123,7 @@ class Ledger:
                 return False
             raise
 
-    def record_lineage(
-        self, root_job: str, attempt: int, job_name: str, retry_of: str, now: datetime
-    ) -> None:
+    def record_lineage(self, root_job: str, attempt: int, job_name: str, retry_of: str, now: datetime) -> None:
         self._client.put_item(
             TableName=self._table,
             Item={
@@ -183,9 +181,7 @@ class QuotaLedger:
         )
 
     def requests(self) -> list[QuotaRequestState]:
-        return [
-            QuotaRequestState(**json.loads(item["request"]["S"])) for item in self._query(_QUOTA_REQUESTS)
-        ]
+        return [QuotaRequestState(**json.loads(item["request"]["S"])) for item in self._query(_QUOTA_REQUESTS)]
 
     def save_waiting(self, waiting: WaitingLaunch) -> None:
         data = asdict(waiting)

@@ -47,17 +47,15 @@ class ServiceQuotas:
 
     def open_request(self, quota_code: str) -> QuotaRequestState | None:
         for status in OPEN_STATUSES:
-            pages = self._client.get_paginator(
-                "list_requested_service_quota_change_history_by_quota"
-            ).paginate(ServiceCode=SERVICE_CODE, QuotaCode=quota_code, Status=status)
+            pages = self._client.get_paginator("list_requested_service_quota_change_history_by_quota").paginate(
+                ServiceCode=SERVICE_CODE, QuotaCode=quota_code, Status=status
+            )
             for page in pages:
                 for request in page.get("RequestedQuotas", []):
                     return _state(request)
         return None
 
-    def request_increase(
-        self, quota_code: str, desired_value: float, support_case_allowed: bool
-    ) -> QuotaRequestState:
+    def request_increase(self, quota_code: str, desired_value: float, support_case_allowed: bool) -> QuotaRequestState:
         """File the request; if one is already open for this quota, return that one instead."""
         try:
             response = self._client.request_service_quota_increase(

@@ -62,8 +62,7 @@ def rebuild_create_request(request_parameters: Mapping[str, Any], input_shape: S
     if missing:
         hidden = f" (CloudTrail hid {', '.join(walk.redacted)})" if walk.redacted else ""
         raise RelaunchImpossible(
-            f"the CloudTrail record of the launch lacks {', '.join(missing)}, which CreateTrainingJob "
-            f"requires{hidden}"
+            f"the CloudTrail record of the launch lacks {', '.join(missing)}, which CreateTrainingJob requires{hidden}"
         )
     return RebuiltLaunch(
         request=request,

@@ -88,9 +88,7 @@ def assess_job_end(job: TrainingJob, policy: JobPolicy) -> Assessment:
         job.status, job.secondary_status, job.failure_reason, managed_spot=job.managed_spot
     )
     if not policy.enabled:
-        return Assessment(
-            job.name, False, classification, Decision.IGNORE, f"not opted in: {policy.why_not_enabled}"
-        )
+        return Assessment(job.name, False, classification, Decision.IGNORE, f"not opted in: {policy.why_not_enabled}")
     decision, reason = classification.decision, classification.reason
     parent = managing_parent(job)
     if parent and decision is not Decision.IGNORE:
@@ -169,9 +167,7 @@ def plan_relaunch(
         )
     tags = _relaunch_tags(job, keys, lineage.root_job, attempt)
     try:
-        built = build_relaunch_request(
-            job.description, create_request_shape, new_job_name=new_name, tags=tags
-        )
+        built = build_relaunch_request(job.description, create_request_shape, new_job_name=new_name, tags=tags)
     except RelaunchImpossible as err:
         return Refusal(f"the relaunch request cannot be built: {err}.", new_name)
     delay = _backoff(assessment.classification.category, attempt, settings)
@@ -197,18 +193,14 @@ def _backoff(category: Category, attempt: int, settings: RelaunchSettings) -> ti
     """Capacity comes back with time: wait longer after each attempt. Other retries go at once."""
     if category not in DELAYED_CATEGORIES:
         return timedelta(0)
-    minutes = min(
-        settings.capacity_backoff_minutes * 2 ** (attempt - 1), settings.capacity_backoff_max_minutes
-    )
+    minutes = min(settings.capacity_backoff_minutes * 2 ** (attempt - 1), settings.capacity_backoff_max_minutes)
     return timedelta(minutes=minutes)
 
 
 def _relaunch_tags(job: TrainingJob, keys: TagKeys, root: str, attempt: int) -> dict[str, str]:
     lineage_keys = {keys.root_job, keys.attempt, keys.retry_of}
     tags = {
-        key: value
-        for key, value in job.tags.items()
-        if not key.lower().startswith("aws:") and key not in lineage_keys
+        key: value for key, value in job.tags.items() if not key.lower().startswith("aws:") and key not in lineage_keys
     }
     tags[keys.enabled] = "true"
     tags[keys.root_job] = root

@@ -12,6 +12,7 @@ from trainguard.domain.outcome import Outcome, OutcomeKind
 
 SUBJECT_LIMIT = 100  # SNS: subjects must be under 100 characters (Publish API reference)
 EVENT_TYPE_JOB_ENDED = "training-job-ended"
+EVENT_TYPE_QUOTA = "quota-wall"
 _REASON_SHOWN = 1200
 
 
@@ -41,7 +42,7 @@ def compose_job_end_notification(
 ) -> Notification:
     category = outcome.category or "unknown"
     headline = _HEADLINES.get(outcome.kind, "{job}: {category}")
-    subject = _fit_subject("[trainguard] " + headline, job.name, category)
+    subject = fit_subject("[trainguard] " + headline, job.name, category)
 
     lines = [
         "What happened",
@@ -91,7 +92,38 @@ def _did(outcome: Outcome) -> str:
     return "Nothing: a relaunch would not fix this, so it only tells you."
 
 
-def _fit_subject(template: str, job_name: str, category: str) -> str:
+def compose_quota_notification(
+    *,
+    headline: str,
+    job_name: str,
+    happened: str,
+    did: str,
+    why: str,
+    outcome: str,
+    decision: str,
+    region: str,
+    now: datetime,
+) -> Notification:
+    """A message about a launch a quota blocked (it may never have existed as a job), or about the
+    quota request it waits for. `headline` may use {job}."""
+    lines = ["What happened", f"  {happened}", "", "What trainguard did", f"  {did}", "", "Why", f"  {why}"]
+    lines += ["", "Links", f"  Job:  {job_console_url(job_name, region)}", f"  Quotas: {quotas_console_url(region)}"]
+    lines += ["", f"-- trainguard, {now.strftime('%Y-%m-%d %H:%M:%S UTC')}"]
+    attributes = {
+        "event_type": EVENT_TYPE_QUOTA,
+        "job_name": job_name,
+        "decision": decision,
+        "outcome": outcome,
+        "category": "quota",
+    }
+    return Notification(fit_subject("[trainguard] " + headline, job_name, "quota"), "\n".join(lines), attributes)
+
+
+def quotas_console_url(region: str) -> str:
+    return f"https://{region}.console.aws.amazon.com/servicequotas/home/services/sagemaker/quotas?region={region}"
+
+
+def fit_subject(template: str, job_name: str, category: str) -> str:
     room = SUBJECT_LIMIT - 1 - len(template.format(job="", category=category))
     shown = job_name if len(job_name) <= room else job_name[: max(room - 3, 1)] + "..."
     subject = template.format(job=shown, category=category)

@@ -74,6 +74,11 @@ class TagKeys:
     def retry_of(self) -> str:
         return self.key("retry-of")
 
+    @property
+    def blocked_launch(self) -> str:
+        """On a user's launch that trainguard made after a quota wall: the launch's own name."""
+        return self.key("blocked-launch")
+
 
 @dataclass(frozen=True)
 class TagProblem:

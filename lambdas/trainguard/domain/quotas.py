@@ -128,8 +128,8 @@ def plan_quota_request(
     if needed is None:
         if launch_instance_count is None:
             return NoQuotaRequest(
-                f"the message gives the limit of '{demand.quota_name}' ({format_value(demand.limit)}) but not the usage "
-                "or the launch's size, so trainguard cannot size a request"
+                f"the message gives the limit of '{demand.quota_name}' ({format_value(demand.limit)}) "
+                "but not the usage or the launch's size, so trainguard cannot size a request"
             )
         needed = demand.limit + launch_instance_count
         how = "limit + the launch's instance count (the message gives no usage)"
@@ -142,8 +142,8 @@ def plan_quota_request(
     ceiling = ceilings.get(demand.quota_name, default_ceiling)
     if ceiling <= current:
         return NoQuotaRequest(
-            f"'{demand.quota_name}' is {format_value(current)}, at or above trainguard's ceiling of {format_value(ceiling)} "
-            f"for it; a person must decide whether to ask for {needed}"
+            f"'{demand.quota_name}' is {format_value(current)}, at or above trainguard's ceiling of "
+            f"{format_value(ceiling)} for it; a person must decide whether to ask for {needed}"
         )
     desired = min(needed, ceiling)
     capped = desired < needed

@@ -55,8 +55,7 @@ def parse_failed_launch(event: object) -> FailedLaunch:
         raise MalformedInput("the event has no detail object (the CloudTrail record)")
     if detail.get("eventSource") != EVENT_SOURCE or detail.get("eventName") != EVENT_NAME:
         raise MalformedInput(
-            f"not a {EVENT_NAME} call: eventSource={detail.get('eventSource')!r}, "
-            f"eventName={detail.get('eventName')!r}"
+            f"not a {EVENT_NAME} call: eventSource={detail.get('eventSource')!r}, eventName={detail.get('eventName')!r}"
         )
     error_code = detail.get("errorCode")
     if not isinstance(error_code, str) or not error_code:

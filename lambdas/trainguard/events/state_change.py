@@ -32,8 +32,7 @@ def parse_state_change(event: object) -> TrainingJobStateChange:
         raise MalformedInput(f"the event must be a JSON object, not {type(event).__name__}")
     if event.get("source") != SOURCE or event.get("detail-type") != DETAIL_TYPE:
         raise MalformedInput(
-            f"not a training job state change: source={event.get('source')!r}, "
-            f"detail-type={event.get('detail-type')!r}"
+            f"not a training job state change: source={event.get('source')!r}, detail-type={event.get('detail-type')!r}"
         )
     detail: Any = event.get("detail")
     if not isinstance(detail, Mapping):

@@ -20,9 +20,7 @@ class MalformedInput(ValueError):
 def job_from_description(description: Mapping[str, Any], tags: object = None) -> TrainingJob:
     """A `TrainingJob` from a DescribeTrainingJob response (boto3's, or the AWS CLI's JSON) and its tags."""
     if not isinstance(description, Mapping):
-        raise MalformedInput(
-            f"a DescribeTrainingJob response must be an object, not {type(description).__name__}"
-        )
+        raise MalformedInput(f"a DescribeTrainingJob response must be an object, not {type(description).__name__}")
     clean = {k: v for k, v in description.items() if k not in _FIXTURE_KEYS and k != "ResponseMetadata"}
     name = clean.get("TrainingJobName")
     status = clean.get("TrainingJobStatus")

@@ -30,9 +30,7 @@ def reassess(ports: GuardPorts, job_name: str) -> Reassessed | Outcome:
     return Reassessed(job, policy, assess_job_end(job, policy))
 
 
-def act_once(
-    ports: GuardPorts, facts: Reassessed, step: str, act: Callable[[CheckpointState], Outcome]
-) -> Outcome:
+def act_once(ports: GuardPorts, facts: Reassessed, step: str, act: Callable[[CheckpointState], Outcome]) -> Outcome:
     """Run `act` for this job and step only if no earlier delivery did; tell the owners; record it."""
     now = ports.clock()
     job, assessment = facts.job, facts.assessment
@@ -63,7 +61,5 @@ def _tell(
     tag_problems: tuple[str, ...],
 ) -> None:
     if outcome.notifies:
-        notification = compose_job_end_notification(
-            job, outcome, checkpoint, tag_problems, ports.region, ports.clock()
-        )
+        notification = compose_job_end_notification(job, outcome, checkpoint, tag_problems, ports.region, ports.clock())
         ports.notifier.publish(notification)

@@ -95,9 +95,7 @@ class LedgerPort(Protocol):
 
     def take_retry_budget(self, now: datetime, limit: int) -> bool: ...
 
-    def record_lineage(
-        self, root_job: str, attempt: int, job_name: str, retry_of: str, now: datetime
-    ) -> None: ...
+    def record_lineage(self, root_job: str, attempt: int, job_name: str, retry_of: str, now: datetime) -> None: ...
 
 
 class NotifierPort(Protocol):

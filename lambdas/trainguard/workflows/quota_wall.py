@@ -28,6 +28,8 @@ class BlockedLaunch:
     error_text: str
     lineage_root: str = ""
     attempt: int = 0
+    # Why trainguard cannot launch it later itself ("" when it can): the quota is still requested.
+    not_launchable: str = ""
 
 
 @dataclass(frozen=True)
@@ -51,9 +53,7 @@ def meet_quota_wall(ports: GuardPorts, blocked: BlockedLaunch, policy: JobPolicy
         )
     quota = ports.quotas.find(demand.quota_name)
     if quota is None:
-        return QuotaWallResult(
-            f"Service Quotas has no SageMaker quota named '{demand.quota_name}'; nothing requested."
-        )
+        return QuotaWallResult(f"Service Quotas has no SageMaker quota named '{demand.quota_name}'; nothing requested.")
     plan = plan_quota_request(
         demand,
         current_value=ports.quotas.current_value(quota.code),
@@ -73,19 +73,21 @@ def meet_quota_wall(ports: GuardPorts, blocked: BlockedLaunch, policy: JobPolicy
         )
     wait = _waiting(ports, blocked, demand, now)
     if isinstance(plan, NoQuotaRequest):
-        ports.quota_ledger.save_waiting(wait)
-        return QuotaWallResult(f"No increase requested: {plan.reason}. {_wait_sentence(wait)}", None, True)
+        _keep(ports, blocked, wait)
+        return QuotaWallResult(
+            f"No increase requested: {plan.reason}. {_wait_sentence(blocked, wait)}", None, _can_wait(blocked)
+        )
     state = _known_open_request(ports, quota.code) or ports.quotas.request_increase(
         quota.code, plan.desired_value, ports.config.quota_support_case_allowed
     )
     ports.quota_ledger.save_request(state, now)
-    ports.quota_ledger.save_waiting(wait)
+    _keep(ports, blocked, wait)
     asked = state.desired_value == plan.desired_value and state.status == "PENDING"
     verb = "Requested" if asked else "Found an open request for"
     summary = (
         f"{verb} '{state.quota_name or demand.quota_name}' = {format_value(state.desired_value)} "
         f"(request {state.request_id}, case {state.case_id or 'none yet'}, status {state.status}); {plan.reason}. "
-        f"{_wait_sentence(wait)}"
+        f"{_wait_sentence(blocked, wait)}"
     )
     details = {
         **plan.as_dict(),
@@ -93,7 +95,16 @@ def meet_quota_wall(ports: GuardPorts, blocked: BlockedLaunch, policy: JobPolicy
         "case_id": state.case_id,
         "status": state.status,
     }
-    return QuotaWallResult(summary, details, True)
+    return QuotaWallResult(summary, details, _can_wait(blocked))
+
+
+def _can_wait(blocked: BlockedLaunch) -> bool:
+    return not blocked.not_launchable
+
+
+def _keep(ports: GuardPorts, blocked: BlockedLaunch, wait: WaitingLaunch) -> None:
+    if _can_wait(blocked):
+        ports.quota_ledger.save_waiting(wait)
 
 
 def _known_open_request(ports: GuardPorts, quota_code: str) -> QuotaRequestState | None:
@@ -118,7 +129,9 @@ def _waiting(ports: GuardPorts, blocked: BlockedLaunch, demand: QuotaDemand, now
     )
 
 
-def _wait_sentence(wait: WaitingLaunch) -> str:
+def _wait_sentence(blocked: BlockedLaunch, wait: WaitingLaunch) -> str:
+    if blocked.not_launchable:
+        return f"trainguard will not launch {wait.job_name} itself: {blocked.not_launchable}"
     return (
         f"trainguard will launch {wait.job_name} when the quota allows it, "
         f"until {wait.give_up_at.strftime('%Y-%m-%d %H:%M UTC')}."

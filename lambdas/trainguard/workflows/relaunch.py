@@ -121,9 +121,7 @@ def launch(
     except NameTaken as taken:
         return _not_relaunched(assessment, str(taken), plan.new_job_name)
     if result is LaunchResult.CREATED:
-        ports.ledger.record_lineage(
-            plan.lineage.root_job, plan.lineage.attempt, plan.new_job_name, job.name, now
-        )
+        ports.ledger.record_lineage(plan.lineage.root_job, plan.lineage.attempt, plan.new_job_name, job.name, now)
     return assessment.outcome(
         OutcomeKind.RELAUNCHED,
         new_job_name=plan.new_job_name,

@@ -1,0 +1,32 @@
+"""Lambda handler: "AWS API Call via CloudTrail" events for a CreateTrainingJob that failed with
+ResourceLimitExceeded (an optional rule; it needs a CloudTrail trail, see README)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainguard.domain.outcome import Outcome, skipped
+from trainguard.events.cloudtrail import parse_failed_launch
+from trainguard.events.training_job import MalformedInput
+from trainguard.handlers.observability import logger, metrics, record_malformed, record_outcome
+from trainguard.handlers.wiring import ports_or_production
+from trainguard.workflows.launch_blocked import handle_blocked_launch
+from trainguard.workflows.ports import GuardPorts
+
+
+def handle(event: Any, ports: GuardPorts | None = None) -> Outcome:
+    try:
+        launch = parse_failed_launch(event)
+    except MalformedInput as err:
+        record_malformed(str(err))
+        return skipped("", f"malformed event: {err}")
+    logger.append_keys(job_name=launch.job_name, event_id=launch.event_id)
+    outcome = handle_blocked_launch(ports_or_production(ports), launch)
+    record_outcome(outcome)
+    return outcome
+
+
+@metrics.log_metrics
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return handle(event).as_dict()

@@ -1,0 +1,78 @@
+"""A user's CreateTrainingJob failed on a quota (seen through CloudTrail): request the increase, and
+launch it when the quota allows. No job exists, so there is nothing to describe: the request is
+rebuilt from the CloudTrail record's requestParameters."""
+
+from __future__ import annotations
+
+from trainguard.domain.cloudtrail_launch import rebuild_create_request
+from trainguard.domain.messages import compose_quota_notification
+from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
+from trainguard.domain.policy import read_job_policy
+from trainguard.events.cloudtrail import FailedLaunch
+from trainguard.workflows.ports import GuardPorts, StepState
+from trainguard.workflows.quota_wall import BlockedLaunch, meet_quota_wall
+
+
+def handle_blocked_launch(ports: GuardPorts, launch: FailedLaunch) -> Outcome:
+    now = ports.clock()
+    policy = read_job_policy(launch.tags, ports.config.policy_defaults, ports.keys)
+    if not policy.enabled:
+        return skipped(launch.job_name, f"not opted in: {policy.why_not_enabled}")
+    step = f"blocked-launch#{launch.event_id}"
+    start = ports.ledger.begin_step(launch.job_name, step, now)
+    if start.state is StepState.DONE:
+        return Outcome(OutcomeKind.ALREADY_HANDLED, launch.job_name, "already handled", "quota", "quota")
+    try:
+        blocked = _blocked_launch(ports, launch)
+        wall = meet_quota_wall(ports, blocked, policy)
+        kind = OutcomeKind.QUOTA_WALL if wall.is_quota else OutcomeKind.NOTIFIED
+        outcome = Outcome(
+            kind,
+            launch.job_name,
+            wall.summary,
+            "quota" if wall.is_quota else "notify",
+            "quota" if wall.is_quota else "config",
+            "",
+            {"quota_summary": wall.summary, "quota_request": wall.quota_request},
+        )
+        ports.notifier.publish(
+            compose_quota_notification(
+                headline="{job}: launch blocked by a quota" if wall.is_quota else "{job}: launch refused",
+                job_name=launch.job_name,
+                happened=f"CreateTrainingJob for {launch.job_name} failed with {launch.error_code}: "
+                f"{launch.error_message}",
+                did=wall.summary,
+                why="The job is tagged to be guarded by trainguard; the launch's own tags opted it in.",
+                outcome=kind.value,
+                decision=outcome.decision,
+                region=ports.region,
+                now=now,
+            )
+        )
+        ports.ledger.finish_step(launch.job_name, step, outcome, now)
+    except Exception:
+        ports.ledger.abandon_step(launch.job_name, step)
+        raise
+    return outcome
+
+
+def _blocked_launch(ports: GuardPorts, launch: FailedLaunch) -> BlockedLaunch:
+    rebuilt = rebuild_create_request(launch.request_parameters, ports.create_request_shape)
+    request = dict(rebuilt.request)
+    tags = [t for t in request.get("Tags", []) if t.get("Key") != ports.keys.blocked_launch]
+    request["Tags"] = [*tags, {"Key": ports.keys.blocked_launch, "Value": launch.job_name}]
+    problem = ""
+    if rebuilt.redacted:
+        problem = f"CloudTrail hid {', '.join(rebuilt.redacted)}, so the request cannot be rebuilt exactly"
+    elif request.get("RoleArn") not in ports.config.passable_role_arns:
+        problem = f"its role {request.get('RoleArn')} is not one trainguard may pass (setting passable_role_arns)"
+    elif "TrainingJobName" not in request:
+        problem = "the recorded request has no TrainingJobName"
+    return BlockedLaunch(
+        job_name=launch.job_name,
+        request=request,
+        origin="user-launch",
+        blocked_job=launch.job_name,
+        error_text=launch.error_message,
+        not_launchable=problem,
+    )
