@@ -13,10 +13,10 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
-
-from tests.conftest import load_fixture
 from trainguard_local.service_quotas import SimulatedServiceQuotas
 from trainguard_local.service_quotas_server import ENDPOINT_VARIABLE, ServiceQuotasServer
+
+from tests.conftest import load_fixture
 
 # A real HTTP server per test: about 1 s for the module with imports.
 pytestmark = pytest.mark.slow
@@ -60,7 +60,9 @@ def server(plane: SimulatedServiceQuotas) -> Iterator[ServiceQuotasServer]:
 def quotas(server: ServiceQuotasServer, monkeypatch: pytest.MonkeyPatch) -> Any:
     """A client built as production builds it: only the endpoint variable points it here."""
     monkeypatch.setenv(ENDPOINT_VARIABLE, server.endpoint_url)
-    return boto3.client("service-quotas", region_name="us-east-1")
+    client = boto3.client("service-quotas", region_name="us-east-1")
+    assert client.meta.endpoint_url == server.endpoint_url  # never AWS
+    return client
 
 
 def code_by_name(client: Any, name: str) -> str:
@@ -70,6 +72,18 @@ def code_by_name(client: Any, name: str) -> str:
             if quota["QuotaName"] == name:
                 return str(quota["QuotaCode"])
     raise AssertionError(f"{name} not listed")
+
+
+def request_increase(client: Any, code: str, desired: float, **extra: Any) -> dict[str, Any]:
+    answer = client.request_service_quota_increase(
+        ServiceCode="sagemaker", QuotaCode=code, DesiredValue=desired, **extra
+    )
+    return answer["RequestedQuota"]  # type: ignore[no-any-return]
+
+
+def history_of(client: Any, code: str) -> list[dict[str, Any]]:
+    answer = client.list_requested_service_quota_change_history_by_quota(ServiceCode="sagemaker", QuotaCode=code)
+    return answer["RequestedQuotas"]  # type: ignore[no-any-return]
 
 
 def error_of(excinfo: pytest.ExceptionInfo[ClientError]) -> tuple[str, str]:
@@ -144,8 +158,7 @@ def test_request_is_pending_and_a_second_one_is_refused_while_it_is_open(
     quotas: Any, plane: SimulatedServiceQuotas
 ) -> None:
     code = code_by_name(quotas, P4D)
-    requested = quotas.request_service_quota_increase(ServiceCode="sagemaker", QuotaCode=code, DesiredValue=4)
-    request = requested["RequestedQuota"]
+    request = request_increase(quotas, code, 4)
     assert (request["Status"], request["QuotaName"], request["DesiredValue"]) == ("PENDING", P4D, 4.0)
     assert request["Created"] == START
     assert "CaseId" not in request and "LastUpdated" not in request and "RequestType" not in request
@@ -155,24 +168,19 @@ def test_request_is_pending_and_a_second_one_is_refused_while_it_is_open(
     }  # fmt: skip
 
     with pytest.raises(quotas.exceptions.ResourceAlreadyExistsException) as excinfo:
-        quotas.request_service_quota_increase(ServiceCode="sagemaker", QuotaCode=code, DesiredValue=8)
+        request_increase(quotas, code, 8)
     assert error_of(excinfo)[1] == "Only one open service quota increase request is allowed per quota."
 
-    history = quotas.list_requested_service_quota_change_history_by_quota(ServiceCode="sagemaker", QuotaCode=code)
-    assert history["RequestedQuotas"] == [request]
+    assert history_of(quotas, code) == [request]
     pending = quotas.list_requested_service_quota_change_history(ServiceCode="sagemaker", Status="PENDING")
     assert [r["Id"] for r in pending["RequestedQuotas"]] == [request["Id"]]
     assert quotas.list_requested_service_quota_change_history(Status="APPROVED")["RequestedQuotas"] == []
     assert [operation for operation, _ in plane.calls].count("RequestServiceQuotaIncrease") == 2
 
 
-def test_a_request_opens_a_case_then_is_approved_and_the_quota_changes(
-    quotas: Any, clock: SteppingClock
-) -> None:
+def test_a_request_opens_a_case_then_is_approved_and_the_quota_changes(quotas: Any, clock: SteppingClock) -> None:
     code = code_by_name(quotas, P4D)
-    request_id = quotas.request_service_quota_increase(
-        ServiceCode="sagemaker", QuotaCode=code, DesiredValue=4
-    )["RequestedQuota"]["Id"]
+    request_id = request_increase(quotas, code, 4)["Id"]
 
     clock.advance(minutes=10)
     opened = quotas.get_requested_service_quota_change(RequestId=request_id)["RequestedQuota"]
@@ -192,20 +200,15 @@ def test_a_scripted_denial_keeps_the_value_and_a_new_request_may_follow(
     quotas: Any, plane: SimulatedServiceQuotas, clock: SteppingClock
 ) -> None:
     code = code_by_name(quotas, G5)
-    first = quotas.request_service_quota_increase(ServiceCode="sagemaker", QuotaCode=code, DesiredValue=2)
+    first_id = request_increase(quotas, code, 2)["Id"]
     clock.advance(hours=6)
-    assert plane.advance() == [
-        (first["RequestedQuota"]["Id"], "CASE_OPENED"), (first["RequestedQuota"]["Id"], "DENIED"),
-    ]  # fmt: skip
+    assert plane.advance() == [(first_id, "CASE_OPENED"), (first_id, "DENIED")]
     assert plane.quota_value(G5) == 0.0
 
     plane.decide(G5, "APPROVED", after=timedelta(minutes=5))  # small enough for no Support case
-    second = quotas.request_service_quota_increase(ServiceCode="sagemaker", QuotaCode=code, DesiredValue=1)
-    assert second["RequestedQuota"]["Status"] == "PENDING"
-    history = quotas.list_requested_service_quota_change_history_by_quota(
-        ServiceCode="sagemaker", QuotaCode=code
-    )["RequestedQuotas"]
-    assert [(r["Status"], r["DesiredValue"]) for r in history] == [("PENDING", 1.0), ("DENIED", 2.0)]
+    assert request_increase(quotas, code, 1)["Status"] == "PENDING"
+    history = [(r["Status"], r["DesiredValue"]) for r in history_of(quotas, code)]
+    assert history == [("PENDING", 1.0), ("DENIED", 2.0)]
     clock.advance(minutes=5)
     assert [status for _, status in plane.advance()] == ["APPROVED"]
     assert plane.requests()[-1].get("CaseId") is None
@@ -216,14 +219,11 @@ def test_support_case_not_allowed_ends_not_approved_and_settle_all_decides_early
     quotas: Any, plane: SimulatedServiceQuotas, clock: SteppingClock
 ) -> None:
     p4d, m5 = code_by_name(quotas, P4D), code_by_name(quotas, "ml.m5.large for training job usage")
-    quotas.request_service_quota_increase(
-        ServiceCode="sagemaker", QuotaCode=p4d, DesiredValue=4, SupportCaseAllowed=False
-    )
-    quotas.request_service_quota_increase(ServiceCode="sagemaker", QuotaCode=m5, DesiredValue=10)
+    request_increase(quotas, p4d, 4, SupportCaseAllowed=False)
+    request_increase(quotas, m5, 10)
     clock.advance(minutes=10)
-    assert quotas.list_requested_service_quota_change_history(Status="NOT_APPROVED")["RequestedQuotas"][0][
-        "QuotaName"
-    ] == P4D
+    refused = quotas.list_requested_service_quota_change_history(Status="NOT_APPROVED")["RequestedQuotas"]
+    assert [r["QuotaName"] for r in refused] == [P4D]
     assert [status for _, status in plane.settle_all()] == ["APPROVED"]
     assert plane.requests()[-1]["LastUpdated"] == clock.now
     assert plane.quota_value("ml.m5.large for training job usage") == 10.0
@@ -233,7 +233,7 @@ def test_desired_value_must_be_above_the_current_value(quotas: Any) -> None:
     code = code_by_name(quotas, "Number of instances across all training jobs")
     for desired in (4, 3):
         with pytest.raises(quotas.exceptions.IllegalArgumentException) as excinfo:
-            quotas.request_service_quota_increase(ServiceCode="sagemaker", QuotaCode=code, DesiredValue=desired)
+            request_increase(quotas, code, desired)
         assert error_of(excinfo)[1] == "You must provide a quota value greater than the current quota value"
 
 
@@ -242,7 +242,7 @@ def test_unknown_codes_services_and_requests_are_no_such_resource(quotas: Any) -
     with pytest.raises(missing):
         quotas.get_service_quota(ServiceCode="sagemaker", QuotaCode="L-09B4A649")  # AWS's p4d code
     with pytest.raises(missing):
-        quotas.request_service_quota_increase(ServiceCode="sagemaker", QuotaCode="L-00C91CB5", DesiredValue=8)
+        request_increase(quotas, "L-00C91CB5", 8)  # AWS's code for the training instances across all jobs
     with pytest.raises(missing):
         quotas.get_requested_service_quota_change(RequestId="d187537d15254312a9609aa51bbf7624u7W49tPO")
     with pytest.raises(missing) as excinfo:
@@ -297,3 +297,22 @@ def test_constructor_rejects_unknown_quota_names_and_outcomes() -> None:
         SimulatedServiceQuotas(outcomes={P4D: ("PENDING", timedelta(hours=1))})
     overridden = SimulatedServiceQuotas(values={P4D: 2}, instance_types=["ml.p4d.24xlarge"])
     assert overridden.training_instance_limits() == {"ml.p4d.24xlarge": 2}
+
+
+def test_the_production_adapter_resolves_files_and_follows_a_request(quotas: Any, clock: SteppingClock) -> None:
+    adapter = ServiceQuotas(quotas)
+    found = adapter.find("ML.P4D.24XLARGE  for training job usage")
+    assert found is not None and (found.name, found.value) == (P4D, 0.0)
+
+    filed = adapter.request_increase(found.code, 4, support_case_allowed=True)
+    again = adapter.request_increase(found.code, 4, support_case_allowed=True)  # refused; the open one instead
+    assert (filed.status, again.request_id) == ("PENDING", filed.request_id)
+
+    clock.advance(minutes=10)
+    opened = adapter.request_state(filed.request_id)
+    assert opened.status == "CASE_OPENED" and opened.case_id
+    assert adapter.open_request(found.code) == opened
+    clock.advance(hours=4)
+    assert adapter.request_state(filed.request_id).status == "APPROVED"
+    assert adapter.open_request(found.code) is None
+    assert adapter.current_value(found.code) == 4.0

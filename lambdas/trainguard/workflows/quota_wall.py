@@ -77,13 +77,13 @@ def meet_quota_wall(ports: GuardPorts, blocked: BlockedLaunch, policy: JobPolicy
         return QuotaWallResult(
             f"No increase requested: {plan.reason}. {_wait_sentence(blocked, wait)}", None, _can_wait(blocked)
         )
-    state = _known_open_request(ports, quota.code) or ports.quotas.request_increase(
+    existing = _known_open_request(ports, quota.code)
+    state = existing or ports.quotas.request_increase(
         quota.code, plan.desired_value, ports.config.quota_support_case_allowed
     )
     ports.quota_ledger.save_request(state, now)
     _keep(ports, blocked, wait)
-    asked = state.desired_value == plan.desired_value and state.status == "PENDING"
-    verb = "Requested" if asked else "Found an open request for"
+    verb = "Found an open request for" if existing else "Requested"
     summary = (
         f"{verb} '{state.quota_name or demand.quota_name}' = {format_value(state.desired_value)} "
         f"(request {state.request_id}, case {state.case_id or 'none yet'}, status {state.status}); {plan.reason}. "
