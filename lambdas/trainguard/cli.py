@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from trainguard.cli_preflight import add_preflight_command, preflight_text
+
 EXIT_UNREADABLE = 2
 
 
@@ -20,13 +22,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        answer = args.run(args)
-    except UnreadableInput as err:
+        result = args.run(args)
+    except (UnreadableInput, ValueError) as err:
         print(f"trainguard {args.command}: {err}", file=sys.stderr)
         return EXIT_UNREADABLE
-    json.dump(answer, sys.stdout, indent=2, sort_keys=True, default=str)
-    sys.stdout.write("\n")
-    return 0
+    except Exception as err:  # an AWS error in a command that calls AWS: one line, not a traceback
+        if type(err).__module__.startswith("botocore"):
+            print(f"trainguard {args.command}: {err}", file=sys.stderr)
+            return EXIT_UNREADABLE
+        raise
+    answer, code = result if isinstance(result, tuple) else (result, 0)
+    if getattr(args, "json", True):
+        json.dump(answer, sys.stdout, indent=2, sort_keys=True, default=str)
+        sys.stdout.write("\n")
+    else:
+        print(preflight_text(answer))
+    return code
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -51,7 +62,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="ARN",
         help="a role trainguard may pass (setting passable_role_arns); repeat it. Without it, the role is not checked.",
     )
+    explain.add_argument(
+        "--quota-ceiling", type=int, default=64, help="the deployed default_quota_ceiling (for quota_request)"
+    )
     explain.set_defaults(run=_run_explain)
+    add_preflight_command(commands)
     return parser
 
 
@@ -65,7 +80,7 @@ def _run_explain(args: argparse.Namespace) -> dict[str, Any]:
     from trainguard.workflows.explain import explain_job, explain_reason
 
     if args.reason is not None:
-        return explain_reason(args.reason)
+        return explain_reason(args.reason, quota_ceiling=args.quota_ceiling)
     try:
         if args.event is not None:
             job = parse_state_change(_read_json(args.event)).job
@@ -87,6 +102,7 @@ def _run_explain(args: argparse.Namespace) -> dict[str, Any]:
         ),
         create_request_shape=create_training_job_shape(),
         now=datetime.now(UTC),
+        quota_ceiling=args.quota_ceiling,
     )
     if args.allow_role is None:
         answer["notes"] = ["the execution role was not checked against passable_role_arns (use --allow-role)"]

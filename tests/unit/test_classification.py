@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from trainguard.domain import classification
 from trainguard.domain.classification import DECISION_BY_CATEGORY, classify_failure_reason, classify_job_end
 from trainguard.domain.model import Category, Decision

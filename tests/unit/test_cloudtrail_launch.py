@@ -13,17 +13,17 @@ import pytest
 from botocore.model import ListShape, MapShape, Shape, StructureShape
 from botocore.validate import ParamValidator
 from moto import mock_aws
+
+from infra.event_patterns import failed_training_job_launch_pattern
+from tests.cloudtrail_events import camel_case_record, envelope_from_record
+from tests.conftest import load_fixture
+from tests.unit.test_request_builder import fill
 from trainguard.adapters.service_model import create_training_job_shape
 from trainguard.domain.cloudtrail_launch import RebuiltLaunch, rebuild_create_request
 from trainguard.domain.request_builder import RelaunchImpossible, project_onto_shape
 from trainguard.events import cloudtrail
 from trainguard.events.cloudtrail import parse_failed_launch
 from trainguard.events.training_job import MalformedInput
-
-from infra.event_patterns import failed_training_job_launch_pattern
-from tests.cloudtrail_events import camel_case_record, envelope_from_record
-from tests.conftest import load_fixture
-from tests.unit.test_request_builder import fill
 
 CREATE_INPUT = (
     botocore.session.get_session().get_service_model("sagemaker").operation_model("CreateTrainingJob").input_shape

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from trainguard.cli import main
 
 from tests.conftest import load_fixture
 from tests.fakes import described_job
+from trainguard.cli import main
 
 KEYS = {"category", "decision", "reason", "create_training_job_request", "quota_request"}
 
@@ -129,3 +129,32 @@ def test_the_installed_command(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["decision"] == "retry"
+
+
+QUOTA_TEXTS = [e["text"] for e in load_fixture("failure_reasons.json") if e["decision"] == "quota"]
+
+
+@pytest.mark.parametrize("text", QUOTA_TEXTS, ids=[t[95:150] for t in QUOTA_TEXTS])
+def test_reason_fills_the_quota_request_for_every_shared_quota_text(capsys: pytest.CaptureFixture[str],
+                                                                     text: str) -> None:
+    code, answer, _ = run(capsys, "explain", "--reason", text)
+    assert code == 0 and answer is not None and answer["decision"] == "quota"
+    request = answer["quota_request"]
+    assert request["quota_name"].endswith(("usage", "jobs")) and "\n" not in request["quota_name"]
+    assert isinstance(request["desired_value"], float) and request["desired_value"] >= 1
+    assert request["ceiling_applied"] is False
+
+
+def test_the_ceiling_caps_the_quota_request(capsys: pytest.CaptureFixture[str]) -> None:
+    text = ("The account-level service limit 'ml.p5.48xlarge for training job usage' is 0 Instances, with current "
+            "utilization of 0 Instances and a request delta of 16 Instances.")
+    code, answer, _ = run(capsys, "explain", "--reason", text, "--quota-ceiling", "8")
+    assert code == 0 and answer is not None
+    assert answer["quota_request"]["desired_value"] == 8 and answer["quota_request"]["ceiling_applied"] is True
+
+
+def test_a_region_error_has_no_quota_request(capsys: pytest.CaptureFixture[str]) -> None:
+    code, answer, _ = run(capsys, "explain", "--reason", "ResourceLimitExceeded: The requested resource "
+                          "training-job/ml.p2.xlarge is not available in this region")
+    assert code == 0 and answer is not None
+    assert answer["decision"] == "notify" and answer["quota_request"] is None

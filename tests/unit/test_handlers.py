@@ -7,11 +7,11 @@ import json
 from typing import Any
 
 import pytest
-from trainguard.domain.outcome import OutcomeKind
-from trainguard.handlers import job_events, retry_launcher
 
 from tests.conftest import load_fixture
 from tests.fakes import described_job, fake_ports
+from trainguard.domain.outcome import OutcomeKind
+from trainguard.handlers import job_events, retry_launcher
 
 SAMPLE = load_fixture("events/sagemaker_training_job_state_change.awsdocs.json")
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+
+from tests.fakes import NOW, ROLE, described_job, fake_ports, with_config
 from trainguard.domain.outcome import OutcomeKind
 from trainguard.workflows.job_ended import handle_job_end
 from trainguard.workflows.ports import LaunchRefused, StepInProgress
 from trainguard.workflows.scheduled_relaunch import handle_scheduled_relaunch
-
-from tests.fakes import NOW, ROLE, described_job, fake_ports, with_config
 
 OPTED_IN = {"trainguard:enabled": "true", "team": "llm", "aws:cloudformation:stack-name": "x"}
 USER_CODE = "AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage \"NameError: name 'x' is not defined\""

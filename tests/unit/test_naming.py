@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import botocore.session
 import pytest
+
 from trainguard.domain.naming import MAX_JOB_NAME_LENGTH, is_valid_job_name, retry_job_name
 
 _MODEL = botocore.session.get_session().get_service_model("sagemaker")

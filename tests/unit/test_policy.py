@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+
 from trainguard.domain.policy import PolicyDefaults, TagKeys, parse_tag_list, read_job_policy
 
 KEYS = TagKeys("trainguard")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from trainguard.domain.quotas import NoQuotaRequest, QuotaRequestPlan, plan_quota_request, read_quota_error
 
 from tests.conftest import load_fixture
+from trainguard.domain.quotas import NoQuotaRequest, QuotaRequestPlan, plan_quota_request, read_quota_error
 
 QUOTA_TEXTS = [e for e in load_fixture("failure_reasons.json") if e["category"] == "quota"]
 CURRENT = (

@@ -10,11 +10,11 @@ import botocore.session
 import pytest
 from botocore.model import ListShape, MapShape, Shape, StructureShape
 from botocore.validate import ParamValidator
+
+from tests.conftest import load_fixture
 from trainguard.adapters.service_model import create_training_job_shape
 from trainguard.domain.naming import is_valid_job_name, retry_job_name
 from trainguard.domain.request_builder import RelaunchImpossible, build_relaunch_request
-
-from tests.conftest import load_fixture
 
 MODEL = botocore.session.get_session().get_service_model("sagemaker")
 CREATE_INPUT = MODEL.operation_model("CreateTrainingJob").input_shape

@@ -23,6 +23,10 @@ IAM_ACTIONS = (
 )
 
 
+# Only `trainguard preflight` (run by a person) counts instances in use; the functions never list jobs.
+PREFLIGHT_IAM_ACTIONS = ("sagemaker:ListTrainingJobs", "sagemaker:DescribeTrainingJob")
+
+
 class SageMakerJobs:
     def __init__(self, client: Any) -> None:
         self._client = client
@@ -55,6 +59,22 @@ class SageMakerJobs:
         if isinstance(existing, TrainingJob) and existing.tags.get(retry_of_tag_key) == retry_of:
             return LaunchResult.ALREADY_EXISTS
         raise NameTaken(f"a training job named {name} exists and is not trainguard's relaunch of {retry_of}")
+
+    def instances_in_use(self) -> dict[str, int]:
+        """Instances of the training jobs InProgress now, by instance type (ListTrainingJobs gives no
+        sizes, so each job is described: ListTrainingJobs allows about 2 calls per second, FACTS.md)."""
+        in_use: dict[str, int] = {}
+        for page in self._client.get_paginator("list_training_jobs").paginate(StatusEquals="InProgress"):
+            for summary in page.get("TrainingJobSummaries", []):
+                described = self._client.describe_training_job(TrainingJobName=summary["TrainingJobName"])
+                config = described.get("ResourceConfig", {})
+                groups = config.get("InstanceGroups") or [config]
+                for group in groups:
+                    if group.get("InstanceType"):
+                        in_use[group["InstanceType"]] = in_use.get(group["InstanceType"], 0) + int(
+                            group.get("InstanceCount", 0)
+                        )
+        return in_use
 
     def _list_tags(self, arn: str) -> list[dict[str, str]]:
         tags: list[dict[str, str]] = []

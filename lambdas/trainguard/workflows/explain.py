@@ -10,13 +10,31 @@ from trainguard.domain.classification import classify_failure_reason
 from trainguard.domain.job_end import RelaunchPlan, RelaunchSettings, assess_job_end, plan_relaunch
 from trainguard.domain.model import Decision, TrainingJob
 from trainguard.domain.policy import PolicyDefaults, TagKeys, read_job_policy
+from trainguard.domain.quotas import NoQuotaRequest, plan_quota_request, read_quota_error
 
 OFFLINE_CHECKPOINT_NOTE = "not listed offline"
 
 
-def explain_reason(text: str) -> dict[str, Any]:
+def explain_reason(text: str, *, quota_ceiling: float = 64, instance_count: int | None = None) -> dict[str, Any]:
     reading = classify_failure_reason(text)
-    return _answer(reading.category.value, reading.decision.value, reading.reason)
+    answer = _answer(reading.category.value, reading.decision.value, reading.reason)
+    if reading.decision is Decision.QUOTA:
+        answer["quota_request"] = offline_quota_request(text, quota_ceiling, instance_count)
+    return answer
+
+
+def offline_quota_request(text: str, ceiling: float, instance_count: int | None) -> dict[str, Any] | None:
+    """The increase trainguard would ask for, sized from the message alone (offline, the quota's
+    current value is taken to be the limit the message states)."""
+    demand = read_quota_error(text)
+    if demand is None:
+        return None
+    plan = plan_quota_request(
+        demand, current_value=None, launch_instance_count=instance_count, ceilings={}, default_ceiling=ceiling
+    )
+    if isinstance(plan, NoQuotaRequest):
+        return {"quota_name": demand.quota_name, "desired_value": None, "ceiling_applied": False, "reason": plan.reason}
+    return plan.as_dict()
 
 
 def explain_job(
@@ -27,6 +45,7 @@ def explain_job(
     settings: RelaunchSettings,
     create_request_shape: dict[str, Any],
     now: datetime,
+    quota_ceiling: float = 64,
 ) -> dict[str, Any]:
     policy = read_job_policy(job.tags, defaults, keys)
     assessment = assess_job_end(job, policy)
@@ -34,6 +53,11 @@ def explain_job(
     answer["job_name"] = job.name
     answer["opted_in"] = assessment.opted_in
     answer["tag_problems"] = [p.describe() for p in policy.problems]
+    if assessment.decision is Decision.QUOTA:
+        count = job.description.get("ResourceConfig", {}).get("InstanceCount")
+        answer["quota_request"] = offline_quota_request(
+            job.failure_reason, quota_ceiling, count if isinstance(count, int) else None
+        )
     if assessment.decision is not Decision.RETRY:
         return answer
     if not job.is_terminal:

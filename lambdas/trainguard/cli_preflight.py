@@ -1,0 +1,128 @@
+"""`trainguard preflight`: check a planned launch against the account's SageMaker quotas, and with
+--request file the increases it needs. It calls AWS (or the local stand-in through AWS_ENDPOINT_URL).
+
+IAM for the person who runs it: the Service Quotas reads (and RequestServiceQuotaIncrease with
+--request), sagemaker:ListTrainingJobs and sagemaker:DescribeTrainingJob.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from trainguard.domain.preflight import PlannedLaunch, QuotaCheck, check_launch
+from trainguard.domain.quotas import NoQuotaRequest, QuotaDemand, plan_quota_request
+
+EXIT_FITS = 0
+EXIT_BLOCKED = 1
+
+
+def add_preflight_command(commands: Any) -> None:
+    preflight = commands.add_parser(
+        "preflight",
+        help="check a planned launch against the account's quotas",
+        description="Check a planned training launch against the account's SageMaker quotas: the instance "
+        "type's quota, the instances across all training jobs, the maximum per job and the longest run time. "
+        "Exit 0 if it fits, 1 if a quota blocks it.",
+    )
+    preflight.add_argument("--instance-type", required=True, help="e.g. ml.p4d.24xlarge")
+    preflight.add_argument("--instance-count", required=True, type=int, help="instances in the planned job")
+    preflight.add_argument("--max-runtime", type=int, metavar="SECONDS", help="the job's MaxRuntimeInSeconds")
+    preflight.add_argument("--spot", action="store_true", help="a managed spot job (its own instance quota)")
+    preflight.add_argument("--request", action="store_true", help="file the increases that would unblock it")
+    preflight.add_argument("--ceiling", type=int, default=64, help="the most to ask for an instance quota")
+    preflight.add_argument("--no-support-case", action="store_true", help="SupportCaseAllowed=false")
+    preflight.add_argument("--json", action="store_true", help="print JSON (the default is text)")
+    preflight.set_defaults(run=run_preflight)
+
+
+def run_preflight(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    import boto3
+
+    from trainguard.adapters.sagemaker import SageMakerJobs
+    from trainguard.adapters.service_quotas import ServiceQuotas
+
+    if args.instance_count < 1:
+        raise ValueError("--instance-count must be 1 or more")
+    session = boto3.session.Session()
+    quotas = ServiceQuotas(session.client("service-quotas"))
+    jobs = SageMakerJobs(session.client("sagemaker"))
+    launch = PlannedLaunch(args.instance_type, args.instance_count, args.max_runtime, args.spot)
+    names = [launch.type_quota_name, *_GLOBAL_QUOTAS]
+    found = {name: quotas.find(name) for name in names}
+    values = {name: (quotas.current_value(q.code) if q else None) for name, q in found.items()}
+    checks = check_launch(launch, values, jobs.instances_in_use())
+    requested = []
+    if args.request:
+        for check in checks:
+            quota = found.get(check.quota_name)
+            if check.blocks and quota is not None:
+                requested.append(_request(quotas, quota.code, check, args))
+    report = {
+        "launch": {
+            "instance_type": launch.instance_type,
+            "instance_count": launch.instance_count,
+            "max_runtime_seconds": launch.max_runtime_seconds,
+            "spot": launch.spot,
+        },
+        "fits": not any(c.blocks for c in checks),
+        "checks": [c.as_dict() for c in checks],
+        "requests": requested,
+    }
+    return report, EXIT_FITS if report["fits"] else EXIT_BLOCKED
+
+
+_GLOBAL_QUOTAS = (
+    "Number of instances across all training jobs",
+    "Maximum number of instances per training job",
+    "Longest run time for a training job",
+)
+
+
+def _request(quotas: Any, code: str, check: QuotaCheck, args: argparse.Namespace) -> dict[str, Any]:
+    assert check.value is not None
+    demand = QuotaDemand(check.quota_name, check.value, check.in_use, check.needed - check.in_use)
+    runtime = check.quota_name == _GLOBAL_QUOTAS[2]
+    plan = plan_quota_request(
+        demand,
+        current_value=check.value,
+        launch_instance_count=None,
+        ceilings={},
+        default_ceiling=check.needed if runtime else args.ceiling,
+    )
+    if isinstance(plan, NoQuotaRequest):
+        return {"quota_name": check.quota_name, "requested": False, "reason": plan.reason}
+    open_request = quotas.open_request(code)
+    state = open_request or quotas.request_increase(code, plan.desired_value, not args.no_support_case)
+    return {
+        "quota_name": check.quota_name,
+        "requested": open_request is None,
+        "desired_value": state.desired_value,
+        "ceiling_applied": plan.ceiling_applied,
+        "request_id": state.request_id,
+        "case_id": state.case_id,
+        "status": state.status,
+        "reason": "an open request already exists" if open_request else plan.reason,
+    }
+
+
+def preflight_text(report: dict[str, Any]) -> str:
+    launch = report["launch"]
+    lines = [
+        f"Planned: {launch['instance_count']} x {launch['instance_type']}"
+        + (f", MaxRuntimeInSeconds {launch['max_runtime_seconds']}" if launch["max_runtime_seconds"] else "")
+        + (" (spot)" if launch["spot"] else "")
+    ]
+    for check in report["checks"]:
+        mark = "BLOCKS" if check["blocks"] else "ok    "
+        lines.append(f"  {mark} {check['quota_name']}: {check['explanation']}")
+    for request in report["requests"]:
+        if request.get("request_id"):
+            lines.append(
+                f"  requested {request['quota_name']} = {request['desired_value']:g}: request "
+                f"{request['request_id']}, status {request['status']} ({request['reason']})"
+            )
+        else:
+            lines.append(f"  not requested {request['quota_name']}: {request['reason']}")
+    lines.append("It fits." if report["fits"] else "A quota blocks this launch.")
+    return "\n".join(lines)
