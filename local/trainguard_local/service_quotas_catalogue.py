@@ -6,8 +6,9 @@ Names and defaults follow ../shared/aws/FACTS.md ("Service Quotas") and quotas.j
     quoted in failure_reasons.json: Debugger and Profiler rules run as processing jobs);
   - account-wide: "Number of instances across all training jobs" (4), "Maximum number of instances per
     training job" (20), "Longest run time for a training job" (432,000 s), their spot counterparts
-    (4, 20; an account's applied values, quotas.json), "Number of instances across all processing jobs"
-    (4, the value in failure_reasons.json's ResourceLimitExceeded text).
+    (names from quotas.json; 4 and 20 as one account's public listing of its applied values shows them),
+    "Number of instances across all processing jobs" (4, as in failure_reasons.json's
+    ResourceLimitExceeded text).
   - GPU and other accelerated instance types start at 0 (FACTS.md); warm pools at 0; other types at
     ``OTHER_INSTANCE_DEFAULT`` (a stand-in: AWS's defaults for CPU types vary by type and account).
 

@@ -22,10 +22,10 @@ from typing import Any
 
 import boto3
 from moto.server import ThreadedMotoServer
-from trainguard.adapters.ledger import create_table_request
-from trainguard.config import GuardConfig
 
 from infra.event_patterns import training_job_ended_pattern
+from trainguard.adapters.ledger import create_table_request
+from trainguard.config import GuardConfig
 from trainguard_local.sagemaker_control_plane import SimulatedSageMaker
 from trainguard_local.sagemaker_events import eventbridge_forwarder
 from trainguard_local.sagemaker_server import SageMakerServer

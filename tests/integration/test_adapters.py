@@ -10,6 +10,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
+
+from tests.fakes import NOW, described_job
 from trainguard.adapters.checkpoints import CheckpointReader
 from trainguard.adapters.ledger import Ledger, create_table_request
 from trainguard.adapters.notifier import Notifier
@@ -25,8 +27,6 @@ from trainguard.workflows.ports import (
     StepInProgress,
     StepState,
 )
-
-from tests.fakes import NOW, described_job
 
 REGION = "us-east-1"
 

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
 from trainguard.handlers import job_events, retry_launcher
 from trainguard.handlers.wiring import production_ports
 from trainguard_local.demo import JOBS, launch, run_demo

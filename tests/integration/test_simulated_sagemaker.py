@@ -15,6 +15,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
+
 from trainguard_local.sagemaker_control_plane import InvalidTransition, SimulatedSageMaker
 from trainguard_local.sagemaker_events import eventbridge_forwarder
 from trainguard_local.sagemaker_server import SageMakerServer
