@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from botocore.model import ListShape, MapShape, Shape, StructureShape
+from trainguard_local.cloudtrail import camel_case_record  # noqa: F401  (re-exported for the tests)
 
 
 def envelope_from_record(record: Mapping[str, Any], error_code: str, error_message: str) -> dict[str, Any]:
@@ -38,14 +38,3 @@ def envelope_from_record(record: Mapping[str, Any], error_code: str, error_messa
         "resources": [],
         "detail": detail,
     }
-
-
-def camel_case_record(value: Any, shape: Shape) -> Any:
-    """`value` spelt as CloudTrail records it: the first letter of every member name lowered."""
-    if isinstance(shape, StructureShape):
-        return {n[:1].lower() + n[1:]: camel_case_record(v, shape.members[n]) for n, v in value.items()}
-    if isinstance(shape, ListShape):
-        return [camel_case_record(item, shape.member) for item in value]
-    if isinstance(shape, MapShape):
-        return {key: camel_case_record(item, shape.value) for key, item in value.items()}
-    return value

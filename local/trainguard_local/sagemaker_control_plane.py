@@ -27,6 +27,7 @@ from trainguard_local.sagemaker_events import StateChangeListener, build_state_c
 from trainguard_local.sagemaker_training_job import FAILURE_REASON_LIMIT, TrainingJobRecord
 
 Clock = Callable[[], datetime]
+FailedCallListener = Callable[[str, dict[str, Any], SageMakerApiError], None]
 
 SUPPORTED_OPERATIONS = (
     "CreateTrainingJob",
@@ -60,13 +61,18 @@ class SimulatedSageMaker:
         *,
         clock: Clock = _utc_now,
         on_event: StateChangeListener | None = None,
-        instance_limits: dict[str, int] | None = None,
+        instance_limits: dict[str, int] | Callable[[str], int | None] | None = None,
+        on_failed_call: FailedCallListener | None = None,
         account_id: str = "123456789012",
         region: str = "us-east-1",
     ) -> None:
         self._clock = clock
         self._on_event = on_event
-        self._instance_limits = dict(instance_limits or {})
+        # A fixed table, or a function (the simulated Service Quotas' current values, which change on approval).
+        self._limit_for: Callable[[str], int | None] = (
+            instance_limits if callable(instance_limits) else dict(instance_limits or {}).get
+        )
+        self._on_failed_call = on_failed_call
         self.account_id = account_id
         self.region = region
         self.calls: list[tuple[str, dict[str, Any]]] = []
@@ -98,6 +104,10 @@ class SimulatedSageMaker:
         try:
             with self._lock:
                 return answer(params)
+        except SageMakerApiError as error:
+            if self._on_failed_call is not None:
+                self._on_failed_call(operation, copy.deepcopy(params), error)  # as CloudTrail records it
+            raise
         finally:
             self._deliver_events()
 
@@ -250,7 +260,7 @@ class SimulatedSageMaker:
 
     def _check_instance_limits(self, job: TrainingJobRecord) -> None:
         for instance_type, delta in job.instances_by_type().items():
-            limit = self._instance_limits.get(instance_type)
+            limit = self._limit_for(instance_type)
             if limit is None:
                 continue
             in_use = sum(

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from trainguard.config import GuardConfig
 
 from infra.settings import Settings
 from infra.stack import guard_config
@@ -17,6 +16,7 @@ from tests.infra.template_queries import (
     only_logical_id,
     render,
 )
+from trainguard.config import GuardConfig
 
 pytestmark = pytest.mark.slow
 
