@@ -4,6 +4,8 @@
    (and a duplicate delivery of the same event changes nothing).
 2. An opted-in job fails in the user's code: trainguard does not retry, and says why.
 3. A job that is not opted in fails: trainguard ignores it.
+4. A quota wall: two launches refused by quotas at 0; trainguard requests what each needs, one is
+   approved hours later (on a virtual clock) and the launch goes ahead, the other is denied and reported.
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from trainguard_local.demo_quotas import act_quota_wall
 from trainguard_local.stand_in import CHECKPOINT_BUCKET, TRAINING_ROLE, LambdaContext, LocalAWS, local_aws
 
 JOBS: dict[str, dict[str, Any]] = {
     "llama-pretrain": {
         "tags": {"trainguard:enabled": "true", "team": "llm"},
         "reason": "InternalServerError: We encountered an internal error. Please try again.",
-        "instances": ("ml.p4d.24xlarge", 4),
+        "instances": ("ml.p5.48xlarge", 4),
     },
     "bert-finetune": {
         "tags": {"trainguard:enabled": "true", "team": "nlp"},
@@ -90,13 +93,17 @@ def run_demo(say: Any = print) -> dict[str, Any]:
                 f"  {outcome['job_name']:<16} {outcome['kind']:<16}{new}\n"
                 f"  {'':<16} {textwrap.shorten(outcome['reason'], 110)}"
             )
+        report["quota_wall"] = act_quota_wall(aws, say)
         for message in aws.notifications():
             report["notifications"].append(message)
-        say(f"\nSNS: {len(report['notifications'])} message(s) published\n")
+        say(f"\nSNS: {len(report['notifications'])} message(s) published (the full text of one of each kind)\n")
+        shown: set[str] = set()
         for message in report["notifications"]:
             attributes = {k: v["Value"] for k, v in message.get("MessageAttributes", {}).items()}
             say(f"--- Subject: {message['Subject']}\n    attributes: {attributes}")
-            say(textwrap.indent(message["Message"], "    ") + "\n")
+            if attributes.get("outcome") not in shown:
+                shown.add(attributes.get("outcome", ""))
+                say(textwrap.indent(message["Message"], "    ") + "\n")
         for outcome in report["outcomes"]:
             if outcome["kind"] == "relaunched" and outcome["new_job_name"] not in report["relaunched"]:
                 new = aws.client("sagemaker").describe_training_job(TrainingJobName=outcome["new_job_name"])

@@ -18,22 +18,36 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
 from moto.server import ThreadedMotoServer
 
-from infra.event_patterns import training_job_ended_pattern
+from infra.event_patterns import failed_training_job_launch_pattern, training_job_ended_pattern
 from trainguard.adapters.ledger import create_table_request
 from trainguard.config import GuardConfig
+from trainguard_local.cloudtrail import cloudtrail_forwarder
 from trainguard_local.sagemaker_control_plane import SimulatedSageMaker
 from trainguard_local.sagemaker_events import eventbridge_forwarder
 from trainguard_local.sagemaker_server import SageMakerServer
+from trainguard_local.service_quotas import SimulatedServiceQuotas
+from trainguard_local.service_quotas_server import ENDPOINT_VARIABLE as QUOTAS_ENDPOINT_VARIABLE
+from trainguard_local.service_quotas_server import ServiceQuotasServer
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 TRAINING_ROLE = f"arn:aws:iam::{ACCOUNT}:role/TrainingRole"
 CHECKPOINT_BUCKET = "demo-checkpoints"
+# The stand-in account: room for the demo's ordinary jobs; p4d and trn1 at 0, as in a new account.
+ACCOUNT_QUOTAS = {
+    "Number of instances across all training jobs": 64,
+    "ml.p5.48xlarge for training job usage": 8,
+    "ml.g5.12xlarge for training job usage": 4,
+    "ml.g5.xlarge for training job usage": 4,
+    "ml.p4d.24xlarge for training job usage": 0,
+    "ml.trn1.32xlarge for training job usage": 0,
+}
 
 
 @dataclass
@@ -46,12 +60,29 @@ class LambdaContext:
     aws_request_id: str = "local"
 
 
+class VirtualClock:
+    """The stand-ins' time: now, plus however far the demo has skipped ahead (hours of quota review
+    pass in a moment). Service Quotas decides requests on this clock."""
+
+    def __init__(self) -> None:
+        self.offset = timedelta(0)
+
+    def __call__(self) -> datetime:
+        return datetime.now(UTC) + self.offset
+
+    def skip(self, delta: timedelta) -> None:
+        self.offset += delta
+
+
 @dataclass
 class LocalAWS:
     moto_url: str
     plane: SimulatedSageMaker
+    quotas: SimulatedServiceQuotas
+    clock: VirtualClock
     config: GuardConfig
     rule_queue_url: str
+    launch_failures_queue_url: str
     inbox_queue_url: str
 
     def client(self, service: str) -> Any:
@@ -60,6 +91,10 @@ class LocalAWS:
     def receive_rule_events(self) -> list[dict[str, Any]]:
         """Drain what the stack's rule matched (the events EventBridge would hand the function)."""
         return self._drain(self.rule_queue_url)
+
+    def receive_failed_launches(self) -> list[dict[str, Any]]:
+        """Drain what the stack's CloudTrail rule matched: CreateTrainingJob calls refused by a quota."""
+        return self._drain(self.launch_failures_queue_url)
 
     def notifications(self) -> list[dict[str, Any]]:
         """The SNS messages trainguard published, as an SQS subscriber of the topic receives them."""
@@ -105,25 +140,46 @@ def local_aws(**config_overrides: Any) -> Iterator[LocalAWS]:
         }
     )
     os.environ.pop("AWS_SESSION_TOKEN", None)
+    clock = VirtualClock()
+    quotas = SimulatedServiceQuotas(clock=clock, values=ACCOUNT_QUOTAS, account_id=ACCOUNT, region=REGION)
+    events = boto3.client("events", region_name=REGION)
     plane = SimulatedSageMaker(
-        on_event=eventbridge_forwarder(boto3.client("events", region_name=REGION)),
+        on_event=eventbridge_forwarder(events),
+        on_failed_call=cloudtrail_forwarder(events, account=ACCOUNT, region=REGION),
+        instance_limits=lambda instance_type: _training_limit(quotas, instance_type),
         account_id=ACCOUNT,
         region=REGION,
     )
     server = SageMakerServer(plane).start()
+    quotas_server = ServiceQuotasServer(quotas).start()
     os.environ["AWS_ENDPOINT_URL_SAGEMAKER"] = server.endpoint_url
+    os.environ[QUOTAS_ENDPOINT_VARIABLE] = quotas_server.endpoint_url
     try:
-        stand_in = _create_stack_resources(moto_url, plane, config_overrides)
+        stand_in = _create_stack_resources(moto_url, plane, quotas, clock, config_overrides)
         os.environ.update(stand_in.config.to_env())
         yield stand_in
     finally:
+        quotas_server.stop()
         server.stop()
         moto.stop()
         os.environ.clear()
         os.environ.update(saved)
 
 
-def _create_stack_resources(moto_url: str, plane: SimulatedSageMaker, overrides: dict[str, Any]) -> LocalAWS:
+def _training_limit(quotas: SimulatedServiceQuotas, instance_type: str) -> int | None:
+    try:
+        return int(quotas.quota_value(f"{instance_type} for training job usage"))
+    except KeyError:
+        return None
+
+
+def _create_stack_resources(
+    moto_url: str,
+    plane: SimulatedSageMaker,
+    quotas: SimulatedServiceQuotas,
+    clock: VirtualClock,
+    overrides: dict[str, Any],
+) -> LocalAWS:
     ddb, sns, sqs = (boto3.client(s, region_name=REGION) for s in ("dynamodb", "sns", "sqs"))
     events, s3, scheduler = (boto3.client(s, region_name=REGION) for s in ("events", "s3", "scheduler"))
     ddb.create_table(**create_table_request("trainguard-ledger"))
@@ -133,6 +189,11 @@ def _create_stack_resources(moto_url: str, plane: SimulatedSageMaker, overrides:
     rule_queue = sqs.create_queue(QueueName="trainguard-job-events")["QueueUrl"]
     events.put_rule(Name="trainguard-job-ended", EventPattern=json.dumps(training_job_ended_pattern()))
     events.put_targets(Rule="trainguard-job-ended", Targets=[{"Id": "handler", "Arn": _queue_arn(sqs, rule_queue)}])
+    failures_queue = sqs.create_queue(QueueName="trainguard-failed-launches")["QueueUrl"]
+    events.put_rule(Name="trainguard-failed-launches", EventPattern=json.dumps(failed_training_job_launch_pattern()))
+    events.put_targets(
+        Rule="trainguard-failed-launches", Targets=[{"Id": "handler", "Arn": _queue_arn(sqs, failures_queue)}]
+    )
     scheduler.create_schedule_group(Name="trainguard")
     s3.create_bucket(Bucket=CHECKPOINT_BUCKET)
     config = GuardConfig(
@@ -143,7 +204,7 @@ def _create_stack_resources(moto_url: str, plane: SimulatedSageMaker, overrides:
         scheduler_role_arn=f"arn:aws:iam::{ACCOUNT}:role/trainguard-scheduler",
         **overrides,
     )
-    return LocalAWS(moto_url, plane, config, rule_queue, inbox)
+    return LocalAWS(moto_url, plane, quotas, clock, config, rule_queue, failures_queue, inbox)
 
 
 def _queue_arn(sqs: Any, url: str) -> str:

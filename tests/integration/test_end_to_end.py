@@ -36,7 +36,7 @@ def creates(aws: LocalAWS) -> list[str]:
     return [name for name in names if name not in JOBS]
 
 
-def test_the_demo_shows_the_three_jobs() -> None:
+def test_the_demo_shows_the_three_jobs_and_the_quota_wall() -> None:
     report = run_demo(say=lambda *_: None)
     kinds = {(o["job_name"], o["kind"]) for o in report["outcomes"]}
     assert kinds == {
@@ -48,12 +48,46 @@ def test_the_demo_shows_the_three_jobs() -> None:
     subjects = sorted(m["Subject"] for m in report["notifications"])
     assert subjects == [
         "[trainguard] bert-finetune ended: user-code, not retried",
+        "[trainguard] gpt-finetune: launch blocked by a quota",
+        "[trainguard] launched gpt-finetune after a quota wall",
+        "[trainguard] quota request approved: ml.p4d.24xlarge for training job usage",
+        "[trainguard] quota request denied: ml.trn1.32xlarge for training job usage",
         "[trainguard] relaunched llama-pretrain",
+        "[trainguard] vit-pretrain not launched after a quota wall",
+        "[trainguard] vit-pretrain: launch blocked by a quota",
     ]
+    wall = report["quota_wall"]
+    assert all(error.startswith("ResourceLimitExceeded") for error in wall["blocked"].values())
+    assert [o["kind"] for o in wall["outcomes"]] == ["quota-wall", "quota-wall"]
+    assert wall["checks"][0]["outcomes"] == []  # +1 h: both requests still open
+    settled = {o["job_name"]: o["kind"] for o in wall["checks"][1]["outcomes"]}
+    assert settled == {"gpt-finetune": "relaunched", "vit-pretrain": "not-relaunched"}
+    assert wall["launched"] == {
+        "gpt-finetune": {
+            "status": "InProgress",
+            "instances": 2,
+            "instance_type": "ml.p4d.24xlarge",
+            "checkpoint": {"S3Uri": "s3://demo-checkpoints/gpt-finetune/", "LocalPath": "/opt/ml/checkpoints"},
+        }
+    }
     relaunched = report["relaunched"]["llama-pretrain-retry1"]
     assert relaunched["checkpoint"]["S3Uri"] == "s3://demo-checkpoints/llama-pretrain/"
     assert relaunched["tags"]["trainguard:retry-of"] == "llama-pretrain"
     assert relaunched["resource_config"]["InstanceCount"] == 4
+    wall = report["quota_wall"]
+    assert all(error.startswith("ResourceLimitExceeded") for error in wall["blocked"].values())
+    assert [o["kind"] for o in wall["outcomes"]] == ["quota-wall", "quota-wall"]
+    assert wall["checks"][0]["outcomes"] == []  # +1 h: both requests still open
+    settled = {o["job_name"]: o["kind"] for o in wall["checks"][1]["outcomes"]}
+    assert settled == {"gpt-finetune": "relaunched", "vit-pretrain": "not-relaunched"}
+    assert wall["launched"] == {
+        "gpt-finetune": {
+            "status": "InProgress",
+            "instances": 2,
+            "instance_type": "ml.p4d.24xlarge",
+            "checkpoint": {"S3Uri": "s3://demo-checkpoints/gpt-finetune/", "LocalPath": "/opt/ml/checkpoints"},
+        }
+    }
 
 
 def test_duplicate_and_reordered_delivery_gives_one_relaunch(aws: LocalAWS) -> None:
