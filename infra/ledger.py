@@ -11,6 +11,7 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from constructs import Construct
+
 from trainguard.adapters.ledger import IAM_ACTIONS as LEDGER_ACTIONS
 from trainguard.adapters.ledger import PARTITION_KEY, SORT_KEY, TTL_ATTRIBUTE
 

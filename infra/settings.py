@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
 from typing import Any
 
 CONTEXT_KEY = "trainguard"
@@ -21,6 +22,14 @@ _EMAIL = re.compile(r"^[^@\s,]+@[^@\s,]+\.[^@\s,]+$")
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _TAG_PREFIX = re.compile(r"^[A-Za-z0-9_.:/=+@-]{1,100}$")
+MAX_QUOTA_CEILING = 10000
+MAX_QUOTA_NAME_LENGTH = 200
+# The functions' environment variables share Lambda's 4 KB; the ceilings go there as JSON text.
+MAX_QUOTA_CEILINGS_JSON = 2048
+
+
+def _no_ceilings() -> Mapping[str, int]:
+    return MappingProxyType({})
 
 
 class SettingsError(ValueError):
@@ -38,6 +47,15 @@ class Settings:
     checkpoint_buckets: tuple[str, ...] = ()
     capacity_backoff_minutes: int = 10
     capacity_backoff_max_minutes: int = 120
+    # Quota walls: RequestServiceQuotaIncrease's SupportCaseAllowed, the most trainguard asks for (per
+    # quota name, else the default), how long a blocked launch waits, and how often the quotas are checked.
+    quota_support_case_allowed: bool = True
+    default_quota_ceiling: int = 64
+    quota_ceilings: Mapping[str, int] = field(default_factory=_no_ceilings)
+    quota_wait_hours: int = 72
+    quota_check_minutes: int = 15
+    # The rule on CreateTrainingJob calls refused for a quota; it needs a CloudTrail trail (README).
+    watch_failed_launches: bool = False
     # Local deploys into moto server cannot use the bootstrap-version rule (LOCAL_AWS.md).
     local_deploy: bool = False
 
@@ -61,6 +79,36 @@ class Settings:
             _check(bool(_ROLE_ARN.match(arn)), "passable_role_arns", f"IAM role ARNs ({arn!r} is not one)")
         for bucket in self.checkpoint_buckets:
             _check(bool(_BUCKET.match(bucket)), "checkpoint_buckets", f"S3 bucket names ({bucket!r} is not one)")
+        _check(
+            1 <= self.default_quota_ceiling <= MAX_QUOTA_CEILING,
+            "default_quota_ceiling",
+            f"an integer from 1 to {MAX_QUOTA_CEILING}",
+        )
+        for name, ceiling in self.quota_ceilings.items():
+            _check(
+                bool(name.strip()) and len(name) <= MAX_QUOTA_NAME_LENGTH,
+                "quota_ceilings",
+                f"keyed by quota names of 1 to {MAX_QUOTA_NAME_LENGTH} characters ({name!r} is not one)",
+            )
+            _check(
+                1 <= ceiling <= MAX_QUOTA_CEILING,
+                "quota_ceilings",
+                f"integers from 1 to {MAX_QUOTA_CEILING} ({name!r}: {ceiling!r} is not one)",
+            )
+        _check(
+            len(self.quota_ceilings_json) <= MAX_QUOTA_CEILINGS_JSON,
+            "quota_ceilings",
+            f"at most {MAX_QUOTA_CEILINGS_JSON} characters as JSON (Lambda environment variables share 4 KB)",
+        )
+        _check(1 <= self.quota_wait_hours <= 720, "quota_wait_hours", "an integer from 1 to 720")
+        _check(5 <= self.quota_check_minutes <= 1440, "quota_check_minutes", "an integer from 5 to 1440")
+        # Read-only, so the frozen object cannot change through the mapping it was given.
+        object.__setattr__(self, "quota_ceilings", MappingProxyType(dict(self.quota_ceilings)))
+
+    @property
+    def quota_ceilings_json(self) -> str:
+        """The ceilings as the JSON object `GuardConfig.quota_ceilings_json` carries, keys sorted."""
+        return json.dumps(dict(self.quota_ceilings), sort_keys=True, separators=(",", ":"))
 
     @classmethod
     def from_context(cls, raw: object) -> Settings:
@@ -97,6 +145,12 @@ def _coerce(name: str, value: object, kind: str) -> object:
         if isinstance(value, str):
             return value
         raise SettingsError(f"setting {name} must be a string, not {value!r}")
+    if kind.startswith("Mapping[str, int]"):
+        if isinstance(value, Mapping) and all(
+            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in value.items()
+        ):
+            return MappingProxyType(dict(value))
+        raise SettingsError(f"setting {name} must be an object of names to integers, not {value!r}")
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
     raise SettingsError(f"setting {name} must be a list of strings, not {value!r}")

@@ -18,10 +18,20 @@ CONFIGURED_CONTEXT: dict[str, Any] = {
         "arn:aws:iam::123456789012:role/team/OtherTrainingRole",
     ],
     "checkpoint_buckets": ["example-checkpoints"],
+    "quota_support_case_allowed": False,
+    "default_quota_ceiling": 32,
+    "quota_ceilings": {"ml.p4d.24xlarge for training job usage": 8, "Number of instances across all training jobs": 40},
+    "quota_wait_hours": 48,
+    "quota_check_minutes": 10,
+    "watch_failed_launches": True,
     "local_deploy": True,
 }
 JOB_EVENTS_HANDLER = "trainguard.handlers.job_events.handler"
 RETRY_LAUNCHER_HANDLER = "trainguard.handlers.retry_launcher.handler"
+QUOTA_WATCH_HANDLER = "trainguard.handlers.quota_watch.handler"
+FAILED_LAUNCHES_HANDLER = "trainguard.handlers.failed_launches.handler"
+# Every function of the configured stack (the defaults stack has no failed-launches function).
+ALL_HANDLERS = (JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER, QUOTA_WATCH_HANDLER, FAILED_LAUNCHES_HANDLER)
 
 
 # The statement `enforce_ssl` adds to a queue or topic policy.
@@ -45,6 +55,27 @@ def only_logical_id(template: dict[str, Any], resource_type: str, **properties: 
 
 def function_logical_id(template: dict[str, Any], handler: str) -> str:
     return only_logical_id(template, "AWS::Lambda::Function", Handler=handler)
+
+
+def rule_targeting(template: dict[str, Any], function_id: str) -> str:
+    """The logical ID of the one EventBridge rule whose target is that function."""
+    found = [
+        lid
+        for lid, rule in resources_of_type(template, "AWS::Events::Rule").items()
+        if any(t["Arn"] == {"Fn::GetAtt": [function_id, "Arn"]} for t in rule["Properties"].get("Targets", []))
+    ]
+    assert len(found) == 1, f"expected one rule targeting {function_id}, found {found}"
+    return found[0]
+
+
+def dead_letter_queue_of(template: dict[str, Any], function_id: str) -> str:
+    """The queue where the function's failed asynchronous invocations go (its on-failure destination)."""
+    (config,) = [
+        r["Properties"]
+        for r in resources_of_type(template, "AWS::Lambda::EventInvokeConfig").values()
+        if r["Properties"]["FunctionName"] == {"Ref": function_id}
+    ]
+    return str(config["DestinationConfig"]["OnFailure"]["Destination"]["Fn::GetAtt"][0])
 
 
 def render(value: Any) -> Any:

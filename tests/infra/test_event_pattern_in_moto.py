@@ -17,7 +17,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from tests.infra.template_queries import resources_of_type
+from tests.infra.template_queries import JOB_EVENTS_HANDLER, function_logical_id, rule_targeting
 
 pytestmark = pytest.mark.slow
 
@@ -87,11 +87,16 @@ def _case_of(body: str) -> str:
     return detail.get("TrainingJobName") or detail["HyperParameterTuningJobName"]
 
 
+def _job_ended_rule(template: dict[str, Any]) -> dict[str, Any]:
+    """The rule in front of the job-events function (the stack has others: the quota check, CloudTrail)."""
+    return dict(template["Resources"][rule_targeting(template, function_logical_id(template, JOB_EVENTS_HANDLER))])
+
+
 @pytest.fixture(scope="module")
 def delivered(synthesized: Any) -> Iterator[set[str]]:
     """Put every case on the default bus of a moto account whose only rule is the stack's rule.
     (mock_aws sets fake credentials itself; nothing leaves the process.)"""
-    (rule,) = resources_of_type(synthesized.template, "AWS::Events::Rule").values()
+    rule = _job_ended_rule(synthesized.template)
     with mock_aws():
         events = boto3.client("events", region_name=REGION)
         sqs = boto3.client("sqs", region_name=REGION)
@@ -114,8 +119,7 @@ def delivered(synthesized: Any) -> Iterator[set[str]]:
 def test_the_pattern_under_test_is_the_stacks(synthesized: Any) -> None:
     from infra.event_patterns import training_job_ended_pattern
 
-    (rule,) = resources_of_type(synthesized.template, "AWS::Events::Rule").values()
-    assert rule["Properties"]["EventPattern"] == training_job_ended_pattern()
+    assert _job_ended_rule(synthesized.template)["Properties"]["EventPattern"] == training_job_ended_pattern()
 
 
 def test_failed_and_stopped_training_jobs_arrive_whatever_the_tags_look_like(delivered: set[str]) -> None:

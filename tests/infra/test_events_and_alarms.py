@@ -1,4 +1,5 @@
-"""The rule, its target, the dead-letter queue, the functions' async settings and the alarms."""
+"""Job events: the rule, its target, the dead-letter queue, the functions' async settings and the alarms.
+(The quota walls' schedule, rule, queue and alarms: test_quota_walls.py.)"""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from aws_cdk.assertions import Match
 
 from infra.event_patterns import training_job_ended_pattern
 from tests.infra.template_queries import (
+    ALL_HANDLERS,
     DENY_INSECURE_TRANSPORT,
     JOB_EVENTS_HANDLER,
     RETRY_LAUNCHER_HANDLER,
+    dead_letter_queue_of,
     function_logical_id,
     only_logical_id,
-    resources_of_type,
+    rule_targeting,
 )
 
 pytestmark = pytest.mark.slow
@@ -29,7 +32,12 @@ def _keys_anywhere(value: Any) -> set[str]:
 
 
 def _dlq(template: dict[str, Any]) -> str:
-    return only_logical_id(template, "AWS::SQS::Queue")
+    return dead_letter_queue_of(template, function_logical_id(template, JOB_EVENTS_HANDLER))
+
+
+def _rule(template: dict[str, Any]) -> dict[str, Any]:
+    rule_id = rule_targeting(template, function_logical_id(template, JOB_EVENTS_HANDLER))
+    return dict(template["Resources"][rule_id])
 
 
 def _topic(template: dict[str, Any]) -> str:
@@ -40,7 +48,8 @@ def test_rule_matches_exactly_the_shared_pattern_and_never_tags(synthesized: Any
     template.has_resource_properties(
         "AWS::Events::Rule", {"EventPattern": Match.exact(training_job_ended_pattern()), "State": "ENABLED"}
     )
-    (rule,) = resources_of_type(synthesized.template, "AWS::Events::Rule").values()
+    rule = _rule(synthesized.template)
+    assert rule["Properties"]["EventPattern"] == training_job_ended_pattern()
     assert "Tags" not in _keys_anywhere(rule["Properties"]["EventPattern"])
 
 
@@ -60,7 +69,7 @@ def test_rule_target_is_job_events_function_with_retries_and_the_dlq(synthesized
         },
     )
     # EventBridge may invoke the function only from this rule.
-    (rule,) = resources_of_type(synthesized.template, "AWS::Events::Rule")
+    rule = rule_targeting(synthesized.template, job_events)
     template.has_resource_properties(
         "AWS::Lambda::Permission",
         {
@@ -73,10 +82,9 @@ def test_rule_target_is_job_events_function_with_retries_and_the_dlq(synthesized
 
 
 def test_dead_letter_queue_is_encrypted_ssl_only_and_keeps_messages_14_days(synthesized: Any, template: Any) -> None:
-    template.has_resource_properties(
-        "AWS::SQS::Queue", {"SqsManagedSseEnabled": True, "MessageRetentionPeriod": 14 * 24 * 3600}
-    )
     dlq = _dlq(synthesized.template)
+    properties = synthesized.template["Resources"][dlq]["Properties"]
+    assert (properties["SqsManagedSseEnabled"], properties["MessageRetentionPeriod"]) == (True, 14 * 24 * 3600)
     template.has_resource_properties(
         "AWS::SQS::QueuePolicy",
         {
@@ -148,7 +156,7 @@ def test_alarm_on_each_functions_errors(synthesized: Any, template: Any, handler
     )
 
 
-@pytest.mark.parametrize("handler", [JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER])
+@pytest.mark.parametrize("handler", ALL_HANDLERS)
 def test_functions_run_python_3_14_on_arm64_with_their_own_log_group(
     synthesized: Any, template: Any, handler: str
 ) -> None:

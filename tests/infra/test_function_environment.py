@@ -9,8 +9,8 @@ import pytest
 from infra.settings import Settings
 from infra.stack import guard_config
 from tests.infra.template_queries import (
+    ALL_HANDLERS,
     CONFIGURED_CONTEXT,
-    JOB_EVENTS_HANDLER,
     RETRY_LAUNCHER_HANDLER,
     function_logical_id,
     only_logical_id,
@@ -45,7 +45,7 @@ def _variable(field: str) -> str:
     return name
 
 
-@pytest.mark.parametrize("handler", [JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER])
+@pytest.mark.parametrize("handler", ALL_HANDLERS)
 def test_environment_is_guard_config_to_env_plus_powertools(synthesized: Any, handler: str) -> None:
     environment = _environment(synthesized.template, handler)
     expected = _expected_config().to_env()
@@ -58,7 +58,7 @@ def test_environment_is_guard_config_to_env_plus_powertools(synthesized: Any, ha
             assert environment[name] == value, name
 
 
-@pytest.mark.parametrize("handler", [JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER])
+@pytest.mark.parametrize("handler", ALL_HANDLERS)
 def test_resource_variables_point_at_this_stacks_resources(synthesized: Any, handler: str) -> None:
     template = synthesized.template
     environment = _environment(template, handler)
@@ -80,10 +80,17 @@ def test_resource_variables_point_at_this_stacks_resources(synthesized: Any, han
     )
 
 
-def test_handlers_read_the_environment_back(synthesized: Any) -> None:
+@pytest.mark.parametrize("handler", ALL_HANDLERS)
+def test_handlers_read_the_environment_back(synthesized: Any, handler: str) -> None:
     """What the stack writes, `GuardConfig.from_env()` reads (tokens stand in as their rendering)."""
-    environment = {k: str(render(v)) for k, v in _environment(synthesized.template, JOB_EVENTS_HANDLER).items()}
+    environment = {k: str(render(v)) for k, v in _environment(synthesized.template, handler).items()}
     config = GuardConfig.from_env(environment)
     assert config.passable_role_arns == tuple(CONFIGURED_CONTEXT["passable_role_arns"])
     assert config.tag_prefix == CONFIGURED_CONTEXT["tag_prefix"]
     assert config.schedule_group_name == "trainguard"
+    assert config.quota_ceilings == {name: float(v) for name, v in CONFIGURED_CONTEXT["quota_ceilings"].items()}
+    assert (config.default_quota_ceiling, config.quota_wait_hours, config.quota_support_case_allowed) == (
+        CONFIGURED_CONTEXT["default_quota_ceiling"],
+        CONFIGURED_CONTEXT["quota_wait_hours"],
+        CONFIGURED_CONTEXT["quota_support_case_allowed"],
+    )

@@ -21,6 +21,9 @@ def test_no_context_gives_the_defaults() -> None:
     assert settings.dry_run is False and settings.local_deploy is False
     assert settings.notification_emails == settings.passable_role_arns == settings.checkpoint_buckets == ()
     assert (settings.capacity_backoff_minutes, settings.capacity_backoff_max_minutes) == (10, 120)
+    assert settings.quota_support_case_allowed is True and settings.watch_failed_launches is False
+    assert (settings.default_quota_ceiling, settings.quota_wait_hours, settings.quota_check_minutes) == (64, 72, 15)
+    assert dict(settings.quota_ceilings) == {} and settings.quota_ceilings_json == "{}"
 
 
 def test_cdk_json_context_is_valid_and_states_the_defaults() -> None:
@@ -41,6 +44,27 @@ def test_lists_become_tuples_and_the_object_is_frozen() -> None:
     assert settings.checkpoint_buckets == ("example-checkpoints",)
     with pytest.raises(AttributeError):
         settings.dry_run = True  # type: ignore[misc]
+
+
+def test_quota_ceilings_become_a_read_only_mapping_and_sorted_json() -> None:
+    ceilings = {"ml.p4d.24xlarge for training job usage": 8, "Number of instances across all training jobs": 40}
+    settings = Settings.from_context({"quota_ceilings": ceilings, "default_quota_ceiling": 1})
+    assert dict(settings.quota_ceilings) == ceilings
+    assert json.loads(settings.quota_ceilings_json) == ceilings
+    assert settings.quota_ceilings_json.index("Number") < settings.quota_ceilings_json.index("ml.p4d")
+    with pytest.raises(TypeError):
+        settings.quota_ceilings["ml.p5.48xlarge for training job usage"] = 1  # type: ignore[index]
+    # The same settings compare equal however they were given.
+    assert settings == Settings(quota_ceilings=dict(ceilings), default_quota_ceiling=1)
+
+
+def test_quota_check_and_cloudtrail_rule_settings_are_read() -> None:
+    settings = Settings.from_context(
+        '{"quota_check_minutes": 5, "quota_wait_hours": 720, "watch_failed_launches": true,'
+        ' "quota_support_case_allowed": false}'
+    )
+    assert (settings.quota_check_minutes, settings.quota_wait_hours) == (5, 720)
+    assert settings.watch_failed_launches is True and settings.quota_support_case_allowed is False
 
 
 def test_a_json_string_from_the_command_line_is_parsed() -> None:
@@ -71,6 +95,23 @@ def test_a_json_string_from_the_command_line_is_parsed() -> None:
             {"capacity_backoff_minutes": 30, "capacity_backoff_max_minutes": 20},
             "capacity_backoff_max_minutes",
         ),
+        ({"default_quota_ceiling": 0}, "default_quota_ceiling must be an integer from 1 to 10000"),
+        ({"default_quota_ceiling": 10001}, "default_quota_ceiling must be an integer from 1 to 10000"),
+        ({"quota_ceilings": {"ml.p4d.24xlarge for training job usage": 0}}, "quota_ceilings must be integers"),
+        ({"quota_ceilings": {"ml.p4d.24xlarge for training job usage": 10001}}, "1 to 10000"),
+        ({"quota_ceilings": {"ml.p4d.24xlarge for training job usage": 8.5}}, "an object of names to integers"),
+        ({"quota_ceilings": {"ml.p4d.24xlarge for training job usage": True}}, "an object of names to integers"),
+        ({"quota_ceilings": {"ml.p4d.24xlarge for training job usage": "8"}}, "an object of names to integers"),
+        ({"quota_ceilings": [["ml.p4d.24xlarge for training job usage", 8]]}, "an object of names to integers"),
+        ({"quota_ceilings": {" ": 8}}, "quota_ceilings must be keyed by quota names of 1 to 200 characters"),
+        ({"quota_ceilings": {"x" * 201: 8}}, "quota_ceilings must be keyed by quota names"),
+        ({"quota_ceilings": {f"quota {i:03d} for training job usage": 8 for i in range(80)}}, "at most 2048"),
+        ({"quota_wait_hours": 0}, "quota_wait_hours must be an integer from 1 to 720"),
+        ({"quota_wait_hours": 721}, "quota_wait_hours must be an integer from 1 to 720"),
+        ({"quota_check_minutes": 4}, "quota_check_minutes must be an integer from 5 to 1440"),
+        ({"quota_check_minutes": 1441}, "quota_check_minutes must be an integer from 5 to 1440"),
+        ({"watch_failed_launches": "true"}, "watch_failed_launches must be true or false"),
+        ({"quota_support_case_allowed": 1}, "quota_support_case_allowed must be true or false"),
         ("{not json", "context 'trainguard' is not valid JSON"),
         (["dry_run"], "context 'trainguard' must be an object, not list"),
     ],
