@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from trainguard_local.demo_quotas import act_quota_wall
-from trainguard_local.stand_in import CHECKPOINT_BUCKET, TRAINING_ROLE, LambdaContext, LocalAWS, local_aws
+from trainguard_local.stand_in import CHECKPOINT_BUCKET, LambdaContext, LocalAWS, local_aws, training_request
 
 JOBS: dict[str, dict[str, Any]] = {
     "llama-pretrain": {
@@ -43,19 +43,7 @@ JOBS: dict[str, dict[str, Any]] = {
 def launch(aws: LocalAWS, name: str, spec: dict[str, Any]) -> None:
     instance_type, count = spec["instances"]
     aws.client("s3").put_object(Bucket=CHECKPOINT_BUCKET, Key=f"{name}/step-000400/model.pt", Body=b"weights")
-    aws.client("sagemaker").create_training_job(
-        TrainingJobName=name,
-        RoleArn=TRAINING_ROLE,
-        AlgorithmSpecification={
-            "TrainingImage": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.5",
-            "TrainingInputMode": "File",
-        },
-        OutputDataConfig={"S3OutputPath": f"s3://{CHECKPOINT_BUCKET}/output"},
-        ResourceConfig={"InstanceType": instance_type, "InstanceCount": count, "VolumeSizeInGB": 200},
-        StoppingCondition={"MaxRuntimeInSeconds": 432000},
-        CheckpointConfig={"S3Uri": f"s3://{CHECKPOINT_BUCKET}/{name}/", "LocalPath": "/opt/ml/checkpoints"},
-        Tags=[{"Key": k, "Value": v} for k, v in spec["tags"].items()],
-    )
+    aws.client("sagemaker").create_training_job(**training_request(name, instance_type, count, spec["tags"]))
     aws.plane.start_training(name)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from trainguard_local.stand_in import CHECKPOINT_BUCKET, TRAINING_ROLE, LambdaContext, LocalAWS
+from trainguard_local.stand_in import LambdaContext, LocalAWS, training_request
 
 QUOTA_JOBS: dict[str, dict[str, Any]] = {
     "gpt-finetune": {"instances": ("ml.p4d.24xlarge", 2), "review": ("APPROVED", timedelta(hours=4))},
@@ -20,20 +20,8 @@ QUOTA_JOBS: dict[str, dict[str, Any]] = {
 def user_launch(aws: LocalAWS, name: str, instance_type: str, count: int) -> str:
     """The user's own CreateTrainingJob; returns the error SageMaker answered with, or ''."""
     try:
-        aws.client("sagemaker").create_training_job(
-            TrainingJobName=name,
-            RoleArn=TRAINING_ROLE,
-            AlgorithmSpecification={
-                "TrainingImage": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.5",
-                "TrainingInputMode": "File",
-            },
-            OutputDataConfig={"S3OutputPath": f"s3://{CHECKPOINT_BUCKET}/output"},
-            ResourceConfig={"InstanceType": instance_type, "InstanceCount": count, "VolumeSizeInGB": 200},
-            StoppingCondition={"MaxRuntimeInSeconds": 432000},
-            CheckpointConfig={"S3Uri": f"s3://{CHECKPOINT_BUCKET}/{name}/", "LocalPath": "/opt/ml/checkpoints"},
-            HyperParameters={"epochs": "3"},
-            Tags=[{"Key": "trainguard:enabled", "Value": "true"}, {"Key": "team", "Value": "research"}],
-        )
+        tags = {"trainguard:enabled": "true", "team": "research"}
+        aws.client("sagemaker").create_training_job(**training_request(name, instance_type, count, tags))
     except ClientError as err:
         return f"{err.response['Error']['Code']}: {err.response['Error']['Message']}"
     return ""

@@ -50,6 +50,24 @@ ACCOUNT_QUOTAS = {
 }
 
 
+def training_request(name: str, instance_type: str, count: int, tags: dict[str, str]) -> dict[str, Any]:
+    """A CreateTrainingJob request like a user's: PyTorch image, checkpoints under the demo bucket."""
+    return {
+        "TrainingJobName": name,
+        "RoleArn": TRAINING_ROLE,
+        "AlgorithmSpecification": {
+            "TrainingImage": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.5",
+            "TrainingInputMode": "File",
+        },
+        "OutputDataConfig": {"S3OutputPath": f"s3://{CHECKPOINT_BUCKET}/output"},
+        "ResourceConfig": {"InstanceType": instance_type, "InstanceCount": count, "VolumeSizeInGB": 200},
+        "StoppingCondition": {"MaxRuntimeInSeconds": 432000},
+        "CheckpointConfig": {"S3Uri": f"s3://{CHECKPOINT_BUCKET}/{name}/", "LocalPath": "/opt/ml/checkpoints"},
+        "HyperParameters": {"epochs": "3"},
+        "Tags": [{"Key": k, "Value": v} for k, v in tags.items()],
+    }
+
+
 @dataclass
 class LambdaContext:
     """What Powertools reads from the Lambda context object."""

@@ -45,6 +45,26 @@ def plan_for(
     )
 
 
+def planned_within_budget(
+    ports: GuardPorts,
+    job: TrainingJob,
+    assessment: Assessment,
+    policy: JobPolicy,
+    checkpoint: CheckpointState,
+    now: datetime,
+) -> RelaunchPlan | Outcome:
+    """The relaunch plan, counted against the hourly budget; or the outcome that says why not."""
+    plan = plan_for(ports, job, assessment, policy, checkpoint, now)
+    if isinstance(plan, Refusal):
+        return _not_relaunched(assessment, plan.reason, plan.would_be_job_name, plan.would_send)
+    if not ports.ledger.take_retry_budget(now, ports.config.retry_budget_per_hour):
+        budget = ports.config.retry_budget_per_hour
+        return _not_relaunched(
+            assessment, f"the account-wide budget of {budget} relaunches per hour is spent.", plan.new_job_name
+        )
+    return plan
+
+
 def relaunch_or_schedule(
     ports: GuardPorts,
     job: TrainingJob,
@@ -53,15 +73,9 @@ def relaunch_or_schedule(
     checkpoint: CheckpointState,
     now: datetime,
 ) -> Outcome:
-    plan = plan_for(ports, job, assessment, policy, checkpoint, now)
-    if isinstance(plan, Refusal):
-        return _not_relaunched(assessment, plan.reason, plan.would_be_job_name, plan.would_send)
-    if not ports.ledger.take_retry_budget(now, ports.config.retry_budget_per_hour):
-        return _not_relaunched(
-            assessment,
-            f"the account-wide budget of {ports.config.retry_budget_per_hour} relaunches per hour is spent.",
-            plan.new_job_name,
-        )
+    plan = planned_within_budget(ports, job, assessment, policy, checkpoint, now)
+    if isinstance(plan, Outcome):
+        return plan
     if plan.delay:
         launch_at = now + plan.delay
         schedule = ports.scheduler.schedule_relaunch(job.name, launch_at, assessment.reason)
@@ -87,9 +101,9 @@ def relaunch_after_quota(
     now: datetime,
 ) -> Outcome:
     """A running job failed on a quota: plan its relaunch, and keep it until the quota is raised."""
-    plan = plan_for(ports, job, assessment, policy, checkpoint, now)
-    if isinstance(plan, Refusal):
-        return _not_relaunched(assessment, plan.reason, plan.would_be_job_name)
+    plan = planned_within_budget(ports, job, assessment, policy, checkpoint, now)
+    if isinstance(plan, Outcome):
+        return plan
     wall = meet_quota_wall(ports, blocked_relaunch(plan, job.failure_reason), policy)
     if not wall.is_quota:
         return _not_relaunched(assessment, wall.summary, plan.new_job_name)
