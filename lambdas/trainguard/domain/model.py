@@ -54,6 +54,8 @@ class TrainingJob:
     managed_spot: bool = False
     creation_time: datetime | None = None
     end_time: datetime | None = None
+    # When training last (re)started: the newest transition into Training, else TrainingStartTime.
+    training_since: datetime | None = None
     # The DescribeTrainingJob response, as received: the source of the relaunch request.
     description: dict[str, Any] = field(default_factory=dict)
 

@@ -114,14 +114,7 @@ def read_job_policy(tags: Mapping[str, str], defaults: PolicyDefaults, keys: Tag
     problems: list[TagProblem] = []
     enabled, why_not = _read_enabled(tags, keys)
 
-    max_retries = defaults.max_retries
-    if keys.max_retries in tags:
-        raw = tags[keys.max_retries]
-        parsed = _parse_count(raw)
-        if parsed is None:
-            problems.append(TagProblem(keys.max_retries, raw, f"the default of {max_retries}"))
-        else:
-            max_retries = parsed
+    max_retries = read_int_tag(tags, keys.max_retries, defaults.max_retries, 0, MAX_RETRIES_CEILING, problems)
 
     actions = DEFAULT_ACTIONS
     if keys.actions in tags:
@@ -186,12 +179,18 @@ def _parse_bool(raw: str) -> bool | None:
     return None
 
 
-def _parse_count(raw: str) -> int | None:
-    text = raw.strip()
-    if not re.fullmatch(r"[0-9]{1,3}", text):
-        return None
-    value = int(text)
-    return value if value <= MAX_RETRIES_CEILING else None
+def read_int_tag(
+    tags: Mapping[str, str], key: str, default: int, low: int, high: int, problems: list[TagProblem]
+) -> int:
+    """A whole number from `low` to `high` (plain ASCII digits); anything else falls back to `default`
+    and is reported in `problems`."""
+    if key not in tags:
+        return default
+    text = tags[key].strip()
+    if re.fullmatch(r"[0-9]{1,6}", text) and low <= int(text) <= high:
+        return int(text)
+    problems.append(TagProblem(key, tags[key], f"the default of {default}"))
+    return default
 
 
 def _parse_actions(raw: str) -> frozenset[str] | None:

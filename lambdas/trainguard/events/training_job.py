@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from trainguard.domain.model import TrainingJob
@@ -41,8 +42,21 @@ def job_from_description(description: Mapping[str, Any], tags: object = None) ->
         managed_spot=clean.get("EnableManagedSpotTraining") is True,
         creation_time=parse_aws_time(clean.get("CreationTime")),
         end_time=parse_aws_time(clean.get("TrainingEndTime")),
+        training_since=_training_since(clean),
         description=clean,
     )
+
+
+def _training_since(description: Mapping[str, Any]) -> datetime | None:
+    """The newest transition into Training (a spot job restarts after Interrupted), else TrainingStartTime."""
+    transitions = description.get("SecondaryStatusTransitions")
+    starts = [
+        parse_aws_time(t.get("StartTime"))
+        for t in (transitions if isinstance(transitions, list) else [])
+        if isinstance(t, Mapping) and t.get("Status") == "Training"
+    ]
+    known = [start for start in starts if start is not None]
+    return max(known) if known else parse_aws_time(description.get("TrainingStartTime"))
 
 
 def _text(value: object) -> str:

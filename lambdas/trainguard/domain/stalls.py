@@ -1,0 +1,160 @@
+"""Stalls: a job that is InProgress but does nothing. Two signals, per job, with a startup grace.
+
+- Log silence: no new log event in any of the job's streams for `stall-minutes` (default 30). The
+  broad signal: a hung NCCL collective often keeps the GPUs at 100% and writes nothing.
+- Idle GPUs: GPUUtilization at or below `gpu-idle-percent` of every GPU on every host for
+  `gpu-idle-minutes` (default 20). The fast confirmation of a dead data loader. A job whose GPUs are
+  idle but whose logs still move is in a CPU phase (evaluation, preprocessing): it is not stopped.
+  So the idle-GPU signal stops a job only when its logs have also been silent that long.
+
+No verdict while the job is not Training (Starting, Downloading, Uploading, ...), nor during
+`startup-grace-minutes` (default 20) after training (re)started: a first checkpoint load or a
+compile step is not a hang.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from trainguard.domain.model import TrainingJob
+from trainguard.domain.policy import JobPolicy, TagKeys, TagProblem, read_int_tag
+
+ALARM_PREFIX = "trainguard-stall-"
+
+
+class StallSignal(StrEnum):
+    LOG_SILENCE = "log-silence"
+    IDLE_GPU = "idle-gpu"
+
+
+@dataclass(frozen=True)
+class StallThresholds:
+    stall_minutes: int = 30
+    gpu_idle_minutes: int = 20
+    gpu_idle_percent: int = 5
+    startup_grace_minutes: int = 20
+    problems: tuple[TagProblem, ...] = field(default=())
+
+
+def read_stall_thresholds(tags: Mapping[str, str], defaults: StallThresholds, keys: TagKeys) -> StallThresholds:
+    """The job's thresholds: the defaults, overridden per job by tag. Bad values fall back and are reported."""
+    problems: list[TagProblem] = []
+    return StallThresholds(
+        stall_minutes=read_int_tag(tags, keys.key("stall-minutes"), defaults.stall_minutes, 5, 1440, problems),
+        gpu_idle_minutes=read_int_tag(tags, keys.key("gpu-idle-minutes"), defaults.gpu_idle_minutes, 5, 1440, problems),
+        gpu_idle_percent=read_int_tag(tags, keys.key("gpu-idle-percent"), defaults.gpu_idle_percent, 0, 50, problems),
+        startup_grace_minutes=read_int_tag(
+            tags, keys.key("startup-grace-minutes"), defaults.startup_grace_minutes, 0, 720, problems
+        ),
+        problems=tuple(problems),
+    )
+
+
+def alarm_name(signal: StallSignal, job_name: str) -> str:
+    """`trainguard-stall-<signal>-<job>`: the signal first, so a job name with hyphens parses back."""
+    return f"{ALARM_PREFIX}{signal.value}-{job_name}"
+
+
+def parse_alarm_name(name: str) -> tuple[StallSignal, str] | None:
+    if not name.startswith(ALARM_PREFIX):
+        return None
+    rest = name[len(ALARM_PREFIX) :]
+    for signal in StallSignal:
+        if rest.startswith(signal.value + "-") and len(rest) > len(signal.value) + 1:
+            return signal, rest[len(signal.value) + 1 :]
+    return None
+
+
+# Secondary statuses in which a quiet job is expected to be quiet.
+_NOT_TRAINING_YET = "is {status}: a job that is not Training yet (or any more) is expected to be quiet"
+
+
+def grace_reason(job: TrainingJob, thresholds: StallThresholds, now: datetime) -> str:
+    """Why no stall verdict may be given now ('' when one may)."""
+    if job.status != "InProgress":
+        return f"the job is {job.status}, not InProgress"
+    if job.secondary_status != "Training":
+        return "the job " + _NOT_TRAINING_YET.format(status=job.secondary_status or "in an unknown phase")
+    if job.training_since is None:
+        return "the job has not reported when training started"
+    grace = timedelta(minutes=thresholds.startup_grace_minutes)
+    if now - job.training_since < grace:
+        return (
+            f"training (re)started {_minutes(now - job.training_since)} ago, within the "
+            f"{thresholds.startup_grace_minutes} min startup grace"
+        )
+    return ""
+
+
+@dataclass(frozen=True)
+class StallEvidence:
+    last_log_time: datetime | None  # newest event in any of the job's streams (None: none found)
+    last_log_line: str
+    gpu_by_host: dict[str, float]  # each host's highest GPUUtilization over the idle window
+    gpus_per_host: int | None  # None when the instance type's GPU count is not known
+
+
+@dataclass(frozen=True)
+class StallVerdict:
+    stalled: bool
+    act: bool  # stalled and the job's actions allow a stop (not a dry run)
+    reason: str
+    silence: timedelta | None = None
+
+
+def judge_stall(
+    signal: StallSignal,
+    job: TrainingJob,
+    policy: JobPolicy,
+    thresholds: StallThresholds,
+    evidence: StallEvidence,
+    now: datetime,
+) -> StallVerdict:
+    """Is the job stalled now, by this signal? The alarm is a hint; this is checked on fresh facts."""
+    if not policy.enabled:
+        return StallVerdict(False, False, f"not opted in: {policy.why_not_enabled}")
+    grace = grace_reason(job, thresholds, now)
+    if grace:
+        return StallVerdict(False, False, f"no stall verdict: {grace}")
+    assert job.training_since is not None
+    last_sign_of_life = max(evidence.last_log_time or job.training_since, job.training_since)
+    silence = now - last_sign_of_life
+    if signal is StallSignal.LOG_SILENCE:
+        needed = timedelta(minutes=thresholds.stall_minutes)
+        if silence < needed:
+            return StallVerdict(False, False, f"the job logged {_minutes(silence)} ago; not a stall", silence)
+        reason = f"no new log line for {_minutes(silence)} (threshold {thresholds.stall_minutes} min)"
+    else:
+        idle, gpu_text = _gpus_idle(evidence, thresholds)
+        if not idle:
+            return StallVerdict(False, False, f"the GPUs are not idle now ({gpu_text}); not a stall", silence)
+        needed = timedelta(minutes=thresholds.gpu_idle_minutes)
+        if silence < needed:
+            return StallVerdict(
+                False,
+                False,
+                f"the GPUs are idle ({gpu_text}) but the job logged {_minutes(silence)} ago: a CPU phase, not a stall",
+                silence,
+            )
+        reason = (
+            f"GPUs idle for {thresholds.gpu_idle_minutes} min ({gpu_text}) and no new log line for {_minutes(silence)}"
+        )
+    if not policy.allows("stop"):
+        return StallVerdict(True, False, f"{reason}; dry run: trainguard would stop it, but does nothing", silence)
+    return StallVerdict(True, True, reason, silence)
+
+
+def _gpus_idle(evidence: StallEvidence, thresholds: StallThresholds) -> tuple[bool, str]:
+    if not evidence.gpu_by_host:
+        return False, "no GPU figures"
+    per_host_limit = thresholds.gpu_idle_percent * (evidence.gpus_per_host or 1)
+    busiest = max(evidence.gpu_by_host.values())
+    text = f"busiest host at {busiest:g} of {100 * (evidence.gpus_per_host or 1)}, idle at or below {per_host_limit:g}"
+    return busiest <= per_host_limit, text
+
+
+def _minutes(delta: timedelta) -> str:
+    return f"{int(delta.total_seconds() // 60)} min"

@@ -1,0 +1,205 @@
+"""Stall verdicts (domain/stalls.py): thresholds from tags, alarm names, grace, and the two signals."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from tests.fakes import described_job
+from trainguard.domain.instance_types import gpus_per_host
+from trainguard.domain.model import TrainingJob
+from trainguard.domain.policy import PolicyDefaults, TagKeys, read_job_policy
+from trainguard.domain.stalls import (
+    StallEvidence,
+    StallSignal,
+    StallThresholds,
+    alarm_name,
+    grace_reason,
+    judge_stall,
+    parse_alarm_name,
+    read_stall_thresholds,
+)
+from trainguard.events.training_job import job_from_description
+
+KEYS = TagKeys()
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+OPTED_IN = read_job_policy({"trainguard:enabled": "true"}, PolicyDefaults(), KEYS)
+DRY_RUN = read_job_policy({"trainguard:enabled": "true", "trainguard:actions": "notify"}, PolicyDefaults(), KEYS)
+DEFAULTS = StallThresholds()
+
+
+def running_job(trained_for: timedelta, secondary: str = "Training", transitions: list | None = None) -> TrainingJob:
+    description = described_job(status="InProgress", secondary=secondary)
+    description["TrainingStartTime"] = NOW - trained_for
+    if transitions is not None:
+        description["SecondaryStatusTransitions"] = transitions
+    return job_from_description(description, {"trainguard:enabled": "true"})
+
+
+def evidence(log_age: timedelta | None, gpu: float = 0.0, hosts: int = 4, gpus: int | None = 8) -> StallEvidence:
+    return StallEvidence(
+        last_log_time=None if log_age is None else NOW - log_age,
+        last_log_line="step 4200 loss 1.93",
+        gpu_by_host={f"llama-pretrain/algo-{n}": gpu for n in range(1, hosts + 1)},
+        gpus_per_host=gpus,
+    )
+
+
+def test_thresholds_come_from_tags_and_bad_values_fall_back() -> None:
+    tags = {
+        "trainguard:stall-minutes": "45",
+        "trainguard:gpu-idle-minutes": "ten",
+        "trainguard:gpu-idle-percent": "2",
+        "trainguard:startup-grace-minutes": "99999",
+    }
+    thresholds = read_stall_thresholds(tags, DEFAULTS, KEYS)
+    assert (thresholds.stall_minutes, thresholds.gpu_idle_minutes, thresholds.gpu_idle_percent) == (45, 20, 2)
+    assert thresholds.startup_grace_minutes == 20
+    assert sorted(p.key for p in thresholds.problems) == [
+        "trainguard:gpu-idle-minutes",
+        "trainguard:startup-grace-minutes",
+    ]
+    assert read_stall_thresholds({"trainguard:stall-minutes": "1"}, DEFAULTS, KEYS).stall_minutes == 30
+
+
+@pytest.mark.parametrize("job_name", ["a", "llama-pretrain", "idle-gpu-x", "log-silence", "x" * 63, "a-" * 31 + "b"])
+@pytest.mark.parametrize("signal", list(StallSignal))
+def test_alarm_names_parse_back(signal: StallSignal, job_name: str) -> None:
+    name = alarm_name(signal, job_name)
+    assert name.startswith("trainguard-stall-") and len(name) <= 255
+    assert parse_alarm_name(name) == (signal, job_name)
+
+
+@pytest.mark.parametrize(
+    "name", ["", "trainguard-stall-", "trainguard-stall-log-silence-", "other-alarm", "trainguard-stall-cpu-job"]
+)
+def test_names_that_are_not_ours(name: str) -> None:
+    assert parse_alarm_name(name) is None
+
+
+@pytest.mark.parametrize("secondary", ["Starting", "Pending", "Downloading", "Uploading", "Interrupted", "Restarting"])
+def test_no_verdict_outside_training(secondary: str) -> None:
+    assert "not Training" in grace_reason(running_job(timedelta(hours=3), secondary), DEFAULTS, NOW)
+
+
+def test_no_verdict_within_the_startup_grace() -> None:
+    assert "startup grace" in grace_reason(running_job(timedelta(minutes=19)), DEFAULTS, NOW)
+    assert grace_reason(running_job(timedelta(minutes=21)), DEFAULTS, NOW) == ""
+
+
+def test_a_spot_restart_starts_the_grace_again() -> None:
+    transitions = [
+        {"Status": "Training", "StartTime": NOW - timedelta(hours=5), "EndTime": NOW - timedelta(minutes=40)},
+        {"Status": "Interrupted", "StartTime": NOW - timedelta(minutes=40), "EndTime": NOW - timedelta(minutes=30)},
+        {"Status": "Training", "StartTime": NOW - timedelta(minutes=10)},
+    ]
+    job = running_job(timedelta(hours=5), transitions=transitions)
+    assert job.training_since == NOW - timedelta(minutes=10)
+    assert "startup grace" in grace_reason(job, DEFAULTS, NOW)
+
+
+def test_log_silence_past_the_threshold_is_a_stall() -> None:
+    verdict = judge_stall(
+        StallSignal.LOG_SILENCE,
+        running_job(timedelta(hours=3)),
+        OPTED_IN,
+        DEFAULTS,
+        evidence(timedelta(minutes=31), gpu=800),
+        NOW,
+    )
+    assert verdict.stalled and verdict.act and "no new log line for 31 min" in verdict.reason
+
+
+def test_a_job_that_logged_recently_is_not_stalled() -> None:
+    verdict = judge_stall(
+        StallSignal.LOG_SILENCE,
+        running_job(timedelta(hours=3)),
+        OPTED_IN,
+        DEFAULTS,
+        evidence(timedelta(minutes=29)),
+        NOW,
+    )
+    assert not verdict.stalled and "logged 29 min ago" in verdict.reason
+
+
+def test_a_hung_collective_at_full_gpu_is_caught_by_silence_not_by_idle_gpu() -> None:
+    job = running_job(timedelta(hours=3))
+    busy = evidence(timedelta(minutes=40), gpu=800)
+    assert not judge_stall(StallSignal.IDLE_GPU, job, OPTED_IN, DEFAULTS, busy, NOW).stalled
+    assert judge_stall(StallSignal.LOG_SILENCE, job, OPTED_IN, DEFAULTS, busy, NOW).stalled
+
+
+def test_idle_gpus_with_silent_logs_is_a_stall() -> None:
+    verdict = judge_stall(
+        StallSignal.IDLE_GPU,
+        running_job(timedelta(hours=3)),
+        OPTED_IN,
+        DEFAULTS,
+        evidence(timedelta(minutes=21), gpu=3),
+        NOW,
+    )
+    assert verdict.stalled and "GPUs idle for 20 min" in verdict.reason
+
+
+def test_idle_gpus_while_the_job_logs_is_a_cpu_phase() -> None:
+    verdict = judge_stall(
+        StallSignal.IDLE_GPU,
+        running_job(timedelta(hours=3)),
+        OPTED_IN,
+        DEFAULTS,
+        evidence(timedelta(minutes=2), gpu=0),
+        NOW,
+    )
+    assert not verdict.stalled and "CPU phase" in verdict.reason
+
+
+def test_idle_is_per_gpu_on_every_host() -> None:
+    job = running_job(timedelta(hours=3))
+    # 8 GPUs at 4% each = 32 of 800: idle at the default 5%; one busy host is enough to say not idle
+    assert judge_stall(StallSignal.IDLE_GPU, job, OPTED_IN, DEFAULTS, evidence(timedelta(hours=1), gpu=32), NOW).stalled
+    mixed = evidence(timedelta(hours=1), gpu=0)
+    mixed.gpu_by_host["llama-pretrain/algo-3"] = 400.0
+    assert not judge_stall(StallSignal.IDLE_GPU, job, OPTED_IN, DEFAULTS, mixed, NOW).stalled
+    unknown_type = evidence(timedelta(hours=1), gpu=32, gpus=None)
+    assert not judge_stall(StallSignal.IDLE_GPU, job, OPTED_IN, DEFAULTS, unknown_type, NOW).stalled
+
+
+def test_no_gpu_figures_is_not_idle() -> None:
+    no_figures = StallEvidence(NOW - timedelta(hours=1), "", {}, 8)
+    assert not judge_stall(
+        StallSignal.IDLE_GPU, running_job(timedelta(hours=3)), OPTED_IN, DEFAULTS, no_figures, NOW
+    ).stalled
+
+
+def test_a_job_that_never_logged_counts_silence_from_training_start() -> None:
+    verdict = judge_stall(
+        StallSignal.LOG_SILENCE, running_job(timedelta(minutes=45)), OPTED_IN, DEFAULTS, evidence(None), NOW
+    )
+    assert verdict.stalled and verdict.silence == timedelta(minutes=45)
+
+
+def test_a_dry_run_job_is_judged_but_not_acted_on() -> None:
+    verdict = judge_stall(
+        StallSignal.LOG_SILENCE, running_job(timedelta(hours=3)), DRY_RUN, DEFAULTS, evidence(timedelta(hours=1)), NOW
+    )
+    assert verdict.stalled and not verdict.act and "dry run" in verdict.reason
+
+
+def test_a_job_that_is_not_opted_in_or_has_ended_is_left_alone() -> None:
+    not_in = read_job_policy({}, PolicyDefaults(), KEYS)
+    assert not judge_stall(
+        StallSignal.LOG_SILENCE, running_job(timedelta(hours=3)), not_in, DEFAULTS, evidence(timedelta(hours=1)), NOW
+    ).stalled
+    ended = job_from_description(described_job(), {"trainguard:enabled": "true"})
+    assert not judge_stall(
+        StallSignal.LOG_SILENCE, ended, OPTED_IN, DEFAULTS, evidence(timedelta(hours=1)), NOW
+    ).stalled
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "gpus"),
+    [("ml.p4d.24xlarge", 8), ("ml.g5.12xlarge", 4), ("ml.g5.xlarge", 1), ("ml.trn1.32xlarge", None)],
+)
+def test_gpus_per_host(instance_type: str, gpus: int | None) -> None:
+    assert gpus_per_host(instance_type) == gpus
