@@ -1,0 +1,66 @@
+"""CloudWatch Logs subscription deliveries: the newest event of one log stream, per batch.
+
+The payload is `{"awslogs": {"data": <base64 of gzip of JSON>}}`; the JSON has messageType
+(DATA_MESSAGE, or CONTROL_MESSAGE when CloudWatch Logs checks the destination), owner, logGroup,
+logStream, subscriptionFilters and logEvents [{id, timestamp (epoch ms), message}]. One payload
+holds one log stream (https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/SubscriptionFilters.html).
+SageMaker's training streams are `<job-name>/algo-<n>-<epoch-seconds>` (FACTS.md).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import gzip
+import json
+import re
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from trainguard.events.training_job import MalformedInput
+
+_STREAM = re.compile(r"^(?P<job>[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62})/algo-(?P<host>\d{1,3})-\d+$")
+LAST_LINE_LIMIT = 300
+
+
+@dataclass(frozen=True)
+class LogActivity:
+    job_name: str
+    host: int
+    newest: datetime
+    last_line: str  # the newest event's message, cut to LAST_LINE_LIMIT characters
+
+
+def parse_log_delivery(event: object) -> LogActivity | None:
+    """The delivery's newest event, or None for a control message, an empty batch, or a stream that is
+    not a training job's. Raises MalformedInput for a payload that cannot be decoded."""
+    if not isinstance(event, Mapping) or not isinstance(event.get("awslogs"), Mapping):
+        raise MalformedInput("not a CloudWatch Logs subscription delivery (no awslogs object)")
+    data = event["awslogs"].get("data")
+    if not isinstance(data, str):
+        raise MalformedInput("awslogs.data is missing")
+    try:
+        payload: Any = json.loads(gzip.decompress(base64.b64decode(data, validate=True)))
+    except (binascii.Error, OSError, EOFError, zlib.error, ValueError) as err:
+        raise MalformedInput(f"awslogs.data cannot be decoded: {err}") from None
+    if not isinstance(payload, Mapping):
+        raise MalformedInput("awslogs.data is not a JSON object")
+    if payload.get("messageType") != "DATA_MESSAGE":
+        return None
+    stream = _STREAM.match(str(payload.get("logStream", "")))
+    events = payload.get("logEvents")
+    if stream is None or not isinstance(events, list):
+        return None
+    timed = [e for e in events if isinstance(e, Mapping) and isinstance(e.get("timestamp"), int | float)]
+    if not timed:
+        return None
+    newest = max(timed, key=lambda e: e["timestamp"])
+    return LogActivity(
+        job_name=stream["job"],
+        host=int(stream["host"]),
+        newest=datetime.fromtimestamp(newest["timestamp"] / 1000, tz=UTC),
+        last_line=str(newest.get("message", ""))[:LAST_LINE_LIMIT].rstrip("\n"),
+    )
