@@ -47,7 +47,7 @@ class Ledger:
         self._table = table_name
 
     def begin_step(self, job_name: str, step: str, now: datetime) -> StepStart:
-        key = _key(f"job#{job_name}", step)
+        key = item_key(f"job#{job_name}", step)
         try:
             self._client.put_item(
                 TableName=self._table,
@@ -77,7 +77,7 @@ class Ledger:
     def finish_step(self, job_name: str, step: str, outcome: Outcome, now: datetime) -> None:
         self._client.update_item(
             TableName=self._table,
-            Key=_key(f"job#{job_name}", step),
+            Key=item_key(f"job#{job_name}", step),
             UpdateExpression=(
                 "SET #s = :done, outcome = :outcome, kind = :kind, finished_at = :now, "
                 "expires_at = if_not_exists(expires_at, :expires)"
@@ -96,7 +96,7 @@ class Ledger:
         """Give the lease back after a failure, so a redelivery does not wait for it to expire."""
         self._client.delete_item(
             TableName=self._table,
-            Key=_key(f"job#{job_name}", step),
+            Key=item_key(f"job#{job_name}", step),
             ConditionExpression="#s = :busy",
             ExpressionAttributeNames={"#s": "status"},
             ExpressionAttributeValues={":busy": {"S": "in_progress"}},
@@ -108,7 +108,7 @@ class Ledger:
         try:
             self._client.update_item(
                 TableName=self._table,
-                Key=_key(_BUDGET_KEY, hour),
+                Key=item_key(_BUDGET_KEY, hour),
                 UpdateExpression="ADD used :one SET expires_at = :expires",
                 ConditionExpression="attribute_not_exists(used) OR used < :limit",
                 ExpressionAttributeValues={
@@ -127,7 +127,7 @@ class Ledger:
         self._client.put_item(
             TableName=self._table,
             Item={
-                **_key(f"lineage#{root_job}", f"attempt#{attempt:03d}#{job_name}"),
+                **item_key(f"lineage#{root_job}", f"attempt#{attempt:03d}#{job_name}"),
                 "job_name": {"S": job_name},
                 "retry_of": {"S": retry_of},
                 "attempt": {"N": str(attempt)},
@@ -153,7 +153,7 @@ def create_table_request(table_name: str) -> dict[str, Any]:
     }
 
 
-def _key(pk: str, sk: str) -> dict[str, dict[str, str]]:
+def item_key(pk: str, sk: str) -> dict[str, dict[str, str]]:
     return {PARTITION_KEY: {"S": pk}, SORT_KEY: {"S": sk}}
 
 
@@ -172,7 +172,7 @@ class QuotaLedger:
         self._client.put_item(
             TableName=self._table,
             Item={
-                **_key(_QUOTA_REQUESTS, state.quota_name),
+                **item_key(_QUOTA_REQUESTS, state.quota_name),
                 "request": {"S": json.dumps(asdict(state))},
                 "status": {"S": state.status},
                 "updated_at": {"S": now.isoformat()},
@@ -189,7 +189,7 @@ class QuotaLedger:
         self._client.put_item(
             TableName=self._table,
             Item={
-                **_key(_QUOTA_WAITS, waiting.job_name),
+                **item_key(_QUOTA_WAITS, waiting.job_name),
                 "waiting": {"S": json.dumps(data)},
                 TTL_ATTRIBUTE: {"N": str(int((waiting.give_up_at + RETENTION).timestamp()))},
             },
@@ -205,7 +205,7 @@ class QuotaLedger:
         return found
 
     def remove_waiting(self, job_name: str) -> None:
-        self._client.delete_item(TableName=self._table, Key=_key(_QUOTA_WAITS, job_name))
+        self._client.delete_item(TableName=self._table, Key=item_key(_QUOTA_WAITS, job_name))
 
     def _query(self, partition: str) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []

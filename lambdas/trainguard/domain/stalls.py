@@ -158,3 +158,37 @@ def _gpus_idle(evidence: StallEvidence, thresholds: StallThresholds) -> tuple[bo
 
 def _minutes(delta: timedelta) -> str:
     return f"{int(delta.total_seconds() // 60)} min"
+
+
+@dataclass(frozen=True)
+class WatchedJob:
+    """A job trainguard watches for stalls: what the prober needs each minute, kept in the ledger."""
+
+    job_name: str
+    instance_type: str
+    host_count: int
+    thresholds: StallThresholds
+    training_since: datetime | None  # None while the job is not Training (Starting, Downloading, ...)
+    last_log_time: datetime | None = None
+    last_log_line: str = ""
+    stopping_since: datetime | None = None
+
+
+STUCK_STOPPING = timedelta(minutes=30)
+
+
+def log_silence_minutes(job: WatchedJob, now: datetime) -> float:
+    """The value the log-silence alarm watches. 0 while the job is not Training or is in its startup
+    grace, so the alarm can only cross its threshold once a verdict is allowed (an alarm that went to
+    ALARM during the grace would send no new event when the grace ends)."""
+    if job.training_since is None or job.stopping_since is not None:
+        return 0.0
+    if now - job.training_since < timedelta(minutes=job.thresholds.startup_grace_minutes):
+        return 0.0
+    last = max(job.last_log_time or job.training_since, job.training_since)
+    return max(0.0, (now - last).total_seconds() / 60)
+
+
+def is_stuck_stopping(job: WatchedJob, now: datetime) -> bool:
+    """A stop that has not finished in 30 min: users have seen stops hang for a day on a stalled upload."""
+    return job.stopping_since is not None and now - job.stopping_since >= STUCK_STOPPING

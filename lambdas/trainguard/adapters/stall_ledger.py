@@ -1,0 +1,119 @@
+"""DynamoDB: the jobs trainguard watches for stalls, their newest log line, and the stalls it stopped.
+
+`stall-watch` / <job>: one item per watched job (the prober reads them all with one Query);
+`job#<job>` / `stall`: the evidence of a stop, which the job-ended path reads to relaunch.
+
+IAM: dynamodb:GetItem, PutItem, UpdateItem, DeleteItem, Query on the ledger table (as ledger.py).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from trainguard.adapters.ledger import RETENTION, TTL_ATTRIBUTE, item_key
+from trainguard.domain.stalls import StallThresholds, WatchedJob
+
+_WATCH = "stall-watch"
+
+
+class StallLedger:
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    def watch(self, job: WatchedJob) -> None:
+        """Start (or update) watching a job; keeps the newest log line already recorded."""
+        self._client.update_item(
+            TableName=self._table,
+            Key=item_key(_WATCH, job.job_name),
+            UpdateExpression="SET instance_type = :type, host_count = :hosts, thresholds = :thresholds, "
+            "training_since = :since, stopping_since = :stopping",
+            ExpressionAttributeValues={
+                ":type": {"S": job.instance_type},
+                ":hosts": {"N": str(job.host_count)},
+                ":thresholds": {"S": json.dumps({k: v for k, v in asdict(job.thresholds).items() if k != "problems"})},
+                ":since": _time_or_null(job.training_since),
+                ":stopping": _time_or_null(job.stopping_since),
+            },
+        )
+
+    def unwatch(self, job_name: str) -> None:
+        self._client.delete_item(TableName=self._table, Key=item_key(_WATCH, job_name))
+
+    def watched(self) -> list[WatchedJob]:
+        items: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": _WATCH}},
+        }
+        while True:
+            page = self._client.query(**kwargs)
+            items.extend(page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                return [_watched(item) for item in items]
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def record_log_activity(self, job_name: str, newest: datetime, last_line: str) -> bool:
+        """Keep the newest log event of a watched job. False when the job is not watched or the
+        event is not newer than the one recorded (deliveries may come late or twice)."""
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=item_key(_WATCH, job_name),
+                UpdateExpression="SET last_log_ms = :ms, last_log_line = :line",
+                ConditionExpression="attribute_exists(pk) AND (attribute_not_exists(last_log_ms) OR last_log_ms < :ms)",
+                ExpressionAttributeValues={
+                    ":ms": {"N": str(int(newest.timestamp() * 1000))},
+                    ":line": {"S": last_line},
+                },
+            )
+        except ClientError as err:
+            if err.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def record_stall(self, job_name: str, evidence: dict[str, Any], now: datetime) -> None:
+        self._client.put_item(
+            TableName=self._table,
+            Item={
+                **item_key(f"job#{job_name}", "stall"),
+                "evidence": {"S": json.dumps(evidence, default=str)},
+                "stopped_at": {"S": now.isoformat()},
+                TTL_ATTRIBUTE: {"N": str(int((now + RETENTION).timestamp()))},
+            },
+        )
+
+    def stall_record(self, job_name: str) -> dict[str, Any] | None:
+        item = self._client.get_item(
+            TableName=self._table, Key=item_key(f"job#{job_name}", "stall"), ConsistentRead=True
+        ).get("Item")
+        return None if item is None else json.loads(item["evidence"]["S"])
+
+
+def _time_or_null(value: datetime | None) -> dict[str, Any]:
+    return {"NULL": True} if value is None else {"S": value.isoformat()}
+
+
+def _time(attribute: dict[str, Any] | None) -> datetime | None:
+    return datetime.fromisoformat(attribute["S"]) if attribute and "S" in attribute else None
+
+
+def _watched(item: dict[str, Any]) -> WatchedJob:
+    last_ms = item.get("last_log_ms", {}).get("N")
+    return WatchedJob(
+        job_name=item["sk"]["S"],
+        instance_type=item.get("instance_type", {}).get("S", ""),
+        host_count=int(item.get("host_count", {}).get("N", "1")),
+        thresholds=StallThresholds(**json.loads(item.get("thresholds", {}).get("S", "{}"))),
+        training_since=_time(item.get("training_since")),
+        last_log_time=None if last_ms is None else datetime.fromtimestamp(int(last_ms) / 1000, tz=UTC),
+        last_log_line=item.get("last_log_line", {}).get("S", ""),
+        stopping_since=_time(item.get("stopping_since")),
+    )
