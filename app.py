@@ -29,7 +29,7 @@ def build_app(app: App | None = None) -> App:
         STACK_NAME,
         settings=settings,
         synthesizer=synthesizer,
-        description="trainguard: relaunches transient SageMaker training failures and reports the rest",
+        description="trainguard: relaunches transient SageMaker training failures, stops stalls, reports the rest",
     )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app

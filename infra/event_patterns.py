@@ -12,19 +12,45 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainguard.domain.stalls import ALARM_PREFIX
+
 SAGEMAKER_SOURCE = "aws.sagemaker"
 TRAINING_JOB_STATE_CHANGE = "SageMaker Training Job State Change"
 
-# The statuses that can call for action in the foundation: a failure (retry or tell) and a stop
-# (MaxRuntimeExceeded, MaxWaitTimeExceeded after spot interruptions).
-ACTIONABLE_TRAINING_STATUSES = ("Failed", "Stopped")
+# Every status the job-events function acts on: InProgress and Stopping start (or update) the stall
+# watch and its alarms, Completed ends it, Failed and Stopped end it and may call for a relaunch (a
+# failure, MaxRuntimeExceeded, MaxWaitTimeExceeded after spot interruptions, a stop for a stall).
+# Not Deleting: a job being deleted has already ended, and its end was handled then.
+TRAINING_JOB_STATUSES = ("InProgress", "Stopping", "Completed", "Failed", "Stopped")
 
 
-def training_job_ended_pattern() -> dict[str, Any]:
+def training_job_state_pattern() -> dict[str, Any]:
     return {
         "source": [SAGEMAKER_SOURCE],
         "detail-type": [TRAINING_JOB_STATE_CHANGE],
-        "detail": {"TrainingJobStatus": list(ACTIONABLE_TRAINING_STATUSES)},
+        "detail": {"TrainingJobStatus": list(TRAINING_JOB_STATUSES)},
+    }
+
+
+CLOUDWATCH_SOURCE = "aws.cloudwatch"
+ALARM_STATE_CHANGE = "CloudWatch Alarm State Change"
+
+
+def stall_alarm_pattern() -> dict[str, Any]:
+    """trainguard's stall alarms going to ALARM: the log-silence and idle-GPU alarms of each watched job
+    (`trainguard.domain.stalls.alarm_name`), never the parts of an idle-GPU composite, whose prefix
+    `trainguard-gpu-part-` does not start with ALARM_PREFIX.
+
+    CloudWatch sends "CloudWatch Alarm State Change" to the default bus for every alarm whose state
+    changes, with the alarm's name at `detail.alarmName` and the new state at `detail.state.value`
+    (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-and-eventbridge.html;
+    the samples in tests/fixtures/events/cloudwatch_alarm_state_change.*). Back to OK or
+    INSUFFICIENT_DATA needs no action.
+    """
+    return {
+        "source": [CLOUDWATCH_SOURCE],
+        "detail-type": [ALARM_STATE_CHANGE],
+        "detail": {"alarmName": [{"prefix": ALARM_PREFIX}], "state": {"value": ["ALARM"]}},
     }
 
 

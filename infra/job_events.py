@@ -3,9 +3,13 @@
     EventBridge rule --(retry 8x / 2 h, then DLQ)--> job-events function --(async retry 2x, then DLQ)
     job-events --CreateSchedule--> Scheduler group "trainguard" --(scheduler role)--> retry-launcher
 
+The rule passes every status the job-events function acts on (infra/event_patterns.py): while a job
+trains, the function watches it for stalls and puts its alarms; when it ends, the function deletes
+them and handles the end (a relaunch, or a notification).
+
 Both functions run the same asset (infra/lambda_asset.py) and are built by infra/guard_function.py.
 Their roles start with their own log group, the DLQ and (job-events) the scheduler; the stack adds
-SageMaker, Service Quotas, the ledger and the topic.
+SageMaker, Service Quotas, the ledger, the topic and (job-events) the stall alarms.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from infra.event_patterns import training_job_ended_pattern
+from infra.event_patterns import training_job_state_pattern
 from infra.guard_function import (
     add_environment,
     dead_letter_queue,
@@ -58,7 +62,7 @@ class JobEvents(Construct):
             "JobEventsFunction",
             code=code,
             handler=JOB_EVENTS_HANDLER,
-            description="trainguard: classifies ended training jobs and acts on opted-in failures",
+            description="trainguard: watches training jobs for stalls; relaunches transient failures, reports the rest",
             dead_letter_queue=self.dead_letter_queue,
         )
         # A fixed name, so the retry launcher's ARN can go into the environment of both functions
@@ -86,9 +90,9 @@ class JobEvents(Construct):
 
         self.rule = events.Rule(
             self,
-            "TrainingJobEndedRule",
-            description="trainguard: SageMaker training jobs that failed or stopped",
-            event_pattern=event_pattern(training_job_ended_pattern()),
+            "TrainingJobStateRule",
+            description="trainguard: SageMaker training jobs InProgress, Stopping, Completed, Failed or Stopped",
+            event_pattern=event_pattern(training_job_state_pattern()),
             targets=[
                 targets.LambdaFunction(
                     self.job_events_function,

@@ -16,7 +16,11 @@ from trainguard.adapters.ledger import IAM_ACTIONS as LEDGER_ACTIONS
 from trainguard.adapters.ledger import PARTITION_KEY, SORT_KEY, TTL_ATTRIBUTE
 
 # The keys and the actions are the ledger adapter's: conditional writes, leases it takes and
-# releases, counters, a job's records. No Scan, no batch.
+# releases, counters, a job's records. No Scan, no batch. The stall ledger
+# (trainguard.adapters.stall_ledger) keeps its records in the same table with the same actions.
+LEDGER_UPDATE = "dynamodb:UpdateItem"
+if LEDGER_UPDATE not in LEDGER_ACTIONS:
+    raise ValueError(f"the ledger adapter no longer declares {LEDGER_UPDATE}; see grant_ledger_updates")
 
 
 class Ledger(Construct):
@@ -39,3 +43,8 @@ class Ledger(Construct):
     def grant_ledger_access(self, grantee: iam.IGrantable) -> None:
         """Exactly LEDGER_ACTIONS on this table (no index ARNs: the table has none)."""
         self.table.grant(grantee, *LEDGER_ACTIONS)
+
+    def grant_ledger_updates(self, grantee: iam.IGrantable) -> None:
+        """UpdateItem alone, for a writer that only updates items in place with a condition (the
+        log-activity function: a watched job's newest log line, `StallLedger.record_log_activity`)."""
+        self.table.grant(grantee, LEDGER_UPDATE)

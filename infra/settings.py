@@ -56,6 +56,14 @@ class Settings:
     quota_check_minutes: int = 15
     # The rule on CreateTrainingJob calls refused for a quota; it needs a CloudTrail trail (README).
     watch_failed_launches: bool = False
+    # Stall detection: the defaults a job's own tags can override (trainguard.domain.stalls), and whether
+    # the stack subscribes to SageMaker's training log group (it must exist before the deploy, and takes
+    # one of the group's two subscription-filter slots).
+    stall_minutes: int = 30
+    gpu_idle_minutes: int = 20
+    gpu_idle_percent: int = 5
+    startup_grace_minutes: int = 20
+    subscribe_to_training_logs: bool = True
     # Local deploys into moto server cannot use the bootstrap-version rule (LOCAL_AWS.md).
     local_deploy: bool = False
 
@@ -102,6 +110,11 @@ class Settings:
         )
         _check(1 <= self.quota_wait_hours <= 720, "quota_wait_hours", "an integer from 1 to 720")
         _check(5 <= self.quota_check_minutes <= 1440, "quota_check_minutes", "an integer from 5 to 1440")
+        _check(5 <= self.stall_minutes <= 1440, "stall_minutes", "an integer from 5 to 1440")
+        # The idle-GPU alarm evaluates one-minute periods; CloudWatch allows at most one day of them.
+        _check(5 <= self.gpu_idle_minutes <= 1440, "gpu_idle_minutes", "an integer from 5 to 1440")
+        _check(0 <= self.gpu_idle_percent <= 50, "gpu_idle_percent", "an integer from 0 to 50")
+        _check(0 <= self.startup_grace_minutes <= 720, "startup_grace_minutes", "an integer from 0 to 720")
         # Read-only, so the frozen object cannot change through the mapping it was given.
         object.__setattr__(self, "quota_ceilings", MappingProxyType(dict(self.quota_ceilings)))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -14,6 +15,7 @@ from trainguard.domain.messages import Notification
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome
 from trainguard.domain.quotas import WaitingLaunch
+from trainguard.domain.stalls import WatchedJob
 from trainguard.events.training_job import job_from_description
 from trainguard.workflows.ports import (
     GuardPorts,
@@ -71,6 +73,7 @@ class FakeJobs:
         self.jobs: dict[str, TrainingJob] = {}
         self.created: list[dict[str, Any]] = []
         self.refuse_with: LaunchRefused | None = None
+        self.stops: list[str] = []
 
     def add(self, description: dict[str, Any], tags: dict[str, str]) -> TrainingJob:
         job = job_from_description(description, tags)
@@ -79,6 +82,14 @@ class FakeJobs:
 
     def describe(self, name: str) -> TrainingJob | JobNotFound:
         return self.jobs.get(name) or JobNotFound(name)
+
+    def stop(self, name: str) -> bool:
+        job = self.jobs[name]
+        self.stops.append(name)
+        if job.status != "InProgress":
+            return False
+        self.jobs[name] = replace(job, status="Stopping", secondary_status="Stopping")
+        return True
 
     def create(self, request: dict[str, Any], retry_of: str, retry_of_tag_key: str) -> LaunchResult:
         if self.refuse_with:
@@ -228,6 +239,84 @@ class FakeQuotaLedger:
         self.waits.pop(job_name, None)
 
 
+@dataclass
+class FakeStallLedger:
+    jobs: dict[str, WatchedJob] = field(default_factory=dict)
+    stalls: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def watch(self, job: WatchedJob) -> None:
+        old = self.jobs.get(job.job_name)
+        if old is not None:
+            job = replace(job, last_log_time=old.last_log_time, last_log_line=old.last_log_line)
+        self.jobs[job.job_name] = job
+
+    def unwatch(self, job_name: str) -> None:
+        self.jobs.pop(job_name, None)
+
+    def watched(self) -> list[WatchedJob]:
+        return list(self.jobs.values())
+
+    def watched_job(self, job_name: str) -> list[WatchedJob]:
+        return [self.jobs[job_name]] if job_name in self.jobs else []
+
+    def record_log_activity(self, job_name: str, newest: datetime, last_line: str) -> bool:
+        job = self.jobs.get(job_name)
+        if job is None or (job.last_log_time is not None and job.last_log_time >= newest):
+            return False
+        self.jobs[job_name] = replace(job, last_log_time=newest, last_log_line=last_line)
+        return True
+
+    def record_stall(self, job_name: str, evidence: dict[str, Any], now: datetime) -> None:
+        self.stalls[job_name] = evidence
+
+    def stall_record(self, job_name: str) -> dict[str, Any] | None:
+        return self.stalls.get(job_name)
+
+
+@dataclass
+class FakeAlarms:
+    alarms: dict[str, str] = field(default_factory=dict)  # name -> state
+    published: list[dict[str, float]] = field(default_factory=list)
+    rearmed: list[str] = field(default_factory=list)
+
+    def create(self, plan: Any) -> None:
+        for name in plan.all_names:
+            self.alarms.setdefault(name, "INSUFFICIENT_DATA")
+
+    def delete(self, names: list[str]) -> None:
+        for name in names:
+            self.alarms.pop(name, None)
+
+    def list_owned(self) -> dict[str, str]:
+        return dict(self.alarms)
+
+    def publish_log_silence(self, values: Mapping[str, float], at: datetime) -> None:
+        self.published.append(dict(values))
+
+    def rearm(self, alarm_name: str, reason: str) -> None:
+        self.rearmed.append(alarm_name)
+
+
+@dataclass
+class FakeJobLogs:
+    newest: datetime | None = None
+    line: str = ""
+
+    def newest_event(self, job_name: str, since: datetime) -> tuple[datetime | None, str]:
+        return (self.newest, self.line) if self.newest and self.newest >= since else (None, "")
+
+
+@dataclass
+class FakeGpuMetrics:
+    value: float | None = None
+    hosts: int = 4
+
+    def busiest_by_host(self, job_name: str, host_count: int, since: datetime, now: datetime) -> dict[str, float]:
+        if self.value is None:
+            return {}
+        return {f"{job_name}/algo-{n}": self.value for n in range(1, host_count + 1)}
+
+
 def fake_ports(**config_overrides: Any) -> GuardPorts:
     config = GuardConfig(
         ledger_table_name="ledger",
@@ -243,6 +332,10 @@ def fake_ports(**config_overrides: Any) -> GuardPorts:
         scheduler=FakeScheduler(),
         quotas=FakeQuotas(),
         quota_ledger=FakeQuotaLedger(),
+        stall_ledger=FakeStallLedger(),
+        alarms=FakeAlarms(),
+        job_logs=FakeJobLogs(),
+        gpu_metrics=FakeGpuMetrics(),
         config=config,
         region="us-east-1",
         clock=lambda: NOW,

@@ -52,7 +52,10 @@ def _parser() -> argparse.ArgumentParser:
     source.add_argument("--reason", help="a FailureReason or error text")
     source.add_argument("--event", type=Path, help="a 'SageMaker Training Job State Change' event (JSON file)")
     source.add_argument("--describe", type=Path, help="a DescribeTrainingJob response as the AWS CLI prints it")
-    explain.add_argument("--tags", type=Path, help="a ListTags response (JSON file), with --describe")
+    explain.add_argument("--tags", type=Path, help="a ListTags response (JSON file), with --describe or --describe-job")
+    explain.add_argument(
+        "--describe-job", type=Path, help="with --event of a stall alarm: the DescribeTrainingJob response of its job"
+    )
     explain.add_argument("--tag-prefix", default="trainguard", help="the deployed tag prefix (default: trainguard)")
     explain.add_argument("--max-retries", type=int, default=3, help="the deployed default_max_retries")
     explain.add_argument(
@@ -83,7 +86,10 @@ def _run_explain(args: argparse.Namespace) -> dict[str, Any]:
         return explain_reason(args.reason, quota_ceiling=args.quota_ceiling)
     try:
         if args.event is not None:
-            job = parse_state_change(_read_json(args.event)).job
+            event = _read_json(args.event)
+            if isinstance(event, dict) and event.get("source") == "aws.cloudwatch":
+                return _explain_alarm(args, event)
+            job = parse_state_change(event).job
         else:
             tags = _read_tags(args.tags) if args.tags else None
             job = job_from_description(_read_json(args.describe), tags)
@@ -107,6 +113,26 @@ def _run_explain(args: argparse.Namespace) -> dict[str, Any]:
     if args.allow_role is None:
         answer["notes"] = ["the execution role was not checked against passable_role_arns (use --allow-role)"]
     return answer
+
+
+def _explain_alarm(args: argparse.Namespace, event: Any) -> dict[str, Any]:
+    from trainguard.domain.policy import PolicyDefaults, TagKeys
+    from trainguard.events.alarm_state_change import parse_alarm_state_change
+    from trainguard.events.training_job import job_from_description
+    from trainguard.workflows.explain import explain_stall_alarm
+
+    change = parse_alarm_state_change(event)
+    job = None
+    if args.describe_job is not None:
+        tags = _read_tags(args.tags) if args.tags else None
+        job = job_from_description(_read_json(args.describe_job), tags)
+    return explain_stall_alarm(
+        change,
+        job,
+        defaults=PolicyDefaults(max_retries=args.max_retries),
+        keys=TagKeys(args.tag_prefix),
+        now=datetime.now(UTC),
+    )
 
 
 def _read_tags(path: Path) -> Any:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, fields
 
 from trainguard.domain.policy import PolicyDefaults
+from trainguard.domain.stalls import StallThresholds
 
 _PREFIX = "TRAINGUARD_"
 
@@ -43,6 +44,20 @@ class GuardConfig:
     default_quota_ceiling: int = 64
     quota_ceilings_json: str = "{}"
     quota_wait_hours: int = 72
+    # Stall detection defaults (each can be overridden per job by tag, see domain/stalls.py).
+    stall_minutes: int = 30
+    gpu_idle_minutes: int = 20
+    gpu_idle_percent: int = 5
+    startup_grace_minutes: int = 20
+
+    @property
+    def stall_defaults(self) -> StallThresholds:
+        return StallThresholds(
+            stall_minutes=self.stall_minutes,
+            gpu_idle_minutes=self.gpu_idle_minutes,
+            gpu_idle_percent=self.gpu_idle_percent,
+            startup_grace_minutes=self.startup_grace_minutes,
+        )
 
     @property
     def quota_ceilings(self) -> dict[str, float]:

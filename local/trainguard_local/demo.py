@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from trainguard_local.demo_quotas import act_quota_wall
+from trainguard_local.demo_stalls import act_stalls
 from trainguard_local.stand_in import CHECKPOINT_BUCKET, LambdaContext, LocalAWS, local_aws, training_request
 
 JOBS: dict[str, dict[str, Any]] = {
@@ -81,6 +82,7 @@ def run_demo(say: Any = print) -> dict[str, Any]:
                 f"  {outcome['job_name']:<16} {outcome['kind']:<16}{new}\n"
                 f"  {'':<16} {textwrap.shorten(outcome['reason'], 110)}"
             )
+        report["stalls"] = act_stalls(aws, say, production_ports())
         report["quota_wall"] = act_quota_wall(aws, say)
         for message in aws.notifications():
             report["notifications"].append(message)

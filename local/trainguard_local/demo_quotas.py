@@ -48,13 +48,14 @@ def act_quota_wall(aws: LocalAWS, say: Any) -> dict[str, Any]:
         instance_type, _ = spec["instances"]
         outcome_status, after = spec["review"]
         aws.quotas.decide(f"{instance_type} for training job usage", outcome_status, after=after)
+    start = aws.clock.offset
     for hours in (1, 5):
-        aws.clock.skip(timedelta(hours=hours) - aws.clock.offset)
+        aws.clock.skip(start + timedelta(hours=hours) - aws.clock.offset)
         outcomes = quota_watch.handler({"source": "aws.events"}, LambdaContext())
         report["checks"].append({"hours": hours, "outcomes": outcomes})
         say(
             f"\n+{hours} h: the periodic quota check: "
-            + ("nothing to do yet (requests still open)" if not outcomes else "")
+            + ("nothing to do yet, the requests are open" if not outcomes else f"{len(outcomes)} launch(es) settled")
         )
         for outcome in outcomes:
             say(f"  {outcome['job_name']}: {outcome['kind']} - {textwrap.shorten(outcome['reason'], 100)}")

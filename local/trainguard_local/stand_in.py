@@ -24,7 +24,8 @@ from typing import Any
 import boto3
 from moto.server import ThreadedMotoServer
 
-from infra.event_patterns import failed_training_job_launch_pattern, training_job_ended_pattern
+from infra.event_patterns import failed_training_job_launch_pattern, stall_alarm_pattern, training_job_state_pattern
+from trainguard.adapters.job_activity import LOG_GROUP as TRAINING_LOG_GROUP
 from trainguard.adapters.ledger import create_table_request
 from trainguard.config import GuardConfig
 from trainguard_local.cloudtrail import cloudtrail_forwarder
@@ -102,6 +103,7 @@ class LocalAWS:
     rule_queue_url: str
     launch_failures_queue_url: str
     inbox_queue_url: str
+    stall_alarms_queue_url: str
 
     def client(self, service: str) -> Any:
         return boto3.client(service, region_name=REGION)
@@ -109,6 +111,10 @@ class LocalAWS:
     def receive_rule_events(self) -> list[dict[str, Any]]:
         """Drain what the stack's rule matched (the events EventBridge would hand the function)."""
         return self._drain(self.rule_queue_url)
+
+    def receive_stall_alarms(self) -> list[dict[str, Any]]:
+        """Drain what the stack's stall-alarm rule matched (alarm state changes of trainguard's alarms)."""
+        return self._drain(self.stall_alarms_queue_url)
 
     def receive_failed_launches(self) -> list[dict[str, Any]]:
         """Drain what the stack's CloudTrail rule matched: CreateTrainingJob calls refused by a quota."""
@@ -130,6 +136,32 @@ class LocalAWS:
                 sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
 
 
+def _teach_moto_stream_prefixes() -> None:
+    """moto 5.2.5's FilterLogEvents ignores `logStreamNamePrefix` and searches every stream of the group
+    (moto/logs/responses.py reads only logStreamNames). AWS honours it, and trainguard's JobLogs adapter
+    relies on it; so the stand-in turns the prefix into the stream names before moto answers."""
+    from moto.logs.responses import LogsResponse
+
+    if getattr(LogsResponse.filter_log_events, "_trainguard_prefix", False):
+        return
+    original = LogsResponse.filter_log_events
+
+    def filter_log_events(self: Any) -> Any:
+        prefix = self._get_param("logStreamNamePrefix")
+        if prefix and not self._get_param("logStreamNames"):
+            group = self.logs_backend.groups[self._get_param("logGroupName")]
+            names = [name for name in group.streams if name.startswith(prefix)] or ["\x00no-stream"]
+            self._get_param = _with_param(self._get_param, "logStreamNames", names)
+        return original(self)
+
+    filter_log_events._trainguard_prefix = True  # type: ignore[attr-defined]
+    LogsResponse.filter_log_events = filter_log_events  # type: ignore[method-assign]
+
+
+def _with_param(get: Any, name: str, value: Any) -> Any:
+    return lambda key, default=None: value if key == name else get(key, default)
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -142,6 +174,7 @@ def local_aws(**config_overrides: Any) -> Iterator[LocalAWS]:
     saved = dict(os.environ)
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto server's access log
     port = _free_port()
+    _teach_moto_stream_prefixes()
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     moto.start()
     moto_url = f"http://127.0.0.1:{port}"
@@ -162,6 +195,7 @@ def local_aws(**config_overrides: Any) -> Iterator[LocalAWS]:
     quotas = SimulatedServiceQuotas(clock=clock, values=ACCOUNT_QUOTAS, account_id=ACCOUNT, region=REGION)
     events = boto3.client("events", region_name=REGION)
     plane = SimulatedSageMaker(
+        clock=clock,
         on_event=eventbridge_forwarder(events),
         on_failed_call=cloudtrail_forwarder(events, account=ACCOUNT, region=REGION),
         instance_limits=lambda instance_type: _training_limit(quotas, instance_type),
@@ -205,13 +239,17 @@ def _create_stack_resources(
     inbox = sqs.create_queue(QueueName="trainguard-inbox")["QueueUrl"]
     sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=_queue_arn(sqs, inbox))
     rule_queue = sqs.create_queue(QueueName="trainguard-job-events")["QueueUrl"]
-    events.put_rule(Name="trainguard-job-ended", EventPattern=json.dumps(training_job_ended_pattern()))
+    events.put_rule(Name="trainguard-job-ended", EventPattern=json.dumps(training_job_state_pattern()))
     events.put_targets(Rule="trainguard-job-ended", Targets=[{"Id": "handler", "Arn": _queue_arn(sqs, rule_queue)}])
     failures_queue = sqs.create_queue(QueueName="trainguard-failed-launches")["QueueUrl"]
     events.put_rule(Name="trainguard-failed-launches", EventPattern=json.dumps(failed_training_job_launch_pattern()))
     events.put_targets(
         Rule="trainguard-failed-launches", Targets=[{"Id": "handler", "Arn": _queue_arn(sqs, failures_queue)}]
     )
+    stall_queue = sqs.create_queue(QueueName="trainguard-stall-alarms")["QueueUrl"]
+    events.put_rule(Name="trainguard-stall-alarms", EventPattern=json.dumps(stall_alarm_pattern()))
+    events.put_targets(Rule="trainguard-stall-alarms", Targets=[{"Id": "handler", "Arn": _queue_arn(sqs, stall_queue)}])
+    boto3.client("logs", region_name=REGION).create_log_group(logGroupName=TRAINING_LOG_GROUP)
     scheduler.create_schedule_group(Name="trainguard")
     s3.create_bucket(Bucket=CHECKPOINT_BUCKET)
     config = GuardConfig(
@@ -222,7 +260,7 @@ def _create_stack_resources(
         scheduler_role_arn=f"arn:aws:iam::{ACCOUNT}:role/trainguard-scheduler",
         **overrides,
     )
-    return LocalAWS(moto_url, plane, quotas, clock, config, rule_queue, failures_queue, inbox)
+    return LocalAWS(moto_url, plane, quotas, clock, config, rule_queue, failures_queue, inbox, stall_queue)
 
 
 def _queue_arn(sqs: Any, url: str) -> str:

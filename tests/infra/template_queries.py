@@ -24,14 +24,26 @@ CONFIGURED_CONTEXT: dict[str, Any] = {
     "quota_wait_hours": 48,
     "quota_check_minutes": 10,
     "watch_failed_launches": True,
+    "stall_minutes": 45,
+    "gpu_idle_minutes": 15,
+    "gpu_idle_percent": 3,
+    "startup_grace_minutes": 30,
+    # Off here, on in the defaults stack: each case is synthesized once.
+    "subscribe_to_training_logs": False,
     "local_deploy": True,
 }
 JOB_EVENTS_HANDLER = "trainguard.handlers.job_events.handler"
 RETRY_LAUNCHER_HANDLER = "trainguard.handlers.retry_launcher.handler"
 QUOTA_WATCH_HANDLER = "trainguard.handlers.quota_watch.handler"
 FAILED_LAUNCHES_HANDLER = "trainguard.handlers.failed_launches.handler"
+STALL_ALARMS_HANDLER = "trainguard.handlers.stall_alarms.handler"
+STALL_PROBER_HANDLER = "trainguard.handlers.stall_prober.handler"
+LOG_ACTIVITY_HANDLER = "trainguard.handlers.log_activity.handler"
+# The functions that request quotas (Service Quotas rights); the stall functions do not.
+QUOTA_REQUESTING_HANDLERS = (JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER, QUOTA_WATCH_HANDLER, FAILED_LAUNCHES_HANDLER)
+STALL_HANDLERS = (STALL_ALARMS_HANDLER, STALL_PROBER_HANDLER, LOG_ACTIVITY_HANDLER)
 # Every function of the configured stack (the defaults stack has no failed-launches function).
-ALL_HANDLERS = (JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER, QUOTA_WATCH_HANDLER, FAILED_LAUNCHES_HANDLER)
+ALL_HANDLERS = (*QUOTA_REQUESTING_HANDLERS, *STALL_HANDLERS)
 
 
 # The statement `enforce_ssl` adds to a queue or topic policy.

@@ -1,4 +1,4 @@
-"""The stack's real rule pattern, read from the synthesized template, matched by EventBridge in moto.
+"""The stack's real rule patterns, read from the synthesized template, matched by EventBridge in moto.
 
 moto's EventBridge agreed with AWS on every pattern case measured (../shared/LOCAL_AWS.md); its
 `test_event_pattern` is a stub, so the pattern is created as a rule with an SQS target and real
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,12 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from tests.infra.template_queries import JOB_EVENTS_HANDLER, function_logical_id, rule_targeting
+from tests.infra.template_queries import (
+    JOB_EVENTS_HANDLER,
+    STALL_ALARMS_HANDLER,
+    function_logical_id,
+    rule_targeting,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -53,23 +57,56 @@ def _hpo_event(case: str) -> dict[str, Any]:
     return event
 
 
+STATUSES = ("InProgress", "Stopping", "Completed", "Failed", "Stopped")
+TAG_SHAPES: dict[str, object] = {"tags-map": TAGS_AS_MAP, "tags-list": TAGS_AS_LIST, "no-tags": _MISSING}
 MATCHING = {
-    "failed-tags-map": _training_job_event("failed-tags-map", "Failed", TAGS_AS_MAP),
-    "failed-tags-list": _training_job_event("failed-tags-list", "Failed", TAGS_AS_LIST),
-    "failed-no-tags": _training_job_event("failed-no-tags", "Failed"),
-    "stopped-tags-map": _training_job_event("stopped-tags-map", "Stopped", TAGS_AS_MAP),
-    "stopped-tags-list": _training_job_event("stopped-tags-list", "Stopped", TAGS_AS_LIST),
-    "stopped-no-tags": _training_job_event("stopped-no-tags", "Stopped"),
+    f"{status.lower()}-{shape}": _training_job_event(f"{status.lower()}-{shape}", status, tags)
+    for status in STATUSES
+    for shape, tags in TAG_SHAPES.items()
 }
 NOT_MATCHING = {
-    "completed": _training_job_event("completed", "Completed", TAGS_AS_MAP),
-    "in-progress": _training_job_event("in-progress", "InProgress", TAGS_AS_MAP),
-    "stopping": _training_job_event("stopping", "Stopping", TAGS_AS_MAP),
+    "deleting": _training_job_event("deleting", "Deleting", TAGS_AS_MAP),
     "other-detail-type": _training_job_event(
         "other-detail-type", "Failed", TAGS_AS_MAP, **{"detail-type": "SageMaker Endpoint State Change"}
     ),
     "other-source": _training_job_event("other-source", "Failed", TAGS_AS_MAP, source="custom.sagemaker"),
     "hpo-job": _hpo_event("hpo-job"),
+}
+
+ALARM_SAMPLES = ("single_metric", "metric_math", "anomaly_detection", "composite")
+
+
+def _alarm_event(sample: str, alarm_name: str | None, state: str = "ALARM") -> dict[str, Any]:
+    """An AWS sample alarm state change; with `alarm_name`, renamed (detail and resources) to that name."""
+    event = copy.deepcopy(_sample(f"cloudwatch_alarm_state_change.{sample}.awsdocs.json"))
+    if alarm_name is not None:
+        old = event["detail"]["alarmName"]
+        event["detail"]["alarmName"] = alarm_name
+        event["resources"] = [arn.replace(f":alarm:{old}", f":alarm:{alarm_name}") for arn in event["resources"]]
+    event["detail"]["state"]["value"] = state
+    return event
+
+
+# The case is the alarm's name. trainguard-stall-<signal>-<job> (trainguard.domain.stalls.alarm_name).
+STALL_ALARMS_MATCHING = {
+    f"trainguard-stall-log-silence-{sample}": _alarm_event(sample, f"trainguard-stall-log-silence-{sample}")
+    for sample in ALARM_SAMPLES
+}
+STALL_ALARMS_NOT_MATCHING = {
+    # AWS's samples as they are: other people's alarms.
+    **{
+        _sample(f"cloudwatch_alarm_state_change.{s}.awsdocs.json")["detail"]["alarmName"]: _alarm_event(s, None)
+        for s in ALARM_SAMPLES
+    },
+    # Back to OK: nothing to do.
+    "trainguard-stall-idle-gpu-back-to-ok": _alarm_event("metric_math", "trainguard-stall-idle-gpu-back-to-ok", "OK"),
+    "trainguard-stall-log-silence-no-data": _alarm_event(
+        "single_metric", "trainguard-stall-log-silence-no-data", "INSUFFICIENT_DATA"
+    ),
+    # A part of an idle-GPU composite: only the composite is acted on.
+    "trainguard-gpu-part-1-llama": _alarm_event("metric_math", "trainguard-gpu-part-1-llama"),
+    # The prefix must lead the name.
+    "my-trainguard-stall-log-silence-x": _alarm_event("single_metric", "my-trainguard-stall-log-silence-x"),
 }
 
 
@@ -84,27 +121,25 @@ def _entry(event: dict[str, Any]) -> dict[str, Any]:
 
 def _case_of(body: str) -> str:
     detail = json.loads(body)["detail"]
-    return detail.get("TrainingJobName") or detail["HyperParameterTuningJobName"]
+    return detail.get("TrainingJobName") or detail.get("HyperParameterTuningJobName") or detail["alarmName"]
 
 
-def _job_ended_rule(template: dict[str, Any]) -> dict[str, Any]:
-    """The rule in front of the job-events function (the stack has others: the quota check, CloudTrail)."""
-    return dict(template["Resources"][rule_targeting(template, function_logical_id(template, JOB_EVENTS_HANDLER))])
+def _rule_before(template: dict[str, Any], handler: str) -> dict[str, Any]:
+    """The rule in front of that function (the stack has others: the schedules, CloudTrail, alarms)."""
+    return dict(template["Resources"][rule_targeting(template, function_logical_id(template, handler))])
 
 
-@pytest.fixture(scope="module")
-def delivered(synthesized: Any) -> Iterator[set[str]]:
-    """Put every case on the default bus of a moto account whose only rule is the stack's rule.
-    (mock_aws sets fake credentials itself; nothing leaves the process.)"""
-    rule = _job_ended_rule(synthesized.template)
+def _delivered(pattern: dict[str, Any], events_to_put: list[dict[str, Any]]) -> set[str]:
+    """Put every event on the default bus of a moto account whose only rule has this pattern, and read
+    back the cases the rule matched. (mock_aws sets fake credentials itself; nothing leaves the process.)"""
     with mock_aws():
         events = boto3.client("events", region_name=REGION)
         sqs = boto3.client("sqs", region_name=REGION)
         queue_url = sqs.create_queue(QueueName="matched")["QueueUrl"]
         queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]
-        events.put_rule(Name="training-job-ended", EventPattern=json.dumps(rule["Properties"]["EventPattern"]))
-        events.put_targets(Rule="training-job-ended", Targets=[{"Id": "matched", "Arn": queue_arn["QueueArn"]}])
-        entries = [_entry(e) for e in (*MATCHING.values(), *NOT_MATCHING.values())]
+        events.put_rule(Name="under-test", EventPattern=json.dumps(pattern))
+        events.put_targets(Rule="under-test", Targets=[{"Id": "matched", "Arn": queue_arn["QueueArn"]}])
+        entries = [_entry(e) for e in events_to_put]
         for start in range(0, len(entries), 10):  # PutEvents takes at most 10 entries
             response = events.put_events(Entries=entries[start : start + 10])
             assert response["FailedEntryCount"] == 0, response
@@ -113,18 +148,52 @@ def delivered(synthesized: Any) -> Iterator[set[str]]:
             for message in messages:
                 received.add(_case_of(message["Body"]))
                 sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
-        yield received
+        return received
+
+
+@pytest.fixture(scope="module")
+def delivered(synthesized: Any) -> set[str]:
+    rule = _rule_before(synthesized.template, JOB_EVENTS_HANDLER)
+    return _delivered(rule["Properties"]["EventPattern"], [*MATCHING.values(), *NOT_MATCHING.values()])
+
+
+@pytest.fixture(scope="module")
+def delivered_alarms(synthesized: Any) -> set[str]:
+    rule = _rule_before(synthesized.template, STALL_ALARMS_HANDLER)
+    return _delivered(
+        rule["Properties"]["EventPattern"], [*STALL_ALARMS_MATCHING.values(), *STALL_ALARMS_NOT_MATCHING.values()]
+    )
 
 
 def test_the_pattern_under_test_is_the_stacks(synthesized: Any) -> None:
-    from infra.event_patterns import training_job_ended_pattern
+    from infra.event_patterns import training_job_state_pattern
 
-    assert _job_ended_rule(synthesized.template)["Properties"]["EventPattern"] == training_job_ended_pattern()
+    assert _rule_before(synthesized.template, JOB_EVENTS_HANDLER)["Properties"]["EventPattern"] == (
+        training_job_state_pattern()
+    )
 
 
-def test_failed_and_stopped_training_jobs_arrive_whatever_the_tags_look_like(delivered: set[str]) -> None:
+def test_the_five_statuses_arrive_whatever_the_tags_look_like(delivered: set[str]) -> None:
+    assert len(MATCHING) == 15
     assert set(MATCHING) <= delivered
 
 
 def test_other_statuses_sources_detail_types_and_hpo_jobs_do_not_arrive(delivered: set[str]) -> None:
     assert delivered & set(NOT_MATCHING) == set()
+
+
+def test_the_alarm_pattern_under_test_is_the_stacks(synthesized: Any) -> None:
+    from infra.event_patterns import stall_alarm_pattern
+
+    rule = _rule_before(synthesized.template, STALL_ALARMS_HANDLER)
+    assert rule["Properties"]["EventPattern"] == stall_alarm_pattern()
+
+
+def test_trainguard_stall_alarms_going_to_alarm_arrive(delivered_alarms: set[str]) -> None:
+    """AWS's four samples (metric, metric math, anomaly detection, composite), renamed to our prefix."""
+    assert set(STALL_ALARMS_MATCHING) <= delivered_alarms
+
+
+def test_other_alarms_other_states_and_gpu_parts_do_not_arrive(delivered_alarms: set[str]) -> None:
+    assert len(STALL_ALARMS_NOT_MATCHING) == len(ALARM_SAMPLES) + 4
+    assert delivered_alarms & set(STALL_ALARMS_NOT_MATCHING) == set()

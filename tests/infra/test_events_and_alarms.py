@@ -1,5 +1,6 @@
 """Job events: the rule, its target, the dead-letter queue, the functions' async settings and the alarms.
-(The quota walls' schedule, rule, queue and alarms: test_quota_walls.py.)"""
+(The quota walls' schedule, rule, queue and alarms: test_quota_walls.py; stall detection's:
+test_stall_detection.py.)"""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match
 
-from infra.event_patterns import training_job_ended_pattern
+from infra.event_patterns import training_job_state_pattern
 from tests.infra.template_queries import (
     ALL_HANDLERS,
     DENY_INSECURE_TRANSPORT,
@@ -46,10 +47,17 @@ def _topic(template: dict[str, Any]) -> str:
 
 def test_rule_matches_exactly_the_shared_pattern_and_never_tags(synthesized: Any, template: Any) -> None:
     template.has_resource_properties(
-        "AWS::Events::Rule", {"EventPattern": Match.exact(training_job_ended_pattern()), "State": "ENABLED"}
+        "AWS::Events::Rule", {"EventPattern": Match.exact(training_job_state_pattern()), "State": "ENABLED"}
     )
     rule = _rule(synthesized.template)
-    assert rule["Properties"]["EventPattern"] == training_job_ended_pattern()
+    assert rule["Properties"]["EventPattern"] == training_job_state_pattern()
+    assert rule["Properties"]["EventPattern"]["detail"]["TrainingJobStatus"] == [
+        "InProgress",
+        "Stopping",
+        "Completed",
+        "Failed",
+        "Stopped",
+    ]
     assert "Tags" not in _keys_anywhere(rule["Properties"]["EventPattern"])
 
 

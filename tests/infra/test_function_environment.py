@@ -94,3 +94,10 @@ def test_handlers_read_the_environment_back(synthesized: Any, handler: str) -> N
         CONFIGURED_CONTEXT["quota_wait_hours"],
         CONFIGURED_CONTEXT["quota_support_case_allowed"],
     )
+    stall = config.stall_defaults
+    assert (stall.stall_minutes, stall.gpu_idle_minutes, stall.gpu_idle_percent, stall.startup_grace_minutes) == (
+        CONFIGURED_CONTEXT["stall_minutes"],
+        CONFIGURED_CONTEXT["gpu_idle_minutes"],
+        CONFIGURED_CONTEXT["gpu_idle_percent"],
+        CONFIGURED_CONTEXT["startup_grace_minutes"],
+    )

@@ -12,8 +12,13 @@ from tests.infra.template_queries import (
     CONFIGURED_CONTEXT,
     FAILED_LAUNCHES_HANDLER,
     JOB_EVENTS_HANDLER,
+    LOG_ACTIVITY_HANDLER,
+    QUOTA_REQUESTING_HANDLERS,
     QUOTA_WATCH_HANDLER,
     RETRY_LAUNCHER_HANDLER,
+    STALL_ALARMS_HANDLER,
+    STALL_HANDLERS,
+    STALL_PROBER_HANDLER,
     as_list,
     function_logical_id,
     identity_statements,
@@ -28,8 +33,9 @@ pytestmark = pytest.mark.slow
 
 # The functions that relaunch training jobs (the failed-launches function only requests quotas).
 LAUNCHING_HANDLERS = [JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER, QUOTA_WATCH_HANDLER]
-# The functions that read checkpoints before a relaunch (the quota watcher launches a request built earlier).
-CHECKPOINT_HANDLERS = [JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER]
+# The functions that read checkpoints: before a relaunch (the quota watcher launches a request built
+# earlier), and in a stall's notification.
+CHECKPOINT_HANDLERS = [JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER, STALL_ALARMS_HANDLER]
 TRAINING_JOBS = "arn:<AWS::Partition>:sagemaker:<AWS::Region>:<AWS::AccountId>:training-job/*"
 RETRY_SCHEDULES = "arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/trainguard/*"
 SAGEMAKER_QUOTAS = "arn:<AWS::Partition>:servicequotas:<AWS::Region>:<AWS::AccountId>:sagemaker/*"
@@ -37,8 +43,23 @@ SERVICE_QUOTAS_ROLE = (
     "arn:<AWS::Partition>:iam::<AWS::AccountId>:role/aws-service-role/servicequotas.amazonaws.com/"
     "AWSServiceRoleForServiceQuotas"
 )
+# trainguard's alarms: the two name prefixes of trainguard.domain.stall_alarms.OWNED_PREFIXES.
+STALL_ALARMS = [
+    "arn:<AWS::Partition>:cloudwatch:<AWS::Region>:<AWS::AccountId>:alarm:trainguard-stall-*",
+    "arn:<AWS::Partition>:cloudwatch:<AWS::Region>:<AWS::AccountId>:alarm:trainguard-gpu-part-*",
+]
+# SageMaker's training log group, as CloudWatch Logs names a log group in IAM policies (trailing ":*").
+TRAINING_LOG_GROUP = "arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:/aws/sagemaker/TrainingJobs:*"
 # Wildcard resources that no narrower ARN can replace; each carries a reasoned cdk-nag acknowledgment.
-ALLOWED_WILDCARD_RESOURCES = {TRAINING_JOBS, RETRY_SCHEDULES, SAGEMAKER_QUOTAS}
+ALLOWED_WILDCARD_RESOURCES = {TRAINING_JOBS, RETRY_SCHEDULES, SAGEMAKER_QUOTAS, *STALL_ALARMS, TRAINING_LOG_GROUP}
+# CloudWatch actions on alarms that take the `alarm` resource type, granted on STALL_ALARMS only
+# (Service Authorization Reference, CloudWatch). DescribeAlarms too, where composites need not be seen.
+ALARM_SCOPED_ACTIONS = {
+    "cloudwatch:PutMetricAlarm",
+    "cloudwatch:DeleteAlarms",
+    "cloudwatch:SetAlarmState",
+    "cloudwatch:TagResource",
+}
 # Service Quotas actions that support the `quota` resource type, and those that support no resource type
 # and no condition key, so only "Resource": "*" allows them (Service Authorization Reference:
 # https://docs.aws.amazon.com/service-authorization/latest/reference/list_servicequotas.html).
@@ -48,16 +69,84 @@ QUOTA_SCOPED_ACTIONS = {
     "servicequotas:ListRequestedServiceQuotaChangeHistoryByQuota",
 }
 ACTIONS_WITHOUT_RESOURCE_TYPE = {"servicequotas:ListServiceQuotas", "servicequotas:GetRequestedServiceQuotaChange"}
+# Actions that only "Resource": "*" can allow: those above; GetMetricData and PutMetricData, which take no
+# resource type (PutMetricData is conditioned on its namespace); PutCompositeAlarm, and DescribeAlarms where
+# composites must be seen, which CloudWatch allows only "scoped to *" (CloudWatch API Reference).
+ACTIONS_ONLY_ON_STAR = {
+    *ACTIONS_WITHOUT_RESOURCE_TYPE,
+    "cloudwatch:GetMetricData",
+    "cloudwatch:PutMetricData",
+    "cloudwatch:PutCompositeAlarm",
+    "cloudwatch:DescribeAlarms",
+}
 
 
-# Which adapters each handler uses (handlers/wiring.py builds them all; only job-events schedules,
-# only the functions that relaunch touch SageMaker, only those that relaunch at once read checkpoints).
+# Which adapters each handler's workflows call (handlers/wiring.py builds them all; only job-events
+# schedules, only the functions that relaunch or stop touch SageMaker, only those that relaunch at once or
+# judge a stall read checkpoints; every path that reassesses a Stopped job reads the stall ledger).
 ADAPTERS_BY_HANDLER = {
-    JOB_EVENTS_HANDLER: ("sagemaker", "checkpoints", "ledger", "notifier", "scheduler", "service_quotas"),
-    RETRY_LAUNCHER_HANDLER: ("sagemaker", "checkpoints", "ledger", "notifier", "service_quotas"),
+    JOB_EVENTS_HANDLER: (
+        "sagemaker",
+        "checkpoints",
+        "ledger",
+        "stall_ledger",
+        "notifier",
+        "scheduler",
+        "service_quotas",
+        "alarms",
+    ),
+    RETRY_LAUNCHER_HANDLER: ("sagemaker", "checkpoints", "ledger", "stall_ledger", "notifier", "service_quotas"),
     QUOTA_WATCH_HANDLER: ("sagemaker", "ledger", "notifier", "service_quotas"),
     FAILED_LAUNCHES_HANDLER: ("ledger", "notifier", "service_quotas"),
+    STALL_ALARMS_HANDLER: (
+        "sagemaker",
+        "checkpoints",
+        "ledger",
+        "stall_ledger",
+        "notifier",
+        "alarms",
+        "job_activity",
+    ),
+    STALL_PROBER_HANDLER: ("ledger", "stall_ledger", "notifier", "alarms"),
+    LOG_ACTIVITY_HANDLER: ("stall_ledger",),
 }
+# An adapter declares one IAM_ACTIONS tuple for all its methods; these are the actions of a handler's
+# adapters that its workflows never call, so its role does not get them (read from the workflows:
+# stall_watch, stall_alarm, stall_prober, job_ended, scheduled_relaunch, quota_watch; handlers/log_activity).
+UNCALLED_ACTIONS_BY_HANDLER: dict[str, set[str]] = {
+    # Watches and ends jobs: puts and deletes alarms; never stops a job, reads alarms or publishes metrics.
+    JOB_EVENTS_HANDLER: {
+        "sagemaker:StopTrainingJob",
+        "cloudwatch:DescribeAlarms",
+        "cloudwatch:SetAlarmState",
+        "cloudwatch:PutMetricData",
+    },
+    RETRY_LAUNCHER_HANDLER: {"sagemaker:StopTrainingJob"},
+    QUOTA_WATCH_HANDLER: {"sagemaker:StopTrainingJob"},
+    FAILED_LAUNCHES_HANDLER: set(),
+    # Judges and stops: never launches, passes a role, puts an alarm or publishes a metric.
+    STALL_ALARMS_HANDLER: {
+        "sagemaker:CreateTrainingJob",
+        "sagemaker:AddTags",
+        "iam:PassRole",
+        "cloudwatch:PutMetricAlarm",
+        "cloudwatch:PutCompositeAlarm",
+        "cloudwatch:TagResource",
+        "cloudwatch:PutMetricData",
+    },
+    # Publishes silence, reports stuck stops, sweeps: never puts or rearms an alarm.
+    STALL_PROBER_HANDLER: {
+        "cloudwatch:PutMetricAlarm",
+        "cloudwatch:PutCompositeAlarm",
+        "cloudwatch:TagResource",
+        "cloudwatch:SetAlarmState",
+    },
+    # StallLedger.record_log_activity: one conditional UpdateItem.
+    LOG_ACTIVITY_HANDLER: {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query"},
+}
+# The stall ledger writes the ledger's table with the ledger adapter's actions (its docstring says so)
+# and declares no IAM_ACTIONS of its own; this names the adapter whose tuple stands for it.
+ACTIONS_DECLARED_BY = {"stall_ledger": "ledger"}
 # Granted for the runtime (logs, the async-failure DLQ) and for SSE on the topic, not for an adapter's calls.
 PLATFORM_ACTIONS = {
     "logs:CreateLogStream",
@@ -88,16 +177,34 @@ def _is_kms_key_admin_statement(statement: dict[str, Any]) -> bool:
     return statement["Action"] == "kms:*" and principal == "arn:<AWS::Partition>:iam::<AWS::AccountId>:root"
 
 
+def _declared_actions(adapter: str) -> set[str]:
+    module = importlib.import_module(f"trainguard.adapters.{adapter}")
+    if not hasattr(module, "IAM_ACTIONS"):
+        module = importlib.import_module(f"trainguard.adapters.{ACTIONS_DECLARED_BY[adapter]}")
+    return set(module.IAM_ACTIONS)
+
+
 @pytest.mark.parametrize("handler", ALL_HANDLERS)
-def test_each_role_grants_exactly_what_its_adapters_declare(synthesized: Any, handler: str) -> None:
-    declared = {
-        action
-        for adapter in ADAPTERS_BY_HANDLER[handler]
-        for action in importlib.import_module(f"trainguard.adapters.{adapter}").IAM_ACTIONS
-    }
-    implied = {extra for action in declared for extra in IMPLIED_ACTIONS.get(action, ())}
+def test_each_role_grants_exactly_what_its_adapters_declare_less_what_it_never_calls(
+    synthesized: Any, handler: str
+) -> None:
+    declared = {action for adapter in ADAPTERS_BY_HANDLER[handler] for action in _declared_actions(adapter)}
+    uncalled = UNCALLED_ACTIONS_BY_HANDLER[handler]
+    # An exception names an action its adapters still declare; a stale one would hide nothing.
+    assert uncalled <= declared, uncalled - declared
+    expected = declared - uncalled
+    implied = {extra for action in expected for extra in IMPLIED_ACTIONS.get(action, ())}
     granted = {a for s in _role_statements(synthesized.template, handler) for a in as_list(s["Action"])}
-    assert granted - PLATFORM_ACTIONS == declared | implied
+    assert granted - PLATFORM_ACTIONS == expected | implied
+
+
+def test_the_stack_places_every_action_the_adapters_declare() -> None:
+    """The synth-time check (infra/stack.py) covers every adapter whose actions are granted in groups."""
+    from infra.stack import ADAPTER_ACTION_GROUPS, check_adapter_actions_are_placed
+
+    check_adapter_actions_are_placed()
+    for adapter, (declared, _) in ADAPTER_ACTION_GROUPS.items():
+        assert set(declared) == _declared_actions(adapter), adapter
 
 
 @pytest.mark.parametrize("stack", ["template", "defaults_template"])
@@ -110,9 +217,9 @@ def test_no_identity_policy_has_a_wildcard_action_or_resource_star(synthesized: 
         assert not [a for a in as_list(statement["Action"]) if "*" in a], statement
         resources = [render(r) for r in as_list(statement["Resource"])]
         if "*" in resources:
-            # Only for the actions AWS documents with no resource type, and then alone in the statement.
+            # Only for the actions that nothing narrower allows, and then alone in the statement.
             assert resources == ["*"], statement
-            assert set(as_list(statement["Action"])) <= ACTIONS_WITHOUT_RESOURCE_TYPE, statement
+            assert set(as_list(statement["Action"])) <= ACTIONS_ONLY_ON_STAR, statement
             continue
         wildcards = {r for r in resources if isinstance(r, str) and "*" in r}
         assert wildcards <= ALLOWED_WILDCARD_RESOURCES, statement
@@ -171,7 +278,7 @@ def test_list_bucket_only_on_checkpoint_buckets(synthesized: Any, handler: str) 
     assert [render(r) for r in as_list(statement["Resource"])] == expected
 
 
-@pytest.mark.parametrize("handler", ALL_HANDLERS)
+@pytest.mark.parametrize("handler", [h for h in ALL_HANDLERS if h != LOG_ACTIVITY_HANDLER])
 def test_ledger_topic_and_key_access_is_exact(synthesized: Any, handler: str) -> None:
     template = synthesized.template
     statements = _role_statements(template, handler)
@@ -201,7 +308,7 @@ def test_only_job_events_may_schedule_retries_and_pass_the_scheduler_role(synthe
         s for s in _with_action(job_events, "iam:PassRole") if s["Resource"] == {"Fn::GetAtt": [scheduler_role, "Arn"]}
     ]
     assert pass_scheduler["Condition"] == {"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}}
-    for handler in (RETRY_LAUNCHER_HANDLER, QUOTA_WATCH_HANDLER, FAILED_LAUNCHES_HANDLER):
+    for handler in (RETRY_LAUNCHER_HANDLER, QUOTA_WATCH_HANDLER, FAILED_LAUNCHES_HANDLER, *STALL_HANDLERS):
         statements = _role_statements(template, handler)
         assert not [a for s in statements for a in as_list(s["Action"]) if a.startswith("scheduler:")], handler
         passed = [render(s["Resource"]) for s in _with_action(statements, "iam:PassRole")]
@@ -234,7 +341,7 @@ def test_functions_log_only_to_their_own_group_without_managed_policies(synthesi
         assert logs["Resource"] == {"Fn::GetAtt": [props["LoggingConfig"]["LogGroup"]["Ref"], "Arn"]}
 
 
-@pytest.mark.parametrize("handler", ALL_HANDLERS)
+@pytest.mark.parametrize("handler", QUOTA_REQUESTING_HANDLERS)
 def test_quota_actions_with_a_resource_type_are_limited_to_this_accounts_sagemaker_quotas(
     synthesized: Any, handler: str
 ) -> None:
@@ -245,18 +352,19 @@ def test_quota_actions_with_a_resource_type_are_limited_to_this_accounts_sagemak
     assert "Condition" not in statement
 
 
-@pytest.mark.parametrize("handler", ALL_HANDLERS)
+@pytest.mark.parametrize("handler", QUOTA_REQUESTING_HANDLERS)
 def test_quota_actions_without_a_resource_type_are_alone_on_star_without_a_condition(
     synthesized: Any, handler: str
 ) -> None:
     statements = _role_statements(synthesized.template, handler)
-    (statement,) = [s for s in statements if "*" in as_list(s["Resource"])]
+    (statement,) = _with_action(statements, "servicequotas:ListServiceQuotas")
+    assert as_list(statement["Resource"]) == ["*"]
     assert set(as_list(statement["Action"])) == ACTIONS_WITHOUT_RESOURCE_TYPE
     # Neither action supports servicequotas:service: a condition on it would never match and deny both.
     assert "Condition" not in statement
 
 
-@pytest.mark.parametrize("handler", ALL_HANDLERS)
+@pytest.mark.parametrize("handler", QUOTA_REQUESTING_HANDLERS)
 def test_only_service_quotas_own_service_linked_role_may_be_created(synthesized: Any, handler: str) -> None:
     (statement,) = _with_action(_role_statements(synthesized.template, handler), "iam:CreateServiceLinkedRole")
     assert as_list(statement["Action"]) == ["iam:CreateServiceLinkedRole"]
@@ -278,6 +386,127 @@ def test_the_failed_launches_function_cannot_touch_sagemaker_or_pass_roles(synth
 
 def test_the_quota_watcher_lists_no_checkpoint_bucket(synthesized: Any) -> None:
     assert not _with_action(_role_statements(synthesized.template, QUOTA_WATCH_HANDLER), "s3:ListBucket")
+
+
+@pytest.mark.parametrize("handler", STALL_HANDLERS)
+def test_stall_functions_request_no_quota(synthesized: Any, handler: str) -> None:
+    actions = {a for s in _role_statements(synthesized.template, handler) for a in as_list(s["Action"])}
+    assert not {a for a in actions if a.startswith("servicequotas:") or a == "iam:CreateServiceLinkedRole"}
+
+
+def test_only_the_stall_alarms_function_stops_jobs_and_only_opted_in_ones(synthesized: Any) -> None:
+    template = synthesized.template
+    (statement,) = _with_action(_role_statements(template, STALL_ALARMS_HANDLER), "sagemaker:StopTrainingJob")
+    assert as_list(statement["Action"]) == ["sagemaker:StopTrainingJob"]
+    assert render(statement["Resource"]) == TRAINING_JOBS
+    # The job's own tag (aws:ResourceTag), in any case, as the policy reads it: SageMaker's training-job
+    # resource type supports aws:ResourceTag/${TagKey} (Service Authorization Reference, SageMaker).
+    assert statement["Condition"] == {"StringEqualsIgnoreCase": {"aws:ResourceTag/trainguard:enabled": "true"}}
+    (describe,) = _with_action(_role_statements(template, STALL_ALARMS_HANDLER), "sagemaker:DescribeTrainingJob")
+    assert sorted(as_list(describe["Action"])) == ["sagemaker:DescribeTrainingJob", "sagemaker:ListTags"]
+    for handler in ALL_HANDLERS:
+        if handler != STALL_ALARMS_HANDLER:
+            assert not _with_action(_role_statements(template, handler), "sagemaker:StopTrainingJob"), handler
+
+
+def test_the_stall_alarms_function_cannot_launch_jobs_or_pass_roles(synthesized: Any) -> None:
+    actions = {a for s in _role_statements(synthesized.template, STALL_ALARMS_HANDLER) for a in as_list(s["Action"])}
+    assert not actions & {
+        "sagemaker:CreateTrainingJob",
+        "sagemaker:AddTags",
+        "iam:PassRole",
+        "scheduler:CreateSchedule",
+    }
+
+
+@pytest.mark.parametrize("stack", ["template", "defaults_template"])
+def test_alarm_actions_are_scoped_to_trainguards_two_alarm_prefixes(synthesized: Any, stack: str) -> None:
+    template = getattr(synthesized, stack)
+    found = 0
+    for _, statement in identity_statements(template):
+        actions = set(as_list(statement["Action"]))
+        if actions & ALARM_SCOPED_ACTIONS:
+            found += 1
+            assert [render(r) for r in as_list(statement["Resource"])] == STALL_ALARMS, statement
+            assert "Condition" not in statement
+    # Job events: put, delete; stall alarms: rearm, delete; prober: delete.
+    assert found == 5
+
+
+def test_each_function_gets_the_alarm_calls_its_workflows_make(synthesized: Any) -> None:
+    template = synthesized.template
+
+    def on_alarms(handler: str) -> dict[str, list[Any]]:
+        return {
+            action: [render(r) for r in as_list(s["Resource"])]
+            for s in _role_statements(template, handler)
+            for action in as_list(s["Action"])
+            if action.startswith("cloudwatch:")
+        }
+
+    assert on_alarms(JOB_EVENTS_HANDLER) == {
+        "cloudwatch:PutMetricAlarm": STALL_ALARMS,
+        "cloudwatch:TagResource": STALL_ALARMS,
+        "cloudwatch:PutCompositeAlarm": ["*"],
+        "cloudwatch:DeleteAlarms": STALL_ALARMS,
+    }
+    assert on_alarms(STALL_ALARMS_HANDLER) == {
+        "cloudwatch:DescribeAlarms": STALL_ALARMS,  # the GPU parts of one job, by name: metric alarms only
+        "cloudwatch:SetAlarmState": STALL_ALARMS,
+        "cloudwatch:DeleteAlarms": STALL_ALARMS,
+        "cloudwatch:GetMetricData": ["*"],
+    }
+    assert on_alarms(STALL_PROBER_HANDLER) == {
+        "cloudwatch:PutMetricData": ["*"],
+        "cloudwatch:DescribeAlarms": ["*"],  # the sweep must see composites too
+        "cloudwatch:DeleteAlarms": STALL_ALARMS,
+    }
+    for handler in (RETRY_LAUNCHER_HANDLER, QUOTA_WATCH_HANDLER, FAILED_LAUNCHES_HANDLER, LOG_ACTIVITY_HANDLER):
+        assert on_alarms(handler) == {}, handler
+
+
+def test_put_metric_data_only_into_the_trainguard_namespace(synthesized: Any) -> None:
+    (statement,) = _with_action(
+        _role_statements(synthesized.template, STALL_PROBER_HANDLER), "cloudwatch:PutMetricData"
+    )
+    assert as_list(statement["Action"]) == ["cloudwatch:PutMetricData"]
+    assert statement["Resource"] == "*"
+    assert statement["Condition"] == {"StringEquals": {"cloudwatch:namespace": "TrainGuard"}}
+
+
+def test_composite_alarms_and_metric_reads_are_alone_on_star(synthesized: Any) -> None:
+    template = synthesized.template
+    for handler, action in (
+        (JOB_EVENTS_HANDLER, "cloudwatch:PutCompositeAlarm"),
+        (STALL_ALARMS_HANDLER, "cloudwatch:GetMetricData"),
+        (STALL_PROBER_HANDLER, "cloudwatch:DescribeAlarms"),
+    ):
+        (statement,) = _with_action(_role_statements(template, handler), action)
+        assert (as_list(statement["Action"]), statement["Resource"]) == ([action], "*"), handler
+        assert "Condition" not in statement
+
+
+def test_filter_log_events_only_on_sagemakers_training_log_group(synthesized: Any) -> None:
+    for stack in ("template", "defaults_template"):
+        statements = _role_statements(getattr(synthesized, stack), STALL_ALARMS_HANDLER)
+        (statement,) = _with_action(statements, "logs:FilterLogEvents")
+        assert as_list(statement["Action"]) == ["logs:FilterLogEvents"]
+        assert render(statement["Resource"]) == TRAINING_LOG_GROUP
+    for handler in ALL_HANDLERS:
+        if handler != STALL_ALARMS_HANDLER:
+            assert not _with_action(_role_statements(synthesized.template, handler), "logs:FilterLogEvents"), handler
+
+
+def test_the_log_activity_function_only_updates_ledger_items(synthesized: Any) -> None:
+    template = synthesized.template
+    statements = _role_statements(template, LOG_ACTIVITY_HANDLER)
+    actions = {a for s in statements for a in as_list(s["Action"])}
+    assert actions - PLATFORM_ACTIONS == {"dynamodb:UpdateItem"}
+    assert not actions & {"kms:GenerateDataKey", "kms:Decrypt"}  # it publishes nothing, so no key either
+    (statement,) = _with_action(statements, "dynamodb:UpdateItem")
+    assert as_list(statement["Resource"]) == [
+        {"Fn::GetAtt": [only_logical_id(template, "AWS::DynamoDB::Table"), "Arn"]}
+    ]
 
 
 def _scheduler_role_id(template: dict[str, Any]) -> str:

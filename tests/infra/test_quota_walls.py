@@ -75,7 +75,8 @@ def test_failed_launch_rule_exists_only_when_watch_failed_launches_is_on(synthes
         for r in resources_of_type(synthesized.defaults_template, "AWS::Events::Rule").values()
     ]
     assert failed_training_job_launch_pattern() not in patterns
-    assert len(patterns) == 2  # the job-ended rule and the quota-check schedule
+    # The job-state rule, the quota-check schedule, the stall-alarm rule and the probe schedule.
+    assert len(patterns) == 4
 
 
 def test_failed_launch_rule_matches_exactly_the_shared_pattern(synthesized: Any) -> None:

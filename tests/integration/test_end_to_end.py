@@ -30,6 +30,11 @@ def aws() -> Iterator[LocalAWS]:
     production_ports.cache_clear()
 
 
+def ended(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The Failed and Stopped events among what the rule delivered (it also delivers InProgress ones)."""
+    return [e for e in events if e["detail"]["TrainingJobStatus"] in ("Failed", "Stopped")]
+
+
 def creates(aws: LocalAWS) -> list[str]:
     """The jobs trainguard created (the demo's own launches excluded)."""
     names = [params["TrainingJobName"] for op, params in aws.plane.calls if op == "CreateTrainingJob"]
@@ -50,12 +55,22 @@ def test_the_demo_shows_the_three_jobs_and_the_quota_wall() -> None:
         "[trainguard] bert-finetune ended: user-code, not retried",
         "[trainguard] gpt-finetune: launch blocked by a quota",
         "[trainguard] launched gpt-finetune after a quota wall",
+        "[trainguard] loader-deadlock stalled: stopped",
+        "[trainguard] nccl-hang stalled: stopped",
         "[trainguard] quota request approved: ml.p4d.24xlarge for training job usage",
         "[trainguard] quota request denied: ml.trn1.32xlarge for training job usage",
         "[trainguard] relaunched llama-pretrain",
+        "[trainguard] relaunched loader-deadlock",
+        "[trainguard] relaunched nccl-hang",
         "[trainguard] vit-pretrain not launched after a quota wall",
         "[trainguard] vit-pretrain: launch blocked by a quota",
     ]
+    detections = report["stalls"]["detections"]
+    for hung in ("loader-deadlock", "nccl-hang"):  # stopped within the threshold plus 3 minutes, relaunched
+        found = detections[hung]
+        assert found["stopped"] is not None and 0 <= found["stopped"] - found["signal_crossed"] <= 3, found
+        assert found["relaunched"] is not None and found["relaunched"] >= found["stopped"]
+    assert detections["slow-starter"]["stopped"] is None and detections["slow-starter"]["relaunched"] is None
     wall = report["quota_wall"]
     assert all(error.startswith("ResourceLimitExceeded") for error in wall["blocked"].values())
     assert [o["kind"] for o in wall["outcomes"]] == ["quota-wall", "quota-wall"]
@@ -74,6 +89,12 @@ def test_the_demo_shows_the_three_jobs_and_the_quota_wall() -> None:
     assert relaunched["checkpoint"]["S3Uri"] == "s3://demo-checkpoints/llama-pretrain/"
     assert relaunched["tags"]["trainguard:retry-of"] == "llama-pretrain"
     assert relaunched["resource_config"]["InstanceCount"] == 4
+    detections = report["stalls"]["detections"]
+    for hung in ("loader-deadlock", "nccl-hang"):  # stopped within the threshold plus 3 minutes, relaunched
+        found = detections[hung]
+        assert found["stopped"] is not None and 0 <= found["stopped"] - found["signal_crossed"] <= 3, found
+        assert found["relaunched"] is not None and found["relaunched"] >= found["stopped"]
+    assert detections["slow-starter"]["stopped"] is None and detections["slow-starter"]["relaunched"] is None
     wall = report["quota_wall"]
     assert all(error.startswith("ResourceLimitExceeded") for error in wall["blocked"].values())
     assert [o["kind"] for o in wall["outcomes"]] == ["quota-wall", "quota-wall"]
@@ -93,9 +114,9 @@ def test_the_demo_shows_the_three_jobs_and_the_quota_wall() -> None:
 def test_duplicate_and_reordered_delivery_gives_one_relaunch(aws: LocalAWS) -> None:
     launch(aws, "llama-pretrain", JOBS["llama-pretrain"])
     running = aws.receive_rule_events()
-    assert running == []  # InProgress changes do not match the rule
+    assert {e["detail"]["TrainingJobStatus"] for e in running} == {"InProgress"}  # watched for stalls
     aws.plane.fail("llama-pretrain", JOBS["llama-pretrain"]["reason"])
-    [failed] = aws.receive_rule_events()
+    [failed] = ended(aws.receive_rule_events())
     stale_running = json.loads(json.dumps(failed))
     stale_running["detail"].update(TrainingJobStatus="InProgress", SecondaryStatus="Training")
     stale_running["detail"].pop("FailureReason")
@@ -110,7 +131,7 @@ def test_duplicate_and_reordered_delivery_gives_one_relaunch(aws: LocalAWS) -> N
 def test_a_capacity_failure_waits_in_the_scheduler_then_relaunches_once(aws: LocalAWS) -> None:
     launch(aws, "llama-pretrain", JOBS["llama-pretrain"])
     aws.plane.fail("llama-pretrain", CAPACITY)
-    [event] = aws.receive_rule_events()
+    [event] = ended(aws.receive_rule_events())
     outcome = job_events.handler(event, LambdaContext())
     assert outcome["kind"] == "relaunch-scheduled" and creates(aws) == []
     scheduler = aws.client("scheduler")

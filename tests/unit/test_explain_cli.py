@@ -135,8 +135,9 @@ QUOTA_TEXTS = [e["text"] for e in load_fixture("failure_reasons.json") if e["dec
 
 
 @pytest.mark.parametrize("text", QUOTA_TEXTS, ids=[t[95:150] for t in QUOTA_TEXTS])
-def test_reason_fills_the_quota_request_for_every_shared_quota_text(capsys: pytest.CaptureFixture[str],
-                                                                     text: str) -> None:
+def test_reason_fills_the_quota_request_for_every_shared_quota_text(
+    capsys: pytest.CaptureFixture[str], text: str
+) -> None:
     code, answer, _ = run(capsys, "explain", "--reason", text)
     assert code == 0 and answer is not None and answer["decision"] == "quota"
     request = answer["quota_request"]
@@ -146,15 +147,66 @@ def test_reason_fills_the_quota_request_for_every_shared_quota_text(capsys: pyte
 
 
 def test_the_ceiling_caps_the_quota_request(capsys: pytest.CaptureFixture[str]) -> None:
-    text = ("The account-level service limit 'ml.p5.48xlarge for training job usage' is 0 Instances, with current "
-            "utilization of 0 Instances and a request delta of 16 Instances.")
+    text = (
+        "The account-level service limit 'ml.p5.48xlarge for training job usage' is 0 Instances, with current "
+        "utilization of 0 Instances and a request delta of 16 Instances."
+    )
     code, answer, _ = run(capsys, "explain", "--reason", text, "--quota-ceiling", "8")
     assert code == 0 and answer is not None
     assert answer["quota_request"]["desired_value"] == 8 and answer["quota_request"]["ceiling_applied"] is True
 
 
 def test_a_region_error_has_no_quota_request(capsys: pytest.CaptureFixture[str]) -> None:
-    code, answer, _ = run(capsys, "explain", "--reason", "ResourceLimitExceeded: The requested resource "
-                          "training-job/ml.p2.xlarge is not available in this region")
+    code, answer, _ = run(
+        capsys,
+        "explain",
+        "--reason",
+        "ResourceLimitExceeded: The requested resource training-job/ml.p2.xlarge is not available in this region",
+    )
     assert code == 0 and answer is not None
     assert answer["decision"] == "notify" and answer["quota_request"] is None
+
+
+def stall_alarm_event(name: str = "trainguard-stall-log-silence-llama-pretrain", state: str = "ALARM") -> dict:
+    event = copy.deepcopy(load_fixture("events/cloudwatch_alarm_state_change.single_metric.awsdocs.json"))
+    event["detail"]["alarmName"] = name
+    event["detail"]["state"]["value"] = state
+    return event
+
+
+def running(trained_minutes: int) -> dict:
+    from datetime import timedelta
+
+    from tests.fakes import NOW
+
+    description = described_job(status="InProgress", secondary="Training")
+    description["TrainingStartTime"] = NOW - timedelta(minutes=trained_minutes)
+    return description
+
+
+def test_a_stall_alarm_event_says_what_would_be_checked(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, answer, _ = run(capsys, "explain", "--event", write(tmp_path, "a.json", stall_alarm_event()))
+    assert code == 0 and answer is not None
+    assert (answer["category"], answer["decision"], answer["signal"]) == ("stall", "stop", "log-silence")
+    assert "--describe-job" in answer["reason"]
+
+
+def test_a_stall_alarm_with_the_job_checks_its_state_and_tags(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    tags = write(tmp_path, "t.json", {"Tags": [{"Key": "trainguard:enabled", "Value": "true"}]})
+    event = write(tmp_path, "a.json", stall_alarm_event("trainguard-stall-idle-gpu-llama-pretrain"))
+    old = write(tmp_path, "old.json", running(trained_minutes=10**6))
+    code, answer, _ = run(capsys, "explain", "--event", event, "--describe-job", old, "--tags", tags)
+    assert code == 0 and answer is not None and answer["decision"] == "stop" and answer["signal"] == "idle-gpu"
+    young = write(tmp_path, "young.json", running(trained_minutes=-(10**6)))
+    code, answer, _ = run(capsys, "explain", "--event", event, "--describe-job", young, "--tags", tags)
+    assert answer is not None and answer["decision"] == "ignore" and "grace" in answer["reason"]
+
+
+@pytest.mark.parametrize(("name", "state"), [("ServerCpuTooHigh", "ALARM"), ("trainguard-stall-log-silence-j", "OK")])
+def test_alarm_events_trainguard_ignores(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str, state: str
+) -> None:
+    code, answer, _ = run(capsys, "explain", "--event", write(tmp_path, "a.json", stall_alarm_event(name, state)))
+    assert code == 0 and answer is not None and answer["decision"] == "ignore"

@@ -24,6 +24,22 @@ def test_no_context_gives_the_defaults() -> None:
     assert settings.quota_support_case_allowed is True and settings.watch_failed_launches is False
     assert (settings.default_quota_ceiling, settings.quota_wait_hours, settings.quota_check_minutes) == (64, 72, 15)
     assert dict(settings.quota_ceilings) == {} and settings.quota_ceilings_json == "{}"
+    assert (
+        settings.stall_minutes,
+        settings.gpu_idle_minutes,
+        settings.gpu_idle_percent,
+        settings.startup_grace_minutes,
+    ) == (30, 20, 5, 20)
+    assert settings.subscribe_to_training_logs is True
+
+
+def test_stall_settings_are_guard_config_defaults() -> None:
+    """cdk.json, Settings and the functions' own defaults (GuardConfig) agree on the stall thresholds."""
+    from trainguard.config import GuardConfig
+
+    settings, config = Settings(), GuardConfig(ledger_table_name="t", topic_arn="a")
+    for name in ("stall_minutes", "gpu_idle_minutes", "gpu_idle_percent", "startup_grace_minutes"):
+        assert getattr(settings, name) == getattr(config, name), name
 
 
 def test_cdk_json_context_is_valid_and_states_the_defaults() -> None:
@@ -65,6 +81,29 @@ def test_quota_check_and_cloudtrail_rule_settings_are_read() -> None:
     )
     assert (settings.quota_check_minutes, settings.quota_wait_hours) == (5, 720)
     assert settings.watch_failed_launches is True and settings.quota_support_case_allowed is False
+
+
+def test_stall_settings_are_read_at_their_bounds() -> None:
+    low = Settings.from_context(
+        {
+            "stall_minutes": 5,
+            "gpu_idle_minutes": 5,
+            "gpu_idle_percent": 0,
+            "startup_grace_minutes": 0,
+            "subscribe_to_training_logs": False,
+        }
+    )
+    assert (low.stall_minutes, low.gpu_idle_minutes, low.gpu_idle_percent, low.startup_grace_minutes) == (5, 5, 0, 0)
+    assert low.subscribe_to_training_logs is False
+    high = Settings.from_context(
+        '{"stall_minutes": 1440, "gpu_idle_minutes": 1440, "gpu_idle_percent": 50, "startup_grace_minutes": 720}'
+    )
+    assert (high.stall_minutes, high.gpu_idle_minutes, high.gpu_idle_percent, high.startup_grace_minutes) == (
+        1440,
+        1440,
+        50,
+        720,
+    )
 
 
 def test_a_json_string_from_the_command_line_is_parsed() -> None:
@@ -112,6 +151,16 @@ def test_a_json_string_from_the_command_line_is_parsed() -> None:
         ({"quota_check_minutes": 1441}, "quota_check_minutes must be an integer from 5 to 1440"),
         ({"watch_failed_launches": "true"}, "watch_failed_launches must be true or false"),
         ({"quota_support_case_allowed": 1}, "quota_support_case_allowed must be true or false"),
+        ({"stall_minutes": 4}, "stall_minutes must be an integer from 5 to 1440"),
+        ({"stall_minutes": 1441}, "stall_minutes must be an integer from 5 to 1440"),
+        ({"stall_minutes": 30.5}, "stall_minutes must be an integer, not 30.5"),
+        ({"gpu_idle_minutes": 4}, "gpu_idle_minutes must be an integer from 5 to 1440"),
+        ({"gpu_idle_minutes": 1441}, "gpu_idle_minutes must be an integer from 5 to 1440"),
+        ({"gpu_idle_percent": -1}, "gpu_idle_percent must be an integer from 0 to 50"),
+        ({"gpu_idle_percent": 51}, "gpu_idle_percent must be an integer from 0 to 50"),
+        ({"startup_grace_minutes": -1}, "startup_grace_minutes must be an integer from 0 to 720"),
+        ({"startup_grace_minutes": 721}, "startup_grace_minutes must be an integer from 0 to 720"),
+        ({"subscribe_to_training_logs": "true"}, "subscribe_to_training_logs must be true or false"),
         ("{not json", "context 'trainguard' is not valid JSON"),
         (["dry_run"], "context 'trainguard' must be an object, not list"),
     ],

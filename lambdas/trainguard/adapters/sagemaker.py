@@ -16,6 +16,7 @@ from trainguard.workflows.ports import JobNotFound, LaunchRefused, LaunchResult,
 
 IAM_ACTIONS = (
     "sagemaker:DescribeTrainingJob",
+    "sagemaker:StopTrainingJob",
     "sagemaker:ListTags",
     "sagemaker:CreateTrainingJob",
     "sagemaker:AddTags",
@@ -59,6 +60,17 @@ class SageMakerJobs:
         if isinstance(existing, TrainingJob) and existing.tags.get(retry_of_tag_key) == retry_of:
             return LaunchResult.ALREADY_EXISTS
         raise NameTaken(f"a training job named {name} exists and is not trainguard's relaunch of {retry_of}")
+
+    def stop(self, name: str) -> bool:
+        """Stop a job; False when it was no longer InProgress (AWS: ValidationException "...the training
+        job is in status Stopped"), which counts as done, not as an error (FACTS.md)."""
+        try:
+            self._client.stop_training_job(TrainingJobName=name)
+        except ClientError as err:
+            if _code(err) == "ValidationException" and "in status" in _message(err):
+                return False
+            raise
+        return True
 
     def instances_in_use(self) -> dict[str, int]:
         """Instances of the training jobs InProgress now, by instance type (ListTrainingJobs gives no

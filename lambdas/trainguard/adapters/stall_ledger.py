@@ -59,6 +59,11 @@ class StallLedger:
                 return [_watched(item) for item in items]
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
+    def watched_job(self, job_name: str) -> list[WatchedJob]:
+        """The one watched job of that name, as a list of zero or one."""
+        item = self._client.get_item(TableName=self._table, Key=item_key(_WATCH, job_name), ConsistentRead=True)
+        return [_watched(item["Item"])] if "Item" in item else []
+
     def record_log_activity(self, job_name: str, newest: datetime, last_line: str) -> bool:
         """Keep the newest log event of a watched job. False when the job is not watched or the
         event is not newer than the one recorded (deliveries may come late or twice)."""

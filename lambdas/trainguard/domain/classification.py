@@ -38,6 +38,7 @@ DECISION_BY_CATEGORY: dict[Category, Decision] = {
     Category.CONFIG: Decision.NOTIFY,
     Category.DATA: Decision.NOTIFY,
     Category.MAX_RUNTIME: Decision.NOTIFY,
+    Category.STALL: Decision.RETRY,
     Category.UNKNOWN: Decision.NOTIFY,
     Category.STOPPED: Decision.IGNORE,
     Category.COMPLETED: Decision.IGNORE,

@@ -83,10 +83,18 @@ class Refusal:
     would_send: dict[str, Any] | None = None  # the request a dry run would have sent
 
 
-def assess_job_end(job: TrainingJob, policy: JobPolicy) -> Assessment:
+def assess_job_end(job: TrainingJob, policy: JobPolicy, stall_reason: str = "") -> Assessment:
+    """`stall_reason`: set when trainguard itself stopped this job as stalled (its ledger says why)."""
     classification = classify_job_end(
         job.status, job.secondary_status, job.failure_reason, managed_spot=job.managed_spot
     )
+    if stall_reason and job.status == "Stopped":
+        classification = Classification(
+            Category.STALL,
+            Decision.RETRY,
+            f"trainguard stopped the job as stalled ({stall_reason}); a relaunch from the last checkpoint "
+            "gets fresh hosts and a fresh process group.",
+        )
     if not policy.enabled:
         return Assessment(job.name, False, classification, Decision.IGNORE, f"not opted in: {policy.why_not_enabled}")
     decision, reason = classification.decision, classification.reason

@@ -13,6 +13,7 @@ from trainguard.domain.outcome import Outcome, OutcomeKind
 SUBJECT_LIMIT = 100  # SNS: subjects must be under 100 characters (Publish API reference)
 EVENT_TYPE_JOB_ENDED = "training-job-ended"
 EVENT_TYPE_QUOTA = "quota-wall"
+EVENT_TYPE_STALL = "stall"
 _REASON_SHOWN = 1200
 
 
@@ -92,7 +93,7 @@ def _did(outcome: Outcome) -> str:
     return "Nothing: a relaunch would not fix this, so it only tells you."
 
 
-def compose_quota_notification(
+def compose_notification(
     *,
     headline: str,
     job_name: str,
@@ -103,20 +104,29 @@ def compose_quota_notification(
     decision: str,
     region: str,
     now: datetime,
+    category: str = "quota",
+    event_type: str = EVENT_TYPE_QUOTA,
+    sections: tuple[tuple[str, str], ...] = (),
 ) -> Notification:
-    """A message about a launch a quota blocked (it may never have existed as a job), or about the
-    quota request it waits for. `headline` may use {job}."""
+    """A message about something other than a job's end (a quota wall, a stall, a stuck stop), for a
+    job that may not even exist yet. `headline` may use {job}; `sections` are extra (title, text)."""
     lines = ["What happened", f"  {happened}", "", "What trainguard did", f"  {did}", "", "Why", f"  {why}"]
-    lines += ["", "Links", f"  Job:  {job_console_url(job_name, region)}", f"  Quotas: {quotas_console_url(region)}"]
+    for title, text in sections:
+        lines += ["", title, f"  {text}"]
+    lines += ["", "Links", f"  Job:  {job_console_url(job_name, region)}"]
+    if category == "quota":
+        lines.append(f"  Quotas: {quotas_console_url(region)}")
+    else:
+        lines.append(f"  Logs: {job_logs_url(job_name, region)}")
     lines += ["", f"-- trainguard, {now.strftime('%Y-%m-%d %H:%M:%S UTC')}"]
     attributes = {
-        "event_type": EVENT_TYPE_QUOTA,
+        "event_type": event_type,
         "job_name": job_name,
         "decision": decision,
         "outcome": outcome,
-        "category": "quota",
+        "category": category,
     }
-    return Notification(fit_subject("[trainguard] " + headline, job_name, "quota"), "\n".join(lines), attributes)
+    return Notification(fit_subject("[trainguard] " + headline, job_name, category), "\n".join(lines), attributes)
 
 
 def quotas_console_url(region: str) -> str:

@@ -27,6 +27,7 @@ class Category(StrEnum):
     CONFIG = "config"  # configuration or permission: role, VPC, image, validation, disk size
     DATA = "data"
     MAX_RUNTIME = "max-runtime"
+    STALL = "stall"  # trainguard stopped it as stalled (no logs, idle GPUs): resume from the checkpoint
     STOPPED = "stopped"  # stopped by a person or a program
     COMPLETED = "completed"
     IN_PROGRESS = "in-progress"

@@ -13,6 +13,10 @@ class OutcomeKind(StrEnum):
     QUOTA_WALL = "quota-wall"  # a quota blocks the launch: an increase is requested, the launch waits
     NOT_RELAUNCHED = "not-relaunched"  # a retry was called for, but a limit or a check said no
     NOTIFIED = "notified"  # the failure is not one a relaunch fixes: a person is told
+    WATCHING = "watching"  # the job is watched for stalls (its alarms exist while it trains)
+    STALL_STOPPED = "stall-stopped"  # a verified stall: the job was stopped; its end relaunches it
+    STALL_FOUND = "stall-found"  # a verified stall in a dry-run job: told, not stopped
+    STUCK_STOPPING = "stuck-stopping"  # a stop that has not finished in 30 minutes: told
     SKIPPED = "skipped"  # not ours, or nothing to do: logged and counted, nobody is told
     ALREADY_HANDLED = "already-handled"  # a duplicate or late delivery of an event already acted on
 
@@ -35,6 +39,9 @@ class Outcome:
             OutcomeKind.QUOTA_WALL,
             OutcomeKind.NOT_RELAUNCHED,
             OutcomeKind.NOTIFIED,
+            OutcomeKind.STALL_STOPPED,
+            OutcomeKind.STALL_FOUND,
+            OutcomeKind.STUCK_STOPPING,
         )
 
     def as_dict(self) -> dict[str, Any]:

@@ -53,6 +53,16 @@ def read_stall_thresholds(tags: Mapping[str, str], defaults: StallThresholds, ke
     )
 
 
+def job_hosts(job: TrainingJob) -> tuple[str, int]:
+    """The job's instance type and its number of hosts (instance groups added up; Host dimensions run
+    algo-1..algo-<total>, an assumption for heterogeneous clusters)."""
+    config = job.description.get("ResourceConfig") or {}
+    groups = config.get("InstanceGroups") or [config]
+    count = sum(int(g.get("InstanceCount", 0)) for g in groups if isinstance(g, Mapping))
+    kind = next((str(g["InstanceType"]) for g in groups if isinstance(g, Mapping) and g.get("InstanceType")), "")
+    return kind, max(count, 1)
+
+
 def alarm_name(signal: StallSignal, job_name: str) -> str:
     """`trainguard-stall-<signal>-<job>`: the signal first, so a job name with hyphens parses back."""
     return f"{ALARM_PREFIX}{signal.value}-{job_name}"

@@ -11,6 +11,7 @@ from trainguard.handlers.observability import logger, metrics, record_malformed,
 from trainguard.handlers.wiring import ports_or_production
 from trainguard.workflows.job_ended import handle_job_end
 from trainguard.workflows.ports import GuardPorts
+from trainguard.workflows.stall_watch import WATCHED_STATUSES, follow_training_state, stop_watching
 
 ACTIONABLE_STATUSES = ("Failed", "Stopped")
 
@@ -22,10 +23,18 @@ def handle(event: Any, ports: GuardPorts | None = None) -> Outcome:
         record_malformed(str(err))
         return skipped("", f"malformed event: {err}")
     logger.append_keys(job_name=change.job.name, event_id=change.event_id)
-    if change.job.status not in ACTIONABLE_STATUSES:
-        outcome = skipped(change.job.name, f"status {change.job.status} needs no action")
+    status = change.job.status
+    if status in WATCHED_STATUSES:
+        outcome = follow_training_state(ports_or_production(ports), change.job.name)
+    elif status in ACTIONABLE_STATUSES:
+        ended = ports_or_production(ports)
+        stop_watching(ended, change.job.name)
+        outcome = handle_job_end(ended, change.job.name)
+    elif status == "Completed":
+        stop_watching(ports_or_production(ports), change.job.name)
+        outcome = skipped(change.job.name, "status Completed: nothing to do but stop watching it")
     else:
-        outcome = handle_job_end(ports_or_production(ports), change.job.name)
+        outcome = skipped(change.job.name, f"status {status} needs no action")
     record_outcome(outcome)
     return outcome
 

@@ -28,13 +28,16 @@ def production_ports() -> GuardPorts:
     import boto3
     from botocore.config import Config
 
+    from trainguard.adapters.alarms import StallAlarms
     from trainguard.adapters.checkpoints import CheckpointReader
+    from trainguard.adapters.job_activity import GpuMetrics, JobLogs
     from trainguard.adapters.ledger import Ledger, QuotaLedger
     from trainguard.adapters.notifier import Notifier
     from trainguard.adapters.sagemaker import SageMakerJobs
     from trainguard.adapters.scheduler import RelaunchScheduler
     from trainguard.adapters.service_model import create_training_job_shape
     from trainguard.adapters.service_quotas import ServiceQuotas
+    from trainguard.adapters.stall_ledger import StallLedger
 
     config = GuardConfig.from_env()
     session = boto3.session.Session()
@@ -44,7 +47,7 @@ def production_ports() -> GuardPorts:
     def client(service: str) -> Any:
         return session.client(service, config=retries)  # type: ignore[call-overload]
 
-    sagemaker, dynamodb = client("sagemaker"), client("dynamodb")
+    sagemaker, dynamodb, cloudwatch = client("sagemaker"), client("dynamodb"), client("cloudwatch")
     return GuardPorts(
         jobs=SageMakerJobs(sagemaker),
         checkpoints=CheckpointReader(client("s3")),
@@ -58,6 +61,10 @@ def production_ports() -> GuardPorts:
         ),
         quotas=ServiceQuotas(client("service-quotas")),
         quota_ledger=QuotaLedger(dynamodb, config.ledger_table_name),
+        stall_ledger=StallLedger(dynamodb, config.ledger_table_name),
+        alarms=StallAlarms(cloudwatch),
+        job_logs=JobLogs(client("logs")),
+        gpu_metrics=GpuMetrics(cloudwatch),
         config=config,
         region=session.region_name or "us-east-1",
         clock=utc_now,

@@ -11,6 +11,8 @@ from trainguard.domain.job_end import RelaunchPlan, RelaunchSettings, assess_job
 from trainguard.domain.model import Decision, TrainingJob
 from trainguard.domain.policy import PolicyDefaults, TagKeys, read_job_policy
 from trainguard.domain.quotas import NoQuotaRequest, plan_quota_request, read_quota_error
+from trainguard.domain.stalls import StallSignal, StallThresholds, grace_reason, parse_alarm_name, read_stall_thresholds
+from trainguard.events.alarm_state_change import AlarmStateChange
 
 OFFLINE_CHECKPOINT_NOTE = "not listed offline"
 
@@ -86,3 +88,45 @@ def _answer(category: str, decision: str, reason: str) -> dict[str, Any]:
         "create_training_job_request": None,
         "quota_request": None,  # filled by the quota issue
     }
+
+
+def explain_stall_alarm(
+    change: AlarmStateChange, job: TrainingJob | None, *, defaults: PolicyDefaults, keys: TagKeys, now: datetime
+) -> dict[str, Any]:
+    """What trainguard does with a CloudWatch Alarm State Change, offline. The verdict itself needs fresh
+    evidence (the newest log line, the GPU figures), which only the deployed handler reads; this says what
+    it would check, and what stops it from acting."""
+    parsed = parse_alarm_name(change.alarm_name)
+    if parsed is None:
+        return _answer("unknown", Decision.IGNORE.value, f"alarm {change.alarm_name} is not a trainguard stall alarm")
+    signal, job_name = parsed
+    answer = _answer("stall", Decision.IGNORE.value, "")
+    answer.update(job_name=job_name, signal=signal.value, alarm_state=change.state)
+    if change.state != "ALARM":
+        answer["reason"] = f"the alarm moved to {change.state}; trainguard acts only on ALARM"
+        return answer
+    if job is None:
+        answer["decision"] = "stop"
+        answer["reason"] = (
+            f"trainguard would describe {job_name} again and, if it is InProgress, opted in, past its startup "
+            f"grace and still {signal.value.replace('-', ' ')} on fresh evidence, stop it and relaunch it from its "
+            "checkpoint once it has stopped. Pass --describe-job (and --tags) to check the job's state and tags."
+        )
+        return answer
+    policy = read_job_policy(job.tags, defaults, keys)
+    thresholds = read_stall_thresholds(job.tags, StallThresholds(), keys)
+    not_now = grace_reason(job, thresholds, now) if policy.enabled else f"not opted in: {policy.why_not_enabled}"
+    if not_now:
+        answer["reason"] = f"no stop: {not_now}"
+        return answer
+    answer["decision"] = "stop" if policy.allows("stop") else Decision.NOTIFY.value
+    needed = (
+        f"no new log line for {thresholds.stall_minutes} min"
+        if signal is StallSignal.LOG_SILENCE
+        else f"every GPU at or below {thresholds.gpu_idle_percent}% and no log line for "
+        f"{thresholds.gpu_idle_minutes} min"
+    )
+    action = "stop it, then relaunch it from its checkpoint" if policy.allows("stop") else "tell you (dry run)"
+    answer["reason"] = f"if the fresh evidence still shows {needed}, trainguard would {action}"
+    answer["thresholds"] = {k: v for k, v in vars(thresholds).items() if k != "problems"}
+    return answer

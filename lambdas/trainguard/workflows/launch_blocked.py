@@ -5,7 +5,7 @@ rebuilt from the CloudTrail record's requestParameters."""
 from __future__ import annotations
 
 from trainguard.domain.cloudtrail_launch import rebuild_create_request
-from trainguard.domain.messages import compose_quota_notification
+from trainguard.domain.messages import compose_notification
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
 from trainguard.domain.policy import read_job_policy
 from trainguard.events.cloudtrail import FailedLaunch
@@ -36,7 +36,7 @@ def handle_blocked_launch(ports: GuardPorts, launch: FailedLaunch) -> Outcome:
             {"quota_summary": wall.summary, "quota_request": wall.quota_request},
         )
         ports.notifier.publish(
-            compose_quota_notification(
+            compose_notification(
                 headline="{job}: launch blocked by a quota" if wall.is_quota else "{job}: launch refused",
                 job_name=launch.job_name,
                 happened=f"CreateTrainingJob for {launch.job_name} failed with {launch.error_code}: "

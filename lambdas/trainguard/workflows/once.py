@@ -27,7 +27,9 @@ def reassess(ports: GuardPorts, job_name: str) -> Reassessed | Outcome:
     if job is None:
         return skipped(job_name, "the job no longer exists (DescribeTrainingJob: not found)")
     policy = read_job_policy(job.tags, ports.config.policy_defaults, ports.keys)
-    return Reassessed(job, policy, assess_job_end(job, policy))
+    stall = ports.stall_ledger.stall_record(job.name) if job.status == "Stopped" else None
+    stall_reason = str(stall.get("reason", "stalled")) if stall else ""
+    return Reassessed(job, policy, assess_job_end(job, policy, stall_reason))
 
 
 def act_once(ports: GuardPorts, facts: Reassessed, step: str, act: Callable[[CheckpointState], Outcome]) -> Outcome:

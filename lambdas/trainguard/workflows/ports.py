@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -15,6 +15,7 @@ from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome
 from trainguard.domain.policy import TagKeys
 from trainguard.domain.quotas import WaitingLaunch
+from trainguard.domain.stalls import WatchedJob
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,8 @@ class Jobs(Protocol):
 
     def create(self, request: dict[str, Any], retry_of: str, retry_of_tag_key: str) -> LaunchResult: ...
 
+    def stop(self, name: str) -> bool: ...
+
 
 class Checkpoints(Protocol):
     def read(self, s3_uri: str) -> CheckpointState: ...
@@ -128,6 +131,42 @@ class QuotaLedgerPort(Protocol):
     def remove_waiting(self, job_name: str) -> None: ...
 
 
+class StallLedgerPort(Protocol):
+    def watch(self, job: WatchedJob) -> None: ...
+
+    def unwatch(self, job_name: str) -> None: ...
+
+    def watched(self) -> list[WatchedJob]: ...
+
+    def watched_job(self, job_name: str) -> list[WatchedJob]: ...
+
+    def record_log_activity(self, job_name: str, newest: datetime, last_line: str) -> bool: ...
+
+    def record_stall(self, job_name: str, evidence: dict[str, Any], now: datetime) -> None: ...
+
+    def stall_record(self, job_name: str) -> dict[str, Any] | None: ...
+
+
+class AlarmsPort(Protocol):
+    def create(self, plan: Any) -> None: ...
+
+    def delete(self, names: list[str]) -> None: ...
+
+    def list_owned(self) -> dict[str, str]: ...
+
+    def publish_log_silence(self, values: Mapping[str, float], at: datetime) -> None: ...
+
+    def rearm(self, alarm_name: str, reason: str) -> None: ...
+
+
+class JobLogsPort(Protocol):
+    def newest_event(self, job_name: str, since: datetime) -> tuple[datetime | None, str]: ...
+
+
+class GpuMetricsPort(Protocol):
+    def busiest_by_host(self, job_name: str, host_count: int, since: datetime, now: datetime) -> dict[str, float]: ...
+
+
 class SchedulerPort(Protocol):
     def schedule_relaunch(self, failed_job: str, at: datetime, reason: str) -> str: ...
 
@@ -141,6 +180,10 @@ class GuardPorts:
     scheduler: SchedulerPort
     quotas: QuotasPort
     quota_ledger: QuotaLedgerPort
+    stall_ledger: StallLedgerPort
+    alarms: AlarmsPort
+    job_logs: JobLogsPort
+    gpu_metrics: GpuMetricsPort
     config: GuardConfig
     region: str
     clock: Callable[[], datetime]

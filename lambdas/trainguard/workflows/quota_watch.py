@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from trainguard.domain.messages import compose_quota_notification
+from trainguard.domain.messages import compose_notification
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.quotas import WaitingLaunch, WaitVerdict, format_value, judge_waiting_launch
 from trainguard.workflows.ports import (
@@ -57,7 +57,7 @@ def _follow_requests(ports: GuardPorts, now: datetime) -> list[QuotaRequestState
 def _tell_request_closed(ports: GuardPorts, state: QuotaRequestState, now: datetime) -> None:
     approved = state.status == "APPROVED"
     ports.notifier.publish(
-        compose_quota_notification(
+        compose_notification(
             headline=f"quota request {state.status.lower()}: {{job}}",
             job_name=state.quota_name,
             happened=f"The request to raise '{state.quota_name}' to {format_value(state.desired_value)} "
@@ -102,7 +102,7 @@ def _finish(ports: GuardPorts, waiting: WaitingLaunch, kind: OutcomeKind, why: s
     launched = kind is OutcomeKind.RELAUNCHED
     outcome = Outcome(kind, waiting.blocked_job, why, "quota", "quota", waiting.job_name if launched else "")
     ports.notifier.publish(
-        compose_quota_notification(
+        compose_notification(
             headline="launched {job} after a quota wall" if launched else "{job} not launched after a quota wall",
             job_name=waiting.job_name,
             happened=f"{waiting.job_name} waited since {waiting.since.strftime('%Y-%m-%d %H:%M UTC')} "

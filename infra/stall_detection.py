@@ -1,0 +1,195 @@
+"""Stall detection: the three functions that find hung training jobs, their triggers, DLQ and alarms.
+
+    EventBridge rule "CloudWatch Alarm State Change" (trainguard-stall-*, ALARM)
+        --(retry 8x / 2 h, then DLQ)--> stall-alarms function: re-describes the job, reads fresh
+        evidence (FilterLogEvents, GetMetricData), stops a verified stall once, tells
+    EventBridge schedule rate(1 minute) --(retry 2x within the minute, then DLQ)--> stall prober:
+        publishes each watched job's log silence, sweeps orphan alarms; its heartbeat has an alarm
+    CloudWatch Logs subscription on /aws/sagemaker/TrainingJobs (optional) --> log-activity function:
+        keeps each watched job's newest log line in the ledger
+    all three --(async retry 2x, then DLQ)
+
+The job-events function (infra/job_events.py) puts and deletes the per-job stall alarms; this
+construct owns what reacts to them and what feeds them. The stack grants SageMaker, CloudWatch,
+CloudWatch Logs, the ledger and the topic.
+
+The log group is SageMaker's, shared by every training job of the account and region, and created by
+SageMaker with the first training job, so it is imported by name, never created: it must exist before
+the deploy (a subscription filter on a missing group fails the deploy). A log group takes at most two
+subscription filters, not adjustable (CloudWatch Logs quotas,
+https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/cloudwatch_limits_cwl.html), and a log
+forwarder may hold one already: `subscribe_to_training_logs` off leaves the filter out, and the
+log-activity function is then fed by whatever the account uses instead (an account-level subscription
+filter policy can target a Lambda function too).
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_logs_destinations as logs_destinations
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+from infra.event_patterns import stall_alarm_pattern
+from infra.guard_function import (
+    POWERTOOLS_ENVIRONMENT,
+    add_environment,
+    dead_letter_queue,
+    dead_letter_queue_alarm,
+    errors_alarm,
+    event_pattern,
+    guard_function,
+)
+from infra.lambda_asset import guard_code
+from trainguard.adapters.job_activity import LOG_GROUP as TRAINING_LOG_GROUP_NAME
+
+STALL_ALARMS_HANDLER = "trainguard.handlers.stall_alarms.handler"
+STALL_PROBER_HANDLER = "trainguard.handlers.stall_prober.handler"
+LOG_ACTIVITY_HANDLER = "trainguard.handlers.log_activity.handler"
+PROBE_SCHEDULE = "rate(1 minute)"
+# A probe that EventBridge could not deliver within its minute is not worth more: the next one comes.
+PROBE_RETRY_ATTEMPTS = 2
+PROBE_MAX_EVENT_AGE = Duration.minutes(1)  # EventBridge's minimum
+# The heartbeat the prober emits each run (Powertools EMF, trainguard.handlers.stall_prober): metric
+# ProberCycles in the functions' Powertools namespace, with Powertools' `service` dimension.
+PROBER_HEARTBEAT_METRIC = "ProberCycles"
+PROBER_HEARTBEAT_PERIOD = Duration.minutes(1)
+PROBER_SILENT_MINUTES = 5
+# Every log event of every training job: the function keeps only the newest line of each watched job.
+ALL_LOG_EVENTS = logs.FilterPattern.all_events()
+
+
+class StallDetection(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        alarm_topic: sns.ITopic,
+        subscribe_to_training_logs: bool,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.dead_letter_queue = dead_letter_queue(
+            self,
+            "DeadLetterQueue",
+            holds="the stall-alarm rule, the probe schedule and the three functions' asynchronous invocations",
+        )
+        code = guard_code()
+
+        self.stall_alarms_function = guard_function(
+            self,
+            "StallAlarmsFunction",
+            code=code,
+            handler=STALL_ALARMS_HANDLER,
+            description="trainguard: verifies a stall alarm on fresh evidence, stops the stalled job once and tells",
+            dead_letter_queue=self.dead_letter_queue,
+        )
+        self.stall_alarm_rule = events.Rule(
+            self,
+            "StallAlarmRule",
+            description="trainguard: its stall alarms (trainguard-stall-*) going to ALARM",
+            event_pattern=event_pattern(stall_alarm_pattern()),
+            targets=[
+                targets.LambdaFunction(
+                    self.stall_alarms_function,
+                    dead_letter_queue=self.dead_letter_queue,
+                    max_event_age=Duration.hours(2),
+                    retry_attempts=8,
+                )
+            ],
+        )
+
+        self.stall_prober_function = guard_function(
+            self,
+            "StallProberFunction",
+            code=code,
+            handler=STALL_PROBER_HANDLER,
+            description="trainguard: every minute, publishes each watched job's log silence and sweeps orphan alarms",
+            dead_letter_queue=self.dead_letter_queue,
+        )
+        self.probe_schedule = events.Rule(
+            self,
+            "ProbeSchedule",
+            description="trainguard: the stall prober, every minute",
+            schedule=events.Schedule.expression(PROBE_SCHEDULE),
+            targets=[
+                targets.LambdaFunction(
+                    self.stall_prober_function,
+                    dead_letter_queue=self.dead_letter_queue,
+                    max_event_age=PROBE_MAX_EVENT_AGE,
+                    retry_attempts=PROBE_RETRY_ATTEMPTS,
+                )
+            ],
+        )
+        self.prober_health_alarm = self._prober_health_alarm(alarm_topic)
+
+        self.log_activity_function = guard_function(
+            self,
+            "LogActivityFunction",
+            code=code,
+            handler=LOG_ACTIVITY_HANDLER,
+            description="trainguard: keeps each watched training job's newest log line (from the log subscription)",
+            dead_letter_queue=self.dead_letter_queue,
+        )
+        self.training_log_group = logs.LogGroup.from_log_group_name(self, "TrainingJobLogs", TRAINING_LOG_GROUP_NAME)
+        self.training_log_subscription: logs.SubscriptionFilter | None = None
+        if subscribe_to_training_logs:
+            # LambdaDestination also lets logs.amazonaws.com invoke the function, from this log group only.
+            self.training_log_subscription = logs.SubscriptionFilter(
+                self,
+                "TrainingJobLogsSubscription",
+                log_group=self.training_log_group,
+                destination=logs_destinations.LambdaDestination(self.log_activity_function),
+                filter_pattern=ALL_LOG_EVENTS,
+            )
+
+        dead_letter_queue_alarm(self, self.dead_letter_queue, topic=alarm_topic, owner="stall detection")
+        errors_alarm(self, "StallAlarmsErrorsAlarm", self.stall_alarms_function, topic=alarm_topic, name="stall-alarms")
+        errors_alarm(self, "StallProberErrorsAlarm", self.stall_prober_function, topic=alarm_topic, name="stall-prober")
+        errors_alarm(self, "LogActivityErrorsAlarm", self.log_activity_function, topic=alarm_topic, name="log-activity")
+
+    @property
+    def functions(self) -> tuple[lambda_.Function, lambda_.Function, lambda_.Function]:
+        return (self.stall_alarms_function, self.stall_prober_function, self.log_activity_function)
+
+    def add_environment(self, environment: dict[str, str]) -> None:
+        """Give every function the same variables (the stack passes `GuardConfig.to_env()`)."""
+        add_environment(self.functions, environment)
+
+    def _prober_health_alarm(self, topic: sns.ITopic) -> cloudwatch.Alarm:
+        """ALARM when the prober has not completed a run for PROBER_SILENT_MINUTES minutes in a row.
+
+        Missing data is breaching here, unlike the stall alarms: a prober that stopped (or never ran)
+        publishes nothing, and nothing is exactly what must alarm. The log-silence alarms treat that
+        same missing data as not breaching, so no job is stopped for a dead prober; people are told.
+        """
+        heartbeat = cloudwatch.Metric(
+            namespace=POWERTOOLS_ENVIRONMENT["POWERTOOLS_METRICS_NAMESPACE"],
+            metric_name=PROBER_HEARTBEAT_METRIC,
+            dimensions_map={"service": POWERTOOLS_ENVIRONMENT["POWERTOOLS_SERVICE_NAME"]},
+            statistic=cloudwatch.Stats.SUM,
+            period=PROBER_HEARTBEAT_PERIOD,
+        )
+        alarm = cloudwatch.Alarm(
+            self,
+            "ProberHealthAlarm",
+            alarm_description=(
+                f"trainguard: the stall prober has not completed a run for {PROBER_SILENT_MINUTES} minutes. "
+                "Log silence is not being measured, so no stall alarm of log silence can fire (none stops a "
+                "job for it); see the prober's log group and its errors alarm."
+            ),
+            metric=heartbeat,
+            threshold=1,
+            comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+            evaluation_periods=PROBER_SILENT_MINUTES,
+            datapoints_to_alarm=PROBER_SILENT_MINUTES,
+            treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
+        )
+        alarm.add_alarm_action(cloudwatch_actions.SnsAction(topic))
+        return alarm

@@ -1,0 +1,254 @@
+"""The CloudWatch alarms that watch one training job for a stall: what to create, and how to recognise them.
+
+Two signals (stalls.py), created when training starts and deleted when the job ends:
+
+1. Log silence, on our own metric: the prober publishes `TrainGuard/LogSilenceMinutes` (dimension
+   JobName) every minute. One metric alarm: Maximum over 60 s >= stall-minutes, 1 of 1 datapoints.
+   Missing data is notBreaching: if the prober stops, no job is stopped for it (the prober's own
+   health is alarmed elsewhere).
+2. Idle GPUs, on AWS's own metric `/aws/sagemaker/TrainingJobs` GPUUtilization, dimension
+   `Host=<job>/algo-<n>`, which runs from 0 to 100 x the GPUs of the host (FACTS.md). "Idle" is every
+   host at or below gpu-idle-percent x GPUs for gpu-idle-minutes consecutive minutes, so each alarm
+   watches MAX(METRICS()) over its hosts, <= the per-host limit, N of N datapoints.
+
+Why this shape holds at 64 hosts (sources in /tmp/notes/cloudwatch_facts.md):
+- "Alarms based on metric math expressions can reference a maximum of 10 metrics. This is a hard
+  limit that cannot be increased." (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/
+  alarm-limits.html; botocore's MetricDataQuery: at most 10 MetricStat structures per PutMetricAlarm.)
+  So hosts go in groups of at most 10, one metric-math alarm per group: 64 hosts -> 7 groups.
+- AWS's own workaround is to "split your logic across multiple alarms and combine them using a
+  composite alarm" (same page). The composite's rule is ALARM(part1) AND ... (every host idle). A rule
+  "can specify as many as 100 children alarms" and "as many as 500 elements", and is at most 10,240
+  characters (botocore, PutCompositeAlarm AlarmRule): 7 children of at most 85 characters are far
+  inside all three.
+- Cost: "you incur a cost for each alarm-metric that's referenced in the metric math expression"
+  (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch_billing.html), so the
+  split costs nothing extra: a job is billed one alarm metric per host, plus one for log silence,
+  plus one composite alarm when it has more than 10 hosts (about 64 x $0.10 + $0.10 + $0.50 a month
+  at a third-party price for 64 hosts; prorated by the hour).
+- Metrics Insights alarms, which could watch every host in one query, are capped at 200 per Region,
+  not adjustable (cloudwatch_facts.md, section 1): too few for one per job.
+
+Names: `alarm_name(signal, job)` for the two signals; `trainguard-gpu-part-<i>-<job>` for the groups
+of a job with more than 10 hosts. The part prefix does not start with `trainguard-stall-`, so the
+EventBridge rule on that prefix sees only the composite, never a part.
+
+Assumption: a heterogeneous cluster numbers its hosts algo-1 .. algo-<sum of the groups' counts>,
+like a homogeneous one (its log streams are "not grouped by instance groups", SM-DG
+train-heterogeneous-cluster.md; the Host numbering itself is not documented). A host without GPUs
+reports no GPUUtilization, which MAX(METRICS()) simply leaves out. For such a cluster, pass the GPU
+instance type with the fewest GPUs: the per-host limit is then the strictest, so "idle" is never
+reached more easily than it should be.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from trainguard.domain.instance_types import gpus_per_host
+from trainguard.domain.policy import TagKeys
+from trainguard.domain.stalls import ALARM_PREFIX, StallSignal, StallThresholds, alarm_name, parse_alarm_name
+
+LOG_SILENCE_NAMESPACE = "TrainGuard"
+LOG_SILENCE_METRIC = "LogSilenceMinutes"
+LOG_SILENCE_DIMENSION = "JobName"
+GPU_NAMESPACE = "/aws/sagemaker/TrainingJobs"
+GPU_METRIC = "GPUUtilization"
+GPU_DIMENSION = "Host"
+GPU_PART_PREFIX = "trainguard-gpu-part-"
+OWNED_PREFIXES = (ALARM_PREFIX, GPU_PART_PREFIX)
+
+PERIOD_SECONDS = 60
+HOSTS_PER_ALARM = 10  # metric math: at most 10 metrics per alarm, a hard limit
+MAX_HOSTS = 64
+MAX_GPU_PARTS = -(-MAX_HOSTS // HOSTS_PER_ALARM)  # 7
+MAX_EVALUATION_MINUTES = 1440  # Period x EvaluationPeriods may not exceed one day for periods under an hour
+DEFAULT_TAG_KEYS = TagKeys()  # the job tag is `<tag_prefix>:job`
+_PART_NAME = re.compile(rf"^{re.escape(GPU_PART_PREFIX)}([1-9][0-9]*)-(.+)$")
+
+
+class AlarmKind(StrEnum):
+    """The two kinds, spelled as DescribeAlarms' AlarmTypes spells them."""
+
+    METRIC = "MetricAlarm"
+    COMPOSITE = "CompositeAlarm"
+
+
+@dataclass(frozen=True)
+class StallAlarmPlan:
+    """The alarms of one job, as PutMetricAlarm and PutCompositeAlarm keyword arguments.
+
+    Order matters both ways: a composite alarm can be created only once every alarm in its rule
+    exists ("Could not save the composite alarm as alarms ... in the alarm rule do not exist",
+    awsdocs/aws-cloudformation-user-guide#911), and an alarm cannot be deleted while a composite
+    depends on it ("ValidationError ... Cannot delete ... as there are composite alarm(s) depending on
+    them", cloud-custodian/cloud-custodian#7763, where the whole call deleted nothing). So composites
+    are created after their children and deleted before them: `creation_order()`, `deletion_order()`.
+    """
+
+    job_name: str
+    metric_alarms: list[dict[str, Any]]
+    composite_alarms: list[dict[str, Any]] = field(default_factory=list)
+
+    def creation_order(self) -> list[tuple[AlarmKind, dict[str, Any]]]:
+        return [(AlarmKind.METRIC, alarm) for alarm in self.metric_alarms] + [
+            (AlarmKind.COMPOSITE, alarm) for alarm in self.composite_alarms
+        ]
+
+    def deletion_order(self) -> list[str]:
+        return [a["AlarmName"] for a in self.composite_alarms] + [a["AlarmName"] for a in self.metric_alarms]
+
+    @property
+    def all_names(self) -> list[str]:
+        """Every alarm of the job, in creation order."""
+        return [alarm["AlarmName"] for _, alarm in self.creation_order()]
+
+
+def plan_stall_alarms(
+    job_name: str,
+    instance_type: str,
+    host_count: int,
+    thresholds: StallThresholds,
+    *,
+    keys: TagKeys = DEFAULT_TAG_KEYS,
+) -> StallAlarmPlan:
+    """The alarms that watch `job_name` (`host_count` hosts of `instance_type`) with `thresholds`."""
+    if not job_name:
+        raise ValueError("a stall alarm needs a job name")
+    if not 1 <= host_count <= MAX_HOSTS:
+        raise ValueError(
+            f"cannot watch {host_count} hosts: between 1 and {MAX_HOSTS}. A metric-math alarm may reference at most "
+            f"{HOSTS_PER_ALARM} metrics (a hard limit), so each {HOSTS_PER_ALARM} hosts cost one more alarm, and "
+            f"trainguard supports up to {MAX_HOSTS} hosts ({MAX_GPU_PARTS} alarms and one composite); "
+            "SageMaker allows 20 instances per training job by default"
+        )
+    if not 1 <= thresholds.gpu_idle_minutes <= MAX_EVALUATION_MINUTES:
+        raise ValueError(
+            f"gpu-idle-minutes must be 1 to {MAX_EVALUATION_MINUTES} (one day of one-minute periods), "
+            f"not {thresholds.gpu_idle_minutes}"
+        )
+    tags = [{"Key": keys.key("job"), "Value": job_name}]
+    log_alarm = _log_silence_alarm(job_name, thresholds, tags)
+    per_host_limit = float(thresholds.gpu_idle_percent * (gpus_per_host(instance_type) or 1))
+    hosts = list(range(1, host_count + 1))
+    groups = [hosts[i : i + HOSTS_PER_ALARM] for i in range(0, host_count, HOSTS_PER_ALARM)]
+    gpu_name = alarm_name(StallSignal.IDLE_GPU, job_name)
+    if len(groups) == 1:
+        gpu_alarm = _idle_gpu_alarm(gpu_name, job_name, groups[0], per_host_limit, thresholds, tags)
+        return StallAlarmPlan(job_name, [log_alarm, gpu_alarm])
+    parts = [
+        _idle_gpu_alarm(gpu_part_name(i, job_name), job_name, group, per_host_limit, thresholds, tags)
+        for i, group in enumerate(groups, start=1)
+    ]
+    composite = {
+        "AlarmName": gpu_name,
+        "AlarmDescription": (
+            f"trainguard stall alarm (managed by trainguard; do not edit): all {host_count} hosts of SageMaker "
+            f"training job {job_name} idle, that is every one of its {len(parts)} {GPU_PART_PREFIX}* alarms in ALARM."
+        ),
+        "AlarmRule": " AND ".join(f'ALARM("{part["AlarmName"]}")' for part in parts),
+        "Tags": tags,
+    }
+    return StallAlarmPlan(job_name, [log_alarm, *parts], [composite])
+
+
+def gpu_part_name(index: int, job_name: str) -> str:
+    return f"{GPU_PART_PREFIX}{index}-{job_name}"
+
+
+def possible_gpu_part_names(job_name: str) -> list[str]:
+    """Every part name a job of up to MAX_HOSTS hosts can have (most jobs have none)."""
+    return [gpu_part_name(i, job_name) for i in range(1, MAX_GPU_PARTS + 1)]
+
+
+def parse_gpu_part_name(name: str) -> tuple[int, str] | None:
+    """(group index, job) of a `trainguard-gpu-part-<i>-<job>` name, or None."""
+    match = _PART_NAME.match(name)
+    return (int(match.group(1)), match.group(2)) if match else None
+
+
+def owned_alarm_job(name: str) -> str | None:
+    """The job of any alarm trainguard creates for stalls (signal or part), or None if it is not one."""
+    parsed = parse_alarm_name(name)
+    if parsed is not None:
+        return parsed[1]
+    part = parse_gpu_part_name(name)
+    return part[1] if part is not None else None
+
+
+def is_never_composite(name: str) -> bool:
+    """True for names that are always metric alarms: log silence and GPU parts.
+
+    The idle-GPU signal alarm is a metric alarm for up to 10 hosts and a composite above; the name
+    alone cannot tell which.
+    """
+    parsed = parse_alarm_name(name)
+    return (parsed is not None and parsed[0] is StallSignal.LOG_SILENCE) or parse_gpu_part_name(name) is not None
+
+
+def _log_silence_alarm(job_name: str, thresholds: StallThresholds, tags: list[dict[str, str]]) -> dict[str, Any]:
+    return {
+        "AlarmName": alarm_name(StallSignal.LOG_SILENCE, job_name),
+        "AlarmDescription": (
+            f"trainguard stall alarm (managed by trainguard; do not edit): SageMaker training job {job_name} has "
+            f"written no log line for {thresholds.stall_minutes} min ({LOG_SILENCE_NAMESPACE}/{LOG_SILENCE_METRIC}, "
+            "published each minute by trainguard's prober; missing data is not a stall)."
+        ),
+        "Namespace": LOG_SILENCE_NAMESPACE,
+        "MetricName": LOG_SILENCE_METRIC,
+        "Dimensions": [{"Name": LOG_SILENCE_DIMENSION, "Value": job_name}],
+        "Statistic": "Maximum",
+        "Period": PERIOD_SECONDS,
+        "EvaluationPeriods": 1,
+        "DatapointsToAlarm": 1,
+        "Threshold": float(thresholds.stall_minutes),
+        "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+        "TreatMissingData": "notBreaching",
+        "Tags": tags,
+    }
+
+
+def _idle_gpu_alarm(
+    name: str,
+    job_name: str,
+    hosts: list[int],
+    per_host_limit: float,
+    thresholds: StallThresholds,
+    tags: list[dict[str, str]],
+) -> dict[str, Any]:
+    queries: list[dict[str, Any]] = [
+        {
+            "Id": f"m{i}",
+            "MetricStat": {
+                "Metric": {
+                    "Namespace": GPU_NAMESPACE,
+                    "MetricName": GPU_METRIC,
+                    "Dimensions": [{"Name": GPU_DIMENSION, "Value": f"{job_name}/algo-{host}"}],
+                },
+                "Period": PERIOD_SECONDS,
+                "Stat": "Maximum",
+            },
+            "ReturnData": False,
+        }
+        for i, host in enumerate(hosts, start=1)
+    ]
+    queries.append({"Id": "busiest", "Expression": "MAX(METRICS())", "Label": "busiest host", "ReturnData": True})
+    span = f"algo-{hosts[0]}" if len(hosts) == 1 else f"algo-{hosts[0]}..algo-{hosts[-1]}"
+    return {
+        "AlarmName": name,
+        "AlarmDescription": (
+            f"trainguard stall alarm (managed by trainguard; do not edit): GPUs idle on hosts {span} of SageMaker "
+            f"training job {job_name}: the busiest host's {GPU_METRIC} <= {per_host_limit:g} "
+            f"({thresholds.gpu_idle_percent}% of each GPU) for {thresholds.gpu_idle_minutes} min."
+        ),
+        "Metrics": queries,
+        "EvaluationPeriods": thresholds.gpu_idle_minutes,
+        "DatapointsToAlarm": thresholds.gpu_idle_minutes,
+        "Threshold": per_host_limit,
+        "ComparisonOperator": "LessThanOrEqualToThreshold",
+        "TreatMissingData": "notBreaching",
+        "Tags": tags,
+    }

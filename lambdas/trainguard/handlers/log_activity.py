@@ -1,0 +1,32 @@
+"""Lambda handler: the CloudWatch Logs subscription on /aws/sagemaker/TrainingJobs. It keeps each
+watched job's newest log line in the ledger, where the stall prober reads it every minute."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainguard.events.log_subscription import parse_log_delivery
+from trainguard.events.training_job import MalformedInput
+from trainguard.handlers.observability import logger, metrics, record_malformed
+from trainguard.handlers.wiring import ports_or_production
+from trainguard.workflows.ports import GuardPorts
+
+
+def handle(event: Any, ports: GuardPorts | None = None) -> dict[str, Any]:
+    try:
+        activity = parse_log_delivery(event)
+    except MalformedInput as err:
+        record_malformed(str(err))
+        return {"recorded": False, "reason": f"malformed delivery: {err}"}
+    if activity is None:
+        return {"recorded": False, "reason": "nothing to record (control message, empty, or not a training stream)"}
+    recorded = ports_or_production(ports).stall_ledger.record_log_activity(
+        activity.job_name, activity.newest, activity.last_line
+    )
+    return {"recorded": recorded, "job_name": activity.job_name, "newest": activity.newest.isoformat()}
+
+
+@metrics.log_metrics
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return handle(event)

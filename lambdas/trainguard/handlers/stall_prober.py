@@ -1,0 +1,28 @@
+"""Lambda handler: the stall prober, on an EventBridge schedule every minute."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from trainguard.handlers.observability import logger, metrics, record_outcome
+from trainguard.handlers.wiring import ports_or_production
+from trainguard.workflows.ports import GuardPorts
+from trainguard.workflows.stall_prober import probe
+
+
+def handle(event: Any, ports: GuardPorts | None = None) -> dict[str, Any]:
+    report = probe(ports_or_production(ports))
+    for outcome in report.outcomes:
+        record_outcome(outcome)
+    # The heartbeat the prober-health alarm watches: missing for a few minutes means the prober stopped.
+    metrics.add_metric(name="ProberCycles", unit=MetricUnit.Count, value=1)
+    metrics.add_metric(name="WatchedJobs", unit=MetricUnit.Count, value=report.watched)
+    return {"watched": report.watched, "published": report.published, "swept": report.swept}
+
+
+@metrics.log_metrics
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return handle(event)

@@ -1,0 +1,146 @@
+"""A stall alarm went to ALARM: describe the job again, gather the evidence, judge, stop it once, record
+the stall with its evidence, and tell. The job's Stopped event then relaunches it (job_ended.py)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from trainguard.domain.checkpoints import CheckpointState
+from trainguard.domain.instance_types import gpus_per_host
+from trainguard.domain.messages import EVENT_TYPE_STALL, compose_notification
+from trainguard.domain.model import TrainingJob
+from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
+from trainguard.domain.policy import read_job_policy
+from trainguard.domain.stalls import (
+    StallEvidence,
+    StallSignal,
+    StallThresholds,
+    StallVerdict,
+    grace_reason,
+    job_hosts,
+    judge_stall,
+    parse_alarm_name,
+    read_stall_thresholds,
+)
+from trainguard.events.alarm_state_change import AlarmStateChange
+from trainguard.workflows.ports import GuardPorts, StepState
+from trainguard.workflows.stall_watch import stop_watching
+
+STEP = "stall-stop"
+
+
+def handle_stall_alarm(ports: GuardPorts, change: AlarmStateChange) -> Outcome:
+    parsed = parse_alarm_name(change.alarm_name)
+    if parsed is None:
+        return skipped("", f"alarm {change.alarm_name} is not a trainguard stall alarm")
+    signal, job_name = parsed
+    if change.state != "ALARM":
+        return skipped(job_name, f"alarm {change.alarm_name} moved to {change.state}; only ALARM is acted on")
+    job = ports.describe_fresh(job_name)
+    if job is None:
+        stop_watching(ports, job_name)
+        return skipped(job_name, "the job no longer exists")
+    policy = read_job_policy(job.tags, ports.config.policy_defaults, ports.keys)
+    if not policy.enabled:
+        stop_watching(ports, job_name)
+        return skipped(job_name, f"not opted in any more: {policy.why_not_enabled}")
+    now = ports.clock()
+    thresholds = read_stall_thresholds(job.tags, ports.config.stall_defaults, ports.keys)
+    evidence = gather_evidence(ports, job, thresholds, now)
+    verdict = judge_stall(signal, job, policy, thresholds, evidence, now)
+    if not verdict.stalled:
+        if grace_reason(job, thresholds, now) and job.status == "InProgress":
+            # An alarm that fired during the startup grace would stay in ALARM and send no new event when
+            # the grace ends: set it back to OK, so it fires again if the condition still holds. Other
+            # "not a stall" verdicts clear themselves (the metric moves back) or are covered by the other
+            # signal (idle GPUs while the job logs: if the logs then stop, the log-silence alarm fires).
+            ports.alarms.rearm(change.alarm_name, f"trainguard: not a stall yet: {verdict.reason}"[:1000])
+        return skipped(job_name, verdict.reason)
+
+    start = ports.ledger.begin_step(job.name, STEP, now)
+    if start.state is StepState.DONE:
+        return Outcome(OutcomeKind.ALREADY_HANDLED, job.name, "the stall was already handled", "stop", "stall")
+    try:
+        checkpoint = ports.checkpoints.read(job.checkpoint_s3_uri)
+        outcome = _act(ports, job, signal, verdict, evidence, checkpoint, now)
+        ports.ledger.finish_step(job.name, STEP, outcome, now)
+    except Exception:
+        ports.ledger.abandon_step(job.name, STEP)
+        raise
+    return outcome
+
+
+def gather_evidence(ports: GuardPorts, job: TrainingJob, thresholds: StallThresholds, now: datetime) -> StallEvidence:
+    """The newest log line (from the Logs API, and the subscription's record, whichever is newer) and
+    each host's GPU peak over the idle window."""
+    instance_type, hosts = job_hosts(job)
+    window = timedelta(minutes=max(thresholds.stall_minutes, thresholds.gpu_idle_minutes) + 5)
+    newest, line = ports.job_logs.newest_event(job.name, now - window)
+    for watched in ports.stall_ledger.watched_job(job.name):
+        if watched.last_log_time and (newest is None or watched.last_log_time > newest):
+            newest, line = watched.last_log_time, watched.last_log_line
+    gpu = ports.gpu_metrics.busiest_by_host(job.name, hosts, now - timedelta(minutes=thresholds.gpu_idle_minutes), now)
+    return StallEvidence(newest, line, gpu, gpus_per_host(instance_type))
+
+
+def _act(
+    ports: GuardPorts,
+    job: TrainingJob,
+    signal: StallSignal,
+    verdict: StallVerdict,
+    evidence: StallEvidence,
+    checkpoint: CheckpointState,
+    now: datetime,
+) -> Outcome:
+    record: dict[str, Any] = {
+        "signal": signal.value,
+        "reason": verdict.reason,
+        "last_log_time": evidence.last_log_time,
+        "last_log_line": evidence.last_log_line,
+        "gpu_by_host": evidence.gpu_by_host,
+        "gpus_per_host": evidence.gpus_per_host,
+        "checkpoint": checkpoint.describe(now),
+    }
+    if verdict.act:
+        stopped = ports.jobs.stop(job.name)
+        ports.stall_ledger.record_stall(job.name, record, now)
+        did = (
+            "Stopped it (StopTrainingJob). When it has stopped, trainguard relaunches it from its last checkpoint, "
+            "within the job's retry limit and the hourly budget."
+            if stopped
+            else "Nothing: the job had already left InProgress when trainguard tried to stop it."
+        )
+        kind = OutcomeKind.STALL_STOPPED
+    else:
+        did = "Nothing: the job is in dry run (its actions do not include stop). It keeps running, and billing."
+        kind = OutcomeKind.STALL_FOUND
+    outcome = Outcome(kind, job.name, verdict.reason, "stop" if verdict.act else "notify", "stall", "", record)
+    last = (
+        f"{evidence.last_log_time.strftime('%Y-%m-%d %H:%M:%S UTC')}: {evidence.last_log_line or '(empty)'}"
+        if evidence.last_log_time
+        else "no log line found"
+    )
+    gpus = ", ".join(f"{host.rsplit('/', 1)[-1]} {value:g}" for host, value in sorted(evidence.gpu_by_host.items()))
+    ports.notifier.publish(
+        compose_notification(
+            headline="{job} stalled: stopped" if verdict.act else "{job} stalled (dry run)",
+            job_name=job.name,
+            happened=f"{job.name} is InProgress but stalled ({signal.value}): {verdict.reason}.",
+            did=did,
+            why="A hung job bills every instance until MaxRuntimeInSeconds; trainguard stops a stall it has "
+            "verified on fresh evidence (the alarm is only the hint).",
+            outcome=kind.value,
+            decision=outcome.decision,
+            category="stall",
+            event_type=EVENT_TYPE_STALL,
+            region=ports.region,
+            now=now,
+            sections=(
+                ("Last log line", last),
+                ("GPU peak per host over the idle window (100 per GPU)", gpus or "no GPU figures"),
+                ("Checkpoint", checkpoint.describe(now)),
+            ),
+        )
+    )
+    return outcome

@@ -1,0 +1,89 @@
+"""The stall prober, every minute: publish each watched job's log silence (the log-silence alarms
+watch it), report stops stuck for 30 minutes, and sweep alarms whose job is no longer watched.
+
+It reads the watch list from the ledger (one Query, where the log subscription keeps each job's
+newest log line), never the Logs read APIs: those allow a few calls per second per account, which
+would not cover 2,000 jobs a minute. If the prober stops, the silence metric goes missing and the
+alarms treat missing data as not breaching: no job is stopped for it; the prober's own heartbeat
+metric has an alarm of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from trainguard.domain.messages import EVENT_TYPE_STALL, compose_notification
+from trainguard.domain.outcome import Outcome, OutcomeKind
+from trainguard.domain.stall_alarms import owned_alarm_job
+from trainguard.domain.stalls import WatchedJob, is_stuck_stopping, log_silence_minutes
+from trainguard.workflows.ports import GuardPorts, StepInProgress, StepState
+
+SWEEP_EVERY_MINUTES = 15
+
+
+@dataclass
+class ProbeReport:
+    watched: int = 0
+    published: int = 0
+    swept: list[str] = field(default_factory=list)
+    outcomes: list[Outcome] = field(default_factory=list)
+
+
+def probe(ports: GuardPorts) -> ProbeReport:
+    now = ports.clock()
+    watched = ports.stall_ledger.watched()
+    silence = {job.job_name: round(log_silence_minutes(job, now), 2) for job in watched}
+    ports.alarms.publish_log_silence(silence, now)
+    report = ProbeReport(watched=len(watched), published=len(silence))
+    for job in watched:
+        if is_stuck_stopping(job, now):
+            outcome = _report_stuck(ports, job, now)
+            if outcome is not None:
+                report.outcomes.append(outcome)
+    if now.minute % SWEEP_EVERY_MINUTES == 0:
+        report.swept = sweep_orphan_alarms(ports, {job.job_name for job in watched})
+    return report
+
+
+def sweep_orphan_alarms(ports: GuardPorts, watched: set[str]) -> list[str]:
+    """Delete every trainguard alarm whose job is not watched: no alarm outlives its job."""
+    owners = {name: owned_alarm_job(name) for name in ports.alarms.list_owned()}
+    orphans = [name for name, job in owners.items() if job is not None and job not in watched]
+    if orphans:
+        ports.alarms.delete(orphans)
+    return orphans
+
+
+def _report_stuck(ports: GuardPorts, job: WatchedJob, now: datetime) -> Outcome | None:
+    try:
+        start = ports.ledger.begin_step(job.job_name, "stuck-stopping", now)
+    except StepInProgress:
+        return None
+    if start.state is StepState.DONE:
+        return None
+    assert job.stopping_since is not None
+    minutes = int((now - job.stopping_since).total_seconds() // 60)
+    why = (
+        f"{job.job_name} has been Stopping for {minutes} min. A stop sends SIGTERM and kills the job after "
+        "120 s, then uploads the model and the checkpoints; a stop that takes this long usually means the upload "
+        "has stalled. The instances may still be billed."
+    )
+    outcome = Outcome(OutcomeKind.STUCK_STOPPING, job.job_name, why, "notify", "stuck-stopping")
+    ports.notifier.publish(
+        compose_notification(
+            headline="{job} is stuck in Stopping",
+            job_name=job.job_name,
+            happened=why,
+            did="Nothing: it tells you once. Look at the job's logs and its S3 upload.",
+            why="trainguard reports stops that have not finished after 30 minutes.",
+            outcome=outcome.kind.value,
+            decision="notify",
+            region=ports.region,
+            now=now,
+            category="stuck-stopping",
+            event_type=EVENT_TYPE_STALL,
+        )
+    )
+    ports.ledger.finish_step(job.job_name, "stuck-stopping", outcome, now)
+    return outcome

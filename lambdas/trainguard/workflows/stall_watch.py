@@ -1,0 +1,51 @@
+"""Follow a job's state for stall detection: watch it (and put its alarms) while it trains, stop
+watching (and delete its alarms) when it ends."""
+
+from __future__ import annotations
+
+from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
+from trainguard.domain.policy import read_job_policy
+from trainguard.domain.stall_alarms import plan_stall_alarms
+from trainguard.domain.stalls import WatchedJob, job_hosts, read_stall_thresholds
+from trainguard.workflows.ports import GuardPorts
+
+WATCHED_STATUSES = ("InProgress", "Stopping")
+
+
+def follow_training_state(ports: GuardPorts, job_name: str) -> Outcome:
+    job = ports.describe_fresh(job_name)
+    if job is None:
+        ports.stall_ledger.unwatch(job_name)
+        return skipped(job_name, "the job no longer exists")
+    policy = read_job_policy(job.tags, ports.config.policy_defaults, ports.keys)
+    if not policy.enabled or job.status not in WATCHED_STATUSES:
+        stop_watching(ports, job.name)
+        why = f"not opted in: {policy.why_not_enabled}" if not policy.enabled else f"the job is {job.status}"
+        return skipped(job.name, f"not watched for stalls: {why}")
+    thresholds = read_stall_thresholds(job.tags, ports.config.stall_defaults, ports.keys)
+    instance_type, hosts = job_hosts(job)
+    watched = WatchedJob(
+        job_name=job.name,
+        instance_type=instance_type,
+        host_count=hosts,
+        thresholds=thresholds,
+        training_since=job.training_since if job.secondary_status == "Training" else None,
+        stopping_since=ports.clock() if job.status == "Stopping" else None,
+    )
+    try:
+        plan = plan_stall_alarms(job.name, instance_type, hosts, thresholds, keys=ports.keys)
+    except ValueError as err:
+        return skipped(job.name, f"not watched for stalls: {err}")
+    ports.stall_ledger.watch(watched)  # first: the orphan sweep deletes alarms of jobs not in this list
+    if job.secondary_status == "Training":
+        ports.alarms.create(plan)
+    phase = "training" if watched.training_since else job.secondary_status or job.status
+    return Outcome(OutcomeKind.WATCHING, job.name, f"watched for stalls ({phase}, {hosts} hosts)")
+
+
+def stop_watching(ports: GuardPorts, job_name: str) -> None:
+    """Delete the job's alarms and forget it; the orphan sweep catches anything missed here."""
+    for watched in ports.stall_ledger.watched_job(job_name):
+        plan = plan_stall_alarms(watched.job_name, watched.instance_type, watched.host_count, watched.thresholds)
+        ports.alarms.delete(plan.deletion_order())
+    ports.stall_ledger.unwatch(job_name)

@@ -1,0 +1,298 @@
+"""Stall detection: the alarm rule, the probe schedule, the prober's health alarm, the log subscription,
+their targets, queue and alarms. (Their IAM: test_iam_policies.py; the patterns in moto:
+test_event_pattern_in_moto.py.)"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Match
+
+from infra.event_patterns import stall_alarm_pattern
+from tests.infra.template_queries import (
+    DENY_INSECURE_TRANSPORT,
+    JOB_EVENTS_HANDLER,
+    LOG_ACTIVITY_HANDLER,
+    QUOTA_WATCH_HANDLER,
+    STALL_ALARMS_HANDLER,
+    STALL_HANDLERS,
+    STALL_PROBER_HANDLER,
+    dead_letter_queue_of,
+    function_logical_id,
+    only_logical_id,
+    render,
+    resources_of_type,
+    rule_targeting,
+)
+
+pytestmark = pytest.mark.slow
+
+TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
+TRAINING_LOG_GROUP_ARN = (
+    "arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:/aws/sagemaker/TrainingJobs:*"
+)
+
+
+def _function(template: dict[str, Any], handler: str) -> str:
+    return function_logical_id(template, handler)
+
+
+def _rule(template: dict[str, Any], handler: str) -> dict[str, Any]:
+    return dict(template["Resources"][rule_targeting(template, _function(template, handler))]["Properties"])
+
+
+def _stall_dlq(template: dict[str, Any]) -> str:
+    return dead_letter_queue_of(template, _function(template, STALL_ALARMS_HANDLER))
+
+
+def _topic(template: dict[str, Any]) -> str:
+    return only_logical_id(template, "AWS::SNS::Topic")
+
+
+def _subscription_filters(template: dict[str, Any]) -> list[dict[str, Any]]:
+    return [r for r in resources_of_type(template, "AWS::Logs::SubscriptionFilter").values()]
+
+
+def _logs_permissions(template: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        r["Properties"]
+        for r in resources_of_type(template, "AWS::Lambda::Permission").values()
+        if r["Properties"]["Principal"] == "logs.amazonaws.com"
+    ]
+
+
+@pytest.mark.parametrize("stack", ["template", "defaults_template"])
+def test_stall_alarm_rule_matches_exactly_the_shared_pattern(synthesized: Any, stack: str) -> None:
+    rule = _rule(getattr(synthesized, stack), STALL_ALARMS_HANDLER)
+    assert rule["EventPattern"] == stall_alarm_pattern()
+    assert rule["EventPattern"]["detail"] == {
+        "alarmName": [{"prefix": "trainguard-stall-"}],
+        "state": {"value": ["ALARM"]},
+    }
+    assert rule["State"] == "ENABLED"
+
+
+def test_stall_alarm_rule_target_has_retries_and_the_dlq(synthesized: Any, template: Any) -> None:
+    synthesized_template = synthesized.template
+    function = _function(synthesized_template, STALL_ALARMS_HANDLER)
+    (target,) = _rule(synthesized_template, STALL_ALARMS_HANDLER)["Targets"]
+    assert target["Arn"] == {"Fn::GetAtt": [function, "Arn"]}
+    assert target["RetryPolicy"] == {"MaximumEventAgeInSeconds": 7200, "MaximumRetryAttempts": 8}
+    assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [_stall_dlq(synthesized_template), "Arn"]}}
+    template.has_resource_properties(
+        "AWS::Lambda::Permission",
+        {
+            "Action": "lambda:InvokeFunction",
+            "FunctionName": {"Fn::GetAtt": [function, "Arn"]},
+            "Principal": "events.amazonaws.com",
+            "SourceArn": {"Fn::GetAtt": [rule_targeting(synthesized_template, function), "Arn"]},
+        },
+    )
+
+
+@pytest.mark.parametrize("stack", ["template", "defaults_template"])
+def test_the_prober_runs_every_minute(synthesized: Any, stack: str) -> None:
+    rule = _rule(getattr(synthesized, stack), STALL_PROBER_HANDLER)
+    assert rule["ScheduleExpression"] == "rate(1 minute)"
+    assert rule["State"] == "ENABLED"
+    assert "EventPattern" not in rule
+
+
+def test_probe_target_retries_within_its_minute_then_uses_the_dlq(synthesized: Any) -> None:
+    template = synthesized.template
+    (target,) = _rule(template, STALL_PROBER_HANDLER)["Targets"]
+    assert target["Arn"] == {"Fn::GetAtt": [_function(template, STALL_PROBER_HANDLER), "Arn"]}
+    # The next probe comes a minute later: an older delivery is not worth retrying (60 s is EventBridge's least).
+    assert target["RetryPolicy"] == {"MaximumRetryAttempts": 2, "MaximumEventAgeInSeconds": 60}
+    assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [_stall_dlq(template), "Arn"]}}
+
+
+@pytest.mark.parametrize("handler", STALL_HANDLERS)
+def test_stall_functions_reach_their_own_dlq_after_two_async_retries(
+    synthesized: Any, template: Any, handler: str
+) -> None:
+    synthesized_template = synthesized.template
+    dlq = _stall_dlq(synthesized_template)
+    others = {
+        dead_letter_queue_of(synthesized_template, _function(synthesized_template, h))
+        for h in (JOB_EVENTS_HANDLER, QUOTA_WATCH_HANDLER)
+    }
+    assert dlq not in others
+    template.has_resource_properties(
+        "AWS::Lambda::EventInvokeConfig",
+        {
+            "FunctionName": {"Ref": _function(synthesized_template, handler)},
+            "MaximumRetryAttempts": 2,
+            "DestinationConfig": {"OnFailure": {"Destination": {"Fn::GetAtt": [dlq, "Arn"]}}},
+        },
+    )
+
+
+def test_stall_dlq_is_encrypted_ssl_only_and_open_to_both_rules(synthesized: Any, template: Any) -> None:
+    synthesized_template = synthesized.template
+    dlq = _stall_dlq(synthesized_template)
+    properties = synthesized_template["Resources"][dlq]["Properties"]
+    assert (properties["SqsManagedSseEnabled"], properties["MessageRetentionPeriod"]) == (True, 14 * 24 * 3600)
+    rules = [
+        {"Fn::GetAtt": [rule_targeting(synthesized_template, _function(synthesized_template, h)), "Arn"]}
+        for h in (STALL_ALARMS_HANDLER, STALL_PROBER_HANDLER)
+    ]
+    template.has_resource_properties(
+        "AWS::SQS::QueuePolicy",
+        {
+            "Queues": [{"Ref": dlq}],
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        DENY_INSECURE_TRANSPORT,
+                        *[
+                            Match.object_like(
+                                {
+                                    "Effect": "Allow",
+                                    "Action": "sqs:SendMessage",
+                                    "Principal": {"Service": "events.amazonaws.com"},
+                                    "Condition": {"ArnEquals": {"aws:SourceArn": rule}},
+                                }
+                            )
+                            for rule in rules
+                        ],
+                    ]
+                )
+            },
+        },
+    )
+
+
+def test_alarm_when_anything_waits_in_the_stall_dlq(synthesized: Any, template: Any) -> None:
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Namespace": "AWS/SQS",
+            "MetricName": "ApproximateNumberOfMessagesVisible",
+            "Dimensions": [
+                {"Name": "QueueName", "Value": {"Fn::GetAtt": [_stall_dlq(synthesized.template), "QueueName"]}}
+            ],
+            "Statistic": "Maximum",
+            "ComparisonOperator": "GreaterThanThreshold",
+            "Threshold": 0,
+            "TreatMissingData": "notBreaching",
+            "AlarmActions": [{"Ref": _topic(synthesized.template)}],
+        },
+    )
+
+
+@pytest.mark.parametrize("handler", STALL_HANDLERS)
+def test_alarm_on_each_stall_functions_errors(synthesized: Any, template: Any, handler: str) -> None:
+    template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Namespace": "AWS/Lambda",
+            "MetricName": "Errors",
+            "Dimensions": [{"Name": "FunctionName", "Value": {"Ref": _function(synthesized.template, handler)}}],
+            "Statistic": "Sum",
+            "ComparisonOperator": "GreaterThanThreshold",
+            "Threshold": 0,
+            "TreatMissingData": "notBreaching",
+            "AlarmActions": [{"Ref": _topic(synthesized.template)}],
+        },
+    )
+
+
+def _prober_health_alarm(template: dict[str, Any]) -> dict[str, Any]:
+    (alarm,) = [
+        r["Properties"]
+        for r in resources_of_type(template, "AWS::CloudWatch::Alarm").values()
+        if r["Properties"].get("MetricName") == "ProberCycles"
+    ]
+    return dict(alarm)
+
+
+@pytest.mark.parametrize("stack", ["template", "defaults_template"])
+def test_prober_health_alarm_fires_when_the_heartbeat_stops_and_tells_the_topic(synthesized: Any, stack: str) -> None:
+    template = getattr(synthesized, stack)
+    alarm = _prober_health_alarm(template)
+    assert {k: alarm[k] for k in alarm if k != "AlarmDescription"} == {
+        "Namespace": "TrainGuard",
+        "MetricName": "ProberCycles",
+        "Dimensions": [{"Name": "service", "Value": "trainguard"}],
+        "Statistic": "Sum",
+        "Period": 60,
+        "ComparisonOperator": "LessThanThreshold",
+        "Threshold": 1,
+        "EvaluationPeriods": 5,
+        "DatapointsToAlarm": 5,
+        # A prober that stopped publishes nothing: missing data is what must alarm.
+        "TreatMissingData": "breaching",
+        "AlarmActions": [{"Ref": _topic(template)}],
+    }
+
+
+def test_the_health_alarm_watches_the_metric_the_prober_emits(
+    synthesized: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run the prober's handler with the functions' Powertools environment and read its EMF: the alarm's
+    namespace, metric and dimensions must be exactly those, or it would watch a metric nobody publishes
+    (and, missing data being breaching, alarm for ever)."""
+    from aws_lambda_powertools import Metrics
+
+    from infra.guard_function import POWERTOOLS_ENVIRONMENT
+    from tests.fakes import fake_ports
+    from trainguard.handlers import stall_prober
+
+    for name, value in POWERTOOLS_ENVIRONMENT.items():
+        monkeypatch.setenv(name, value)
+    metrics = Metrics()  # built from the environment, as the handler's is in Lambda
+    monkeypatch.setattr(stall_prober, "metrics", metrics)
+    metrics.clear_metrics()  # Powertools shares one metric set between instances: start from none
+    try:
+        stall_prober.handle({}, ports=fake_ports())
+        emf = metrics.serialize_metric_set()
+    finally:
+        metrics.clear_metrics()
+    (directive,) = emf["_aws"]["CloudWatchMetrics"]
+    alarm = _prober_health_alarm(synthesized.template)
+    assert alarm["MetricName"] in {m["Name"] for m in directive["Metrics"]}
+    assert directive["Namespace"] == alarm["Namespace"]
+    assert directive["Dimensions"] == [[d["Name"] for d in alarm["Dimensions"]]]
+    assert {d["Name"]: emf[d["Name"]] for d in alarm["Dimensions"]} == {
+        d["Name"]: d["Value"] for d in alarm["Dimensions"]
+    }
+
+
+def test_log_subscription_exists_only_when_the_setting_is_on(synthesized: Any) -> None:
+    # The configured stack turns it off (a forwarder holds the slots); the defaults turn it on.
+    assert _subscription_filters(synthesized.template) == []
+    assert _logs_permissions(synthesized.template) == []
+    defaults = synthesized.defaults_template
+    (subscription,) = _subscription_filters(defaults)
+    assert subscription["Properties"] == {
+        "LogGroupName": TRAINING_LOG_GROUP,
+        "FilterPattern": "",  # every event: the function keeps each watched job's newest line
+        "DestinationArn": {"Fn::GetAtt": [_function(defaults, LOG_ACTIVITY_HANDLER), "Arn"]},
+    }
+    # The function exists either way: with the setting off, something else may feed it (an account-level
+    # subscription filter policy, for example).
+    _function(synthesized.template, LOG_ACTIVITY_HANDLER)
+
+
+def test_logs_may_invoke_the_log_activity_function_only_from_the_training_log_group(synthesized: Any) -> None:
+    defaults = synthesized.defaults_template
+    (permission,) = _logs_permissions(defaults)
+    assert permission["Action"] == "lambda:InvokeFunction"
+    assert permission["FunctionName"] == {"Fn::GetAtt": [_function(defaults, LOG_ACTIVITY_HANDLER), "Arn"]}
+    assert render(permission["SourceArn"]) == TRAINING_LOG_GROUP_ARN
+    # CloudWatch Logs checks that it may invoke the destination when the filter is put: permission first.
+    (subscription_id,) = resources_of_type(defaults, "AWS::Logs::SubscriptionFilter")
+    (permission_id,) = [
+        lid
+        for lid, r in resources_of_type(defaults, "AWS::Lambda::Permission").items()
+        if r["Properties"]["Principal"] == "logs.amazonaws.com"
+    ]
+    assert permission_id in defaults["Resources"][subscription_id].get("DependsOn", [])
+
+
+@pytest.mark.parametrize("stack", ["template", "defaults_template"])
+def test_the_training_log_group_is_sagemakers_and_never_created_here(synthesized: Any, stack: str) -> None:
+    groups = resources_of_type(getattr(synthesized, stack), "AWS::Logs::LogGroup").values()
+    assert TRAINING_LOG_GROUP not in {g["Properties"].get("LogGroupName") for g in groups}
