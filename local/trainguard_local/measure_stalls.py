@@ -1,0 +1,148 @@
+"""Measure the stall prober at scale: `python -m trainguard_local.measure_stalls --jobs 2000`.
+
+It builds a watch list of N jobs in the ledger (moto, in process), runs one prober cycle with the
+production adapters, and counts every AWS call by operation (botocore's before-call event). It then
+prices a guarded job-hour from the counts and from CloudWatch's and Lambda's published rates (the
+rates are parameters below, with their sources; recheck them for your region).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import Counter
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+from moto import mock_aws
+
+from trainguard.adapters.alarms import StallAlarms
+from trainguard.adapters.checkpoints import CheckpointReader
+from trainguard.adapters.job_activity import GpuMetrics, JobLogs
+from trainguard.adapters.ledger import Ledger, QuotaLedger, create_table_request
+from trainguard.adapters.notifier import Notifier
+from trainguard.adapters.sagemaker import SageMakerJobs
+from trainguard.adapters.scheduler import RelaunchScheduler
+from trainguard.adapters.service_model import create_training_job_shape
+from trainguard.adapters.service_quotas import ServiceQuotas
+from trainguard.adapters.stall_ledger import StallLedger
+from trainguard.config import GuardConfig
+from trainguard.domain.stall_alarms import plan_stall_alarms
+from trainguard.domain.stalls import StallThresholds, WatchedJob
+from trainguard.workflows.ports import GuardPorts
+from trainguard.workflows.stall_prober import probe
+
+# Rates, us-east-1, as FACTS.md gives them (third-party figures, unconfirmed); recheck for your region.
+ALARM_METRIC_MONTH = 0.10  # standard-resolution alarm, per metric it references
+CUSTOM_METRIC_MONTH = 0.30  # first 10,000 custom metrics
+PUT_METRIC_DATA_PER_1000 = 0.01
+LAMBDA_REQUEST = 0.20 / 1_000_000
+LAMBDA_ARM_GB_SECOND = 0.0000133334
+DYNAMODB_READ_PER_MILLION = 0.125  # on-demand read request units (price after the 2024 cut; check yours)
+HOURS_PER_MONTH = 730
+
+
+def measure(jobs: int, hosts_per_job: int = 8, with_alarms: bool = False) -> dict[str, Any]:
+    calls: Counter[str] = Counter()
+    now = datetime(2026, 11, 29, 12, 7, tzinfo=UTC)  # a minute that is not a sweep minute
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
+        for client in (dynamodb, cloudwatch):
+            client.meta.events.register("before-call.*.*", lambda model, **_: calls.update([model.name]))
+        dynamodb.create_table(**create_table_request("ledger"))
+        ledger = StallLedger(dynamodb, "ledger")
+        for n in range(jobs):
+            name = f"job-{n:05d}-llama-70b-pretrain"
+            ledger.watch(
+                WatchedJob(name, "ml.p4d.24xlarge", hosts_per_job, StallThresholds(), now - timedelta(hours=2))
+            )
+            ledger.record_log_activity(name, now - timedelta(minutes=n % 40), f"step {n} loss 1.234")
+            if with_alarms:
+                StallAlarms(cloudwatch).create(
+                    plan_stall_alarms(name, "ml.p4d.24xlarge", hosts_per_job, StallThresholds())
+                )
+        calls.clear()
+        ports = _ports(dynamodb, cloudwatch, now)
+        started = time.perf_counter()
+        report = probe(ports)
+        seconds = time.perf_counter() - started
+        sweep_ports = replace(ports, clock=lambda: now.replace(minute=15))
+        before = Counter(calls)
+        probe(sweep_ports)
+        sweep_calls = Counter({k: v - before.get(k, 0) for k, v in calls.items() if v - before.get(k, 0)})
+        watched_bytes = sum(len(json.dumps(i)) for i in dynamodb.scan(TableName="ledger")["Items"])
+    per_cycle = dict(Counter({k: v for k, v in before.items()}))
+    return {
+        "jobs": jobs,
+        "alarms_created": with_alarms,
+        "hosts_per_job": hosts_per_job,
+        "watched": report.watched,
+        "calls_per_cycle": per_cycle,
+        "calls_per_sweep_cycle": dict(sweep_calls),
+        "cycle_seconds_in_process": round(seconds, 3),
+        "watch_list_bytes": watched_bytes,
+        "cost_per_job_hour_usd": _costs(jobs, hosts_per_job, per_cycle, seconds, watched_bytes),
+    }
+
+
+def _ports(dynamodb: Any, cloudwatch: Any, now: datetime) -> GuardPorts:
+    """The production adapters on moto clients; only the prober's ports are called."""
+    region = "us-east-1"
+    config = GuardConfig(ledger_table_name="ledger", topic_arn=f"arn:aws:sns:{region}:123456789012:trainguard")
+    sagemaker = boto3.client("sagemaker", region_name=region)
+    return GuardPorts(
+        jobs=SageMakerJobs(sagemaker),
+        checkpoints=CheckpointReader(boto3.client("s3", region_name=region)),
+        ledger=Ledger(dynamodb, "ledger"),
+        notifier=Notifier(boto3.client("sns", region_name=region), config.topic_arn),
+        scheduler=RelaunchScheduler(
+            boto3.client("scheduler", region_name=region), group_name="trainguard", target_arn="", role_arn=""
+        ),
+        quotas=ServiceQuotas(boto3.client("service-quotas", region_name=region)),
+        quota_ledger=QuotaLedger(dynamodb, "ledger"),
+        stall_ledger=StallLedger(dynamodb, "ledger"),
+        alarms=StallAlarms(cloudwatch),
+        job_logs=JobLogs(boto3.client("logs", region_name=region)),
+        gpu_metrics=GpuMetrics(cloudwatch),
+        config=config,
+        region=region,
+        clock=lambda: now,
+        create_request_shape=create_training_job_shape(sagemaker.meta.service_model),
+    )
+
+
+def _costs(jobs: int, hosts: int, calls: dict[str, int], seconds: float, watched_bytes: int) -> dict[str, float]:
+    alarms = (1 + hosts) * ALARM_METRIC_MONTH / HOURS_PER_MONTH  # log silence + one metric per host
+    if hosts > 10:
+        alarms += 0.50 / HOURS_PER_MONTH  # the composite
+    metric = CUSTOM_METRIC_MONTH / HOURS_PER_MONTH
+    puts = calls.get("PutMetricData", 0) * 60 * PUT_METRIC_DATA_PER_1000 / 1000 / jobs
+    lambda_seconds = seconds * 60 / jobs
+    prober = 60 * LAMBDA_REQUEST / jobs + lambda_seconds * 0.256 * LAMBDA_ARM_GB_SECOND
+    reads = 60 * (watched_bytes / 4096 / 2) * DYNAMODB_READ_PER_MILLION / 1_000_000 / jobs  # eventually consistent
+    return {
+        "alarms": round(alarms, 6),
+        "log_silence_metric": round(metric, 6),
+        "put_metric_data": round(puts, 8),
+        "prober_lambda": round(prober, 8),
+        "watch_list_reads": round(reads, 8),
+        "total": round(alarms + metric + puts + prober + reads, 6),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jobs", type=int, default=2000)
+    parser.add_argument("--hosts", type=int, default=8)
+    parser.add_argument("--with-alarms", action="store_true", help="also create every job's alarms (slow in moto)")
+    args = parser.parse_args(argv)
+    print(json.dumps(measure(args.jobs, args.hosts, args.with_alarms), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
