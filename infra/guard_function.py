@@ -13,6 +13,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_destinations as destinations
@@ -33,6 +34,29 @@ ALARM_PERIOD = Duration.minutes(5)
 def event_pattern(pattern: dict[str, Any]) -> events.EventPattern:
     """A plain-data pattern of infra/event_patterns.py as CDK's struct ('detail-type' -> detail_type)."""
     return events.EventPattern(**{key.replace("-", "_"): value for key, value in pattern.items()})
+
+
+def rule_to_function(
+    scope: Construct,
+    construct_id: str,
+    *,
+    description: str,
+    pattern: dict[str, Any],
+    function: lambda_.IFunction,
+    dead_letter_queue: sqs.IQueue,
+) -> events.Rule:
+    """An EventBridge rule whose target retries for two hours (8 attempts), then parks the event in the DLQ."""
+    return events.Rule(
+        scope,
+        construct_id,
+        description=description,
+        event_pattern=event_pattern(pattern),
+        targets=[
+            targets.LambdaFunction(
+                function, dead_letter_queue=dead_letter_queue, max_event_age=Duration.hours(2), retry_attempts=8
+            )
+        ],
+    )
 
 
 def dead_letter_queue(scope: Construct, construct_id: str, *, holds: str) -> sqs.Queue:

@@ -14,9 +14,7 @@ SageMaker, Service Quotas, the ledger, the topic and (job-events) the stall alar
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, Aws, Duration, RemovalPolicy, Stack
-from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
+from aws_cdk import ArnFormat, Aws, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_scheduler as scheduler
@@ -29,8 +27,8 @@ from infra.guard_function import (
     dead_letter_queue,
     dead_letter_queue_alarm,
     errors_alarm,
-    event_pattern,
     guard_function,
+    rule_to_function,
 )
 from infra.lambda_asset import guard_code
 from infra.nag import acknowledge_nag_finding, nag_arn
@@ -88,19 +86,13 @@ class JobEvents(Construct):
             arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )
 
-        self.rule = events.Rule(
+        self.rule = rule_to_function(
             self,
             "TrainingJobStateRule",
             description="trainguard: SageMaker training jobs InProgress, Stopping, Completed, Failed or Stopped",
-            event_pattern=event_pattern(training_job_state_pattern()),
-            targets=[
-                targets.LambdaFunction(
-                    self.job_events_function,
-                    dead_letter_queue=self.dead_letter_queue,
-                    max_event_age=Duration.hours(2),
-                    retry_attempts=8,
-                )
-            ],
+            pattern=training_job_state_pattern(),
+            function=self.job_events_function,
+            dead_letter_queue=self.dead_letter_queue,
         )
 
         # Destroyed with the stack (the default is to retain it): its name is fixed, and a retained

@@ -29,8 +29,8 @@ from infra.guard_function import (
     dead_letter_queue,
     dead_letter_queue_alarm,
     errors_alarm,
-    event_pattern,
     guard_function,
+    rule_to_function,
 )
 from infra.lambda_asset import guard_code
 
@@ -95,19 +95,13 @@ class QuotaWalls(Construct):
                 description="trainguard: requests the quota a refused CreateTrainingJob needed, and keeps the launch",
                 dead_letter_queue=self.dead_letter_queue,
             )
-            self.failed_launch_rule = events.Rule(
+            self.failed_launch_rule = rule_to_function(
                 self,
                 "FailedLaunchRule",
                 description="trainguard: CreateTrainingJob calls refused with ResourceLimitExceeded (via CloudTrail)",
-                event_pattern=event_pattern(failed_training_job_launch_pattern()),
-                targets=[
-                    targets.LambdaFunction(
-                        self.failed_launches_function,
-                        dead_letter_queue=self.dead_letter_queue,
-                        max_event_age=Duration.hours(2),
-                        retry_attempts=8,
-                    )
-                ],
+                pattern=failed_training_job_launch_pattern(),
+                function=self.failed_launches_function,
+                dead_letter_queue=self.dead_letter_queue,
             )
             errors_alarm(
                 self,

@@ -43,8 +43,8 @@ from infra.guard_function import (
     dead_letter_queue,
     dead_letter_queue_alarm,
     errors_alarm,
-    event_pattern,
     guard_function,
+    rule_to_function,
 )
 from infra.lambda_asset import guard_code
 from trainguard.adapters.job_activity import LOG_GROUP as TRAINING_LOG_GROUP_NAME
@@ -90,19 +90,13 @@ class StallDetection(Construct):
             description="trainguard: verifies a stall alarm on fresh evidence, stops the stalled job once and tells",
             dead_letter_queue=self.dead_letter_queue,
         )
-        self.stall_alarm_rule = events.Rule(
+        self.stall_alarm_rule = rule_to_function(
             self,
             "StallAlarmRule",
             description="trainguard: its stall alarms (trainguard-stall-*) going to ALARM",
-            event_pattern=event_pattern(stall_alarm_pattern()),
-            targets=[
-                targets.LambdaFunction(
-                    self.stall_alarms_function,
-                    dead_letter_queue=self.dead_letter_queue,
-                    max_event_age=Duration.hours(2),
-                    retry_attempts=8,
-                )
-            ],
+            pattern=stall_alarm_pattern(),
+            function=self.stall_alarms_function,
+            dead_letter_queue=self.dead_letter_queue,
         )
 
         self.stall_prober_function = guard_function(
