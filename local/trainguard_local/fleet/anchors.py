@@ -1,0 +1,279 @@
+"""What teams use today, as models built from the documentation (they are models, not the services).
+
+- `none`: nothing acts. A person on call notices a failure, a stop or a hang after a response time
+  and relaunches from the checkpoint (requesting the quota first at a quota wall). A hang bills
+  until the person stops it, or until MaxRuntimeInSeconds (default 1 day) stops it if sooner.
+  Source: FACTS.md, "Anchors' behaviour": "Nothing in SageMaker acts on a job that hangs without
+  failing: it runs until MaxRuntimeInSeconds"; https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_StoppingCondition.html
+- `sagemaker_retry`: SageMaker's RetryStrategy retries a job that fails with InternalServerError, and
+  nothing else, up to MaximumRetryAttempts times (1-30); the retry is the same job, so MaxRuntime
+  covers all attempts; it resumes from the checkpoint. Everything else as `none`.
+  Source: FACTS.md, "Anchors' behaviour"; https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_RetryStrategy.html
+- `debugger_rule`: Debugger's StalledTrainingRule with the StopTraining action stops a job whose hook
+  saved nothing for `threshold` seconds (default 1800), and never relaunches. It needs the Debugger
+  hook (not from PyTorch 2.0 on), and its actions work neither in a VPC (nor with network isolation)
+  nor on spot jobs. After its stop, the person relaunches. Everything else as `none`.
+  Source: FACTS.md, "Anchors' behaviour"; https://docs.aws.amazon.com/sagemaker/latest/dg/debugger-built-in-rules.html
+  (StalledTrainingRule); https://docs.aws.amazon.com/sagemaker/latest/dg/debugger-built-in-actions.html
+  ("Considerations": no network isolation or VPC, no spot training interruptions).
+
+Every strategy meets the same person (`person.py`).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainguard_local.fleet.model import ActionKind, JobOutcome, JobTimeline, State
+from trainguard_local.fleet.person import PersonOnCall, person_rng
+from trainguard_local.fleet.trace import HANG_KINDS, USER_ERROR_KINDS, Fault, FaultKind, JobSpec, Trace
+
+PERSON, SAGEMAKER_RETRY, DEBUGGER_RULE = "person", "sagemaker_retry", "debugger_rule"
+CAPACITY_REFUSAL_MINUTES = 5.0  # a launch refused for capacity fails after this long, without instances (assumption)
+_MAX_LAUNCHES = 100  # a guard against a model that never ends
+
+
+@dataclass(frozen=True)
+class RetryStrategy:
+    """SageMaker's RetryStrategy: InternalServerError only, MaximumRetryAttempts (1-30), one MaxRuntime."""
+
+    maximum_retry_attempts: int = 3
+
+    def retries(self, kind: FaultKind) -> bool:
+        return kind is FaultKind.INTERNAL_ERROR
+
+
+@dataclass(frozen=True)
+class StalledTrainingRule:
+    """Debugger's StalledTrainingRule with StopTraining: fires after `threshold_seconds` without output."""
+
+    threshold_seconds: int = 1800
+
+    @property
+    def threshold_hours(self) -> float:
+        return self.threshold_seconds / 3600
+
+    def can_stop(self, job: JobSpec) -> bool:
+        return job.uses_debugger_hook and not job.spot and not job.in_vpc
+
+
+@dataclass(frozen=True)
+class AnchorStrategy:
+    name: str
+    model_of: str
+    sources: tuple[str, ...]
+    person: PersonOnCall = field(default_factory=PersonOnCall)
+    retry_strategy: RetryStrategy | None = None
+    stall_rule: StalledTrainingRule | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """What the report says about this strategy: that it is a model, of what, from which sources."""
+        parameters: dict[str, Any] = {
+            "person_median_response_hours": self.person.median_response_hours,
+            "person_response_sigma": self.person.response_sigma,
+            "person_longest_response_hours": self.person.longest_response_hours,
+            "person_fix_hours": self.person.fix_hours,
+        }
+        if self.retry_strategy is not None:
+            parameters["maximum_retry_attempts"] = self.retry_strategy.maximum_retry_attempts
+        if self.stall_rule is not None:
+            parameters["threshold_seconds"] = self.stall_rule.threshold_seconds
+        return {"model": True, "model_of": self.model_of, "sources": list(self.sources), "parameters": parameters}
+
+    def run(self, trace: Trace) -> list[JobOutcome]:
+        return [
+            _JobLife(self, job, trace.fault_of(job.name), person_rng(trace.seed, job.name)).run() for job in trace.jobs
+        ]
+
+
+_FACTS = "FACTS.md, Anchors' behaviour"
+
+
+def no_guard(person: PersonOnCall | None = None) -> AnchorStrategy:
+    return AnchorStrategy(
+        "none",
+        "no guard: a person on call notices and relaunches",
+        (_FACTS, "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_StoppingCondition.html"),
+        person or PersonOnCall(),
+    )
+
+
+def sagemaker_retry(person: PersonOnCall | None = None, attempts: int = 3) -> AnchorStrategy:
+    return AnchorStrategy(
+        "sagemaker_retry",
+        "SageMaker's RetryStrategy (InternalServerError only); a person for the rest",
+        (_FACTS, "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_RetryStrategy.html"),
+        person or PersonOnCall(),
+        retry_strategy=RetryStrategy(attempts),
+    )
+
+
+def debugger_rule(person: PersonOnCall | None = None, threshold_seconds: int = 1800) -> AnchorStrategy:
+    return AnchorStrategy(
+        "debugger_rule",
+        "Debugger's StalledTrainingRule with StopTraining, no relaunch; a person for the rest",
+        (
+            _FACTS,
+            "https://docs.aws.amazon.com/sagemaker/latest/dg/debugger-built-in-rules.html",
+            "https://docs.aws.amazon.com/sagemaker/latest/dg/debugger-built-in-actions.html",
+        ),
+        person or PersonOnCall(),
+        stall_rule=StalledTrainingRule(threshold_seconds),
+    )
+
+
+def anchor_strategies(person: PersonOnCall | None = None) -> tuple[AnchorStrategy, ...]:
+    return no_guard(person), sagemaker_retry(person), debugger_rule(person)
+
+
+class _JobLife:
+    """One job under one anchor: launch after launch until the work is done."""
+
+    def __init__(self, anchor: AnchorStrategy, job: JobSpec, fault: Fault | None, rng: random.Random) -> None:
+        self.anchor, self.job, self.rng = anchor, job, rng
+        self.tl = JobTimeline(job, anchor.name)
+        capacity = fault is not None and fault.kind is FaultKind.CAPACITY_ERROR
+        self.capacity_refusals = self.capacity_refusals_in_fault = fault.repeats + 1 if fault and capacity else 0
+        self.fault = None if capacity else fault  # pending until it strikes
+        self.sagemaker_retries = 0
+        self.next_is_new_job = True
+
+    def run(self) -> JobOutcome:
+        for _ in range(_MAX_LAUNCHES):
+            self.tl.launch(new_job=self.next_is_new_job)
+            if self.next_is_new_job:
+                self.sagemaker_retries = 0
+            self.next_is_new_job = True
+            self._run_launch()
+            if self.tl.completed_at is not None:
+                return self.tl.outcome()
+        raise RuntimeError(f"{self.job.name}: no completion after {_MAX_LAUNCHES} launches")
+
+    def _run_launch(self) -> None:
+        tl = self.tl
+        if self.capacity_refusals:
+            self._refused_for_capacity()
+            return
+        tl.start()
+        while True:
+            fault = self.fault
+            if not tl.train_to(fault.at_work_hours if fault else self.job.work_hours):
+                self._stopped_at_max_runtime()
+                return
+            if fault is None:
+                tl.complete()
+                return
+            self.fault = None
+            if self._strike(fault):
+                return
+
+    def _strike(self, fault: Fault) -> bool:
+        """The fault strikes; True when the launch ended."""
+        if fault.kind is FaultKind.SLOW_BUT_HEALTHY:
+            return self._silent_but_healthy(fault)
+        if fault.kind in HANG_KINDS:
+            self._hangs(fault.kind)
+        elif fault.kind is FaultKind.SPOT_INTERRUPTION:
+            self.tl.lose_work_since_checkpoint()  # the instances are reclaimed
+            self.tl.wait_until(State.QUEUED, self.tl.now + fault.spot_wait_hours)  # Interrupted, until MaxWait
+            self.tl.struck(fault.kind, self.tl.now)
+            self._person_relaunches(fault.kind, self.tl.now)
+        else:
+            struck = self.tl.now  # an NCCL timeout strikes when its collective hangs, and fails at the timeout
+            self.tl.hang_until(self.tl.now + fault.hung_minutes / 60)
+            self._fails(fault, struck)
+        return True
+
+    def _refused_for_capacity(self) -> None:
+        tl = self.tl
+        tl.wait_until(State.QUEUED, tl.now + CAPACITY_REFUSAL_MINUTES / 60)
+        if self.capacity_refusals == self.capacity_refusals_in_fault:  # the fault's recovery runs from the first
+            tl.struck(FaultKind.CAPACITY_ERROR, tl.now)
+        self.capacity_refusals -= 1
+        self._person_relaunches(FaultKind.CAPACITY_ERROR, tl.now)
+
+    def _fails(self, fault: Fault, struck: float) -> None:
+        tl, retry = self.tl, self.anchor.retry_strategy
+        tl.lose_work_since_checkpoint()
+        tl.struck(fault.kind, struck)
+        if (
+            retry is not None
+            and retry.retries(fault.kind)
+            and self.sagemaker_retries < retry.maximum_retry_attempts
+            and tl.runtime_left > self.job.startup_minutes / 60
+        ):
+            self.sagemaker_retries += 1
+            tl.detect(fault.kind, struck, SAGEMAKER_RETRY)
+            tl.act(ActionKind.RELAUNCH, SAGEMAKER_RETRY, note="RetryStrategy: the same job starts again")
+            self.next_is_new_job = False
+        elif fault.kind is FaultKind.QUOTA_WALL:
+            self._quota_wall(fault, struck)
+        else:
+            self._person_relaunches(fault.kind, tl.now, struck_at=struck, fix=fault.kind in USER_ERROR_KINDS)
+
+    def _hangs(self, kind: FaultKind) -> None:
+        tl, rule = self.tl, self.anchor.stall_rule
+        struck = tl.now
+        tl.struck(kind, struck)
+        response = self.anchor.person.response_hours(self.rng)
+        rule_fires = struck + rule.threshold_hours if rule is not None and rule.can_stop(self.job) else math.inf
+        if rule_fires < struck + response and tl.hang_until(rule_fires):
+            tl.detect(kind, struck, DEBUGGER_RULE)
+            tl.act(ActionKind.STOP, DEBUGGER_RULE)
+            tl.lose_work_since_checkpoint()
+            self._person_relaunches(None, tl.now, response=response)
+            return
+        if tl.hang_until(struck + response):
+            tl.act(ActionKind.STOP, PERSON)
+        tl.lose_work_since_checkpoint()  # stopped by the person, or by MaxRuntime before
+        self._person_relaunches(kind, struck, response=response)
+
+    def _silent_but_healthy(self, fault: Fault) -> bool:
+        tl, rule = self.tl, self.anchor.stall_rule
+        if rule is None or not rule.can_stop(self.job) or fault.silent_minutes * 60 <= rule.threshold_seconds:
+            return False  # the silence passes, training goes on
+        if not tl.train_to(tl.progress + rule.threshold_hours):
+            self._stopped_at_max_runtime()
+            return True
+        tl.detect(fault.kind, tl.now - rule.threshold_hours, DEBUGGER_RULE)
+        tl.act(ActionKind.STOP, DEBUGGER_RULE, right=False, note="a healthy job, silent for a while")
+        tl.lose_work_since_checkpoint(no_checkpoint_after=fault.at_work_hours)  # none is written while silent
+        self._person_relaunches(None, tl.now)
+        return True
+
+    def _quota_wall(self, fault: Fault, struck: float) -> None:
+        tl, person = self.tl, self.anchor.person
+        tl.wait_until(State.WAITING_FOR_PERSON, tl.now + person.response_hours(self.rng))
+        tl.detect(fault.kind, struck, PERSON)
+        tl.act(ActionKind.RELAUNCH, PERSON, succeeded=False, note=fault.launch_refusal or "")
+        tl.act(ActionKind.QUOTA_REQUEST, PERSON, target=fault.quota_name)
+        tl.wait_until(State.WAITING_FOR_QUOTA, tl.now + fault.quota_approval_hours)
+        tl.wait_until(State.WAITING_FOR_PERSON, tl.now + person.response_hours(self.rng))
+        tl.act(ActionKind.RELAUNCH, PERSON, note="after the quota increase")
+
+    def _stopped_at_max_runtime(self) -> None:
+        self.tl.lose_work_since_checkpoint()
+        self._person_relaunches(None, self.tl.now)
+
+    def _person_relaunches(
+        self,
+        kind: FaultKind | None,
+        since: float,
+        *,
+        struck_at: float | None = None,
+        fix: bool = False,
+        response: float | None = None,
+    ) -> None:
+        """The person notices, a response time after `since`, what happened then, and relaunches. `kind`:
+        the fault they detect (struck at `struck_at`, default `since`); None when it was detected before."""
+        tl, person = self.tl, self.anchor.person
+        response = person.response_hours(self.rng) if response is None else response
+        tl.wait_until(State.WAITING_FOR_PERSON, since + response)
+        if kind is not None:
+            tl.detect(kind, since if struck_at is None else struck_at, PERSON)
+        if fix:
+            tl.wait_until(State.WAITING_FOR_PERSON, tl.now + person.fix_hours)
+        tl.act(ActionKind.RELAUNCH, PERSON, note="after a fix" if fix else "from the newest checkpoint")

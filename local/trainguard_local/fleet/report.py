@@ -1,0 +1,166 @@
+"""The report: every strategy on the same trace, in the same figures. JSON-serialisable.
+
+The figures, defined once (README.md copies these definitions):
+
+- **wasted GPU-hours**: GPU-hours billed that produced no kept progress, that is
+  (hung or idle time + the work lost since the last checkpoint at each failure or stop)
+  x instances x GPUs per instance, summed over jobs. `wasted_dollars` is the same hours x instances
+  x the on-demand price per instance-hour. The startup of a relaunch is billed too but is not counted
+  here; `billed_gpu_hours` holds every billed hour.
+- **completion delay**: the extra wall-clock hours until a job's work is done, compared with a
+  fault-free run (submission + one startup + the work). p50 and p95 over all jobs (0 for a job
+  without a fault), and the total. A job whose work is never done is left out and counted in
+  `jobs_never_completed`.
+- `jobs_completed`: jobs whose work is done by the end of the trace's window (every job would be,
+  fault-free).
+- `detect_minutes`: per fault kind, from the moment the fault shows (the job fails or stops, a hang
+  starts, a launch is refused) to its first detection, by anyone (a person included). p50 and p95.
+  A healthy job's silence is not a fault: a "detection" of it shows up as a wrong stop instead.
+- `recover_minutes`: from the moment a transient fault shows (every kind except the user's own
+  errors and the healthy job) to the moment training runs again. p50 and p95.
+- `duplicate_actions`: per job (its lineage), actions that succeeded on a target already acted on the
+  same way (a second stop of one launch, a second relaunch of one failure, a second request for one
+  quota).
+- `wrong_actions`: a stop of a healthy job, or a relaunch of a user's error (code, memory) unfixed.
+
+Percentiles are nearest-rank: the smallest value with at least q% of the values at or below it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from trainguard_local.fleet.anchors import StalledTrainingRule
+from trainguard_local.fleet.model import JobOutcome, Strategy
+from trainguard_local.fleet.trace import TRANSIENT_KINDS, Fault, FaultKind, Trace
+
+_DECIMALS = 3
+
+
+@runtime_checkable
+class Described(Protocol):
+    """A strategy that can say what it is a model of, and from which sources."""
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+def percentile(values: Iterable[float], q: float) -> float | None:
+    """Nearest-rank percentile; None for no values."""
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def run_all(trace: Trace, strategies: Sequence[Strategy]) -> dict[str, Any]:
+    """Run every strategy on the trace and build the report."""
+    return build_report(trace, strategies, {strategy.name: strategy.run(trace) for strategy in strategies})
+
+
+def build_report(
+    trace: Trace, strategies: Sequence[Strategy], outcomes: Mapping[str, Sequence[JobOutcome]]
+) -> dict[str, Any]:
+    return {
+        "trace": trace_summary(trace),
+        "strategies": {
+            s.name: {**(s.describe() if isinstance(s, Described) else {}), **strategy_figures(trace, outcomes[s.name])}
+            for s in strategies
+        },
+        "faults": [fault_record(fault) for fault in trace.faults],
+    }
+
+
+def strategy_figures(trace: Trace, outcomes: Sequence[JobOutcome]) -> dict[str, Any]:
+    rule = StalledTrainingRule()
+    delays = [d for d in (o.completion_delay_hours for o in outcomes) if d is not None]
+    return {
+        "wasted_gpu_hours": _round(sum(o.wasted_gpu_hours for o in outcomes)),
+        "wasted_dollars": _round(sum(o.wasted_dollars for o in outcomes)),
+        "wasted_gpu_hours_where_debugger_rule_applies": _round(
+            sum(o.wasted_gpu_hours for o in outcomes if rule.can_stop(o.job))
+        ),
+        "billed_gpu_hours": _round(sum(o.billed_instance_hours * o.job.gpus_per_instance for o in outcomes)),
+        "completion_delay_hours": {**_p50_p95(delays), "total": _round(sum(delays))},
+        "jobs_completed": sum(1 for o in outcomes if o.completed_at is not None and o.completed_at <= trace.hours),
+        "jobs_never_completed": sum(1 for o in outcomes if o.completed_at is None),
+        "detect_minutes": detect_minutes(outcomes),
+        "recover_minutes": _p50_p95(
+            r.minutes for o in outcomes for r in o.recoveries if r.fault_kind in TRANSIENT_KINDS
+        ),
+        "actions": dict(sorted(Counter(a.kind.value for o in outcomes for a in o.actions if a.succeeded).items())),
+        "duplicate_actions": duplicate_actions(outcomes),
+        "wrong_actions": sum(1 for o in outcomes for a in o.actions if not a.right),
+    }
+
+
+def detect_minutes(outcomes: Iterable[JobOutcome]) -> dict[str, dict[str, float | int | None]]:
+    """Per fault kind: p50 and p95 of each fault's first detection, and how many faults were detected."""
+    by_kind: dict[FaultKind, list[float]] = {}
+    for outcome in outcomes:
+        first: dict[FaultKind, float] = {}
+        for detection in sorted(outcome.detections, key=lambda d: (d.struck_at, d.detected_at)):
+            if detection.fault_kind is not FaultKind.SLOW_BUT_HEALTHY:
+                first.setdefault(detection.fault_kind, detection.minutes)
+        for kind, minutes in first.items():
+            by_kind.setdefault(kind, []).append(minutes)
+    return {
+        kind.value: {**_p50_p95(by_kind[kind]), "count": len(by_kind[kind])} for kind in FaultKind if kind in by_kind
+    }
+
+
+def duplicate_actions(outcomes: Iterable[JobOutcome]) -> int:
+    """Per job (its lineage): successful actions of a kind on a target already acted on that way."""
+    total = 0
+    for outcome in outcomes:
+        seen = Counter((action.kind.value, action.target) for action in outcome.actions if action.succeeded)
+        total += sum(count - 1 for count in seen.values())
+    return total
+
+
+def trace_summary(trace: Trace) -> dict[str, Any]:
+    rule = StalledTrainingRule()
+    return {
+        "seed": trace.seed,
+        "jobs": len(trace.jobs),
+        "hours": trace.hours,
+        "gpus": sum(job.gpus for job in trace.jobs),
+        "debugger_share": trace.parameters.debugger_share,
+        "spot_share": trace.parameters.spot_share,
+        "vpc_share": trace.parameters.vpc_share,
+        "fault_share": trace.parameters.fault_share,
+        "jobs_with_debugger_hook": sum(1 for job in trace.jobs if job.uses_debugger_hook),
+        "jobs_where_debugger_rule_applies": sum(1 for job in trace.jobs if rule.can_stop(job)),
+        "faults_by_kind": {kind.value: sum(1 for f in trace.faults if f.kind is kind) for kind in FaultKind},
+    }
+
+
+def fault_record(fault: Fault) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "job": fault.job_name,
+        "kind": fault.kind.value,
+        "at_work_hours": fault.at_work_hours,
+        "strikes_at_hours": _round(fault.strikes_at),
+        "failure_reason": fault.failure_reason,
+    }
+    extras = {
+        "repeats": fault.repeats,
+        "hung_minutes": fault.hung_minutes,
+        "spot_wait_hours": fault.spot_wait_hours,
+        "quota_name": fault.quota_name,
+        "quota_approval_hours": fault.quota_approval_hours,
+        "silent_minutes": fault.silent_minutes,
+    }
+    return record | {key: value for key, value in extras.items() if value}
+
+
+def _p50_p95(values: Iterable[float]) -> dict[str, float | None]:
+    listed = list(values)
+    return {"p50": _round(percentile(listed, 50)), "p95": _round(percentile(listed, 95))}
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, _DECIMALS)

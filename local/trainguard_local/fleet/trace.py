@@ -1,0 +1,258 @@
+"""A seeded trace: the fleet's jobs and the faults that strike them. Same seed, same trace.
+
+Every draw comes from one `random.Random(seed)`, in a fixed order. Each job has at most one fault; a
+fault strikes when the job's progress reaches `at_work_hours` (a capacity error strikes at launch).
+Every fault kind appears once before the rest are drawn by weight, so a trace with enough faulty
+jobs covers them all. The numbers below are named, with their source or marked as assumptions.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from functools import cached_property
+
+from trainguard.domain.instance_types import gpus_per_host
+from trainguard_local.fleet.catalogue import (
+    FAILURE_TEXTS,
+    INSTANCE_OFFERS,
+    QUOTA_WALL_FIRST_FAILURE,
+    resource_limit_exceeded,
+    training_quota_name,
+)
+
+
+class FaultKind(StrEnum):
+    HANG_IDLE_GPU = "hang_idle_gpu"
+    HANG_BUSY_GPU = "hang_busy_gpu"  # an NCCL hang at 100% GPU, logs silent
+    INTERNAL_ERROR = "internal_error"
+    CAPACITY_ERROR = "capacity_error"
+    HARDWARE_FAULT = "hardware_fault"
+    NCCL_TIMEOUT = "nccl_timeout"
+    SPOT_INTERRUPTION = "spot_interruption"  # and no capacity before MaxWait
+    QUOTA_WALL = "quota_wall"
+    USER_CODE_ERROR = "user_code_error"
+    OUT_OF_MEMORY = "out_of_memory"
+    SLOW_BUT_HEALTHY = "slow_but_healthy"  # must not be stopped
+
+
+HANG_KINDS = frozenset({FaultKind.HANG_IDLE_GPU, FaultKind.HANG_BUSY_GPU})
+USER_ERROR_KINDS = frozenset({FaultKind.USER_CODE_ERROR, FaultKind.OUT_OF_MEMORY})
+# What a guard should recover by relaunching: every fault but the user's own and the healthy job.
+TRANSIENT_KINDS = frozenset(FaultKind) - USER_ERROR_KINDS - {FaultKind.SLOW_BUT_HEALTHY}
+
+# Assumptions: there are no public failure statistics for SageMaker fleets. Meta's Llama 3 report
+# (arXiv 2407.21783, table 5) put most interruptions of a large run down to GPU and host hardware,
+# so hardware weighs most; the rest are even-handed guesses.
+FAULT_KIND_WEIGHTS: dict[FaultKind, float] = {
+    FaultKind.HANG_IDLE_GPU: 8.0,
+    FaultKind.HANG_BUSY_GPU: 8.0,
+    FaultKind.INTERNAL_ERROR: 10.0,
+    FaultKind.CAPACITY_ERROR: 10.0,
+    FaultKind.HARDWARE_FAULT: 14.0,
+    FaultKind.NCCL_TIMEOUT: 10.0,
+    FaultKind.SPOT_INTERRUPTION: 25.0,  # drawn only for spot jobs
+    FaultKind.QUOTA_WALL: 5.0,
+    FaultKind.USER_CODE_ERROR: 10.0,
+    FaultKind.OUT_OF_MEMORY: 6.0,
+    FaultKind.SLOW_BUT_HEALTHY: 9.0,
+}
+WORK_HOURS_MEDIAN, WORK_HOURS_SIGMA = 6.0, 0.9  # fault-free training time, lognormal (assumption)
+MIN_WORK_HOURS, MAX_WORK_HOURS = 0.5, 48.0  # assumption
+CHECKPOINT_EVERY_MINUTES = (15, 20, 30, 45, 60)  # the brief's 15-60 minutes
+STARTUP_MINUTES = 10.0  # Starting + Downloading per launch, billed (assumption)
+DEFAULT_MAX_RUNTIME_HOURS = 24.0  # MaxRuntimeInSeconds' default, 1 day (FACTS.md)
+MAX_RUNTIME_HEADROOM = 1.25  # a job that needs more than a day gets MaxRuntime 25% above its need (assumption)
+HOOK_FRAMEWORKS = ("pytorch-1.13", "tensorflow-2.13")  # Debugger's hook; not PyTorch >= 2.0 (FACTS.md)
+OTHER_FRAMEWORKS = ("pytorch-2.3", "pytorch-2.5")
+JOB_FAMILIES = ("llama-pretrain", "bert-finetune", "vit-pretrain", "gpt-finetune", "t5-distill", "resnet-sweep")
+CAPACITY_REPEAT_CHANCE, CAPACITY_MAX_REPEATS = 0.5, 3  # how often, and how often at most, a relaunch is refused too
+QUOTA_APPROVAL_HOURS = (2.0, 24.0)  # "hours to days" (FACTS.md); uniform (assumption)
+SPOT_WAIT_HOURS = (0.5, 4.0)  # Interrupted until MaxWait passes; uniform (assumption)
+NCCL_TIMEOUT_MINUTES = (10.0, 30.0)  # init_process_group's default: 10 min for NCCL, 30 in older PyTorch (torch docs)
+# Slow but healthy: silences a guard with trainguard's defaults must accept (startup grace 20 min +
+# stall 30 min for a first load; under 30 min later on). Ranges are assumptions.
+FIRST_LOAD_SILENT_MINUTES, MID_RUN_SILENT_MINUTES = (20.0, 48.0), (10.0, 28.0)
+FIRST_LOAD_SHARE = 0.5  # of slow-but-healthy jobs, those silent while they load (assumption)
+FAULT_PROGRESS_SPAN = (0.05, 0.95)  # a fault strikes between 5% and 95% of the work (assumption)
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    name: str
+    instance_type: str
+    instance_count: int
+    gpus_per_instance: int
+    price_per_instance_hour: float
+    submitted_at: float  # hours on the trace clock
+    work_hours: float  # fault-free training time
+    checkpoint_every_minutes: int  # of progress
+    uses_debugger_hook: bool
+    spot: bool
+    in_vpc: bool
+    framework: str
+    max_runtime_hours: float
+    startup_minutes: float = STARTUP_MINUTES
+
+    @property
+    def gpus(self) -> int:
+        return self.instance_count * self.gpus_per_instance
+
+    @property
+    def fault_free_completion_at(self) -> float:
+        return self.submitted_at + self.startup_minutes / 60 + self.work_hours
+
+
+@dataclass(frozen=True)
+class Fault:
+    job_name: str
+    kind: FaultKind
+    at_work_hours: float  # the progress at which it strikes; 0 for a capacity error (at launch)
+    strikes_at: float  # hours on the trace clock: nothing happens to a job before its one fault
+    failure_reason: str | None  # FailureReason of the failed job; None for hangs and healthy jobs
+    repeats: int = 0  # capacity_error: relaunches refused the same way after the first refusal
+    hung_minutes: float = 0.0  # nccl_timeout: the collective hangs this long before the watchdog fails the job
+    spot_wait_hours: float = 0.0  # spot_interruption: Interrupted, unbilled, until MaxWait passes
+    quota_name: str | None = None  # quota_wall: the quota that refuses the relaunch
+    launch_refusal: str | None = None  # quota_wall: CreateTrainingJob's error for the relaunch
+    quota_approval_hours: float = 0.0  # quota_wall: from the increase request to its approval
+    silent_minutes: float = 0.0  # slow_but_healthy: no output for this long, while training goes on
+
+
+@dataclass(frozen=True)
+class TraceParameters:
+    debugger_share: float
+    spot_share: float
+    vpc_share: float
+    fault_share: float
+
+
+@dataclass(frozen=True)
+class Trace:
+    seed: int
+    hours: float
+    parameters: TraceParameters
+    jobs: tuple[JobSpec, ...]
+    faults: tuple[Fault, ...] = field(default=())
+
+    @cached_property
+    def _faults_by_job(self) -> dict[str, Fault]:
+        return {fault.job_name: fault for fault in self.faults}
+
+    def fault_of(self, job_name: str) -> Fault | None:
+        return self._faults_by_job.get(job_name)
+
+
+def generate_trace(
+    jobs: int,
+    hours: float,
+    seed: int,
+    *,
+    debugger_share: float = 0.2,
+    spot_share: float = 0.2,
+    vpc_share: float = 0.3,  # assumption
+    fault_share: float = 0.35,  # share of jobs with one fault (assumption)
+) -> Trace:
+    """`jobs` jobs submitted over `hours` hours, each of which would finish within them without faults."""
+    if hours <= STARTUP_MINUTES / 60 + MIN_WORK_HOURS:
+        raise ValueError(f"a trace needs more than {STARTUP_MINUTES / 60 + MIN_WORK_HOURS:.2f} hours")
+    rng = random.Random(seed)
+    specs = tuple(_draw_job(rng, index, hours, debugger_share, spot_share, vpc_share) for index in range(jobs))
+    faulty = rng.sample(range(jobs), round(fault_share * jobs))
+    faults = tuple(_draw_fault(rng, specs[index], kind) for index, kind in _assign_kinds(rng, specs, faulty))
+    parameters = TraceParameters(debugger_share, spot_share, vpc_share, fault_share)
+    return Trace(seed, hours, parameters, specs, tuple(sorted(faults, key=lambda f: (f.strikes_at, f.job_name))))
+
+
+def _draw_job(rng: random.Random, index: int, hours: float, debugger: float, spot: float, vpc: float) -> JobSpec:
+    offer = rng.choices(INSTANCE_OFFERS, weights=[o.share_of_jobs for o in INSTANCE_OFFERS])[0]
+    counts, weights = zip(*offer.instance_counts, strict=True)
+    count = rng.choices(counts, weights=weights)[0]
+    startup_hours = STARTUP_MINUTES / 60
+    longest = min(MAX_WORK_HOURS, hours - startup_hours)
+    work = min(max(rng.lognormvariate(math.log(WORK_HOURS_MEDIAN), WORK_HOURS_SIGMA), MIN_WORK_HOURS), longest)
+    submitted = rng.uniform(0.0, hours - startup_hours - work)
+    uses_hook = rng.random() < debugger
+    framework = rng.choice(HOOK_FRAMEWORKS if uses_hook else OTHER_FRAMEWORKS)
+    needed = startup_hours + work
+    max_runtime = DEFAULT_MAX_RUNTIME_HOURS if needed <= DEFAULT_MAX_RUNTIME_HOURS else needed * MAX_RUNTIME_HEADROOM
+    return JobSpec(
+        name=f"fleet-{index:04d}-{rng.choice(JOB_FAMILIES)}",
+        instance_type=offer.instance_type,
+        instance_count=count,
+        gpus_per_instance=gpus_per_host(offer.instance_type) or 1,
+        price_per_instance_hour=offer.price_per_instance_hour,
+        submitted_at=round(submitted, 4),
+        work_hours=round(work, 4),
+        checkpoint_every_minutes=rng.choice(CHECKPOINT_EVERY_MINUTES),
+        uses_debugger_hook=uses_hook,
+        spot=rng.random() < spot,
+        in_vpc=rng.random() < vpc,
+        framework=framework,
+        max_runtime_hours=round(max_runtime, 4),
+    )
+
+
+def _eligible(kind: FaultKind, job: JobSpec) -> bool:
+    return job.spot or kind is not FaultKind.SPOT_INTERRUPTION
+
+
+def _assign_kinds(rng: random.Random, specs: tuple[JobSpec, ...], faulty: list[int]) -> list[tuple[int, FaultKind]]:
+    """Each kind once first (on an eligible faulty job, or any eligible job), then by weight."""
+    remaining = list(faulty)
+    assigned: list[tuple[int, FaultKind]] = []
+    for kind in FaultKind:
+        taken = {index for index, _ in assigned}
+        pool = [i for i in remaining if _eligible(kind, specs[i])] or [
+            i for i in range(len(specs)) if i not in taken and _eligible(kind, specs[i])
+        ]
+        if not remaining or not pool:
+            continue
+        index = pool[0]
+        assigned.append((index, kind))
+        if index in remaining:
+            remaining.remove(index)
+    for index in remaining:
+        kinds = [kind for kind in FaultKind if _eligible(kind, specs[index])]
+        assigned.append((index, rng.choices(kinds, weights=[FAULT_KIND_WEIGHTS[k] for k in kinds])[0]))
+    return assigned
+
+
+def _draw_fault(rng: random.Random, job: JobSpec, kind: FaultKind) -> Fault:
+    at = round(rng.uniform(*FAULT_PROGRESS_SPAN) * job.work_hours, 4)
+    startup_hours = job.startup_minutes / 60
+    base = Fault(job.name, kind, at, job.submitted_at + startup_hours + at, _failure_reason(rng, kind))
+    if kind is FaultKind.CAPACITY_ERROR:
+        repeats = rng.randint(1, CAPACITY_MAX_REPEATS) if rng.random() < CAPACITY_REPEAT_CHANCE else 0
+        return replace(base, at_work_hours=0.0, strikes_at=job.submitted_at, repeats=repeats)
+    if kind is FaultKind.NCCL_TIMEOUT:
+        return replace(base, hung_minutes=rng.choice(NCCL_TIMEOUT_MINUTES))
+    if kind is FaultKind.SPOT_INTERRUPTION:
+        return replace(base, spot_wait_hours=round(rng.uniform(*SPOT_WAIT_HOURS), 4))
+    if kind is FaultKind.QUOTA_WALL:
+        return replace(
+            base,
+            quota_name=training_quota_name(job.instance_type),
+            # the quota fitted this job alone, and others use it now: the relaunch needs twice as much
+            launch_refusal=resource_limit_exceeded(
+                job.instance_type, limit=job.instance_count, in_use=job.instance_count, delta=job.instance_count
+            ),
+            quota_approval_hours=round(rng.uniform(*QUOTA_APPROVAL_HOURS), 4),
+        )
+    if kind is FaultKind.SLOW_BUT_HEALTHY:
+        first_load = rng.random() < FIRST_LOAD_SHARE
+        silent = rng.uniform(*(FIRST_LOAD_SILENT_MINUTES if first_load else MID_RUN_SILENT_MINUTES))
+        at = 0.0 if first_load else at
+        silent = min(silent, (job.work_hours - at) * 60 * FAULT_PROGRESS_SPAN[1])  # the silence ends before the work
+        strikes_at = job.submitted_at + startup_hours + at
+        return replace(base, at_work_hours=at, strikes_at=strikes_at, silent_minutes=round(silent, 2))
+    return base
+
+
+def _failure_reason(rng: random.Random, kind: FaultKind) -> str | None:
+    source_kind = QUOTA_WALL_FIRST_FAILURE if kind is FaultKind.QUOTA_WALL else kind.value
+    if source_kind not in FAILURE_TEXTS:
+        return None
+    return rng.choice(FAILURE_TEXTS[source_kind][1])

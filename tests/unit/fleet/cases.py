@@ -1,0 +1,45 @@
+"""Hand-made jobs and traces for the fleet tests: one job, at most one fault, a person with no spread."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from trainguard_local.fleet.model import JobOutcome, State
+from trainguard_local.fleet.person import PersonOnCall
+from trainguard_local.fleet.trace import Fault, FaultKind, JobSpec, Trace, TraceParameters
+
+# sigma 0: every response takes exactly the median, so the expected times can be written down.
+PERSON = PersonOnCall(median_response_hours=4.0, response_sigma=0.0, fix_hours=1.0)
+STARTUP = 10 / 60
+
+
+def job(**changes: Any) -> JobSpec:
+    base = JobSpec(
+        name="job-a",
+        instance_type="ml.p4d.24xlarge",
+        instance_count=4,
+        gpus_per_instance=8,
+        price_per_instance_hour=37.69,
+        submitted_at=1.0,
+        work_hours=10.0,
+        checkpoint_every_minutes=30,
+        uses_debugger_hook=True,
+        spot=False,
+        in_vpc=False,
+        framework="pytorch-1.13",
+        max_runtime_hours=24.0,
+    )
+    return replace(base, **changes)
+
+
+def fault(spec: JobSpec, kind: FaultKind, at: float, **changes: Any) -> Fault:
+    return Fault(spec.name, kind, at, spec.submitted_at + STARTUP + at, None, **changes)
+
+
+def trace_of(spec: JobSpec, *faults: Fault) -> Trace:
+    return Trace(seed=1, hours=72.0, parameters=TraceParameters(0.2, 0.2, 0.3, 0.35), jobs=(spec,), faults=faults)
+
+
+def hours_in(outcome: JobOutcome, state: State) -> float:
+    return sum(s.hours for s in outcome.segments if s.state is state)
