@@ -172,11 +172,23 @@ def test_no_gpu_figures_is_not_idle() -> None:
     ).stalled
 
 
-def test_a_job_that_never_logged_counts_silence_from_training_start() -> None:
-    verdict = judge_stall(
+def test_a_job_that_never_logged_counts_silence_from_the_end_of_its_grace() -> None:
+    # Silent from its start: 45 min of training = 20 min grace + 25 min of counted silence: not yet.
+    early = judge_stall(
         StallSignal.LOG_SILENCE, running_job(timedelta(minutes=45)), OPTED_IN, DEFAULTS, evidence(None), NOW
     )
-    assert verdict.stalled and verdict.silence == timedelta(minutes=45)
+    assert not early.stalled and early.silence == timedelta(minutes=25)
+    late = judge_stall(
+        StallSignal.LOG_SILENCE, running_job(timedelta(minutes=51)), OPTED_IN, DEFAULTS, evidence(None), NOW
+    )
+    assert late.stalled and late.silence == timedelta(minutes=31)
+
+
+def test_a_slow_first_load_with_idle_gpus_gets_the_whole_idle_threshold_after_its_grace() -> None:
+    job = running_job(timedelta(minutes=38))  # idle and silent since its start: 18 min past the grace
+    assert not judge_stall(StallSignal.IDLE_GPU, job, OPTED_IN, DEFAULTS, evidence(None, gpu=0), NOW).stalled
+    job = running_job(timedelta(minutes=41))
+    assert judge_stall(StallSignal.IDLE_GPU, job, OPTED_IN, DEFAULTS, evidence(None, gpu=0), NOW).stalled
 
 
 def test_a_dry_run_job_is_judged_but_not_acted_on() -> None:

@@ -9,7 +9,8 @@
 
 No verdict while the job is not Training (Starting, Downloading, Uploading, ...), nor during
 `startup-grace-minutes` (default 20) after training (re)started: a first checkpoint load or a
-compile step is not a hang.
+compile step is not a hang. Silence is counted from the end of the grace at the earliest, so a job
+silent from its start is stopped no sooner than grace + threshold.
 """
 
 from __future__ import annotations
@@ -130,8 +131,7 @@ def judge_stall(
     if grace:
         return StallVerdict(False, False, f"no stall verdict: {grace}")
     assert job.training_since is not None
-    last_sign_of_life = max(evidence.last_log_time or job.training_since, job.training_since)
-    silence = now - last_sign_of_life
+    silence = now - silence_clock_start(job.training_since, evidence.last_log_time, thresholds)
     if signal is StallSignal.LOG_SILENCE:
         needed = timedelta(minutes=thresholds.stall_minutes)
         if silence < needed:
@@ -188,15 +188,23 @@ STUCK_STOPPING = timedelta(minutes=30)
 
 
 def log_silence_minutes(job: WatchedJob, now: datetime) -> float:
-    """The value the log-silence alarm watches. 0 while the job is not Training or is in its startup
-    grace, so the alarm can only cross its threshold once a verdict is allowed (an alarm that went to
-    ALARM during the grace would send no new event when the grace ends)."""
+    """The value the log-silence alarm watches: minutes since `silence_clock_start`, 0 while the job is
+    not Training or is in its startup grace, so the alarm crosses its threshold only once a verdict is
+    allowed (an alarm that went to ALARM during the grace would send no new event when it ends)."""
     if job.training_since is None or job.stopping_since is not None:
         return 0.0
-    if now - job.training_since < timedelta(minutes=job.thresholds.startup_grace_minutes):
-        return 0.0
-    last = max(job.last_log_time or job.training_since, job.training_since)
-    return max(0.0, (now - last).total_seconds() / 60)
+    start = silence_clock_start(job.training_since, job.last_log_time, job.thresholds)
+    return max(0.0, (now - start).total_seconds() / 60)
+
+
+def silence_clock_start(
+    training_since: datetime, last_log_time: datetime | None, thresholds: StallThresholds
+) -> datetime:
+    """Where a job's silence is counted from: its newest log line, but never earlier than the end of its
+    startup grace. A first checkpoint load that is silent for the grace and then some is given the whole
+    threshold after the grace, not only what is left of it."""
+    grace_end = training_since + timedelta(minutes=thresholds.startup_grace_minutes)
+    return max(last_log_time or grace_end, grace_end)
 
 
 def is_stuck_stopping(job: WatchedJob, now: datetime) -> bool:
