@@ -24,6 +24,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from infra.dashboard import GuardDashboard
 from infra.job_events import JobEvents
 from infra.ledger import Ledger
 from infra.nag import PendingAcknowledgments, nag_arn
@@ -180,6 +181,17 @@ class TrainGuardStack(Stack):
         # checkpoint to read); the failed-launches function only requests quotas and records the launch.
         self.allow_relaunching_training_jobs(self.quota_walls.quota_watch_function)
         self._grant_stall_detection()
+        self.dashboard = GuardDashboard(
+            self,
+            "Dashboard",
+            functions=(*self.job_events.functions, *self.quota_walls.functions, *self.stall_detection.functions),
+            dead_letter_queues=(
+                self.job_events.dead_letter_queue,
+                self.quota_walls.dead_letter_queue,
+                self.stall_detection.dead_letter_queue,
+            ),
+            ledger_table=self.ledger.table,
+        )
 
         self.guard_config = guard_config(
             settings,

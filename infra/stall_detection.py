@@ -48,6 +48,7 @@ from infra.guard_function import (
 )
 from infra.lambda_asset import guard_code
 from trainguard.adapters.job_activity import LOG_GROUP as TRAINING_LOG_GROUP_NAME
+from trainguard.metric_names import PROBER_CYCLES
 
 STALL_ALARMS_HANDLER = "trainguard.handlers.stall_alarms.handler"
 STALL_PROBER_HANDLER = "trainguard.handlers.stall_prober.handler"
@@ -58,7 +59,7 @@ PROBE_RETRY_ATTEMPTS = 2
 PROBE_MAX_EVENT_AGE = Duration.minutes(1)  # EventBridge's minimum
 # The heartbeat the prober emits each run (Powertools EMF, trainguard.handlers.stall_prober): metric
 # ProberCycles in the functions' Powertools namespace, with Powertools' `service` dimension.
-PROBER_HEARTBEAT_METRIC = "ProberCycles"
+PROBER_HEARTBEAT_METRIC = PROBER_CYCLES  # trainguard.metric_names: one source with the prober
 PROBER_HEARTBEAT_PERIOD = Duration.minutes(1)
 PROBER_SILENT_MINUTES = 5
 # Every log event of every training job: the function keeps only the newest line of each watched job.

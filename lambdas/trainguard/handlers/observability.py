@@ -6,6 +6,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from trainguard.domain.outcome import Outcome
+from trainguard.metric_names import MALFORMED_EVENTS, outcome_metric
 
 logger = Logger(service="trainguard")
 metrics = Metrics(service="trainguard")
@@ -22,9 +23,9 @@ def record_outcome(outcome: Outcome) -> None:
         new_job_name=outcome.new_job_name,
         reason=outcome.reason,
     )
-    metrics.add_metric(name=f"Outcome-{outcome.kind.value}", unit=MetricUnit.Count, value=1)
+    metrics.add_metric(name=outcome_metric(outcome.kind.value), unit=MetricUnit.Count, value=1)
 
 
 def record_malformed(reason: str) -> None:
     logger.error("malformed event skipped", reason=reason)
-    metrics.add_metric(name="MalformedEvents", unit=MetricUnit.Count, value=1)
+    metrics.add_metric(name=MALFORMED_EVENTS, unit=MetricUnit.Count, value=1)

@@ -8,6 +8,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from trainguard.handlers.observability import logger, metrics, record_outcome
 from trainguard.handlers.wiring import ports_or_production
+from trainguard.metric_names import PROBER_CYCLES, WATCHED_JOBS
 from trainguard.workflows.ports import GuardPorts
 from trainguard.workflows.stall_prober import probe
 
@@ -17,8 +18,8 @@ def handle(event: Any, ports: GuardPorts | None = None) -> dict[str, Any]:
     for outcome in report.outcomes:
         record_outcome(outcome)
     # The heartbeat the prober-health alarm watches: missing for a few minutes means the prober stopped.
-    metrics.add_metric(name="ProberCycles", unit=MetricUnit.Count, value=1)
-    metrics.add_metric(name="WatchedJobs", unit=MetricUnit.Count, value=report.watched)
+    metrics.add_metric(name=PROBER_CYCLES, unit=MetricUnit.Count, value=1)
+    metrics.add_metric(name=WATCHED_JOBS, unit=MetricUnit.Count, value=report.watched)
     return {"watched": report.watched, "published": report.published, "swept": report.swept}
 
 

@@ -1,0 +1,14 @@
+"""The names of trainguard's own metrics (Powertools EMF, namespace TrainGuard, dimension service):
+written by the handlers, graphed by the dashboard and alarmed on by the stack. One source for both."""
+
+from __future__ import annotations
+
+OUTCOME_METRIC_PREFIX = "Outcome-"
+MALFORMED_EVENTS = "MalformedEvents"
+PROBER_CYCLES = "ProberCycles"  # the prober's heartbeat: the prober-health alarm watches it
+WATCHED_JOBS = "WatchedJobs"
+
+
+def outcome_metric(kind: str) -> str:
+    """The metric counting one kind of outcome (`relaunched`, `stall-stopped`, ...)."""
+    return f"{OUTCOME_METRIC_PREFIX}{kind}"
