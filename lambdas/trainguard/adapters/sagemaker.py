@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ParamValidationError
 
 from trainguard.domain.model import TrainingJob
 from trainguard.events.training_job import job_from_description
@@ -47,6 +47,8 @@ class SageMakerJobs:
         try:
             self._client.create_training_job(**request)
             return LaunchResult.CREATED
+        except ParamValidationError as err:  # botocore refused it before sending: a retry cannot help
+            raise LaunchRefused("ParamValidation", str(err)) from err
         except ClientError as err:
             code = _code(err)
             if code == "ResourceInUse":

@@ -8,6 +8,7 @@ Two pure steps, with I/O between them done by the caller:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -131,7 +132,7 @@ def read_lineage(job: TrainingJob, keys: TagKeys) -> Lineage:
     """The lineage the failed job belongs to, from the tags trainguard wrote when it launched it."""
     root = job.tags.get(keys.root_job, "").strip() or job.name
     raw_attempt = job.tags.get(keys.attempt, "0").strip()
-    attempt = int(raw_attempt) if raw_attempt.isdigit() and len(raw_attempt) <= 3 else 0
+    attempt = int(raw_attempt) if re.fullmatch(r"[0-9]{1,3}", raw_attempt) else 0
     return Lineage(root_job=root, attempt=attempt)
 
 

@@ -27,7 +27,7 @@ def retry_job_name(root_job_name: str, attempt: int) -> str:
         raise ValueError(f"attempt must be 1 or more, not {attempt}")
     suffix = f"-retry{attempt}"
     base = _clean(root_job_name)
-    if len(base) + len(suffix) <= MAX_JOB_NAME_LENGTH and base == root_job_name:
+    if base and len(base) + len(suffix) <= MAX_JOB_NAME_LENGTH and base == root_job_name:
         return base + suffix
     digest = hashlib.sha256(root_job_name.encode("utf-8")).hexdigest()[:_DIGEST_LENGTH]
     room = MAX_JOB_NAME_LENGTH - len(suffix) - len(digest) - 1

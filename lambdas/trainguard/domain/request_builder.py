@@ -71,7 +71,11 @@ def _project(value: Any, shape: Shape, path: str, dropped: list[str]) -> Any:
         if not isinstance(value, list):
             return None
         items = [_project(item, shape["member"], f"{path}[{i}]", dropped) for i, item in enumerate(value)]
-        return [item for item in items if item is not None]
+        kept = [item for item in items if item is not None]
+        if value and not kept:  # every item was dropped: an empty list would break the API's minimum
+            dropped.append(f"{path}: every item dropped")
+            return None
+        return kept
     if kind == "map":
         if not isinstance(value, Mapping):
             return None
@@ -80,7 +84,30 @@ def _project(value: Any, shape: Shape, path: str, dropped: list[str]) -> Any:
             for key, item in value.items()
             if (projected := _project(item, shape["value"], f"{path}.{key}", dropped)) is not None
         }
+    if not _is_of_kind(value, str(kind)):
+        dropped.append(f"{path}: not a {kind}")
+        return None
     return value
+
+
+_SCALAR_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "long": (int,),
+    "boolean": (bool,),
+    "double": (int, float),
+    "float": (int, float),
+}
+
+
+def _is_of_kind(value: Any, kind: str) -> bool:
+    """A scalar of the type the model asks for (booleans are not integers here); other kinds pass."""
+    expected = _SCALAR_TYPES.get(kind)
+    if expected is None:
+        return True
+    if isinstance(value, bool) and bool not in expected:
+        return False
+    return isinstance(value, expected)
 
 
 def _project_structure(value: Mapping[str, Any], shape: Shape, path: str, dropped: list[str]) -> dict | None:

@@ -34,6 +34,17 @@ class LogActivity:
     last_line: str  # the newest event's message, cut to LAST_LINE_LIMIT characters
 
 
+def _event_time(event: Mapping[str, Any]) -> datetime | None:
+    """The event's epoch-millisecond timestamp as a datetime; None when it is not one a datetime can hold."""
+    stamp = event.get("timestamp")
+    if isinstance(stamp, bool) or not isinstance(stamp, int | float):
+        return None
+    try:
+        return datetime.fromtimestamp(stamp / 1000, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
 def parse_log_delivery(event: object) -> LogActivity | None:
     """The delivery's newest event, or None for a control message, an empty batch, or a stream that is
     not a training job's. Raises MalformedInput for a payload that cannot be decoded."""
@@ -44,7 +55,7 @@ def parse_log_delivery(event: object) -> LogActivity | None:
         raise MalformedInput("awslogs.data is missing")
     try:
         payload: Any = json.loads(gzip.decompress(base64.b64decode(data, validate=True)))
-    except (binascii.Error, OSError, EOFError, zlib.error, ValueError) as err:
+    except (binascii.Error, OSError, EOFError, zlib.error, ValueError, RecursionError) as err:
         raise MalformedInput(f"awslogs.data cannot be decoded: {err}") from None
     if not isinstance(payload, Mapping):
         raise MalformedInput("awslogs.data is not a JSON object")
@@ -54,13 +65,13 @@ def parse_log_delivery(event: object) -> LogActivity | None:
     events = payload.get("logEvents")
     if stream is None or not isinstance(events, list):
         return None
-    timed = [e for e in events if isinstance(e, Mapping) and isinstance(e.get("timestamp"), int | float)]
+    timed = [(moment, e) for e in events if isinstance(e, Mapping) and (moment := _event_time(e)) is not None]
     if not timed:
         return None
-    newest = max(timed, key=lambda e: e["timestamp"])
+    moment, newest = max(timed, key=lambda pair: pair[0])
     return LogActivity(
         job_name=stream["job"],
         host=int(stream["host"]),
-        newest=datetime.fromtimestamp(newest["timestamp"] / 1000, tz=UTC),
+        newest=moment,
         last_line=str(newest.get("message", ""))[:LAST_LINE_LIMIT].rstrip("\n"),
     )

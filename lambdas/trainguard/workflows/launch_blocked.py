@@ -8,6 +8,7 @@ from trainguard.domain.cloudtrail_launch import rebuild_create_request
 from trainguard.domain.messages import compose_notification
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
 from trainguard.domain.policy import read_job_policy
+from trainguard.domain.request_builder import RelaunchImpossible
 from trainguard.events.cloudtrail import FailedLaunch
 from trainguard.workflows.ports import GuardPorts, StepState
 from trainguard.workflows.quota_wall import BlockedLaunch, meet_quota_wall
@@ -57,13 +58,26 @@ def handle_blocked_launch(ports: GuardPorts, launch: FailedLaunch) -> Outcome:
 
 
 def _blocked_launch(ports: GuardPorts, launch: FailedLaunch) -> BlockedLaunch:
-    rebuilt = rebuild_create_request(launch.request_parameters, ports.create_request_shape)
+    try:
+        rebuilt = rebuild_create_request(launch.request_parameters, ports.create_request_shape)
+    except RelaunchImpossible as err:
+        return BlockedLaunch(
+            job_name=launch.job_name,
+            request={},
+            origin="user-launch",
+            blocked_job=launch.job_name,
+            error_text=launch.error_message,
+            not_launchable=f"its request cannot be rebuilt from CloudTrail's record: {err}",
+        )
     request = dict(rebuilt.request)
     tags = [t for t in request.get("Tags", []) if t.get("Key") != ports.keys.blocked_launch]
     request["Tags"] = [*tags, {"Key": ports.keys.blocked_launch, "Value": launch.job_name}]
     problem = ""
+    broken = [entry for entry in rebuilt.dropped if ": " in entry]  # a value of the wrong type, a gap
     if rebuilt.redacted:
         problem = f"CloudTrail hid {', '.join(rebuilt.redacted)}, so the request cannot be rebuilt exactly"
+    elif broken:
+        problem = f"the recorded request does not fit the API ({'; '.join(broken)[:300]})"
     elif request.get("RoleArn") not in ports.config.passable_role_arns:
         problem = f"its role {request.get('RoleArn')} is not one trainguard may pass (setting passable_role_arns)"
     elif "TrainingJobName" not in request:
