@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from trainguard.cli_operator import add_operator_commands
 from trainguard.cli_preflight import add_preflight_command, preflight_text
 
 EXIT_UNREADABLE = 2
@@ -36,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         json.dump(answer, sys.stdout, indent=2, sort_keys=True, default=str)
         sys.stdout.write("\n")
     else:
-        print(preflight_text(answer))
+        print(getattr(args, "render", preflight_text)(answer))  # each command may bring its own text
     return code
 
 
@@ -70,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     explain.set_defaults(run=_run_explain)
     add_preflight_command(commands)
+    add_operator_commands(commands)
     return parser
 
 

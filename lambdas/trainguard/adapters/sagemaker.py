@@ -63,6 +63,10 @@ class SageMakerJobs:
             return LaunchResult.ALREADY_EXISTS
         raise NameTaken(f"a training job named {name} exists and is not trainguard's relaunch of {retry_of}")
 
+    def add_tags(self, arn: str, tags: dict[str, str]) -> None:
+        """Tag a job (`trainguard opt-in`, run by a person; the functions never tag an existing job)."""
+        self._client.add_tags(ResourceArn=arn, Tags=[{"Key": k, "Value": v} for k, v in tags.items()])
+
     def stop(self, name: str) -> bool:
         """Stop a job; False when it was no longer InProgress (AWS: ValidationException "...the training
         job is in status Stopped"), which counts as done, not as an error (FACTS.md)."""
