@@ -1,0 +1,221 @@
+"""Event-driven time for the trainguard strategy: a heap of processes on the virtual clock, the minute
+ticks of CloudWatch and the stall prober while some job may stall, and the quota check's schedule.
+
+A process is a generator that yields `Sleep(until)` (resume at that time) or `Park(deadline)` (resume
+when another process wakes it with a value, or at the deadline with None). Nothing waits in real time.
+
+Minute ticks. CloudWatch evaluates alarms every minute and the prober runs every minute; doing that for
+72 hours x hundreds of jobs would be most of the run. So ticks run only while at least one job is in a
+*stall window*: from a few minutes before its logs fall silent (a hang, an NCCL hang, a healthy silent
+phase) until it is stopped, its silence ends, or the latest moment an alarm could fire has passed. At
+each tick: the windowed jobs that still log write a line (CloudWatch Logs, and the subscription's
+delivery to `log_activity.handle`), the prober runs (`stall_prober.handle`), each windowed job's alarms
+are evaluated (`LocalAlarmEvaluator`, its alarms only), and every ALARM change that the stack's rule
+matches goes to `stall_alarms.handle`. A stop is settled at once (Stopping -> Stopped) and the job's
+events go to `job_events.handle`. Outside windows no alarm is evaluated: a job that trains and logs
+keeps its alarms in OK, and the signals of a hang only grow, so an alarm that has not fired by the
+window's end (or that fired and was judged "not a stall" after the grace) would send nothing later.
+The first tick of a window only warms up (log line, prober): the silence metric published before it
+was computed from the ledger as it stood, without the job's recent lines, and is not evaluated.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from trainguard.domain.outcome import Outcome, OutcomeKind
+from trainguard_local.alarm_evaluator import LocalAlarmEvaluator
+from trainguard_local.fleet.trainguard_world import FleetWorld
+
+
+@dataclass(frozen=True)
+class Sleep:
+    until: float  # hours
+
+
+@dataclass(frozen=True)
+class Park:
+    deadline: float  # hours
+
+
+Process = Generator[Sleep | Park, Any, Any]
+
+
+class Kernel:
+    def __init__(self, world: FleetWorld) -> None:
+        self.world = world
+        self.now = 0.0
+        self._heap: list[tuple[float, int, int, int, Any]] = []
+        self._seq = itertools.count()
+        self._processes: dict[int, tuple[Process, str]] = {}
+        self._tokens: dict[int, int] = {}
+        self._ids: dict[int, int] = {}  # id(generator) -> process id
+
+    def spawn(self, process: Process, at: float, acting: str = "") -> None:
+        pid = next(self._seq)
+        self._processes[pid] = (process, acting)
+        self._ids[id(process)] = pid
+        self._tokens[pid] = 0
+        heapq.heappush(self._heap, (at, next(self._seq), pid, 0, None))
+
+    def wake(self, process: Process, value: Any) -> None:
+        """Resume a parked process now, with `value` (its deadline no longer counts)."""
+        pid = self._ids[id(process)]
+        heapq.heappush(self._heap, (self.now, next(self._seq), pid, self._tokens[pid], value))
+
+    def run(self, on_step: Callable[[], None] | None = None) -> None:
+        while self._heap:
+            at, _, pid, token, value = heapq.heappop(self._heap)
+            if pid not in self._processes or token != self._tokens[pid]:
+                continue  # a deadline or a wake that another resumption has overtaken
+            process, acting = self._processes[pid]
+            self.now = max(self.now, at)
+            self.world.clock.set_hours(self.now)
+            self.world.acting = acting
+            try:
+                request = process.send(value)
+            except StopIteration:
+                del self._processes[pid]
+                continue
+            token = self._tokens[pid] = self._tokens[pid] + 1
+            resume = request.until if isinstance(request, Sleep) else request.deadline
+            heapq.heappush(self._heap, (max(resume, self.now), next(self._seq), pid, token, None))
+            if on_step is not None:
+                on_step()
+
+
+@dataclass(frozen=True)
+class StopNews:
+    """What a windowed job's life learns when trainguard stopped it: the stall outcome and the
+    deliveries of the job's events that followed (its Stopped event among them)."""
+
+    stall: Outcome
+    delivered: list[tuple[dict[str, Any], Outcome | None]]
+
+
+@dataclass
+class StallWindow:
+    job_name: str  # the SageMaker job
+    hosts: int
+    quiet_from: datetime  # its last log line is written just before
+    quiet_until: datetime | None  # logs resume (None: never)
+    last_tick: int  # minute index after which the window closes by itself
+    life: Process
+    evaluator: LocalAlarmEvaluator
+    ticks: int = 0
+    lines: int = field(default=0)
+
+    def logs_at(self, moment: datetime) -> bool:
+        return moment < self.quiet_from or (self.quiet_until is not None and moment >= self.quiet_until)
+
+
+def minute_index(world: FleetWorld, moment: datetime) -> int:
+    """Whole minutes since the clock's origin, rounded up (the first tick at or after `moment`)."""
+    return math.ceil((moment - world.clock.base).total_seconds() / 60 - 1e-9)
+
+
+class Ticker:
+    """The minute ticks of the stall windows (see the module's docstring)."""
+
+    PRUNE_EVERY = 15  # ticks
+
+    def __init__(self, kernel: Kernel, look_back_minutes: int) -> None:
+        self.kernel = kernel
+        self.world = kernel.world
+        self.windows: dict[str, StallWindow] = {}
+        self.look_back = timedelta(minutes=look_back_minutes)
+        self.ticks = 0
+        self._running = False
+        self._next = 0
+
+    def open(self, window: StallWindow) -> None:
+        self.windows[window.job_name] = window
+        if not self._running:
+            self._running = True
+            first = minute_index(self.world, self.world.clock.now)
+            self.kernel.spawn(self._run(first), first / 60)
+
+    def close(self, job_name: str) -> None:
+        self.windows.pop(job_name, None)
+
+    def _run(self, minute: int) -> Process:
+        from trainguard.handlers import log_activity, stall_prober
+
+        while self.windows:
+            now = self.world.clock.base + timedelta(minutes=minute)
+            self.world.clock.now = now
+            self.ticks += 1
+            for window in list(self.windows.values()):
+                if window.logs_at(now):
+                    window.lines += 1
+                    line = f"step {window.lines * 50} loss {2.0 + 1.0 / window.lines:.3f}"
+                    self.world.log_line(window.job_name, now - timedelta(seconds=20), line, log_activity)
+            self.world.call("stall_prober", "", stall_prober.handle, {})
+            for window in list(self.windows.values()):
+                window.ticks += 1
+                if window.ticks > 1:  # the first tick warms up (see the module's docstring)
+                    self._evaluate(window)
+            for name in [n for n, w in self.windows.items() if w.last_tick <= minute]:
+                self.close(name)
+            if self.ticks % self.PRUNE_EVERY == 0:
+                self.world.prune_metrics(now - self.look_back)
+            minute += 1
+            yield Sleep(minute / 60)
+        self._running = False
+
+    def _evaluate(self, window: StallWindow) -> None:
+        for event in window.evaluator.evaluate_all():
+            outcome = self.world.deliver_alarm(event)
+            if outcome is None or outcome.kind is not OutcomeKind.STALL_STOPPED:
+                continue
+            if self.world.plane.describe(window.job_name)["TrainingJobStatus"] == "Stopping":
+                self.world.plane.settle(window.job_name)  # the stop takes effect within the minute
+            delivered = self.world.pump()
+            self.close(window.job_name)
+            self.kernel.wake(window.life, StopNews(outcome, delivered))
+            return
+
+
+class QuotaChecks:
+    """The quota check's schedule (every `quota_check_minutes`), run while some launch waits for a quota."""
+
+    def __init__(self, kernel: Kernel, every_minutes: int) -> None:
+        self.kernel = kernel
+        self.world = kernel.world
+        self.every = every_minutes
+        self.waiting: dict[str, Process] = {}  # failed job -> the life that waits for its relaunch
+        self.checks = 0
+        self._running = False
+
+    def wait(self, failed_job: str, life: Process) -> None:
+        self.waiting[failed_job] = life
+        if not self._running:
+            self._running = True
+            minute = minute_index(self.world, self.world.clock.now)
+            first = -(-minute // self.every) * self.every
+            self.kernel.spawn(self._run(first), first / 60)
+
+    def forget(self, failed_job: str) -> None:
+        self.waiting.pop(failed_job, None)
+
+    def _run(self, minute: int) -> Process:
+        from trainguard.handlers import quota_watch
+
+        while self.waiting:
+            self.world.clock.now = self.world.clock.base + timedelta(minutes=minute)
+            self.checks += 1
+            settled = self.world.call("quota_watch", "", quota_watch.handle, {"source": "aws.events"}) or []
+            delivered = self.world.pump() if settled else []
+            for outcome in settled:
+                life = self.waiting.pop(str(outcome.get("job_name", "")), None)
+                if life is not None:
+                    self.kernel.wake(life, (outcome, delivered))
+            minute += self.every
+            yield Sleep(minute / 60)
+        self._running = False

@@ -1,0 +1,203 @@
+"""trainguard itself, as a fleet strategy: the real code, driven on the stand-in, on a virtual clock.
+
+Not a model. The production handlers (`lambdas/trainguard/handlers`, each through `handle(event,
+ports)`) and adapters decide and act; only the endpoints and the clock differ (trainguard_world.py).
+The fleet's side (jobs train, fail, hang, fall silent; SageMaker, CloudWatch, the scheduler and
+Service Quotas answer) is driven event by event (trainguard_kernel.py, trainguard_life.py), and what
+happened is written into the fleet model's records, as the anchors' are.
+
+What is modelled rather than run:
+- the job's own side: startup, training, checkpoints, the faults, from the trace and model.py's rules
+  (as for the anchors);
+- the person on call, where trainguard leaves the job to a person (person.py, the same draws);
+- CloudWatch's evaluation of the alarms (LocalAlarmEvaluator, CloudWatch's documented semantics), and
+  only during stall windows (see trainguard_kernel.py); the prober and the quota check run on their
+  schedules only while something can come of them. Their calls in the rest of the time are estimated
+  in `guard_calls.schedules`, not run;
+- the delivery of events: in order, at once, some twice (`duplicate_delivery_share`).
+
+The fleet's jobs opt in with `trainguard:enabled=true` and `trainguard:restart-without-checkpoint=true`
+(their scripts resume from the newest checkpoint, or start afresh when there is none); the deployment's
+settings are the defaults, except the roles it may pass and a quota ceiling that fits 64-instance jobs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from infra.settings import Settings
+from trainguard.domain.outcome import Outcome
+from trainguard_local.fleet.catalogue import training_quota_name
+from trainguard_local.fleet.model import JobOutcome
+from trainguard_local.fleet.person import PersonOnCall, person_rng
+from trainguard_local.fleet.trace import FaultKind, Trace
+from trainguard_local.fleet.trainguard_kernel import Kernel, QuotaChecks, Ticker
+from trainguard_local.fleet.trainguard_life import JobLife, LifeSettings
+from trainguard_local.fleet.trainguard_world import FleetWorld, GuardCall, fleet_world, run_started_at
+
+# The deployment's settings that differ from the defaults (README, "Deploying").
+CONFIG_OVERRIDES: dict[str, Any] = {
+    # The trace's jobs have up to 64 instances; a quota wall asks for usage + delta, up to twice that.
+    "default_quota_ceiling": 256,
+}
+HEALTHY_SILENCE_MODES = ("first_load", "always", "never")
+SCHEDULES_PER_HOUR = {"stall_prober": 60, "quota_watch": 4}  # every minute; every quota_check_minutes (15)
+
+
+@dataclass
+class RunRecord:
+    """What one run did besides the outcomes: trainguard's calls, the handler outcomes, the problems."""
+
+    seconds: float = 0.0
+    calls: Counter[str] = field(default_factory=Counter)
+    guard_log: list[GuardCall] = field(default_factory=list)
+    outcome_kinds: Counter[str] = field(default_factory=Counter)
+    handler_outcomes: list[tuple[float, str, Outcome]] = field(default_factory=list)  # (hours, handler, outcome)
+    problems: list[str] = field(default_factory=list)
+    notes: dict[str, list[str]] = field(default_factory=dict)  # by trace job: what went unexpectedly
+    modelled: dict[str, list[str]] = field(default_factory=dict)  # by trace job: where a model stood in
+    ticks: int = 0
+    repeated_refusals: int = 0  # trainguard's launches refused again the same way (not counted as actions)
+    quota_checks: int = 0
+    span_hours: float = 0.0
+    guarded_instance_hours: float = 0.0
+    prober_cycle_calls: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class TrainguardStrategy:
+    person: PersonOnCall = field(default_factory=PersonOnCall)
+    duplicate_delivery_share: float = 0.1  # events delivered twice (EventBridge: at least once)
+    healthy_silence_idle_gpu: str = "first_load"
+    config_overrides: dict[str, Any] = field(default_factory=lambda: dict(CONFIG_OVERRIDES))
+    name: str = "trainguard"
+    last_run: RunRecord | None = None
+
+    def __post_init__(self) -> None:
+        if self.healthy_silence_idle_gpu not in HEALTHY_SILENCE_MODES:
+            raise ValueError(f"healthy_silence_idle_gpu: one of {HEALTHY_SILENCE_MODES}")
+
+    def run(self, trace: Trace) -> list[JobOutcome]:
+        started = time.perf_counter()
+        record = RunRecord()
+        with fleet_world(
+            run_started_at(trace.hours),
+            self.config_overrides,
+            self.duplicate_delivery_share,
+            trace.seed,
+            initial_quota_values(trace),
+        ) as world:
+            kernel = Kernel(world)
+            config = world.config
+            ticker = Ticker(kernel, look_back_minutes=2 * max(config.stall_minutes, config.gpu_idle_minutes) + 30)
+            checks = QuotaChecks(kernel, Settings().quota_check_minutes)  # the stack's schedule
+            settings = LifeSettings(
+                self.person, config.stall_defaults, config.quota_wait_hours, self.healthy_silence_idle_gpu
+            )
+            lives = {
+                job.name: JobLife(
+                    job,
+                    trace.fault_of(job.name),
+                    person_rng(trace.seed, job.name),
+                    world,
+                    kernel,
+                    ticker,
+                    checks,
+                    settings,
+                )
+                for job in trace.jobs
+            }
+            world.on_guard_call = lambda call: _route(lives, call)
+            for life in lives.values():
+                kernel.spawn(life.process, life.job.submitted_at, acting=life.job.name)
+            kernel.run()
+            outcomes = [lives[job.name].tl.outcome() for job in trace.jobs]
+            self._record(record, world, lives, outcomes)
+            record.ticks, record.quota_checks = ticker.ticks, checks.checks
+        record.seconds = time.perf_counter() - started
+        self.last_run = record
+        return outcomes
+
+    def _record(
+        self, record: RunRecord, world: FleetWorld, lives: dict[str, JobLife], outcomes: list[JobOutcome]
+    ) -> None:
+        record.calls = Counter(world.calls)
+        record.guard_log = list(world.guard_log)
+        record.outcome_kinds = Counter(f"{handler}:{o.kind.value}" for _, handler, o in world.outcomes)
+        record.handler_outcomes = list(world.outcomes)
+        record.problems = list(world.problems)
+        record.notes = {name: life.notes for name, life in lives.items() if life.notes}
+        record.modelled = {name: life.modelled for name, life in lives.items() if life.modelled}
+        record.repeated_refusals = sum(life.repeated_refusals for life in lives.values())
+        record.span_hours = max((o.completed_at or o.job.submitted_at) for o in outcomes) if outcomes else 0.0
+        record.guarded_instance_hours = sum(o.billed_instance_hours for o in outcomes)
+
+    def describe(self) -> dict[str, Any]:
+        """What the report says: the real code, how it was driven, and trainguard's calls."""
+        described: dict[str, Any] = {
+            "model": False,
+            "model_of": "trainguard itself: the production handlers and adapters on the local stand-in",
+            "sources": ["lambdas/trainguard (the code under test)", "local/trainguard_local/fleet/trainguard_*.py"],
+            "parameters": {
+                "person_median_response_hours": self.person.median_response_hours,
+                "person_response_sigma": self.person.response_sigma,
+                "person_longest_response_hours": self.person.longest_response_hours,
+                "person_fix_hours": self.person.fix_hours,
+                "duplicate_delivery_share": self.duplicate_delivery_share,
+                "healthy_silence_idle_gpu": self.healthy_silence_idle_gpu,
+                "config_overrides": self.config_overrides,
+                "job_tags": ["trainguard:enabled=true", "trainguard:restart-without-checkpoint=true"],
+            },
+        }
+        if self.last_run is not None:
+            described["guard_calls"] = guard_calls(self.last_run)
+            described["run"] = {
+                "seconds": round(self.last_run.seconds, 2),
+                "handler_outcomes": dict(sorted(self.last_run.outcome_kinds.items())),
+                "problems": self.last_run.problems,
+                "launches_refused_again": self.last_run.repeated_refusals,
+                "notes": self.last_run.notes,
+                "fell_back_to_a_model": self.last_run.modelled,
+            }
+        return described
+
+
+def initial_quota_values(trace: Trace) -> dict[str, float]:
+    """The account's training quota of each type the trace walls: as many instances as its smallest walled
+    job has, so that its wall reads as the trace's (limit = in use = the job's count, delta = the count)."""
+    values: dict[str, float] = {}
+    for fault in trace.faults:
+        if fault.kind is FaultKind.QUOTA_WALL:
+            job = next(j for j in trace.jobs if j.name == fault.job_name)
+            quota = training_quota_name(job.instance_type)
+            values[quota] = min(values.get(quota, float(job.instance_count)), float(job.instance_count))
+    return values
+
+
+def _route(lives: dict[str, JobLife], call: GuardCall) -> None:
+    life = lives.get(call.root)
+    if life is not None:
+        life.take(call)
+
+
+def guard_calls(record: RunRecord) -> dict[str, Any]:
+    """trainguard's AWS calls by operation, made in the run, and per guarded instance-hour. The prober and
+    the quota check run here only while they matter; a deployment runs them on their schedules all the
+    time: `schedules` gives those cycles over the run's span (their calls per cycle are in `made`)."""
+    hours = record.guarded_instance_hours or 1.0
+    return {
+        "made": dict(sorted(record.calls.items())),
+        "total_made": sum(record.calls.values()),
+        "guarded_instance_hours": round(record.guarded_instance_hours, 3),
+        "made_per_guarded_instance_hour": round(sum(record.calls.values()) / hours, 4),
+        "schedules": {
+            "span_hours": round(record.span_hours, 3),
+            "stall_prober_cycles_run": record.ticks,
+            "stall_prober_cycles_deployed": round(record.span_hours * SCHEDULES_PER_HOUR["stall_prober"]),
+            "quota_checks_run": record.quota_checks,
+            "quota_checks_deployed": round(record.span_hours * SCHEDULES_PER_HOUR["quota_watch"]),
+        },
+    }
