@@ -87,6 +87,23 @@ def test_still_short_after_approval_keeps_waiting() -> None:
     assert outcome.kind is OutcomeKind.RELAUNCHED
 
 
+def test_a_launch_still_short_after_an_approval_files_a_request_sized_to_it() -> None:
+    ports = fake_ports()
+    blocked_relaunch(ports)  # requests 4
+    ports.quotas.decide("req-1", "APPROVED")
+    still_short = WALL.replace(
+        "is 0 Instances, with current utilization of 0", "is 4 Instances, with current utilization of 4"
+    )
+    ports.jobs.refuse_with = LaunchRefused("ResourceLimitExceeded", still_short)
+    assert check_quota_walls(at(ports, timedelta(hours=5))) == []
+    assert [(r.request_id, r.desired_value, r.status) for r in ports.quotas.requests] == [
+        ("req-1", 4, "APPROVED"),
+        ("req-2", 8, "PENDING"),
+    ]
+    assert check_quota_walls(at(ports, timedelta(hours=6))) == []  # one open request: nothing more is filed
+    assert len(ports.quotas.requests) == 2
+
+
 def test_duplicate_events_and_a_second_blocked_job_ask_once() -> None:
     ports = fake_ports()
     blocked_relaunch(ports, "job-a")

@@ -107,6 +107,28 @@ def _keep(ports: GuardPorts, blocked: BlockedLaunch, wait: WaitingLaunch) -> Non
         ports.quota_ledger.save_waiting(wait)
 
 
+def ask_for_what_is_still_missing(ports: GuardPorts, error_text: str) -> QuotaRequestState | None:
+    """A waiting launch was refused again after its quota request closed (approved, but for less than it
+    needs now, e.g. a request filed for another launch on the same quota): file a new request sized to
+    this refusal, unless one is open. The ceilings still cap it."""
+    demand = read_quota_error(error_text)
+    quota = None if demand is None else ports.quotas.find(demand.quota_name)
+    if demand is None or quota is None or _known_open_request(ports, quota.code):
+        return None
+    plan = plan_quota_request(
+        demand,
+        current_value=ports.quotas.current_value(quota.code),
+        launch_instance_count=None,
+        ceilings=ports.config.quota_ceilings,
+        default_ceiling=ports.config.default_quota_ceiling,
+    )
+    if isinstance(plan, NoQuotaRequest):
+        return None
+    state = ports.quotas.request_increase(quota.code, plan.desired_value, ports.config.quota_support_case_allowed)
+    ports.quota_ledger.save_request(state, ports.clock())
+    return state
+
+
 def _known_open_request(ports: GuardPorts, quota_code: str) -> QuotaRequestState | None:
     """An open request for this quota, whoever filed it: never ask twice."""
     for state in ports.quota_ledger.requests():

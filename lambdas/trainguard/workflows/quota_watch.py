@@ -16,6 +16,7 @@ from trainguard.workflows.ports import (
     StepInProgress,
     StepState,
 )
+from trainguard.workflows.quota_wall import ask_for_what_is_still_missing
 
 STEP = "quota-launch"
 QUOTA_ERROR_CODE = "ResourceLimitExceeded"
@@ -89,6 +90,7 @@ def _launch(ports: GuardPorts, waiting: WaitingLaunch, now: datetime) -> Outcome
     except LaunchRefused as refused:
         if refused.code == QUOTA_ERROR_CODE:
             ports.ledger.abandon_step(waiting.job_name, STEP)  # still short: try again at the next check
+            ask_for_what_is_still_missing(ports, refused.message)
             return None
         return _finish(ports, waiting, OutcomeKind.NOT_RELAUNCHED, f"SageMaker refused the launch: {refused}", now)
     except NameTaken as taken:
