@@ -10,7 +10,9 @@ from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind
 
-SUBJECT_LIMIT = 100  # SNS: subjects must be under 100 characters (Publish API reference)
+# SNS Publish, Subject: "Subjects must be UTF-8 text with no line breaks or control characters, and less
+# than 100 characters long" (botocore 1.44 service model, sns Publish).
+SUBJECT_LIMIT = 100
 EVENT_TYPE_JOB_ENDED = "training-job-ended"
 EVENT_TYPE_QUOTA = "quota-wall"
 EVENT_TYPE_STALL = "stall"
@@ -137,8 +139,7 @@ def fit_subject(template: str, job_name: str, category: str) -> str:
     room = SUBJECT_LIMIT - 1 - len(template.format(job="", category=category))
     shown = job_name if len(job_name) <= room else job_name[: max(room - 3, 1)] + "..."
     subject = template.format(job=shown, category=category)
-    # SNS subjects: ASCII text, no line breaks; must start with a letter, number or punctuation.
-    subject = "".join(ch if 32 <= ord(ch) < 127 else "?" for ch in subject)
+    subject = "".join(ch if ch.isprintable() else "?" for ch in subject)  # no line breaks or control characters
     return subject[: SUBJECT_LIMIT - 1]
 
 
