@@ -5,8 +5,13 @@ from __future__ import annotations
 from trainguard.domain.messages import SUBJECT_LIMIT, fit_subject
 
 
-def test_a_long_job_name_is_cut_to_fit() -> None:
+def test_a_job_name_at_its_limit_fits_whole() -> None:
     subject = fit_subject("[trainguard] relaunched {job}", "j" * 63, "internal")
+    assert len(subject) < SUBJECT_LIMIT and subject.endswith("j" * 63)
+
+
+def test_a_long_name_is_cut_to_fit() -> None:  # quota names stand where job names do in quota messages
+    subject = fit_subject("[trainguard] quota request approved: {job}", "q" * 150, "quota")
     assert len(subject) < SUBJECT_LIMIT and subject.endswith("...")
 
 
