@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from datetime import UTC, datetime
+from importlib import import_module  # simulate: trainguard_local is not in the Lambda asset
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,12 @@ def _parser() -> argparse.ArgumentParser:
     explain.set_defaults(run=_run_explain)
     add_preflight_command(commands)
     add_operator_commands(commands)
+    sim = commands.add_parser("simulate", help="replay a seeded fleet trace: trainguard against the anchors (local)")
+    for flag, kind, value in (("--jobs", int, 200), ("--hours", float, 72), ("--seed", int, 7), ("--png", Path, None)):
+        sim.add_argument(flag, type=kind, default=value)
+    sim.add_argument("--json", dest="json_out", metavar="FILE", type=Path, help="write the JSON report here")
+    sim.add_argument("--no-trainguard", action="store_true", help="run the three anchors only")
+    sim.set_defaults(json=False, run=lambda a: import_module("trainguard_local.fleet.simulate").run_command(a))
     return parser
 
 

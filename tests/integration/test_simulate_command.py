@@ -1,0 +1,94 @@
+"""`trainguard simulate`: the report, the summary, the PNG timeline, and the same seed giving the same figures."""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trainguard.cli import main
+from trainguard_local.fleet.timeline_png import PNG_SIGNATURE, ROW_HEIGHT, WIDTH, encode_png
+
+pytestmark = pytest.mark.slow
+
+STRATEGIES = ("none", "sagemaker_retry", "debugger_rule", "trainguard")
+FIGURES = (
+    "wasted_gpu_hours",
+    "wasted_dollars",
+    "completion_delay_hours",
+    "jobs_completed",
+    "detect_minutes",
+    "recover_minutes",
+    "duplicate_actions",
+    "wrong_actions",
+)
+JOBS = 12
+
+
+def _simulate(tmp_path: Path, name: str, *extra: str) -> tuple[int, dict[str, Any], Path]:
+    report, png = tmp_path / f"{name}.json", tmp_path / f"{name}.png"
+    argv = ["simulate", "--jobs", str(JOBS), "--hours", "24", "--seed", "3", "--json", str(report), "--png", str(png)]
+    code = main([*argv, *extra])
+    return code, json.loads(report.read_text(encoding="utf-8")), png
+
+
+def _chunks(data: bytes) -> dict[bytes, bytes]:
+    chunks: dict[bytes, bytes] = {}
+    at = len(PNG_SIGNATURE)
+    while at < len(data):
+        (length,) = struct.unpack(">I", data[at : at + 4])
+        kind, body = data[at + 4 : at + 8], data[at + 8 : at + 8 + length]
+        (crc,) = struct.unpack(">I", data[at + 8 + length : at + 12 + length])
+        assert crc == zlib.crc32(kind + body) & 0xFFFFFFFF
+        chunks[kind] = chunks.get(kind, b"") + body
+        at += 12 + length
+    return chunks
+
+
+def test_simulate_writes_the_report_the_summary_and_the_timeline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, report, png = _simulate(tmp_path, "all")
+
+    assert code == 0
+    assert set(report["strategies"]) == set(STRATEGIES)
+    for name in STRATEGIES:
+        figures = report["strategies"][name]
+        assert set(FIGURES) <= set(figures), name
+        assert isinstance(figures["wasted_gpu_hours"], int | float) and figures["wasted_gpu_hours"] >= 0
+        assert set(figures["completion_delay_hours"]) == {"p50", "p95", "total"}
+    assert {k: report["trace"][k] for k in ("jobs", "hours", "seed")} == {"jobs": JOBS, "hours": 24, "seed": 3}
+    assert report["faults"] and all({"job", "kind", "strikes_at_hours"} <= set(f) for f in report["faults"])
+
+    out, err = capsys.readouterr()
+    assert all(name in out for name in STRATEGIES) and "wasted GPU-h" in out and "wasted_gpu_hours:" in out
+    assert len([line for line in err.splitlines() if line.startswith("trainguard simulate:")]) == len(STRATEGIES)
+
+    data = png.read_bytes()
+    assert data.startswith(PNG_SIGNATURE)
+    chunks = _chunks(data)
+    width, height, depth, colour, *_ = struct.unpack(">IIBBBBB", chunks[b"IHDR"])
+    assert (width, height, depth, colour) == (WIDTH, JOBS * ROW_HEIGHT, 8, 2)
+    raw = zlib.decompress(chunks[b"IDAT"])
+    assert len(raw) == height * (1 + width * 3)
+    assert all(raw[row * (1 + width * 3)] == 0 for row in range(height))  # filter 0 on every line
+    assert b"IEND" in chunks
+
+
+def test_the_same_seed_gives_the_same_figures(tmp_path: Path) -> None:
+    first = _simulate(tmp_path, "first", "--no-trainguard")
+    second = _simulate(tmp_path, "second", "--no-trainguard")
+
+    assert first[0] == second[0] == 0
+    assert set(first[1]["strategies"]) == set(STRATEGIES[:3])
+    assert first[1] == second[1]
+    assert first[2].read_bytes() == second[2].read_bytes()
+
+
+def test_encode_png_rejects_a_line_of_the_wrong_width() -> None:
+    with pytest.raises(ValueError):
+        encode_png([b"\x00" * 5], 2)
