@@ -9,7 +9,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 export AWS_EC2_METADATA_DISABLED := true
 PYTEST_WORKERS ?= 2
 
-.PHONY: help setup test test-quick lint synth demo clean
+.PHONY: help setup test test-quick lint synth demo bench clean
 
 help:
 	@echo "make setup       create .venv and node_modules (idempotent)"
@@ -18,6 +18,7 @@ help:
 	@echo "make lint        ruff and mypy"
 	@echo "make synth       write the CloudFormation template to cdk.out/"
 	@echo "make demo        watch trainguard work against a local AWS stand-in"
+	@echo "make bench       the standard benchmark; writes BENCHMARKS.md"
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -48,6 +49,9 @@ synth: setup
 
 demo: setup
 	$(PY) -m trainguard_local.demo
+
+bench: setup
+	$(PY) -m trainguard_local.bench
 
 clean:
 	rm -rf cdk.out .pytest_cache demo-out

@@ -1,0 +1,161 @@
+"""`make bench`: the standard benchmark, written to BENCHMARKS.md with the command, the machine and the
+figures. Timings are medians over repeated runs; the simulator's figures are deterministic for a seed."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+HANDLERS = (
+    "job_events",
+    "retry_launcher",
+    "stall_alarms",
+    "stall_prober",
+    "log_activity",
+    "failed_launches",
+    "quota_watch",
+)
+REPEATS = 5
+
+
+def import_times() -> dict[str, float]:
+    """Whole-process wall time of `python -c "import <handler>"`, median of REPEATS (a cold-start proxy)."""
+    result = {}
+    for name in HANDLERS:
+        runs = []
+        for _ in range(REPEATS):
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-c", f"import trainguard.handlers.{name}"], check=True)
+            runs.append(time.perf_counter() - started)
+        result[name] = round(statistics.median(runs) * 1000, 1)
+    return result
+
+
+def handler_cpu_per_event() -> dict[str, float]:
+    """CPU milliseconds per event of the job-events handler on in-memory ports, median of REPEATS x 200."""
+    from tests.fakes import FakeJobs, described_job, fake_ports
+    from trainguard.handlers import job_events
+    from trainguard_local.demo_stalls import JobScript  # noqa: F401  (imports the local stack once, untimed)
+
+    event_of = _failed_event
+    runs = []
+    for _ in range(REPEATS):
+        ports = fake_ports()
+        jobs = ports.jobs
+        assert isinstance(jobs, FakeJobs)
+        for n in range(200):
+            jobs.add(described_job(f"job-{n}"), {"trainguard:enabled": "true"})
+        started = time.process_time()
+        for n in range(200):
+            job_events.handle(event_of(f"job-{n}"), ports)
+        runs.append((time.process_time() - started) / 200)
+    return {"job_events_relaunch": round(statistics.median(runs) * 1000, 3)}
+
+
+def _failed_event(name: str) -> dict[str, Any]:
+    return {
+        "version": "0",
+        "id": name,
+        "detail-type": "SageMaker Training Job State Change",
+        "source": "aws.sagemaker",
+        "account": "123456789012",
+        "time": "2026-11-29T12:00:00Z",
+        "region": "us-east-1",
+        "resources": [],
+        "detail": {
+            "TrainingJobName": name,
+            "TrainingJobStatus": "Failed",
+            "SecondaryStatus": "Failed",
+            "FailureReason": "InternalServerError: We encountered an internal error. Please try again.",
+        },
+    }
+
+
+def main() -> int:
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
+    os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "TrainGuardBench")
+    from trainguard_local.fleet.anchors import anchor_strategies
+    from trainguard_local.fleet.report import run_all
+    from trainguard_local.fleet.trace import generate_trace
+    from trainguard_local.fleet.trainguard_strategy import TrainguardStrategy
+    from trainguard_local.measure_stalls import measure
+
+    print("standard trace: 200 jobs, 72 h, seed 7 ...", file=sys.stderr)
+    started = time.perf_counter()
+    strategies: list[Any] = [*anchor_strategies(), TrainguardStrategy()]
+    report = run_all(generate_trace(200, 72, 7), strategies)
+    simulate_seconds = time.perf_counter() - started
+    print("scale: 2,000 watched jobs ...", file=sys.stderr)
+    scale = measure(2000, cycles=REPEATS)
+    print("import and handler times ...", file=sys.stderr)
+    imports, cpu = import_times(), handler_cpu_per_event()
+    Path("BENCHMARKS.md").write_text(_markdown(report, simulate_seconds, scale, imports, cpu))
+    print("wrote BENCHMARKS.md", file=sys.stderr)
+    return 0
+
+
+def _markdown(
+    report: dict[str, Any], seconds: float, scale: dict[str, Any], imports: dict[str, float], cpu: dict[str, float]
+) -> str:
+    rows = []
+    for name, f in report["strategies"].items():
+        delay = f["completion_delay_hours"]
+        detect = f.get("detect_minutes", {})
+        hang = [detect.get(k, {}).get("p95") for k in ("hang_idle_gpu", "hang_busy_gpu")]
+        rows.append(
+            f"| {name} | {f['wasted_gpu_hours']:,.1f} | {f['wasted_dollars']:,.0f} | {delay['total']:,.1f} | "
+            f"{delay['p95']} | {f['jobs_completed']} | {hang[0]} / {hang[1]} | {f['duplicate_actions']} | "
+            f"{f['wrong_actions']} |"
+        )
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
+    return "\n".join(
+        [
+            "# Benchmarks",
+            "",
+            f"Written by `make bench` (`python -m trainguard_local.bench`) on {datetime.now(UTC):%Y-%m-%d}, "
+            f"on {machine}. The anchors are models of their documentation (sources in the JSON report of "
+            "`trainguard simulate`); trainguard is the real code on the local stand-in.",
+            "",
+            f"## The standard trace: 200 jobs, 72 hours, seed 7 ({seconds:.1f} s for all four strategies)",
+            "",
+            "| strategy | wasted GPU-h | wasted $ | completion delay total h | p95 h | jobs completed | "
+            "p95 detect idle / busy GPU hang (min) | duplicate | wrong |",
+            "|---|---|---|---|---|---|---|---|---|",
+            *rows,
+            "",
+            "Wasted GPU-hours: GPU-hours billed that produced no kept progress (hung or idle time plus the work lost "
+            "since the last checkpoint at each failure or stop, x instances x GPUs). Completion delay: the extra "
+            "wall-clock hours until a job's work is done, compared with a fault-free run.",
+            "",
+            "## The stall prober at 2,000 watched jobs (in process, against moto)",
+            "",
+            f"- calls per cycle: {scale['calls_per_cycle']} (the Logs read APIs are not called per job)",
+            f"- every 15th minute, the orphan sweep adds: {scale['calls_per_sweep_cycle']} (moto does not paginate "
+            "DescribeAlarms; on AWS, at 100 alarms a page, the sweep takes about 41 calls for 2,000 jobs' 4,000 alarms)",
+            f"- cycle time: {scale['cycle_seconds_in_process']} s (median of {scale['cycles_timed']} cycles), "
+            f"watch list {scale['watch_list_bytes']:,} bytes (one Query page up to 1 MB)",
+            f"- cost per guarded job-hour (8 hosts, FACTS.md rates): {scale['cost_per_job_hour_usd']}",
+            "",
+            "## Handlers",
+            "",
+            "| handler module | import, whole process (ms, median of 5) |",
+            "|---|---|",
+            *[f"| {name} | {ms} |" for name, ms in imports.items()],
+            "",
+            f"CPU per event, job-events handler relaunching a failed job on in-memory ports: "
+            f"{cpu['job_events_relaunch']} ms (median of 5 x 200 events).",
+            "",
+        ]
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
