@@ -139,7 +139,8 @@ def _markdown(
             "",
             f"- calls per cycle: {scale['calls_per_cycle']} (the Logs read APIs are not called per job)",
             f"- every 15th minute, the orphan sweep adds: {scale['calls_per_sweep_cycle']} (moto does not paginate "
-            "DescribeAlarms; on AWS, at 100 alarms a page, the sweep takes about 41 calls for 2,000 jobs' 4,000 alarms)",
+            "DescribeAlarms; on AWS, at 100 alarms a page, the sweep takes about 41 calls for 2,000 jobs' "
+            "4,000 alarms)",
             f"- cycle time: {scale['cycle_seconds_in_process']} s (median of {scale['cycles_timed']} cycles), "
             f"watch list {scale['watch_list_bytes']:,} bytes (one Query page up to 1 MB)",
             f"- cost per guarded job-hour (8 hosts, FACTS.md rates): {scale['cost_per_job_hour_usd']}",
