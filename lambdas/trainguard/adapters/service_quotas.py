@@ -14,6 +14,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from trainguard.domain.quotas import normalize_quota_name
 from trainguard.workflows.ports import QuotaInfo, QuotaRequestState
 
 IAM_ACTIONS = (
@@ -38,8 +39,8 @@ class ServiceQuotas:
             for page in self._client.get_paginator("list_service_quotas").paginate(ServiceCode=SERVICE_CODE):
                 for quota in page.get("Quotas", []):
                     info = QuotaInfo(quota["QuotaCode"], quota["QuotaName"], float(quota.get("Value", 0)))
-                    self._by_name[_normal(info.name)] = info
-        return self._by_name.get(_normal(quota_name))
+                    self._by_name[normalize_quota_name(info.name)] = info
+        return self._by_name.get(normalize_quota_name(quota_name))
 
     def current_value(self, quota_code: str) -> float:
         quota = self._client.get_service_quota(ServiceCode=SERVICE_CODE, QuotaCode=quota_code)["Quota"]
@@ -86,7 +87,3 @@ def _state(request: dict[str, Any]) -> QuotaRequestState:
         status=str(request.get("Status", "")),
         case_id=str(request.get("CaseId") or ""),
     )
-
-
-def _normal(name: str) -> str:
-    return " ".join(name.split()).lower()

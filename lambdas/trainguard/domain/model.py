@@ -63,3 +63,15 @@ class TrainingJob:
     @property
     def is_terminal(self) -> bool:
         return self.status in ("Completed", "Failed", "Stopped")
+
+
+def instances_of(resource_config: object) -> tuple[str, int]:
+    """A ResourceConfig's instance type (the first group's, for a heterogeneous cluster) and its total
+    instance count (instance groups added up); ("", 0) when it says neither."""
+    if not isinstance(resource_config, dict):
+        return "", 0
+    groups = resource_config.get("InstanceGroups") or [resource_config]
+    valid = [g for g in groups if isinstance(g, dict)]
+    count = sum(g["InstanceCount"] for g in valid if type(g.get("InstanceCount")) is int)
+    kind = next((str(g["InstanceType"]) for g in valid if g.get("InstanceType")), "")
+    return kind, count

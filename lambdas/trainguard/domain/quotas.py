@@ -84,6 +84,11 @@ class NoQuotaRequest:
     reason: str
 
 
+def normalize_quota_name(name: str) -> str:
+    """Quota names compared loosely: whitespace collapsed (texts arrive line-wrapped), case ignored."""
+    return " ".join(name.split()).lower()
+
+
 def read_quota_error(text: str) -> QuotaDemand | None:
     """The quota a ResourceLimitExceeded text names, or None when the text names none (or names a
     region problem that no quota can fix)."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from trainguard.domain.model import TrainingJob
+from trainguard.domain.model import TrainingJob, instances_of
 from trainguard.domain.policy import JobPolicy, TagKeys, TagProblem, read_int_tag
 
 ALARM_PREFIX = "trainguard-stall-"
@@ -57,10 +57,7 @@ def read_stall_thresholds(tags: Mapping[str, str], defaults: StallThresholds, ke
 def job_hosts(job: TrainingJob) -> tuple[str, int]:
     """The job's instance type and its number of hosts (instance groups added up; Host dimensions run
     algo-1..algo-<total>, an assumption for heterogeneous clusters)."""
-    config = job.description.get("ResourceConfig") or {}
-    groups = config.get("InstanceGroups") or [config]
-    count = sum(int(g.get("InstanceCount", 0)) for g in groups if isinstance(g, Mapping))
-    kind = next((str(g["InstanceType"]) for g in groups if isinstance(g, Mapping) and g.get("InstanceType")), "")
+    kind, count = instances_of(job.description.get("ResourceConfig"))
     return kind, max(count, 1)
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from trainguard.domain.model import instances_of
 from trainguard.domain.policy import JobPolicy
 from trainguard.domain.quotas import (
     NoQuotaRequest,
@@ -161,12 +162,4 @@ def _wait_sentence(blocked: BlockedLaunch, wait: WaitingLaunch) -> str:
 
 
 def _instance_count(request: dict[str, Any]) -> int | None:
-    config = request.get("ResourceConfig")
-    if isinstance(config, dict):
-        count = config.get("InstanceCount")
-        if isinstance(count, int):
-            return count
-        groups = config.get("InstanceGroups")
-        if isinstance(groups, list):
-            return sum(g.get("InstanceCount", 0) for g in groups if isinstance(g, dict))
-    return None
+    return instances_of(request.get("ResourceConfig"))[1] or None

@@ -6,7 +6,13 @@ from datetime import datetime
 
 from trainguard.domain.messages import compose_notification
 from trainguard.domain.outcome import Outcome, OutcomeKind
-from trainguard.domain.quotas import WaitingLaunch, WaitVerdict, format_value, judge_waiting_launch
+from trainguard.domain.quotas import (
+    WaitingLaunch,
+    WaitVerdict,
+    format_value,
+    judge_waiting_launch,
+    normalize_quota_name,
+)
 from trainguard.workflows.ports import (
     GuardPorts,
     LaunchRefused,
@@ -24,10 +30,10 @@ QUOTA_ERROR_CODE = "ResourceLimitExceeded"
 
 def check_quota_walls(ports: GuardPorts) -> list[Outcome]:
     now = ports.clock()
-    requests = {_normal(state.quota_name): state for state in _follow_requests(ports, now)}
+    requests = {normalize_quota_name(state.quota_name): state for state in _follow_requests(ports, now)}
     outcomes = []
     for waiting in ports.quota_ledger.waiting():
-        request = requests.get(_normal(waiting.quota_name))
+        request = requests.get(normalize_quota_name(waiting.quota_name))
         verdict = judge_waiting_launch(waiting, request.status if request else None, now)
         if verdict is WaitVerdict.WAIT:
             continue
@@ -131,7 +137,3 @@ def _give_up(
         status = request.status if request else "closed"
         why = f"the quota request for '{waiting.quota_name}' ended {status}"
     return _finish(ports, waiting, OutcomeKind.NOT_RELAUNCHED, f"trainguard gave up the launch: {why}", ports.clock())
-
-
-def _normal(name: str) -> str:
-    return " ".join(name.split()).lower()
