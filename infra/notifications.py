@@ -28,9 +28,17 @@ PUBLISHER_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
 
 
 class Notifications(Construct):
-    """The topic, its key, and the email subscriptions from settings."""
+    """The topic, its key, and the email subscriptions from settings; with `chat_notifications`, a
+    second topic for Amazon Q Developer in chat applications (trainguard.domain.chat_messages)."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, notification_emails: Sequence[str]) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        notification_emails: Sequence[str],
+        chat_notifications: bool = False,
+    ) -> None:
         super().__init__(scope, construct_id)
         self.key = kms.Key(
             self,
@@ -72,10 +80,20 @@ class Notifications(Construct):
         )
         for email in notification_emails:
             self.topic.add_subscription(subscriptions.EmailSubscription(email))
+        # Only trainguard's functions publish here; the channel configuration subscribes to it.
+        self.chat_topic: sns.Topic | None = None
+        if chat_notifications:
+            self.chat_topic = sns.Topic(
+                self, "ChatTopic", display_name="trainguard chat", master_key=self.key, enforce_ssl=True
+            )
+
+    @property
+    def topic_arns(self) -> list[str]:
+        return [topic.topic_arn for topic in (self.topic, self.chat_topic) if topic is not None]
 
     def grant_publish(self, grantee: iam.IGrantable) -> None:
-        """sns:Publish on the topic and the two key actions an SSE publisher needs, nothing more."""
-        iam.Grant.add_to_principal(grantee=grantee, actions=["sns:Publish"], resource_arns=[self.topic.topic_arn])
+        """sns:Publish on the topic(s) and the two key actions an SSE publisher needs, nothing more."""
+        iam.Grant.add_to_principal(grantee=grantee, actions=["sns:Publish"], resource_arns=self.topic_arns)
         iam.Grant.add_to_principal(
             grantee=grantee, actions=list(PUBLISHER_KEY_ACTIONS), resource_arns=[self.key.key_arn]
         )

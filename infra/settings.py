@@ -43,6 +43,9 @@ class Settings:
     retry_budget_per_hour: int = 20
     dry_run: bool = False
     notification_emails: tuple[str, ...] = ()
+    # A second topic that carries each notification in Amazon Q Developer's (AWS Chatbot's)
+    # custom-notification format, for a Slack or Teams channel configuration to subscribe to.
+    chat_notifications: bool = False
     passable_role_arns: tuple[str, ...] = ()
     checkpoint_buckets: tuple[str, ...] = ()
     capacity_backoff_minutes: int = 10

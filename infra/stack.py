@@ -154,7 +154,12 @@ class TrainGuardStack(Stack):
         check_adapter_actions_are_placed()
         self.settings = settings
         self._acknowledgments = PendingAcknowledgments()
-        self.notifications = Notifications(self, "Notifications", notification_emails=settings.notification_emails)
+        self.notifications = Notifications(
+            self,
+            "Notifications",
+            notification_emails=settings.notification_emails,
+            chat_notifications=settings.chat_notifications,
+        )
         self.ledger = Ledger(self, "Ledger")
         self.job_events = JobEvents(self, "JobEvents", alarm_topic=self.notifications.topic)
         self.quota_walls = QuotaWalls(
@@ -197,6 +202,7 @@ class TrainGuardStack(Stack):
             settings,
             ledger_table_name=self.ledger.table.table_name,
             topic_arn=self.notifications.topic.topic_arn,
+            chat_topic_arn=self.notifications.chat_topic.topic_arn if self.notifications.chat_topic else "",
             retry_launcher_arn=self.job_events.retry_launcher_arn,
             scheduler_role_arn=self.job_events.scheduler_role.role_arn,
             schedule_group_name=self.job_events.schedule_group.schedule_group_name,
@@ -411,6 +417,7 @@ def guard_config(
     ledger_table_name: str,
     topic_arn: str,
     retry_launcher_arn: str,
+    chat_topic_arn: str = "",
     scheduler_role_arn: str,
     schedule_group_name: str,
 ) -> GuardConfig:
@@ -418,6 +425,7 @@ def guard_config(
     return GuardConfig(
         ledger_table_name=ledger_table_name,
         topic_arn=topic_arn,
+        chat_topic_arn=chat_topic_arn,
         tag_prefix=settings.tag_prefix,
         default_max_retries=settings.default_max_retries,
         retry_budget_per_hour=settings.retry_budget_per_hour,

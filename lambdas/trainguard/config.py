@@ -25,6 +25,8 @@ class ConfigError(RuntimeError):
 class GuardConfig:
     ledger_table_name: str
     topic_arn: str
+    # A second topic for Amazon Q Developer in chat applications (Slack, Teams); empty: none.
+    chat_topic_arn: str = ""
     tag_prefix: str = "trainguard"
     default_max_retries: int = 3
     retry_budget_per_hour: int = 20

@@ -13,6 +13,7 @@ DEFAULTS_STACK = "TrainGuardDefaults"
 CONFIGURED_CONTEXT: dict[str, Any] = {
     "tag_prefix": "trainguard",
     "notification_emails": ["ml-oncall@example.com"],
+    "chat_notifications": True,
     "passable_role_arns": [
         "arn:aws:iam::123456789012:role/SageMakerTrainingRole",
         "arn:aws:iam::123456789012:role/team/OtherTrainingRole",

@@ -42,7 +42,7 @@ def _rule(template: dict[str, Any]) -> dict[str, Any]:
 
 
 def _topic(template: dict[str, Any]) -> str:
-    return only_logical_id(template, "AWS::SNS::Topic")
+    return only_logical_id(template, "AWS::SNS::Topic", DisplayName="trainguard")
 
 
 def test_rule_matches_exactly_the_shared_pattern_and_never_tags(synthesized: Any, template: Any) -> None:

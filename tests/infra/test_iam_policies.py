@@ -292,7 +292,11 @@ def test_ledger_topic_and_key_access_is_exact(synthesized: Any, handler: str) ->
     ]
     assert as_list(ledger["Resource"]) == [{"Fn::GetAtt": [only_logical_id(template, "AWS::DynamoDB::Table"), "Arn"]}]
     (publish,) = _with_action(statements, "sns:Publish")
-    assert publish["Resource"] == {"Ref": only_logical_id(template, "AWS::SNS::Topic")}
+    # The email-readable topic and, configured here, the chat topic; nothing else.
+    assert as_list(publish["Resource"]) == [
+        {"Ref": only_logical_id(template, "AWS::SNS::Topic", DisplayName=display_name)}
+        for display_name in ("trainguard", "trainguard chat")
+    ]
     (key,) = _with_action(statements, "kms:GenerateDataKey")
     assert sorted(key["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey"]
     assert key["Resource"] == {"Fn::GetAtt": [only_logical_id(template, "AWS::KMS::Key"), "Arn"]}

@@ -167,7 +167,9 @@ def test_alarm_when_anything_waits_in_the_quota_dlq(synthesized: Any, template: 
             "Statistic": "Maximum",
             "ComparisonOperator": "GreaterThanThreshold",
             "Threshold": 0,
-            "AlarmActions": [{"Ref": only_logical_id(synthesized.template, "AWS::SNS::Topic")}],
+            "AlarmActions": [
+                {"Ref": only_logical_id(synthesized.template, "AWS::SNS::Topic", DisplayName="trainguard")}
+            ],
         },
     )
 
@@ -184,6 +186,8 @@ def test_alarm_on_each_quota_functions_errors(synthesized: Any, template: Any, h
             "ComparisonOperator": "GreaterThanThreshold",
             "Threshold": 0,
             "TreatMissingData": "notBreaching",
-            "AlarmActions": [{"Ref": only_logical_id(synthesized.template, "AWS::SNS::Topic")}],
+            "AlarmActions": [
+                {"Ref": only_logical_id(synthesized.template, "AWS::SNS::Topic", DisplayName="trainguard")}
+            ],
         },
     )

@@ -47,7 +47,7 @@ def _stall_dlq(template: dict[str, Any]) -> str:
 
 
 def _topic(template: dict[str, Any]) -> str:
-    return only_logical_id(template, "AWS::SNS::Topic")
+    return only_logical_id(template, "AWS::SNS::Topic", DisplayName="trainguard")
 
 
 def _subscription_filters(template: dict[str, Any]) -> list[dict[str, Any]]:

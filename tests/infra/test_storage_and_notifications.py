@@ -67,7 +67,7 @@ def test_cloudwatch_alarms_can_use_the_key_and_publish_to_the_topic(synthesized:
             }
         },
     )
-    topic = only_logical_id(synthesized.template, "AWS::SNS::Topic")
+    topic = only_logical_id(synthesized.template, "AWS::SNS::Topic", DisplayName="trainguard")
     template.has_resource_properties(
         "AWS::SNS::TopicPolicy",
         {
@@ -93,8 +93,22 @@ def test_cloudwatch_alarms_can_use_the_key_and_publish_to_the_topic(synthesized:
     )
 
 
+def test_the_chat_topic_exists_only_when_asked_for_and_is_encrypted(synthesized: Any) -> None:
+    key = only_logical_id(synthesized.template, "AWS::KMS::Key")
+    chat = only_logical_id(synthesized.template, "AWS::SNS::Topic", DisplayName="trainguard chat")
+    properties = synthesized.template["Resources"][chat]["Properties"]
+    assert properties["KmsMasterKeyId"] == {"Fn::GetAtt": [key, "Arn"]}
+    # The functions read its ARN from their environment; the defaults stack has no chat topic at all.
+    functions = resources_of_type(synthesized.template, "AWS::Lambda::Function").values()
+    assert all(
+        f["Properties"]["Environment"]["Variables"]["TRAINGUARD_CHAT_TOPIC_ARN"] == {"Ref": chat} for f in functions
+    )
+    default_topics = resources_of_type(synthesized.defaults_template, "AWS::SNS::Topic").values()
+    assert [t["Properties"]["DisplayName"] for t in default_topics] == ["trainguard"]
+
+
 def test_each_notification_email_is_subscribed(synthesized: Any, template: Any) -> None:
-    topic = only_logical_id(synthesized.template, "AWS::SNS::Topic")
+    topic = only_logical_id(synthesized.template, "AWS::SNS::Topic", DisplayName="trainguard")
     template.has_resource_properties(
         "AWS::SNS::Subscription",
         {"Protocol": "email", "Endpoint": "ml-oncall@example.com", "TopicArn": {"Ref": topic}},

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import boto3
 import pytest
@@ -93,6 +94,39 @@ def test_notifications_carry_filterable_attributes(aws: None) -> None:
     body = json.loads(message["Body"])
     assert body["Subject"] == "[trainguard] subject" and body["Message"] == "body"
     assert body["MessageAttributes"]["decision"] == {"Type": "String", "Value": "retry"}
+
+
+def _inbox(sns: Any, sqs: Any, topic: str, name: str) -> str:
+    queue = sqs.create_queue(QueueName=name)["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn)
+    return str(queue)
+
+
+def test_a_chat_topic_gets_the_custom_notification_format(aws: None) -> None:
+    sns = boto3.client("sns", region_name=REGION)
+    sqs = boto3.client("sqs", region_name=REGION)
+    topic, chat = (sns.create_topic(Name=name)["TopicArn"] for name in ("tg", "tg-chat"))
+    email_inbox, chat_inbox = _inbox(sns, sqs, topic, "email"), _inbox(sns, sqs, chat, "chat")
+    body = "What happened\n  It failed.\n\nLinks\n  Job:  https://example.com/job"
+    message_id = Notifier(sns, topic, chat).publish(Notification("[trainguard] failed j", body, {"job_name": "j"}))
+    [email] = sqs.receive_message(QueueUrl=email_inbox)["Messages"]
+    assert json.loads(email["Body"])["Message"] == body
+    [posted] = sqs.receive_message(QueueUrl=chat_inbox)["Messages"]
+    card = json.loads(json.loads(posted["Body"])["Message"])
+    assert card["version"] == "1.0" and card["source"] == "custom" and card["id"] == message_id
+    assert card["content"]["title"] == "failed j" and card["content"]["nextSteps"] == [
+        "Open the job: https://example.com/job"
+    ]
+
+
+def test_a_chat_publish_failure_does_not_undo_the_notification(aws: None) -> None:
+    sns = boto3.client("sns", region_name=REGION)
+    topic = sns.create_topic(Name="tg")["TopicArn"]
+    missing_chat_topic = topic + "-deleted"
+    notifier = Notifier(sns, topic, missing_chat_topic)
+    assert notifier.publish(Notification("[trainguard] s", "body", {"job_name": "j"}))
+    assert notifier.chat_failures == 1
 
 
 def test_the_newest_checkpoint_is_found_across_pages(aws: None) -> None:

@@ -1,21 +1,33 @@
-"""SNS: publish one notification, with attributes subscribers can filter on.
+"""SNS: publish one notification, with attributes subscribers can filter on; and, when a chat topic
+is configured, the same notification in Amazon Q Developer's custom-notification format
+(trainguard.domain.chat_messages) to that second topic, for Slack and Teams channels.
 
-IAM: sns:Publish on the topic (and kms:GenerateDataKey*/kms:Decrypt on its key).
+The chat copy is a courtesy: if its publish fails, the failure is logged and counted, and the
+action the notification reports is not redone (the email-readable topic already has it).
+
+IAM: sns:Publish on the topics (and kms:GenerateDataKey/kms:Decrypt on their key).
 """
 
 from __future__ import annotations
 
+import json
+import logging
 from typing import Any
 
+from trainguard.domain.chat_messages import compose_chat_message
 from trainguard.domain.messages import Notification
 
 IAM_ACTIONS = ("sns:Publish",)
 
+logger = logging.getLogger(__name__)
+
 
 class Notifier:
-    def __init__(self, client: Any, topic_arn: str) -> None:
+    def __init__(self, client: Any, topic_arn: str, chat_topic_arn: str = "") -> None:
         self._client = client
         self._topic_arn = topic_arn
+        self._chat_topic_arn = chat_topic_arn
+        self.chat_failures = 0
 
     def publish(self, notification: Notification) -> str:
         response = self._client.publish(
@@ -28,4 +40,15 @@ class Notifier:
                 if value
             },
         )
-        return str(response.get("MessageId", ""))
+        message_id = str(response.get("MessageId", ""))
+        if self._chat_topic_arn:
+            self._publish_to_chat(notification, message_id)
+        return message_id
+
+    def _publish_to_chat(self, notification: Notification, message_id: str) -> None:
+        message = compose_chat_message(notification, notification_id=message_id)
+        try:
+            self._client.publish(TopicArn=self._chat_topic_arn, Message=json.dumps(message))
+        except Exception:  # the email-readable copy is out; a chat failure must not redo the action
+            self.chat_failures += 1
+            logger.exception("could not publish the chat copy of %r", notification.subject)

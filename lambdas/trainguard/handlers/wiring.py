@@ -52,7 +52,7 @@ def production_ports() -> GuardPorts:
         jobs=SageMakerJobs(sagemaker),
         checkpoints=CheckpointReader(client("s3")),
         ledger=Ledger(dynamodb, config.ledger_table_name),
-        notifier=Notifier(client("sns"), config.topic_arn),
+        notifier=Notifier(client("sns"), config.topic_arn, config.chat_topic_arn),
         scheduler=RelaunchScheduler(
             client("scheduler"),
             group_name=config.schedule_group_name,
