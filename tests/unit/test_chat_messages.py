@@ -12,10 +12,11 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from trainguard.domain.chat_messages import compose_chat_message, lineage_of
+from trainguard.domain.chat_messages import compose_chat_message
 from trainguard.domain.classification import Category
 from trainguard.domain.messages import Notification, compose_job_end_notification, compose_notification
 from trainguard.domain.model import TrainingJob
+from trainguard.domain.naming import lineage_of
 from trainguard.domain.outcome import Outcome, OutcomeKind
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

@@ -19,17 +19,16 @@ links the next steps, so the two never say different things.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from trainguard.domain.messages import Notification
+from trainguard.domain.naming import lineage_of
 
 CHAT_SCHEMA_VERSION = "1.0"
 CHAT_SOURCE = "custom"
 CHAT_TEXT_TYPE = "client-markdown"
 _SUBJECT_PREFIX = "[trainguard] "
 _LINKS_SECTION = "Links"
-_RELAUNCH_SUFFIX = re.compile(r"-retry\d+$")
 
 
 def compose_chat_message(notification: Notification, notification_id: str = "") -> dict[str, Any]:
@@ -64,11 +63,6 @@ def compose_chat_message(notification: Notification, notification_id: str = "") 
     if notification_id:
         message["id"] = notification_id
     return message
-
-
-def lineage_of(job_name: str) -> str:
-    """The job a lineage started from, as far as the name tells: `llama-retry2` -> `llama`."""
-    return _RELAUNCH_SUFFIX.sub("", job_name) or job_name
 
 
 def _sections(body: str) -> list[tuple[str, list[str]]]:

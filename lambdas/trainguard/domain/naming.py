@@ -14,6 +14,7 @@ import re
 MAX_JOB_NAME_LENGTH = 63
 JOB_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 _DIGEST_LENGTH = 6
+_RELAUNCH_SUFFIX = re.compile(r"-retry\d+$")
 
 
 def retry_job_name(root_job_name: str, attempt: int) -> str:
@@ -34,6 +35,12 @@ def retry_job_name(root_job_name: str, attempt: int) -> str:
     cut = base[:room].rstrip("-")
     name = f"{cut}-{digest}{suffix}" if cut else f"tg-{digest}{suffix}"
     return name
+
+
+def lineage_of(job_name: str) -> str:
+    """The job a lineage started from, as far as the name alone tells: `llama-retry2` -> `llama`.
+    (A root too long for the suffix was cut and given a digest; the `root-job` tag has it whole.)"""
+    return _RELAUNCH_SUFFIX.sub("", job_name) or job_name
 
 
 def is_valid_job_name(name: str) -> bool:

@@ -8,7 +8,7 @@ from typing import Any
 from trainguard.domain.outcome import Outcome, skipped
 from trainguard.events.cloudtrail import parse_failed_launch
 from trainguard.events.training_job import MalformedInput
-from trainguard.handlers.observability import logger, metrics, record_malformed, record_outcome
+from trainguard.handlers.observability import follow_job, logger, metrics, record_malformed, record_outcome
 from trainguard.handlers.wiring import ports_or_production
 from trainguard.workflows.launch_blocked import handle_blocked_launch
 from trainguard.workflows.ports import GuardPorts
@@ -20,13 +20,13 @@ def handle(event: Any, ports: GuardPorts | None = None) -> Outcome:
     except MalformedInput as err:
         record_malformed(str(err))
         return skipped("", f"malformed event: {err}")
-    logger.append_keys(job_name=launch.job_name, event_id=launch.event_id)
+    follow_job(launch.job_name, event_id=launch.event_id)
     outcome = handle_blocked_launch(ports_or_production(ports), launch)
     record_outcome(outcome)
     return outcome
 
 
 @metrics.log_metrics
-@logger.inject_lambda_context
+@logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return handle(event).as_dict()

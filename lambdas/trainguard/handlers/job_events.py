@@ -7,7 +7,7 @@ from typing import Any
 from trainguard.domain.outcome import Outcome, skipped
 from trainguard.events.state_change import parse_state_change
 from trainguard.events.training_job import MalformedInput
-from trainguard.handlers.observability import logger, metrics, record_malformed, record_outcome
+from trainguard.handlers.observability import follow_job, logger, metrics, record_malformed, record_outcome
 from trainguard.handlers.wiring import ports_or_production
 from trainguard.workflows.job_ended import handle_job_end
 from trainguard.workflows.ports import GuardPorts
@@ -22,12 +22,13 @@ def handle(event: Any, ports: GuardPorts | None = None) -> Outcome:
     except MalformedInput as err:
         record_malformed(str(err))
         return skipped("", f"malformed event: {err}")
-    logger.append_keys(job_name=change.job.name, event_id=change.event_id)
+    follow_job(change.job.name, event_id=change.event_id)
     status = change.job.status
     if status in WATCHED_STATUSES:
         outcome = follow_training_state(ports_or_production(ports), change.job.name)
     elif status in ACTIONABLE_STATUSES:
         ended = ports_or_production(ports)
+        follow_job(change.job.name, change.job.tags, ended.config.tag_prefix, event_id=change.event_id)
         stop_watching(ended, change.job.name)
         outcome = handle_job_end(ended, change.job.name)
     elif status == "Completed":
@@ -40,6 +41,6 @@ def handle(event: Any, ports: GuardPorts | None = None) -> Outcome:
 
 
 @metrics.log_metrics
-@logger.inject_lambda_context
+@logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return handle(event).as_dict()

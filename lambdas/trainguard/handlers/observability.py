@@ -2,22 +2,37 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
+from trainguard.domain.naming import lineage_of
 from trainguard.domain.outcome import Outcome
+from trainguard.domain.policy import TagKeys
 from trainguard.metric_names import MALFORMED_EVENTS, outcome_metric
 
 logger = Logger(service="trainguard")
 metrics = Metrics(service="trainguard")
 
 
+def follow_job(job_name: str, tags: Mapping[str, str] | None = None, tag_prefix: str = "", **keys: str) -> None:
+    """From here on, every log line of this invocation names the job and its lineage: the job the
+    lineage started from, from the `root-job` tag trainguard writes on each relaunch, else the name.
+    (The handlers clear these keys at the start of each invocation: `inject_lambda_context(clear_state=True)`.)"""
+    root = (tags or {}).get(TagKeys(tag_prefix).root_job, "") if tag_prefix else ""
+    logger.append_keys(job_name=job_name, lineage=root or lineage_of(job_name), **keys)
+
+
 def record_outcome(outcome: Outcome) -> None:
-    """One log line and one metric per outcome, so every decision can be found and counted."""
+    """One log line and one metric per outcome, so every decision can be found and counted. A handler
+    that watches many jobs (quota watch, prober) logs each outcome with its own job and lineage."""
+    followed = logger.get_current_keys().get("job_name") == outcome.job_name
     logger.info(
         "outcome",
         outcome=outcome.kind.value,
         job_name=outcome.job_name,
+        lineage=logger.get_current_keys().get("lineage") if followed else lineage_of(outcome.job_name),
         decision=outcome.decision,
         category=outcome.category,
         new_job_name=outcome.new_job_name,

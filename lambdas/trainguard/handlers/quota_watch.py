@@ -18,6 +18,6 @@ def handle(event: Any, ports: GuardPorts | None = None) -> list[dict[str, Any]]:
 
 
 @metrics.log_metrics
-@logger.inject_lambda_context
+@logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: Any) -> list[dict[str, Any]]:
     return handle(event)

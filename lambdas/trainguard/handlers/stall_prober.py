@@ -24,6 +24,6 @@ def handle(event: Any, ports: GuardPorts | None = None) -> dict[str, Any]:
 
 
 @metrics.log_metrics
-@logger.inject_lambda_context
+@logger.inject_lambda_context(clear_state=True)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return handle(event)
