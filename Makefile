@@ -9,7 +9,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 export AWS_EC2_METADATA_DISABLED := true
 PYTEST_WORKERS ?= 2
 
-.PHONY: help setup test test-quick lint synth demo bench clean
+.PHONY: help setup test test-quick lint synth deploy-local demo sandbox bench clean
 
 help:
 	@echo "make setup       create .venv and node_modules (idempotent)"
@@ -17,7 +17,9 @@ help:
 	@echo "make test-quick  the suite without the slow tier"
 	@echo "make lint        ruff and mypy"
 	@echo "make synth       write the CloudFormation template to cdk.out/"
+	@echo "make deploy-local  bootstrap, deploy, update and destroy the stack in moto server (real CDK CLI)"
 	@echo "make demo        watch trainguard work against a local AWS stand-in"
+	@echo "make sandbox     serve the stand-in on 127.0.0.1 with trainguard attached, for the AWS CLI and the SDK"
 	@echo "make bench       the standard benchmark; writes BENCHMARKS.md"
 
 setup: $(VENV)/.installed node_modules/.installed
@@ -25,7 +27,7 @@ setup: $(VENV)/.installed node_modules/.installed
 $(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements-dev.txt -e .
+	$(PY) -m pip install -q -r requirements-dev.txt -e '.[sdk,examples]'
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
@@ -47,8 +49,18 @@ synth: setup
 	cdk synth --quiet --no-notices
 	@echo "template: cdk.out/TrainGuard.template.json"
 
+# The real CDK CLI against moto server on localhost; its own temporary cdk.out (README: Trying the deploy locally).
+deploy-local: setup
+	$(PY) -m trainguard_local.deploy_local
+
 demo: setup
 	$(PY) -m trainguard_local.demo
+
+# The stand-in as a server for your own AWS CLI and SageMaker SDK, until Ctrl-C (README: The sandbox).
+SANDBOX_PORT ?= 5005
+SANDBOX_SPEED ?= 10
+sandbox: setup
+	$(PY) -m trainguard_local.sandbox --port $(SANDBOX_PORT) --speed $(SANDBOX_SPEED)
 
 bench: setup
 	$(PY) -m trainguard_local.bench

@@ -5,7 +5,7 @@ All of trainguard's settings live under the context key `trainguard`:
     "context": {"trainguard": {"tag_prefix": "trainguard", "dry_run": true, ...}}
 
 Override one at deploy time with `cdk deploy -c trainguard='{"dry_run": false, ...}'`
-(a JSON object, merged over cdk.json's).
+(a JSON object that replaces cdk.json's: a setting it leaves out takes its default here).
 """
 
 from __future__ import annotations

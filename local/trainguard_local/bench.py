@@ -116,6 +116,7 @@ def _markdown(
             f"{f['wrong_actions']} |"
         )
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.system()}"
+    machine += f", load average {os.getloadavg()[0]:.1f} at the end (timings grow with other work on the machine)"
     return "\n".join(
         [
             "# Benchmarks",
@@ -135,15 +136,16 @@ def _markdown(
             "since the last checkpoint at each failure or stop, x instances x GPUs). Completion delay: the extra "
             "wall-clock hours until a job's work is done, compared with a fault-free run.",
             "",
+            *_guard_cost_markdown(report.get("guard_cost")),
             "## The stall prober at 2,000 watched jobs (in process, against moto)",
             "",
             f"- calls per cycle: {scale['calls_per_cycle']} (the Logs read APIs are not called per job)",
             f"- every 15th minute, the orphan sweep adds: {scale['calls_per_sweep_cycle']} (moto does not paginate "
-            "DescribeAlarms; on AWS, at 100 alarms a page, the sweep takes about 41 calls for 2,000 jobs' "
-            "4,000 alarms)",
+            "DescribeAlarms; on AWS, at 100 alarms a page (MaxRecords is 1-100 in botocore's CloudWatch model), "
+            "the sweep takes about 41 calls for 2,000 jobs' 4,000 alarms)",
             f"- cycle time: {scale['cycle_seconds_in_process']} s (median of {scale['cycles_timed']} cycles), "
             f"watch list {scale['watch_list_bytes']:,} bytes (one Query page up to 1 MB)",
-            f"- cost per guarded job-hour (8 hosts, FACTS.md rates): {scale['cost_per_job_hour_usd']}",
+            f"- cost per guarded job-hour (8 hosts, fleet/prices.py rates): {scale['cost_per_job_hour_usd']}",
             "",
             "## Handlers",
             "",
@@ -156,6 +158,43 @@ def _markdown(
             "",
         ]
     )
+
+
+def _guard_cost_markdown(cost: dict[str, Any] | None) -> list[str]:
+    """trainguard's own AWS cost on the standard trace (the `guard_cost` of the JSON report)."""
+    if cost is None:
+        return []
+    rows = [
+        f"| {name} | {entry['counted_in_run']:,.1f} | {entry['estimated_for_the_deployed_schedules']:,.1f} | "
+        f"{entry['unit']} | {entry['price_per_unit']:.3g} | {entry['dollars']:,.4f} |"
+        for name, entry in sorted(cost["breakdown"].items(), key=lambda item: -item[1]["dollars"])
+    ]
+    deployment = cost["deployment"]
+    return [
+        "## trainguard's own AWS cost on the standard trace (`guard_cost`)",
+        "",
+        f"**${cost['total_dollars']:,.2f}** for {cost['guarded_instance_hours']:,.0f} guarded instance-hours: "
+        f"**${cost['dollars_per_guarded_instance_hour']:.6f} per guarded instance-hour**, "
+        f"**{cost['share_of_guarded_compute_percent']:.4f}%** of the guarded compute's "
+        f"${cost['guarded_compute_dollars']:,.0f} (goal: at most {cost['goal_share_percent']}%).",
+        "",
+        "| item | counted in the run | estimated for the deployed schedules | unit | $ per unit | $ |",
+        "|---|---|---|---|---|---|",
+        *rows,
+        "",
+        "Counted at trainguard's own clients in the run (API calls by operation, their billed quantities, each "
+        "alarm's life, the custom metrics sent) and priced at list prices (`local/trainguard_local/fleet/prices.py`, "
+        "each with its source; free tiers left out). The prober and the quota check run in the simulator only "
+        "while something can come of them, and the log-activity function only for the lines of a stall window: "
+        f"the invocations a deployment adds ({deployment['invocations_deployed']}; log deliveries at "
+        f"{deployment['log_deliveries_per_watched_job_hour']:g} per watched job-hour, an assumption) are priced "
+        "at the average of those that ran. Lambda duration is modelled: "
+        f"{deployment['handler_ms']:g} ms per invocation + {deployment['aws_call_ms']:g} ms per AWS call, "
+        f"{deployment['lambda_memory_gb']:g} GB, arm64 (assumptions). Not counted: "
+        + "; ".join(cost["not_counted"])
+        + ".",
+        "",
+    ]
 
 
 if __name__ == "__main__":

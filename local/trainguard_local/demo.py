@@ -1,4 +1,12 @@
-"""`make demo`: watch trainguard handle three failed jobs against the local AWS stand-in.
+"""`make demo`: watch trainguard work, without an AWS account.
+
+By default, the fleet demo (demo_fleet.py): twelve jobs, every fault kind, 24 hours of fleet time on the
+fleet simulator, the SNS messages trainguard published, the figures against no guard, SageMaker's
+RetryStrategy and Debugger's rule, trainguard's own AWS cost, two PNG timelines and the JSON report in
+`demo-out/`.
+
+With `--acts`, the acts below, against the stand-in over HTTP (moto server and the simulated SageMaker
+on 127.0.0.1, the stack's event rules):
 
 1. An opted-in job fails with an InternalServerError: trainguard relaunches it from its checkpoint
    (and a duplicate delivery of the same event changes nothing).
@@ -116,9 +124,16 @@ def run_demo(say: Any = print) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--acts", action="store_true", help="the acts against the HTTP stand-in, not the fleet")
+    parser.add_argument("--out", type=Path, default=Path("demo-out"), help="the fleet demo's files (demo-out/)")
     parser.add_argument("--json", type=Path, help="also write what happened as JSON to this file")
     args = parser.parse_args(argv)
-    report = run_demo()
+    if args.acts:
+        report = run_demo()
+    else:
+        from trainguard_local.demo_fleet import run_fleet_demo
+
+        report = run_fleet_demo(args.out)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2, default=str))
     return 0

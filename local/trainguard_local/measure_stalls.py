@@ -3,7 +3,7 @@
 It builds a watch list of N jobs in the ledger (moto, in process), runs one prober cycle with the
 production adapters, and counts every AWS call by operation (botocore's before-call event). It then
 prices a guarded job-hour from the counts and from CloudWatch's and Lambda's published rates (the
-rates are parameters below, with their sources; recheck them for your region).
+rates, with their sources, are in fleet/prices.py, shared with the fleet simulator's guard_cost).
 """
 
 from __future__ import annotations
@@ -35,15 +35,16 @@ from trainguard.domain.stall_alarms import plan_stall_alarms
 from trainguard.domain.stalls import StallThresholds, WatchedJob
 from trainguard.workflows.ports import GuardPorts
 from trainguard.workflows.stall_prober import probe
-
-# Rates, us-east-1, as FACTS.md gives them (third-party figures, unconfirmed); recheck for your region.
-ALARM_METRIC_MONTH = 0.10  # standard-resolution alarm, per metric it references
-CUSTOM_METRIC_MONTH = 0.30  # first 10,000 custom metrics
-PUT_METRIC_DATA_PER_1000 = 0.01
-LAMBDA_REQUEST = 0.20 / 1_000_000
-LAMBDA_ARM_GB_SECOND = 0.0000133334
-DYNAMODB_READ_PER_MILLION = 0.125  # on-demand read request units (price after the 2024 cut; check yours)
-HOURS_PER_MONTH = 730
+from trainguard_local.fleet.prices import (  # us-east-1 list prices, each with its source
+    ALARM_METRIC_MONTH,
+    COMPOSITE_ALARM_MONTH,
+    CUSTOM_METRIC_MONTH,
+    DYNAMODB_READ_PER_MILLION,
+    HOURS_PER_MONTH,
+    LAMBDA_ARM_GB_SECOND,
+    LAMBDA_REQUEST,
+    PUT_METRIC_DATA_PER_1000,
+)
 
 
 def measure(jobs: int, hosts_per_job: int = 8, with_alarms: bool = False, cycles: int = 1) -> dict[str, Any]:
@@ -129,7 +130,7 @@ def _ports(dynamodb: Any, cloudwatch: Any, now: datetime) -> GuardPorts:
 def _costs(jobs: int, hosts: int, calls: dict[str, int], seconds: float, watched_bytes: int) -> dict[str, float]:
     alarms = (1 + hosts) * ALARM_METRIC_MONTH / HOURS_PER_MONTH  # log silence + one metric per host
     if hosts > 10:
-        alarms += 0.50 / HOURS_PER_MONTH  # the composite
+        alarms += COMPOSITE_ALARM_MONTH / HOURS_PER_MONTH  # the composite
     metric = CUSTOM_METRIC_MONTH / HOURS_PER_MONTH
     puts = calls.get("PutMetricData", 0) * 60 * PUT_METRIC_DATA_PER_1000 / 1000 / jobs
     lambda_seconds = seconds * 60 / jobs

@@ -4,6 +4,7 @@ on a virtual clock, on hand-made one-job traces and on a generated one (traingua
 from __future__ import annotations
 
 import time
+from collections import Counter
 
 import pytest
 
@@ -176,6 +177,33 @@ def test_every_event_delivered_twice_still_gives_one_action_per_target_and_the_s
     assert sorted(creates(strategy.last_run)) == ["job-a-retry1", "job-b-retry1", "job-c-retry1", "job-d-retry1"]
     assert all(o.completed_at is not None for o in outcomes)
     assert TrainguardStrategy(person=PERSON, duplicate_delivery_share=1.0).run(trace) == outcomes  # deterministic
+
+
+def test_the_run_counts_what_trainguard_uses_for_its_cost() -> None:
+    spec = job()
+    outcome, record = run(trace_of(spec, fault(spec, FaultKind.HANG_IDLE_GPU, 3.2)))
+    assert record.usage is not None
+
+    handlers = record.usage.handlers
+    assert {"job_events", "stall_prober", "stall_alarms", "log_activity"} <= set(handlers)
+    assert sum((h.calls for h in handlers.values()), Counter()) == record.calls  # every call, in one handler
+    lives = {life.name: life for life in record.usage.alarm_lives}
+    silence = {life.log_silence_of: life for life in lives.values() if life.log_silence_of}
+    assert set(silence) == {"job-a", "job-a-retry1"}  # the job's and its relaunch's log-silence alarms
+    assert silence["job-a"].end <= silence["job-a-retry1"].start  # deleted when the stopped job ended
+    assert {life.metrics for life in lives.values() if not life.composite} == {1, spec.instance_count}
+    subjects = [n.subject for n in record.notifications]
+    assert subjects == ["[trainguard] job-a stalled: stopped", "[trainguard] relaunched job-a"]
+    assert record.calls["sns:Publish"] == len(subjects)
+
+    cost = TrainguardStrategy(person=PERSON)
+    cost.last_run = record
+    result = cost.guard_cost()
+    assert result is not None
+    assert result["guarded_instance_hours"] == pytest.approx(outcome.billed_instance_hours, abs=1e-3)
+    assert result["breakdown"]["sns_publish_requests"]["counted_in_run"] == 2
+    assert result["breakdown"]["alarm_metric_hours"]["quantity"] > 0
+    assert 0 < result["dollars_per_guarded_instance_hour"] < 0.01
 
 
 def test_a_generated_20_job_trace_runs_end_to_end_in_under_a_minute() -> None:

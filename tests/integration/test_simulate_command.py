@@ -63,9 +63,17 @@ def test_simulate_writes_the_report_the_summary_and_the_timeline(
         assert set(figures["completion_delay_hours"]) == {"p50", "p95", "total"}
     assert {k: report["trace"][k] for k in ("jobs", "hours", "seed")} == {"jobs": JOBS, "hours": 24, "seed": 3}
     assert report["faults"] and all({"job", "kind", "strikes_at_hours"} <= set(f) for f in report["faults"])
+    cost, calls = report["guard_cost"], report["strategies"]["trainguard"]["guard_calls"]
+    assert cost["total_dollars"] > 0
+    assert cost["total_dollars"] == pytest.approx(sum(e["dollars"] for e in cost["breakdown"].values()), abs=1e-9)
+    assert cost["api_calls_in_run"] == calls["made"]  # the calls priced are the calls the run made
+    assert cost["guarded_instance_hours"] == calls["guarded_instance_hours"]
+    per_hour = cost["total_dollars"] / cost["guarded_instance_hours"]
+    assert cost["dollars_per_guarded_instance_hour"] == pytest.approx(per_hour, abs=1e-8)
 
     out, err = capsys.readouterr()
     assert all(name in out for name in STRATEGIES) and "wasted GPU-h" in out and "wasted_gpu_hours:" in out
+    assert "guard cost: $" in out and "per instance-hour" in out
     assert len([line for line in err.splitlines() if line.startswith("trainguard simulate:")]) == len(STRATEGIES)
 
     data = png.read_bytes()
@@ -85,6 +93,7 @@ def test_the_same_seed_gives_the_same_figures(tmp_path: Path) -> None:
 
     assert first[0] == second[0] == 0
     assert set(first[1]["strategies"]) == set(STRATEGIES[:3])
+    assert "guard_cost" not in first[1]  # trainguard did not run: nothing of its own was counted
     assert first[1] == second[1]
     assert first[2].read_bytes() == second[2].read_bytes()
 

@@ -22,6 +22,8 @@ The figures, defined once (README.md copies these definitions):
   same way (a second stop of one launch, a second relaunch of one failure, a second request for one
   quota).
 - `wrong_actions`: a stop of a healthy job, or a relaunch of a user's error (code, memory) unfixed.
+- `guard_cost` (top level, when trainguard ran): trainguard's own AWS cost at list prices, by item, in
+  all, per guarded instance-hour and as a share of the guarded compute's dollars (guard_cost.py).
 
 Percentiles are nearest-rank: the smallest value with at least q% of the values at or below it.
 """
@@ -47,6 +49,13 @@ class Described(Protocol):
     def describe(self) -> dict[str, Any]: ...
 
 
+@runtime_checkable
+class Costed(Protocol):
+    """A strategy whose own AWS cost was counted (trainguard's)."""
+
+    def guard_cost(self) -> dict[str, Any] | None: ...
+
+
 def percentile(values: Iterable[float], q: float) -> float | None:
     """Nearest-rank percentile; None for no values."""
     ordered = sorted(values)
@@ -64,7 +73,7 @@ def run_all(trace: Trace, strategies: Sequence[Strategy]) -> dict[str, Any]:
 def build_report(
     trace: Trace, strategies: Sequence[Strategy], outcomes: Mapping[str, Sequence[JobOutcome]]
 ) -> dict[str, Any]:
-    return {
+    report: dict[str, Any] = {
         "trace": trace_summary(trace),
         "strategies": {
             s.name: {**(s.describe() if isinstance(s, Described) else {}), **strategy_figures(trace, outcomes[s.name])}
@@ -72,6 +81,10 @@ def build_report(
         },
         "faults": [fault_record(fault) for fault in trace.faults],
     }
+    costs = [cost for s in strategies if isinstance(s, Costed) and (cost := s.guard_cost()) is not None]
+    if costs:
+        report["guard_cost"] = costs[0]
+    return report
 
 
 def strategy_figures(trace: Trace, outcomes: Sequence[JobOutcome]) -> dict[str, Any]:

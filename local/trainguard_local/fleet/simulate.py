@@ -34,6 +34,8 @@ FIGURE_DEFINITIONS: dict[str, str] = {
     "recover_minutes": "from the moment a transient fault shows to the moment training runs again",
     "duplicate_actions": "actions that succeeded on a target already acted on the same way",
     "wrong_actions": "a stop of a healthy job, or a relaunch of a user's error unfixed",
+    "guard_cost": "trainguard's own AWS cost at list prices (fleet/prices.py), from what the run counted at its own "
+    "clients; per guarded instance-hour (billed instance-hours of the guarded jobs) and as a share of their compute",
 }
 
 
@@ -72,6 +74,10 @@ class _Timed:
         describe: Callable[[], dict[str, Any]] | None = getattr(self.inner, "describe", None)
         return describe() if describe is not None else {}
 
+    def guard_cost(self) -> dict[str, Any] | None:
+        cost: Callable[[], dict[str, Any] | None] | None = getattr(self.inner, "guard_cost", None)
+        return cost() if cost is not None else None
+
 
 def strategies(*, trainguard: bool = True) -> list[Runnable]:
     chosen: list[Runnable] = list(anchor_strategies())
@@ -86,8 +92,14 @@ def simulate(
     jobs: int, hours: float, seed: int, *, trainguard: bool = True, progress: TextIO | None = None
 ) -> tuple[dict[str, Any], dict[str, list[JobOutcome]]]:
     """The report (run_all's, with the figures' definitions) and each strategy's outcomes."""
-    trace = generate_trace(jobs, hours, seed)
-    timed = [_Timed(strategy, progress) for strategy in strategies(trainguard=trainguard)]
+    return simulate_trace(generate_trace(jobs, hours, seed), strategies(trainguard=trainguard), progress)
+
+
+def simulate_trace(
+    trace: Trace, chosen: Sequence[Runnable], progress: TextIO | None = None
+) -> tuple[dict[str, Any], dict[str, list[JobOutcome]]]:
+    """Run the strategies on one trace: the report, with the figures' definitions, and their outcomes."""
+    timed = [_Timed(strategy, progress) for strategy in chosen]
     report = run_all(trace, timed)
     report["definitions"] = dict(FIGURE_DEFINITIONS)
     return report, {t.name: t.outcomes for t in timed}
@@ -149,12 +161,30 @@ def render_summary(answer: dict[str, Any]) -> str:
         )
     lines += _table(rows)
     lines.append("")
+    lines += guard_cost_lines(answer.get("guard_cost"))
+    lines.append("")
     lines += [f"{name}: {text}" for name, text in answer.get("definitions", FIGURE_DEFINITIONS).items()]
     lines.append("the anchors (none, sagemaker_retry, debugger_rule) are models of their documentation; see 'sources'")
     if answer.get("written"):
         lines.append("")
         lines += [f"wrote {what}: {path}" for what, path in answer["written"].items()]
     return "\n".join(lines)
+
+
+def guard_cost_lines(cost: dict[str, Any] | None) -> list[str]:
+    """trainguard's own AWS cost, in a few lines: the total, per guarded instance-hour, the share of the
+    guarded compute, and the three largest items."""
+    if cost is None:
+        return ["guard cost: not counted (trainguard did not run)"]
+    share = cost["share_of_guarded_compute_percent"]
+    verdict = "" if share is None else f" (goal: at most {cost['goal_share_percent']}%)"
+    items = sorted(cost["breakdown"].items(), key=lambda item: -item[1]["dollars"])[:3]
+    return [
+        f"guard cost: ${cost['total_dollars']:,.2f} for {cost['guarded_instance_hours']:,.0f} guarded instance-hours"
+        f" = ${_fmt(cost['dollars_per_guarded_instance_hour'], 6)} per instance-hour, "
+        f"{_fmt(share, 4)}% of the guarded compute's ${cost['guarded_compute_dollars']:,.0f}{verdict}",
+        "  largest: " + ", ".join(f"{name} ${entry['dollars']:,.2f}" for name, entry in items),
+    ]
 
 
 def _table(rows: Sequence[Sequence[str]]) -> list[str]:

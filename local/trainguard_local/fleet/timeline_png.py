@@ -1,8 +1,9 @@
 """The timeline picture: one row per lineage (trace job), time on the x axis, coloured by segment state,
 detections and actions marked as ticks. A minimal PNG encoder (zlib only; no plotting library).
 
-Each row is `ROW_HEIGHT` pixels: the top `ROW_HEIGHT - 1` show the states, the last is a white gap.
-A detection is a black tick on the row's top pixel; an action that succeeded is a blue tick below it.
+Each row is `row_height` pixels (`ROW_HEIGHT` unless asked): all but the last show the states, the last is
+a white gap. A detection is a black tick on the top third of them (the top pixel at `ROW_HEIGHT`); an
+action that succeeded is a blue tick below it.
 """
 
 from __future__ import annotations
@@ -41,8 +42,10 @@ def timeline_span(outcomes: Sequence[JobOutcome], hours: float) -> float:
     return max([hours, *ends])
 
 
-def timeline_rows(outcomes: Sequence[JobOutcome], hours: float, width: int = WIDTH) -> list[bytes]:
-    """The picture's pixel lines, RGB, `ROW_HEIGHT` per outcome."""
+def timeline_rows(
+    outcomes: Sequence[JobOutcome], hours: float, width: int = WIDTH, row_height: int = ROW_HEIGHT
+) -> list[bytes]:
+    """The picture's pixel lines, RGB, `row_height` per outcome."""
     span = timeline_span(outcomes, hours)
 
     def x(at: float) -> int:
@@ -50,25 +53,28 @@ def timeline_rows(outcomes: Sequence[JobOutcome], hours: float, width: int = WID
 
     lines: list[bytes] = []
     for outcome in outcomes:
-        row = [bytearray(bytes(BACKGROUND) * width) for _ in range(ROW_HEIGHT - 1)]
+        row = [bytearray(bytes(BACKGROUND) * width) for _ in range(row_height - 1)]
         for segment in outcome.segments:
             start, end = x(segment.start), max(x(segment.start) + 1, x(segment.end))
             fill = bytes(STATE_COLOURS[segment.state]) * (end - start)
             for line in row:
                 line[start * 3 : end * 3] = fill
+        mark = max(1, (row_height - 1) // 3)  # detections on the top third of a row, actions below
+        thick = max(1, row_height // 12)
         for detection in outcome.detections:
-            _tick(row[:1], x(detection.detected_at), DETECTION)
+            _tick(row[:mark], x(detection.detected_at), DETECTION, thick)
         for action in outcome.actions:
             if action.succeeded:
-                _tick(row[1:], x(action.at), ACTION)
+                _tick(row[mark:], x(action.at), ACTION, thick)
         lines += [bytes(line) for line in row]
         lines.append(bytes(BACKGROUND) * width)
     return lines
 
 
-def _tick(lines: Sequence[bytearray], column: int, colour: Colour) -> None:
+def _tick(lines: Sequence[bytearray], column: int, colour: Colour, thick: int = 1) -> None:
+    start = min(column, len(lines[0]) // 3 - thick) if lines else column
     for line in lines:
-        line[column * 3 : column * 3 + 3] = bytes(colour)
+        line[start * 3 : (start + thick) * 3] = bytes(colour) * thick
 
 
 def encode_png(lines: Sequence[bytes], width: int) -> bytes:
@@ -84,8 +90,12 @@ def _chunk(kind: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
 
 
-def write_timeline(path: Path, outcomes: Sequence[JobOutcome], hours: float, width: int = WIDTH) -> None:
+def write_timeline(
+    path: Path, outcomes: Sequence[JobOutcome], hours: float, width: int = WIDTH, row_height: int = ROW_HEIGHT
+) -> None:
     """Write the timeline of one strategy's outcomes (one row per job) to `path`."""
     if not outcomes:
         raise ValueError("no jobs to draw")
-    path.write_bytes(encode_png(timeline_rows(outcomes, hours, width), width))
+    if row_height < 2:
+        raise ValueError("row_height: at least 2 (a line of states and the gap)")
+    path.write_bytes(encode_png(timeline_rows(outcomes, hours, width, row_height), width))

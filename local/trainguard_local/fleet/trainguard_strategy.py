@@ -1,19 +1,19 @@
 """trainguard itself, as a fleet strategy: the real code, driven on the stand-in, on a virtual clock.
 
 Not a model. The production handlers (`lambdas/trainguard/handlers`, each through `handle(event,
-ports)`) and adapters decide and act; only the endpoints and the clock differ (trainguard_world.py).
+ports)`) and adapters decide and act; only the endpoints and the clock differ (trainguard_run/world.py).
 The fleet's side (jobs train, fail, hang, fall silent; SageMaker, CloudWatch, the scheduler and
-Service Quotas answer) is driven event by event (trainguard_kernel.py, trainguard_life.py), and what
-happened is written into the fleet model's records, as the anchors' are.
+Service Quotas answer) is driven event by event (trainguard_run/kernel.py, trainguard_run/job_life.py),
+and what happened is written into the fleet model's records, as the anchors' are.
 
 What is modelled rather than run:
 - the job's own side: startup, training, checkpoints, the faults, from the trace and model.py's rules
   (as for the anchors);
 - the person on call, where trainguard leaves the job to a person (person.py, the same draws);
 - CloudWatch's evaluation of the alarms (LocalAlarmEvaluator, CloudWatch's documented semantics), and
-  only during stall windows (see trainguard_kernel.py); the prober and the quota check run on their
+  only during stall windows (see trainguard_run/kernel.py); the prober and the quota check run on their
   schedules only while something can come of them. Their calls in the rest of the time are estimated
-  in `guard_calls.schedules`, not run;
+  in `guard_calls.schedules`, not run, and priced in `guard_cost` (guard_cost.py);
 - the delivery of events: in order, at once, some twice (`duplicate_delivery_share`).
 
 The fleet's jobs opt in with `trainguard:enabled=true` and `trainguard:restart-without-checkpoint=true`
@@ -25,18 +25,22 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from infra.settings import Settings
 from trainguard.domain.outcome import Outcome
 from trainguard_local.fleet.catalogue import training_quota_name
+from trainguard_local.fleet.guard_cost import Deployment, UsageSummary, guard_cost
 from trainguard_local.fleet.model import JobOutcome
 from trainguard_local.fleet.person import PersonOnCall, person_rng
 from trainguard_local.fleet.trace import FaultKind, Trace
-from trainguard_local.fleet.trainguard_kernel import Kernel, QuotaChecks, Ticker
-from trainguard_local.fleet.trainguard_life import JobLife, LifeSettings
-from trainguard_local.fleet.trainguard_world import FleetWorld, GuardCall, fleet_world, run_started_at
+from trainguard_local.fleet.trainguard_run.clock import run_started_at
+from trainguard_local.fleet.trainguard_run.job_life import JobLife, LifeSettings
+from trainguard_local.fleet.trainguard_run.kernel import Kernel, QuotaChecks, Ticker
+from trainguard_local.fleet.trainguard_run.usage import Notification
+from trainguard_local.fleet.trainguard_run.world import FleetWorld, GuardCall, fleet_world
 
 # The deployment's settings that differ from the defaults (README, "Deploying").
 CONFIG_OVERRIDES: dict[str, Any] = {
@@ -64,7 +68,9 @@ class RunRecord:
     quota_checks: int = 0
     span_hours: float = 0.0
     guarded_instance_hours: float = 0.0
-    prober_cycle_calls: dict[str, float] = field(default_factory=dict)
+    guarded_compute_dollars: float = 0.0
+    usage: UsageSummary | None = None  # what trainguard used, for guard_cost
+    notifications: list[Notification] = field(default_factory=list)  # trainguard's SNS messages, in order
 
 
 @dataclass
@@ -75,6 +81,7 @@ class TrainguardStrategy:
     config_overrides: dict[str, Any] = field(default_factory=lambda: dict(CONFIG_OVERRIDES))
     name: str = "trainguard"
     last_run: RunRecord | None = None
+    on_progress: Callable[[float], None] | None = field(default=None, repr=False, compare=False)  # trace hours
 
     def __post_init__(self) -> None:
         if self.healthy_silence_idle_gpu not in HEALTHY_SILENCE_MODES:
@@ -113,7 +120,8 @@ class TrainguardStrategy:
             world.on_guard_call = lambda call: _route(lives, call)
             for life in lives.values():
                 kernel.spawn(life.process, life.job.submitted_at, acting=life.job.name)
-            kernel.run()
+            on_progress = self.on_progress
+            kernel.run(None if on_progress is None else lambda: on_progress(kernel.now))
             outcomes = [lives[job.name].tl.outcome() for job in trace.jobs]
             self._record(record, world, lives, outcomes)
             record.ticks, record.quota_checks = ticker.ticks, checks.checks
@@ -131,16 +139,34 @@ class TrainguardStrategy:
         record.problems = list(world.problems)
         record.notes = {name: life.notes for name, life in lives.items() if life.notes}
         record.modelled = {name: life.modelled for name, life in lives.items() if life.modelled}
-        record.repeated_refusals = sum(life.repeated_refusals for life in lives.values())
+        record.repeated_refusals = sum(life.guard_actions.repeated_refusals for life in lives.values())
         record.span_hours = max((o.completed_at or o.job.submitted_at) for o in outcomes) if outcomes else 0.0
         record.guarded_instance_hours = sum(o.billed_instance_hours for o in outcomes)
+        record.guarded_compute_dollars = sum(o.billed_instance_hours * o.job.price_per_instance_hour for o in outcomes)
+        record.usage = world.usage.summary(record.span_hours)
+        record.notifications = list(world.usage.notifications)
+
+    def guard_cost(self) -> dict[str, Any] | None:
+        """trainguard's own AWS cost in the last run (guard_cost.py), or None before a run."""
+        if self.last_run is None or self.last_run.usage is None:
+            return None
+        deployment = Deployment(
+            prober_runs_per_hour=SCHEDULES_PER_HOUR["stall_prober"],
+            quota_checks_per_hour=SCHEDULES_PER_HOUR["quota_watch"],
+        )
+        return guard_cost(
+            self.last_run.usage,
+            guarded_instance_hours=self.last_run.guarded_instance_hours,
+            guarded_compute_dollars=self.last_run.guarded_compute_dollars,
+            deployment=deployment,
+        )
 
     def describe(self) -> dict[str, Any]:
         """What the report says: the real code, how it was driven, and trainguard's calls."""
         described: dict[str, Any] = {
             "model": False,
             "model_of": "trainguard itself: the production handlers and adapters on the local stand-in",
-            "sources": ["lambdas/trainguard (the code under test)", "local/trainguard_local/fleet/trainguard_*.py"],
+            "sources": ["lambdas/trainguard (the code under test)", "local/trainguard_local/fleet/trainguard_run/"],
             "parameters": {
                 "person_median_response_hours": self.person.median_response_hours,
                 "person_response_sigma": self.person.response_sigma,

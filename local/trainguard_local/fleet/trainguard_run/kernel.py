@@ -31,7 +31,7 @@ from typing import Any
 
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard_local.alarm_evaluator import LocalAlarmEvaluator
-from trainguard_local.fleet.trainguard_world import FleetWorld
+from trainguard_local.fleet.trainguard_run.world import FleetWorld
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ class Ticker:
             for name in [n for n, w in self.windows.items() if w.last_tick <= minute]:
                 self.close(name)
             if self.ticks % self.PRUNE_EVERY == 0:
-                self.world.prune_metrics(now - self.look_back)
+                self.world.fleet.prune_metrics(now - self.look_back)
             minute += 1
             yield Sleep(minute / 60)
         self._running = False

@@ -1,0 +1,137 @@
+"""`make demo`: a day in the life of a small fleet, under trainguard and without it.
+
+Twelve training jobs over 24 hours of fleet time, one of each fault kind the simulator knows and one
+healthy job (the fleet simulator's own trace generator, seed `DEMO_SEED`). The production handlers and
+adapters run over them on the in-process stand-in, on a virtual clock (fleet/trainguard_strategy.py);
+the same trace is also run without a guard, with SageMaker's RetryStrategy and with Debugger's
+StalledTrainingRule (models of their documentation). The demo prints the trace, what happened to each
+job under trainguard, the SNS messages trainguard published (the production code's own, as sent), the
+figures of the four strategies and trainguard's own AWS cost; it writes two timelines (PNG) and the
+JSON report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from trainguard_local.fleet.anchors import anchor_strategies
+from trainguard_local.fleet.model import JobOutcome
+from trainguard_local.fleet.simulate import render_summary, simulate_trace
+from trainguard_local.fleet.timeline_png import write_timeline
+from trainguard_local.fleet.trace import FaultKind, Trace, generate_trace
+
+DEMO_JOBS, DEMO_HOURS, DEMO_SEED = 12, 24.0, 15
+DEMO_SPOT_SHARE = 0.3  # enough spot jobs for a spot interruption
+ROW_HEIGHT_PX = 24
+COLOURS = (
+    "green training, red hung, dark red failed or stopped, grey starting or queued, orange waiting for a "
+    "person, purple waiting for a quota; black ticks: detections, blue ticks: actions"
+)
+Say = Callable[[str], None]
+
+
+def demo_trace() -> Trace:
+    """Every fault kind once (the generator gives each kind a job before drawing more), one healthy job."""
+    faulty = (DEMO_JOBS - 1) / DEMO_JOBS
+    return generate_trace(DEMO_JOBS, DEMO_HOURS, DEMO_SEED, spot_share=DEMO_SPOT_SHARE, fault_share=faulty)
+
+
+def run_fleet_demo(out_dir: Path, say: Say = print, progress: TextIO | None = sys.stderr) -> dict[str, Any]:
+    """Run the demo; what it showed, for a test or --json: the report, the messages, the files written."""
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    from trainguard_local.fleet.trainguard_strategy import TrainguardStrategy
+
+    trace = demo_trace()
+    say(f"A fleet of {len(trace.jobs)} training jobs over {trace.hours:g} hours of fleet time (seed {trace.seed}):")
+    say("one fault of each kind the simulator knows, and one healthy job. Times are hours on the fleet's clock.\n")
+    for job in trace.jobs:
+        fault = trace.fault_of(job.name)
+        what = "no fault" if fault is None else f"{fault.kind.value} at +{fault.strikes_at:.2f} h"
+        size = f"{job.instance_count:>2} x {job.instance_type:<16}"
+        say(f"  {job.name:<28} {size} from +{job.submitted_at:5.2f} h  {what}")
+    say("\nThe production handlers and adapters, on the in-process stand-in (moto + simulated SageMaker):")
+    guard = TrainguardStrategy(on_progress=_fleet_clock(trace.hours, progress))
+    report, outcomes = simulate_trace(trace, [*anchor_strategies(), guard])
+    if progress is not None:
+        print(file=progress)
+    assert guard.last_run is not None
+    notifications: list[dict[str, Any]] = [
+        {"at_hours": round(n.at, 3), "subject": n.subject, "message": n.message, "attributes": n.attributes}
+        for n in guard.last_run.notifications
+    ]
+
+    say("\nWhat happened to each job under trainguard (and when its work was done, against no guard):")
+    unguarded = {o.job.name: o for o in outcomes["none"]}
+    for outcome in outcomes["trainguard"]:
+        fault = trace.fault_of(outcome.job.name)
+        say(f"\n  {outcome.job.name}: {'no fault' if fault is None else fault.kind.value}")
+        for line in story(outcome):
+            say(line)
+        if fault is not None and fault.kind is FaultKind.SLOW_BUT_HEALTHY and not outcome.actions:
+            say(f"    +{fault.strikes_at:5.2f} h  silent for {fault.silent_minutes:.0f} min, and healthy: left alone")
+        say(f"    {_done(outcome)}; with no guard: {_done(unguarded[outcome.job.name])}")
+
+    say(f"\ntrainguard published {len(notifications)} SNS message(s):")
+    for n in notifications:
+        say(f"  +{n['at_hours']:5.2f} h  {n['subject']}")
+    say("\nThe full text of the first message of each outcome:")
+    shown: set[str] = set()
+    for n in notifications:
+        outcome_kind = n["attributes"].get("outcome", "")
+        if outcome_kind not in shown:
+            shown.add(outcome_kind)
+            say(f"\n  --- {n['subject']}  {n['attributes']}")
+            say(textwrap.indent(n["message"], "    "))
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = {
+        "png (trainguard)": out_dir / "timeline-trainguard.png",
+        "png (none)": out_dir / "timeline-none.png",
+        "json": out_dir / "report.json",
+    }
+    write_timeline(written["png (trainguard)"], outcomes["trainguard"], trace.hours, row_height=ROW_HEIGHT_PX)
+    write_timeline(written["png (none)"], outcomes["none"], trace.hours, row_height=ROW_HEIGHT_PX)
+    written["json"].write_text(json.dumps({**report, "notifications": notifications}, indent=2, sort_keys=True))
+    say("\n" + render_summary({**report, "written": {k: str(v) for k, v in written.items()}}))
+    say(f"the timelines: one row per job; {COLOURS}")
+    return {"report": report, "notifications": notifications, "written": {k: str(v) for k, v in written.items()}}
+
+
+def story(outcome: JobOutcome) -> list[str]:
+    """What happened to one job: its detections and actions, in time order."""
+    events: list[tuple[float, str]] = []
+    for d in outcome.detections:
+        events.append((d.detected_at, f"{d.detector} detected {d.fault_kind.value} ({d.minutes:.1f} min after it)"))
+    for a in outcome.actions:
+        refused = "" if a.succeeded else " (refused)"
+        note = f": {textwrap.shorten(a.note, 80)}" if a.note else ""
+        events.append((a.at, f"{a.actor}: {a.kind.value}{refused}{note}"))
+    return [f"    +{at:5.2f} h  {text}" for at, text in sorted(events, key=lambda event: event[0])]
+
+
+def _done(outcome: JobOutcome) -> str:
+    if outcome.completed_at is None:
+        return "never done"
+    return f"done at +{outcome.completed_at:.2f} h ({outcome.completion_delay_hours or 0:.2f} h late)"
+
+
+def _fleet_clock(hours: float, stream: TextIO | None) -> Callable[[float], None] | None:
+    """The fleet's clock on `stream` while trainguard runs: a mark per virtual hour."""
+    if stream is None:
+        return None
+    shown = [-1]
+
+    def show(now: float) -> None:
+        hour = int(now)
+        if hour > shown[0]:
+            shown[0] = hour
+            bar = "#" * min(hour, int(hours))
+            print(f"\r  fleet clock +{hour:>2} h of {hours:g} [{bar:<{int(hours)}}]", end="", file=stream, flush=True)
+
+    return show

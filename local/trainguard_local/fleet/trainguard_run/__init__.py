@@ -1,0 +1,16 @@
+"""The inside of the trainguard strategy (trainguard_strategy.py): the real handlers and adapters, driven
+over a trace on an in-process stand-in, on a virtual clock.
+
+- `world`: the stand-in of one run (moto in process, the simulated SageMaker and Service Quotas, the
+  Lambda handlers called as Lambda would) and trainguard's own clients, whose calls are counted.
+  `clock`: the virtual clock. `in_process_clients`: boto3 clients that reach the simulated services
+  without HTTP. `simulated_services`: SageMaker with the trace's quota walls; one job's alarms,
+  evaluated. `fleet_side`: what users, training scripts and SageMaker do (launches, checkpoints, log
+  lines, GPU metrics).
+- `kernel`: event-driven time (processes that sleep or park), the minute ticks of the stall windows,
+  the quota check's schedule.
+- `job_life`: one trace job's life as a process; `endings`: what follows the end of a launch
+  (trainguard's answer, or the person on call); `stall_windows`: a silent job's window and GPU data;
+  `guard_actions`: trainguard's calls as actions in the job's timeline.
+- `usage`: what trainguard used in the run, for its cost (`fleet.guard_cost`).
+"""

@@ -1,0 +1,34 @@
+"""The one virtual clock of a trainguard run, and where it starts."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+
+class FleetClock:
+    """The one virtual clock: a datetime, set by the simulation (never by the wall clock)."""
+
+    def __init__(self, base: datetime) -> None:
+        self.base = base
+        self.now = base
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def at_hours(self, hours: float) -> datetime:
+        return self.base + timedelta(microseconds=round(hours * 3_600_000_000))
+
+    def set_hours(self, hours: float) -> None:
+        self.now = self.at_hours(hours)
+
+    def hours_of(self, moment: datetime) -> float:
+        return (moment - self.base).total_seconds() / 3600
+
+
+def run_started_at(hours_needed: float) -> datetime:
+    """The virtual clock's origin: far enough in the past that the whole run stays within the 14 days
+    CloudWatch Logs accepts (and never in the future), on an hour boundary (the ledger's hourly retry
+    budget and the prober's 15-minute sweep then fall on the same virtual minutes in every run)."""
+    now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    back = min(max(hours_needed + 24.0, 48.0), 13 * 24.0)
+    return now - timedelta(hours=back)

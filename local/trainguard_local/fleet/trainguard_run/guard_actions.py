@@ -1,0 +1,63 @@
+"""trainguard's calls that act on a lineage (creates, stops, quota requests), as actions in the job's
+timeline: the way the report counts them, right or wrong, once each."""
+
+from __future__ import annotations
+
+from trainguard_local.fleet.model import ActionKind, JobTimeline
+from trainguard_local.fleet.trace import USER_ERROR_KINDS, FaultKind
+from trainguard_local.fleet.trainguard_run.world import GuardCall
+from trainguard_local.service_quotas import SimulatedServiceQuotas
+
+TRAINGUARD = "trainguard"  # the actor of trainguard's detections and actions in a timeline
+
+
+class GuardActions:
+    def __init__(self, tl: JobTimeline, quotas: SimulatedServiceQuotas) -> None:
+        self.tl, self.quotas = tl, quotas
+        self.pending: list[GuardCall] = []  # trainguard's calls on this lineage, not yet in the timeline
+        self._refused: dict[str, str] = {}  # failed job -> the error of trainguard's last launch for it
+        self.repeated_refusals = 0  # trainguard's launches refused again the same way (not counted as actions)
+
+    def take(self, call: GuardCall) -> None:
+        self.pending.append(call)
+
+    def flush(self, end_kind: dict[str, FaultKind | None], hung: set[str]) -> None:
+        """trainguard's calls on this lineage so far, as actions in the timeline (at their time: the
+        timeline has been brought to the present before). `end_kind`: the fault each SageMaker job's end
+        came from; `hung`: the SageMaker jobs that were hung when stopped."""
+        calls, self.pending = self.pending, []
+        for call in calls:
+            if call.operation == "CreateTrainingJob":
+                tags = {t["Key"]: t["Value"] for t in call.params.get("Tags", [])}
+                failed = tags.get("trainguard:retry-of", tags.get("trainguard:blocked-launch", ""))
+                if not call.succeeded and self._refused.get(failed) == call.error_code:
+                    self.repeated_refusals += 1  # the quota check's launch, refused again: one action is enough
+                    continue
+                self._refused[failed] = call.error_code
+                user_error = end_kind.get(failed) in USER_ERROR_KINDS
+                self.tl.act(
+                    ActionKind.RELAUNCH,
+                    TRAINGUARD,
+                    target=failed,
+                    right=not user_error,
+                    succeeded=call.succeeded,
+                    note=f"{call.error_code}: {call.error_message}"
+                    if call.error_code
+                    else call.params["TrainingJobName"],
+                )
+            elif call.operation == "StopTrainingJob":
+                name = str(call.params.get("TrainingJobName", ""))
+                self.tl.act(
+                    ActionKind.STOP,
+                    TRAINGUARD,
+                    target=name,
+                    right=name in hung,
+                    succeeded=call.succeeded,
+                    note="" if name in hung else "a healthy job, silent for a while",
+                )
+            elif call.operation == "RequestServiceQuotaIncrease":
+                code = str(call.params.get("QuotaCode", ""))
+                names = {r["QuotaCode"]: r["QuotaName"] for r in self.quotas.requests()}
+                self.tl.act(
+                    ActionKind.QUOTA_REQUEST, TRAINGUARD, target=names.get(code, code), succeeded=call.succeeded
+                )

@@ -1,0 +1,305 @@
+"""One trace job's life under trainguard: a process on the kernel that drives the job through the
+simulated SageMaker and lets the production handlers decide, and writes what happened into the fleet
+model's `JobTimeline`.
+
+The job's side follows the trace and the model's rules (model.py), as the anchors do: a launch starts for
+`startup_minutes`, then trains; its one fault strikes at its progress; a failure loses the work since
+the newest checkpoint. What trainguard does about it is not modelled: it is whatever the handlers do
+with the events, alarms and schedules the stand-in gives them (endings.py). Where trainguard does not
+relaunch, the person on call does, with the same draws as in the anchors (person.py).
+
+How each fault reaches trainguard:
+- internal_error, hardware_fault, user_code_error, out_of_memory: the job fails with the trace's
+  FailureReason (`plane.fail`); its Failed event goes to `job_events.handle`.
+- capacity_error: the launch waits in Starting for CAPACITY_REFUSAL_MINUTES without instances, then
+  fails with the CapacityError text; each relaunch is refused the same way while the trace's repeats
+  last. A delayed relaunch fires when trainguard's one-time schedule says (`retry_launcher.handle`).
+- nccl_timeout: the job hangs (GPUs busy, logs silent) in a stall window for the trace's minutes,
+  then fails with the NCCL text.
+- spot_interruption: Training -> Interrupted (`plane.interrupt_spot`), unbilled, for the trace's
+  wait; then Stopped/MaxWaitTimeExceeded (`plane.exceed_max_wait`).
+- quota_wall: the job fails on a hardware fault while the trace's quota wall stands for its lineage
+  (the simulated SageMaker refuses its launches with ResourceLimitExceeded); Service Quotas is
+  scripted to approve an increase `quota_approval_hours` after it is asked; the quota check runs on
+  its schedule (`quota_watch.handle`).
+- hang_idle_gpu, hang_busy_gpu: a stall window (stall_windows.py, kernel.py): logs silent from the
+  hang, GPUs idle (0) or busy; the alarms, the prober and the stall handler decide.
+- slow_but_healthy: a stall window while the job trains on, silent for the trace's minutes. During a
+  first checkpoint load (a silence from the start of training) the GPUs are idle; during a silent
+  phase later on they are busy, since training goes on (a parameter: `healthy_silence_idle_gpu`).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+from trainguard.domain.outcome import Outcome, OutcomeKind
+from trainguard.domain.stalls import StallThresholds
+from trainguard_local.fleet.anchors import CAPACITY_REFUSAL_MINUTES
+from trainguard_local.fleet.catalogue import FAILURE_TEXTS, QUOTA_WALL_FIRST_FAILURE
+from trainguard_local.fleet.model import JobTimeline, State, newest_checkpoint
+from trainguard_local.fleet.person import PersonOnCall
+from trainguard_local.fleet.trace import HANG_KINDS, Fault, FaultKind, JobSpec
+from trainguard_local.fleet.trainguard_run.endings import after_end, hang_left_to_the_person
+from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD, GuardActions
+from trainguard_local.fleet.trainguard_run.kernel import Kernel, Park, QuotaChecks, Sleep, StallWindow, StopNews, Ticker
+from trainguard_local.fleet.trainguard_run.stall_windows import LEAD_MINUTES, WINDOW_KINDS, open_stall_window
+from trainguard_local.fleet.trainguard_run.world import FleetWorld, GuardCall
+from trainguard_local.sagemaker_control_plane import InvalidTransition
+
+_MAX_LAUNCHES = 100
+Life = Generator[Sleep | Park, Any, None]
+Step = Generator[Sleep | Park, Any, str]
+
+
+@dataclass(frozen=True)
+class LifeSettings:
+    person: PersonOnCall
+    thresholds: StallThresholds
+    quota_wait_hours: float
+    healthy_silence_idle_gpu: str  # "first_load", "always" or "never"
+
+
+def failure_text(kind: FaultKind, fault: Fault) -> str:
+    """The fault's FailureReason: the trace's, or the catalogue's first text of its kind (hand-made faults)."""
+    if fault.failure_reason:
+        return fault.failure_reason
+    source = QUOTA_WALL_FIRST_FAILURE if kind is FaultKind.QUOTA_WALL else kind.value
+    return FAILURE_TEXTS[source][1][0]
+
+
+CAPACITY_TEXT = FAILURE_TEXTS["capacity_error"][1][0]
+
+
+class JobLife:
+    def __init__(
+        self,
+        job: JobSpec,
+        fault: Fault | None,
+        rng: random.Random,
+        world: FleetWorld,
+        kernel: Kernel,
+        ticker: Ticker,
+        quota_checks: QuotaChecks,
+        settings: LifeSettings,
+    ) -> None:
+        self.job, self.rng, self.world, self.kernel = job, rng, world, kernel
+        self.ticker, self.quota_checks, self.settings = ticker, quota_checks, settings
+        self.tl = JobTimeline(job, TRAINGUARD)
+        self.guard_actions = GuardActions(self.tl, world.quotas)
+        capacity = fault is not None and fault.kind is FaultKind.CAPACITY_ERROR
+        self.capacity_refusals = self.capacity_refusals_in_fault = fault.repeats + 1 if fault and capacity else 0
+        self.fault = None if capacity else fault  # pending until it strikes
+        self.name = ""  # the SageMaker job of the running launch
+        self.training_since = 0.0
+        self.end_kind: dict[str, FaultKind | None] = {}  # SageMaker job -> the fault its end came from
+        self.hung: set[str] = set()  # SageMaker jobs hung when stopped
+        self.person_launches = 0
+        self.notes: list[str] = []  # what did not go as the drive expects (a refused launch, a stray state)
+        self.modelled: list[str] = []  # where the drive fell back to a model, and why
+        self.quota_wall: tuple[str, float] | None = None  # (quota, approval hours): the trace's wall, standing
+        self.process: Life = self.run()
+
+    # ---- the lineage ------------------------------------------------------------------------------
+
+    def run(self) -> Life:
+        name = self.launch(self.job.name, "user")
+        for _ in range(_MAX_LAUNCHES):
+            self.tl.launch(new_job=True)
+            self.name = name
+            name = yield from self._run_launch()
+            if self.tl.completed_at is not None:
+                return
+        raise RuntimeError(f"{self.job.name}: no completion after {_MAX_LAUNCHES} launches")
+
+    def launch(self, name: str, actor: str) -> str:
+        """A launch of the job named `name`, by the user or the person (trainguard's are its own)."""
+        error = self.world.fleet.launch(self.job, name, root=self.job.name)
+        if error:
+            self.notes.append(f"{actor}'s launch of {name} refused: {error}")
+        self.world.pump()
+        return name
+
+    def _run_launch(self) -> Step:
+        """Run the launch `self.name` (created now) to its end; the next launch's name ('' when done)."""
+        tl = self.tl
+        if self.capacity_refusals:
+            return (yield from self._refused_for_capacity())
+        yield Sleep(tl.now + self.job.startup_minutes / 60)
+        tl.start()
+        self.training_since = tl.now
+        self._drive(self.world.plane.start_training)
+        while True:
+            fault = self.fault
+            target = fault.at_work_hours if fault else self.job.work_hours
+            window: StallWindow | None = None
+            if fault is not None and fault.kind in WINDOW_KINDS:
+                if not (yield from self._train_to(max(target - LEAD_MINUTES / 60, tl.progress))):
+                    return (yield from self._stopped_at_max_runtime())
+                window = open_stall_window(self, fault, tl.now + (target - tl.progress))
+            if not (yield from self._train_to(target)):
+                if window is not None:
+                    self.ticker.close(window.job_name)
+                return (yield from self._stopped_at_max_runtime())
+            if fault is None:
+                self._drive(self.world.plane.complete)
+                tl.complete()
+                return ""
+            self.fault = None
+            if fault.kind is FaultKind.SLOW_BUT_HEALTHY:
+                assert window is not None
+                stopped = yield from self._silent_but_healthy(fault, window)
+                if stopped is None:
+                    continue  # the silence passed, training goes on
+                return stopped
+            if fault.kind in HANG_KINDS or fault.kind is FaultKind.NCCL_TIMEOUT:
+                assert window is not None
+                return (yield from self._hangs(fault, window))
+            if fault.kind is FaultKind.SPOT_INTERRUPTION:
+                return (yield from self._spot_interruption(fault))
+            return (yield from self._fails(fault, tl.now))
+
+    def _train_to(self, progress: float) -> Generator[Sleep | Park, Any, bool]:
+        tl = self.tl
+        hours = min(progress - tl.progress, max(tl.runtime_left, 0.0))
+        if hours > 0:
+            yield Sleep(tl.now + hours)
+        return tl.train_to(progress)
+
+    # ---- faults -----------------------------------------------------------------------------------
+
+    def _refused_for_capacity(self) -> Step:
+        tl = self.tl
+        yield Sleep(tl.now + CAPACITY_REFUSAL_MINUTES / 60)
+        tl.wait_until(State.QUEUED, self.kernel.now)
+        if self.capacity_refusals == self.capacity_refusals_in_fault:  # the recovery runs from the first
+            tl.struck(FaultKind.CAPACITY_ERROR, tl.now)
+        self.capacity_refusals -= 1
+        self.end_kind[self.name] = FaultKind.CAPACITY_ERROR
+        end = self._end(self.world.plane.fail, CAPACITY_TEXT)
+        return (yield from after_end(self, end, FaultKind.CAPACITY_ERROR, tl.now, State.FAILED))
+
+    def _fails(self, fault: Fault, struck: float) -> Step:
+        tl = self.tl
+        self._checkpoint()
+        tl.lose_work_since_checkpoint()
+        tl.struck(fault.kind, struck)
+        self.end_kind[self.name] = fault.kind
+        if fault.kind is FaultKind.QUOTA_WALL:
+            quota = self.world.fleet.quota_wall(self.job, self.job.name, fault.quota_approval_hours)
+            self.quota_wall = (quota, fault.quota_approval_hours)
+        end = self._end(self.world.plane.fail, failure_text(fault.kind, fault))
+        return (yield from after_end(self, end, fault.kind, struck, State.FAILED))
+
+    def _spot_interruption(self, fault: Fault) -> Step:
+        tl = self.tl
+        self._checkpoint()
+        tl.lose_work_since_checkpoint()  # the instances are reclaimed
+        self._drive(self.world.plane.interrupt_spot)
+        yield Sleep(tl.now + fault.spot_wait_hours)
+        tl.wait_until(State.QUEUED, self.kernel.now)  # Interrupted, until MaxWait
+        tl.struck(fault.kind, tl.now)
+        self.end_kind[self.name] = fault.kind
+        end = self._end(self.world.plane.exceed_max_wait)
+        return (yield from after_end(self, end, fault.kind, tl.now, State.STOPPED))
+
+    def _hangs(self, fault: Fault, window: StallWindow) -> Step:
+        tl, kind = self.tl, fault.kind
+        struck = tl.now
+        self.hung.add(self.name)
+        self._checkpoint()
+        nccl = kind is FaultKind.NCCL_TIMEOUT
+        if not nccl:
+            tl.struck(kind, struck)
+        window_end = window.last_tick / 60 if not nccl else tl.now + fault.hung_minutes / 60
+        runtime_end = tl.now + max(tl.runtime_left, 0.0)
+        news = yield Park(min(window_end, runtime_end))
+        self.ticker.close(window.job_name)
+        tl.hang_until(self.kernel.now)
+        if isinstance(news, StopNews):  # trainguard stopped it
+            if nccl:
+                tl.struck(kind, struck)
+            tl.detect(kind, struck, TRAINGUARD)
+            self.flush_guard_calls()
+            tl.lose_work_since_checkpoint()
+            end = self._end_of(news.delivered)
+            return (yield from after_end(self, end, None, struck, State.STOPPED))
+        if nccl and self.kernel.now < runtime_end - 1e-9:  # the watchdog fails the job
+            return (yield from self._fails(fault, struck))
+        if nccl:
+            tl.struck(kind, struck)
+        return (yield from hang_left_to_the_person(self, kind, struck, runtime_end))
+
+    def _silent_but_healthy(self, fault: Fault, window: StallWindow) -> Generator[Sleep | Park, Any, str | None]:
+        """The job trains on, silent; None when the silence passed, else the next launch's name."""
+        tl = self.tl
+        started = tl.now
+        job_end = tl.now + (self.job.work_hours - tl.progress)
+        runtime_end = tl.now + max(tl.runtime_left, 0.0)
+        news = yield Park(min(window.last_tick / 60, job_end, runtime_end))
+        self.ticker.close(window.job_name)
+        tl.train_to(tl.progress + (self.kernel.now - tl.now))
+        if not isinstance(news, StopNews):
+            return None
+        tl.detect(fault.kind, started, TRAINGUARD)
+        self.flush_guard_calls()
+        self._checkpoint(no_checkpoint_after=fault.at_work_hours)
+        tl.lose_work_since_checkpoint(no_checkpoint_after=fault.at_work_hours)  # none is written while silent
+        end = self._end_of(news.delivered)
+        return (yield from after_end(self, end, None, started, State.STOPPED))
+
+    def _stopped_at_max_runtime(self) -> Step:
+        self._checkpoint()
+        self.tl.lose_work_since_checkpoint()
+        self.end_kind[self.name] = None
+        end = self._end(self.world.plane.exceed_max_runtime)
+        return (yield from after_end(self, end, None, self.tl.now, State.STOPPED))
+
+    # ---- the stand-in ------------------------------------------------------------------------------
+
+    def _drive(self, move: Any, *args: Any) -> None:
+        try:
+            move(self.name, *args)
+        except InvalidTransition as err:
+            self.notes.append(f"{self.name}: {err}")
+        self.world.pump()
+
+    def _end(self, move: Any, *args: Any) -> Outcome | None:
+        """End the launch on SageMaker's side; trainguard's outcome for its Failed or Stopped event."""
+        try:
+            move(self.name, *args)
+        except InvalidTransition as err:
+            self.notes.append(f"{self.name}: {err}")
+        return self._end_of(self.world.pump())
+
+    def _end_of(self, delivered: list[tuple[dict[str, Any], Outcome | None]]) -> Outcome | None:
+        for event, outcome in delivered:
+            detail = event["detail"]
+            if (
+                detail["TrainingJobName"] == self.name
+                and detail["TrainingJobStatus"] in ("Failed", "Stopped")
+                and outcome is not None
+                and outcome.kind is not OutcomeKind.ALREADY_HANDLED
+            ):
+                return outcome
+        return None
+
+    def _checkpoint(self, no_checkpoint_after: float = math.inf) -> None:
+        """Write the newest checkpoint of the running launch to S3 (where the job's own sync puts it)."""
+        every = self.job.checkpoint_every_minutes
+        newest = newest_checkpoint(min(self.tl.progress, no_checkpoint_after), every)
+        if newest > self.tl.kept:
+            written_at = self.tl.now - (self.tl.progress - newest)
+            self.world.fleet.write_checkpoint(self.job, newest, written_at)
+
+    # ---- trainguard's calls, as actions --------------------------------------------------------------
+
+    def take(self, call: GuardCall) -> None:
+        self.guard_actions.take(call)
+
+    def flush_guard_calls(self) -> None:
+        self.guard_actions.flush(self.end_kind, self.hung)

@@ -1,0 +1,68 @@
+"""The simulated services as a fleet run needs them: SageMaker with the trace's quota walls, and
+CloudWatch's evaluation of one job's stall alarms."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from trainguard_local.alarm_evaluator import LocalAlarmEvaluator
+from trainguard_local.fleet.catalogue import resource_limit_exceeded
+from trainguard_local.sagemaker_api_model import SageMakerApiError
+from trainguard_local.sagemaker_control_plane import SimulatedSageMaker
+from trainguard_local.sagemaker_training_job import TrainingJobRecord
+from trainguard_local.service_quotas import SimulatedServiceQuotas
+
+
+@dataclass(frozen=True)
+class QuotaWall:
+    """A lineage whose launches the account's quota refuses: its `instance_count` instances do not fit
+    while others use all of the quota, until the quota is raised to `needed` (what it was + the count)."""
+
+    quota_name: str
+    instance_type: str
+    instance_count: int
+    needed: float
+
+
+class FleetSageMaker(SimulatedSageMaker):
+    """The simulated SageMaker, with the trace's quota walls instead of counting instances in use.
+
+    A quota wall refuses the launches of one lineage (the job and every relaunch that names it as root)
+    with ResourceLimitExceeded in AWS's wording, the quota's value as both its limit and its current
+    utilisation (the others use all of it), until Service Quotas' value of that quota reaches what the
+    launch needs. Other jobs are not counted: the trace's jobs do not compete for quota, as in the
+    anchors' models; but two walls of one quota share its value and its increase requests."""
+
+    def __init__(self, quotas: SimulatedServiceQuotas, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._quotas = quotas
+        self.walls: dict[str, QuotaWall] = {}  # by root job name
+
+    def _check_instance_limits(self, job: TrainingJobRecord) -> None:
+        tags = {tag["Key"]: tag["Value"] for tag in job.tags}
+        wall = self.walls.get(tags.get("trainguard:root-job") or tags.get("fleet:root") or job.name)
+        if wall is None:
+            return
+        self._quotas.advance()  # apply the decisions due now
+        value = self._quotas.quota_value(wall.quota_name)
+        if value >= wall.needed:
+            return
+        text = resource_limit_exceeded(
+            wall.instance_type, limit=int(value), in_use=int(value), delta=wall.instance_count
+        )
+        raise SageMakerApiError("ResourceLimitExceeded", text.split(" operation: ", 1)[-1])
+
+
+class JobAlarmEvaluator(LocalAlarmEvaluator):
+    """CloudWatch's evaluation of one job's stall alarms (LocalAlarmEvaluator, limited to these names)."""
+
+    def __init__(self, names: list[str], cloudwatch: Any, events: Any, clock: Callable[[], datetime]) -> None:
+        super().__init__(cloudwatch, events, clock)
+        self._names = names
+
+    def _describe_alarms(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        found = self._cloudwatch.describe_alarms(AlarmNames=self._names, AlarmTypes=["MetricAlarm", "CompositeAlarm"])
+        return list(found.get("MetricAlarms", [])), list(found.get("CompositeAlarms", []))

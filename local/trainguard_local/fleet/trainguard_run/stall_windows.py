@@ -1,0 +1,72 @@
+"""A job's stall window (see kernel.py): opened a few minutes before its logs fall silent, with its
+hosts' GPUUtilization written for the whole window, so that the alarms and the prober can judge it."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from trainguard.domain.instance_types import gpus_per_host
+from trainguard.domain.stall_alarms import plan_stall_alarms
+from trainguard_local.fleet.trace import HANG_KINDS, Fault, FaultKind
+from trainguard_local.fleet.trainguard_run.kernel import StallWindow, minute_index
+
+if TYPE_CHECKING:
+    from trainguard_local.fleet.trainguard_run.job_life import JobLife
+
+WINDOW_KINDS = frozenset({*HANG_KINDS, FaultKind.NCCL_TIMEOUT, FaultKind.SLOW_BUT_HEALTHY})
+LEAD_MINUTES = 3  # a window opens this long before the silence: the job's recent lines reach the ledger
+AFTER_SILENCE_MINUTES = 3  # a healthy silence's window stays open this long after the logs resume
+HANG_MARGIN_MINUTES = 15  # past the latest threshold crossing, for a hang's window
+BUSY_GPU_PER_GPU, SPIN_GPU_PER_GPU = 90.0, 100.0  # GPUUtilization per GPU: training; a collective spinning
+
+
+def open_stall_window(life: JobLife, fault: Fault, quiet_from_hours: float) -> StallWindow:
+    """Open the fault's stall window, and write its hosts' GPUUtilization for the whole window."""
+    th, clock = life.settings.thresholds, life.world.clock
+    quiet_from = clock.at_hours(quiet_from_hours)
+    grace_end = life.training_since + th.startup_grace_minutes / 60
+    if fault.kind is FaultKind.SLOW_BUT_HEALTHY:
+        quiet_until = quiet_from + timedelta(minutes=fault.silent_minutes)
+        last = quiet_until + timedelta(minutes=AFTER_SILENCE_MINUTES)
+    elif fault.kind is FaultKind.NCCL_TIMEOUT:
+        quiet_until = None
+        last = quiet_from + timedelta(minutes=fault.hung_minutes + 1)
+    else:
+        quiet_until = None
+        crossing = max(quiet_from_hours, grace_end) + max(th.stall_minutes, th.gpu_idle_minutes) / 60
+        last = clock.at_hours(crossing) + timedelta(minutes=HANG_MARGIN_MINUTES)
+    hosts = life.job.instance_count
+    names = plan_stall_alarms(life.name, life.job.instance_type, hosts, th).all_names
+    window = StallWindow(
+        job_name=life.name,
+        hosts=hosts,
+        quiet_from=quiet_from,
+        quiet_until=quiet_until,
+        last_tick=minute_index(life.world, last),
+        life=life.process,
+        evaluator=life.world.evaluator(names),
+    )
+    gpus = gpus_per_host(life.job.instance_type) or 1
+    quiet = quiet_gpu(life, fault, quiet_from_hours) * gpus
+    start = max(clock.at_hours(life.training_since), quiet_from - timedelta(minutes=th.gpu_idle_minutes + 5))
+    first = minute_index(life.world, start)
+    values = []
+    for minute in range(first, window.last_tick + 1):
+        moment = clock.base + timedelta(minutes=minute, seconds=30)
+        silent = moment >= quiet_from and (quiet_until is None or moment < quiet_until)
+        values.append((moment, quiet if silent else BUSY_GPU_PER_GPU * gpus))
+    life.world.fleet.gpu_datapoints(life.name, hosts, values)
+    life.ticker.open(window)
+    return window
+
+
+def quiet_gpu(life: JobLife, fault: Fault, quiet_from_hours: float) -> float:
+    """GPUUtilization per GPU while the job is silent."""
+    if fault.kind is FaultKind.HANG_IDLE_GPU:
+        return 0.0
+    if fault.kind is not FaultKind.SLOW_BUT_HEALTHY:
+        return SPIN_GPU_PER_GPU
+    first_load = abs(quiet_from_hours - life.training_since) < 1e-6
+    mode = life.settings.healthy_silence_idle_gpu
+    return 0.0 if mode == "always" or (mode == "first_load" and first_load) else BUSY_GPU_PER_GPU

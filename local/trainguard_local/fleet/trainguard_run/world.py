@@ -1,0 +1,305 @@
+"""The stand-in the trainguard strategy runs on: one per fleet run, in process, on one virtual clock.
+
+- moto's in-process `mock_aws()` for DynamoDB, SNS, S3, CloudWatch, CloudWatch Logs, EventBridge and
+  EventBridge Scheduler: no HTTP, no server thread.
+- The simulated SageMaker and Service Quotas (`trainguard_local`), reached by ordinary boto3 clients
+  without HTTP (in_process_clients.py).
+- Two sets of clients. trainguard's own (`guard`), built into `GuardPorts` the way the Lambda wiring
+  builds them, with every call counted (usage.py: by operation and handler, in the units AWS bills); and the
+  world's (`world`): users and persons launching jobs, SageMaker writing logs and GPU metrics, S3
+  receiving checkpoints, CloudWatch evaluating alarms, the scheduler deleting a schedule that fired
+  (fleet_side.py). Only the first set is trainguard's cost.
+- The state-change events the plane emits are kept in an outbox and handed to `job_events.handle`
+  in order (`pump`), as the stack's rule would deliver them: filtered by the stack's own event
+  pattern, some delivered twice, the second copy after the events that follow it.
+
+What differs from AWS is listed where it is done: moto lacks PutCompositeAlarm (in_process_clients.py);
+moto's FilterLogEvents ignores logStreamNamePrefix (the stand-in's patch); S3 stamps and moto's metric
+store (fleet_side.py).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import traceback
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, cast
+
+import boto3
+from moto import mock_aws
+from moto.events.models import EventPattern
+
+from infra.event_patterns import stall_alarm_pattern, training_job_state_pattern
+from trainguard.adapters.alarms import StallAlarms
+from trainguard.adapters.checkpoints import CheckpointReader
+from trainguard.adapters.job_activity import GpuMetrics, JobLogs
+from trainguard.adapters.ledger import Ledger, QuotaLedger, create_table_request
+from trainguard.adapters.notifier import Notifier
+from trainguard.adapters.sagemaker import SageMakerJobs
+from trainguard.adapters.scheduler import RelaunchScheduler
+from trainguard.adapters.service_model import create_training_job_shape
+from trainguard.adapters.service_quotas import ServiceQuotas
+from trainguard.adapters.stall_ledger import StallLedger
+from trainguard.config import GuardConfig
+from trainguard.domain.outcome import Outcome
+from trainguard.workflows.ports import GuardPorts
+from trainguard_local.fleet.catalogue import INSTANCE_OFFERS
+from trainguard_local.fleet.trainguard_run.clock import FleetClock
+from trainguard_local.fleet.trainguard_run.fleet_side import FleetSide
+from trainguard_local.fleet.trainguard_run.in_process_clients import (
+    CompositeAlarmsInMoto,
+    OnAnswer,
+    answer_locally,
+    fleet_client,
+)
+from trainguard_local.fleet.trainguard_run.simulated_services import FleetSageMaker, JobAlarmEvaluator
+from trainguard_local.fleet.trainguard_run.usage import GuardUsage
+from trainguard_local.sagemaker_api_model import SAGEMAKER_API
+from trainguard_local.service_quotas import SimulatedServiceQuotas
+from trainguard_local.service_quotas_catalogue import DEFAULT_INSTANCE_TYPES, SERVICE_QUOTAS_API
+from trainguard_local.stand_in import ACCOUNT, REGION, TRAINING_ROLE, _teach_moto_stream_prefixes
+
+TABLE = "trainguard-ledger"
+TOPIC = "trainguard"
+SCHEDULE_GROUP = "trainguard"
+RETRY_LAUNCHER_ARN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:trainguard-retry-launcher"
+SCHEDULER_ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/trainguard-scheduler"
+_GUARD_SERVICES = ("sagemaker", "s3", "dynamodb", "sns", "scheduler", "service-quotas", "cloudwatch", "logs")
+_WORLD_SERVICES = ("sagemaker", "s3", "dynamodb", "sns", "scheduler", "service-quotas", "cloudwatch", "logs", "events")
+_JOB_EVENTS = EventPattern.load(json.dumps(training_job_state_pattern()))
+_STALL_ALARMS = EventPattern.load(json.dumps(stall_alarm_pattern()))
+
+
+@dataclass(frozen=True)
+class GuardCall:
+    """One of trainguard's calls that acts (creates, stops, requests), with what it was answered."""
+
+    at: float  # hours on the trace clock
+    root: str  # the trace job whose lineage it acts on ('' when unknown)
+    operation: str
+    params: dict[str, Any]
+    error_code: str = ""
+    error_message: str = ""
+
+    @property
+    def succeeded(self) -> bool:
+        return not self.error_code
+
+
+class FleetWorld:
+    """Everything one fleet run shares. Build it with `fleet_world()`."""
+
+    def __init__(
+        self,
+        base: datetime,
+        config_overrides: dict[str, Any],
+        duplicate_share: float,
+        seed: int,
+        quota_values: dict[str, float],
+    ) -> None:
+        self.clock = FleetClock(base)
+        self.usage = GuardUsage(self.clock)  # what trainguard used: its calls, invocations, alarms, messages
+        self.guard_log: list[GuardCall] = []
+        self.problems: list[str] = []  # exceptions raised by a handler, with their job
+        self.outcomes: list[tuple[float, str, Outcome]] = []  # (hours, handler, outcome) of every handler call
+        self.outbox: list[dict[str, Any]] = []
+        self.roots: dict[str, str] = {}  # SageMaker job name -> the trace job of its lineage
+        self.acting = ""  # the trace job whose event a handler is handling now
+        self.on_guard_call: Callable[[GuardCall], None] | None = None
+        self._duplicates = random.Random(f"{seed}/deliveries")
+        self._duplicate_share = duplicate_share
+        types = tuple(dict.fromkeys((*DEFAULT_INSTANCE_TYPES, *(o.instance_type for o in INSTANCE_OFFERS))))
+        self.quotas = SimulatedServiceQuotas(
+            clock=self.clock, instance_types=types, values=quota_values, account_id=ACCOUNT, region=REGION
+        )
+        self.plane = FleetSageMaker(
+            self.quotas, clock=self.clock, on_event=self.outbox.append, account_id=ACCOUNT, region=REGION
+        )
+        session = boto3.session.Session(region_name=REGION)
+        self.world = {s: fleet_client(session, s) for s in _WORLD_SERVICES}
+        self.guard = {s: fleet_client(session, s) for s in _GUARD_SERVICES}
+        for clients, logged in ((self.world, False), (self.guard, True)):
+            answered = self._answered(logged)
+            answer_locally(clients["sagemaker"], self.plane, SAGEMAKER_API, answered)
+            answer_locally(clients["service-quotas"], self.quotas, SERVICE_QUOTAS_API, answered)
+        for service, client in self.guard.items():
+            self.usage.attach(service, client)
+        CompositeAlarmsInMoto(self.guard["cloudwatch"], ACCOUNT, REGION)
+        self.config = GuardConfig(
+            ledger_table_name=TABLE,
+            topic_arn=f"arn:aws:sns:{REGION}:{ACCOUNT}:{TOPIC}",
+            passable_role_arns=(TRAINING_ROLE,),
+            retry_launcher_arn=RETRY_LAUNCHER_ARN,
+            scheduler_role_arn=SCHEDULER_ROLE_ARN,
+            schedule_group_name=SCHEDULE_GROUP,
+            **config_overrides,
+        )
+        self.ports = self._ports()
+        self.fleet = FleetSide(self.world, self.clock, self.plane, self.quotas)
+        self._create_resources()
+
+    # ---- wiring ---------------------------------------------------------------------------------
+
+    def _answered(self, logged: bool) -> OnAnswer:
+        """What the world notes of the simulated services' answers: the lineage of every job created, and
+        trainguard's own calls that act (`logged`)."""
+
+        def note(operation: str, params: dict[str, Any], code: str, message: str) -> None:
+            if not code and operation == "CreateTrainingJob":
+                tags = {t["Key"]: t["Value"] for t in params.get("Tags", [])}
+                self.roots[params["TrainingJobName"]] = tags.get("fleet:root", "")
+            if logged:
+                self._log(operation, params, code, message)
+
+        return note
+
+    def _log(self, operation: str, params: dict[str, Any], code: str = "", message: str = "") -> None:
+        if operation == "CreateTrainingJob":
+            root = {t["Key"]: t["Value"] for t in params.get("Tags", [])}.get("fleet:root", "")
+        elif operation == "StopTrainingJob":
+            root = self.roots.get(params.get("TrainingJobName", ""), "")
+        elif operation == "RequestServiceQuotaIncrease":
+            root = self.acting
+        else:
+            return
+        call = GuardCall(self.hours, root, operation, params, code, message)
+        self.guard_log.append(call)
+        if self.on_guard_call is not None:
+            self.on_guard_call(call)
+
+    def _ports(self) -> GuardPorts:
+        g = self.guard
+        return GuardPorts(
+            jobs=SageMakerJobs(g["sagemaker"]),
+            checkpoints=CheckpointReader(g["s3"]),
+            ledger=Ledger(g["dynamodb"], TABLE),
+            notifier=Notifier(g["sns"], self.config.topic_arn),
+            scheduler=RelaunchScheduler(
+                g["scheduler"], group_name=SCHEDULE_GROUP, target_arn=RETRY_LAUNCHER_ARN, role_arn=SCHEDULER_ROLE_ARN
+            ),
+            quotas=ServiceQuotas(g["service-quotas"]),
+            quota_ledger=QuotaLedger(g["dynamodb"], TABLE),
+            stall_ledger=StallLedger(g["dynamodb"], TABLE),
+            alarms=StallAlarms(g["cloudwatch"]),
+            job_logs=JobLogs(g["logs"]),
+            gpu_metrics=GpuMetrics(g["cloudwatch"]),
+            config=self.config,
+            region=REGION,
+            clock=self.clock,
+            create_request_shape=create_training_job_shape(g["sagemaker"].meta.service_model),
+        )
+
+    def _create_resources(self) -> None:
+        w = self.world
+        w["dynamodb"].create_table(**create_table_request(TABLE))
+        w["sns"].create_topic(Name=TOPIC)
+        w["scheduler"].create_schedule_group(Name=SCHEDULE_GROUP)
+        self.fleet.create_buckets_and_groups()
+
+    @property
+    def calls(self) -> Counter[str]:
+        """trainguard's calls, "service:Operation"."""
+        return self.usage.calls
+
+    @property
+    def hours(self) -> float:
+        return self.clock.hours_of(self.clock.now)
+
+    # ---- deliveries to the production handlers -------------------------------------------------------
+
+    def call(self, handler: str, job: str, function: Callable[..., Any], *args: Any) -> Any:
+        """One handler invocation, as Lambda makes it. An exception is recorded (and None returned):
+        Lambda would retry the event, then park it in the dead-letter queue."""
+        from trainguard.handlers.observability import metrics
+
+        self.acting = self.roots.get(job, self.acting)
+        self.usage.invoked(handler)
+        try:
+            result = function(*args, self.ports)
+        except Exception:
+            self.problems.append(f"{self.hours:.3f} h {handler} ({job}): {traceback.format_exc(limit=6)}")
+            return None
+        finally:
+            self.usage.returned(list(metrics.metric_set))
+            metrics.clear_metrics()  # handle() adds metrics that only the Lambda decorator would flush
+        if isinstance(result, Outcome):
+            self.outcomes.append((self.hours, handler, result))
+        return result
+
+    def log_line(self, job_name: str, at: datetime, message: str, log_activity: Any) -> None:
+        """A line in the job's first host's stream, and the subscription's delivery of it."""
+        event = self.fleet.write_log_line(job_name, at, message)
+        self.call("log_activity", job_name, log_activity.handle, event)
+
+    def pump(self) -> list[tuple[dict[str, Any], Outcome | None]]:
+        """Deliver what the plane emitted to the job-events handler, in order, through the stack's rule;
+        some events twice (at least once delivery), the copy after the events that follow it."""
+        from trainguard.handlers import job_events
+
+        delivered: list[tuple[dict[str, Any], Outcome | None]] = []
+        copies: list[dict[str, Any]] = []
+        while self.outbox or copies:
+            event = self.outbox.pop(0) if self.outbox else copies.pop(0)
+            if not _JOB_EVENTS.matches_event(cast(Any, event)):
+                continue
+            name = event["detail"]["TrainingJobName"]
+            delivered.append((event, self.call("job_events", name, job_events.handle, event)))
+            if event.get("_copy") is None and self._duplicates.random() < self._duplicate_share:
+                copies.append({**event, "_copy": True})
+        return delivered
+
+    def deliver_alarm(self, event: dict[str, Any]) -> Outcome | None:
+        from trainguard.handlers import stall_alarms
+
+        if not _STALL_ALARMS.matches_event(cast(Any, event)):
+            return None
+        result = self.call("stall_alarms", event["detail"]["alarmName"], stall_alarms.handle, event)
+        return result if isinstance(result, Outcome) else None
+
+    def evaluator(self, alarm_names: list[str]) -> JobAlarmEvaluator:
+        return JobAlarmEvaluator(alarm_names, self.world["cloudwatch"], self.world["events"], self.clock)
+
+    def schedule_of(self, failed_job: str) -> tuple[datetime, dict[str, Any]] | None:
+        """The one-time schedule trainguard created for a delayed relaunch: when it fires, and its input."""
+        from trainguard.adapters.scheduler import schedule_name
+
+        try:
+            found = self.world["scheduler"].get_schedule(Name=schedule_name(failed_job), GroupName=SCHEDULE_GROUP)
+        except self.world["scheduler"].exceptions.ClientError:
+            return None
+        expression = str(found["ScheduleExpression"])  # at(2026-01-05T10:20:00)
+        at = datetime.fromisoformat(expression[3:-1]).replace(tzinfo=UTC)
+        return at, json.loads(found["Target"]["Input"])
+
+    def schedule_fired(self, failed_job: str) -> None:
+        """ActionAfterCompletion=DELETE: the scheduler deletes a one-time schedule after it fires."""
+        from trainguard.adapters.scheduler import schedule_name
+
+        self.world["scheduler"].delete_schedule(Name=schedule_name(failed_job), GroupName=SCHEDULE_GROUP)
+
+
+@contextmanager
+def fleet_world(
+    base: datetime,
+    config_overrides: dict[str, Any] | None = None,
+    duplicate_share: float = 0.0,
+    seed: int = 0,
+    quota_values: dict[str, float] | None = None,
+) -> Iterator[FleetWorld]:
+    """The stand-in for one run, with the Lambda handlers' logging quietened for its length.
+    `quota_values`: Service Quotas' values that differ from the simulated defaults."""
+    from trainguard.handlers.observability import logger
+
+    _teach_moto_stream_prefixes()
+    level = logger.log_level
+    logger.setLevel("WARNING")
+    try:
+        with mock_aws():
+            yield FleetWorld(base, dict(config_overrides or {}), duplicate_share, seed, dict(quota_values or {}))
+    finally:
+        logger.setLevel(level)
