@@ -79,7 +79,27 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--json", dest="json_out", metavar="FILE", type=Path, help="write the JSON report here")
     sim.add_argument("--no-trainguard", action="store_true", help="run the three anchors only")
     sim.set_defaults(json=False, run=lambda a: import_module("trainguard_local.fleet.simulate").run_command(a))
+    _add_sandbox_command(commands)
     return parser
+
+
+def _add_sandbox_command(commands: Any) -> None:
+    """`trainguard sandbox inject`: talks to a running `make sandbox` (trainguard_local.sandbox.control)."""
+    sandbox = commands.add_parser("sandbox", help="break a job in a running `make sandbox` (local)")
+    inject = sandbox.add_subparsers(dest="sandbox_command", required=True).add_parser(
+        "inject",
+        help="inject a fault into a running simulated job",
+        description="hang: no more logs, idle GPUs; internal-error, capacity: the job fails with that "
+        "reason; quota: the next launch of the job's instance type hits ResourceLimitExceeded.",
+    )
+    inject.add_argument("job", help="a running training job in the sandbox")
+    inject.add_argument("fault", metavar="hang|internal-error|capacity|quota")
+    inject.add_argument("--endpoint-url", help="the sandbox (default: $AWS_ENDPOINT_URL, else http://127.0.0.1:5005)")
+    inject.add_argument("--json", action="store_true", help="print the sandbox's answer as JSON")
+    control = "trainguard_local.sandbox.control"
+    inject.set_defaults(
+        run=lambda a: import_module(control).run_inject(a), render=lambda r: import_module(control).inject_text(r)
+    )
 
 
 def _run_explain(args: argparse.Namespace) -> dict[str, Any]:

@@ -112,30 +112,40 @@ class _JsonApiRequestHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        api = self.server.api
-        try:
-            operation = _operation_from_target(self.headers.get("X-Amz-Target", ""), api)
-            answer = self.server.plane.handle(operation, api.decode_request(operation, _json_object(body)))
-        except ApiError as error:
-            self._reply(400, {"__type": error.code, "message": error.message})
-        except Exception as error:
-            # A bug in the simulation: answer as AWS does for its own faults, and show the traceback.
-            traceback.print_exc()
-            self._reply(500, {"__type": "InternalFailure", "message": repr(error)})
-        else:
-            self._reply(200, answer)
-
-    def _reply(self, status: int, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload, default=_encode_wire_value).encode()
+        status, data = answer_json_request(
+            self.server.plane, self.server.api, self.headers.get("X-Amz-Target", ""), body
+        )
         self.send_response(status)
-        self.send_header("Content-Type", CONTENT_TYPE)
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("x-amzn-RequestId", str(uuid.uuid4()))
+        for name, value in response_headers(data).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the plane's call log records every request."""
+
+
+def answer_json_request(plane: JsonApiPlane, api: JsonApiModel, target: str, body: bytes) -> tuple[int, bytes]:
+    """One request of the JSON protocol, answered by ``plane``: (HTTP status, JSON body). The HTTP server
+    here and the sandbox's single endpoint (trainguard_local.sandbox.endpoint) both answer with it."""
+    try:
+        operation = _operation_from_target(target, api)
+        answer = plane.handle(operation, api.decode_request(operation, _json_object(body)))
+    except ApiError as error:
+        return 400, _wire_json({"__type": error.code, "message": error.message})
+    except Exception as error:
+        # A bug in the simulation: answer as AWS does for its own faults, and show the traceback.
+        traceback.print_exc()
+        return 500, _wire_json({"__type": "InternalFailure", "message": repr(error)})
+    return 200, _wire_json(answer)
+
+
+def response_headers(data: bytes) -> dict[str, str]:
+    return {"Content-Type": CONTENT_TYPE, "Content-Length": str(len(data)), "x-amzn-RequestId": str(uuid.uuid4())}
+
+
+def _wire_json(payload: dict[str, Any]) -> bytes:
+    return json.dumps(payload, default=_encode_wire_value).encode()
 
 
 def _operation_from_target(target: str, api: JsonApiModel) -> str:

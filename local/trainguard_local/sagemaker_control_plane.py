@@ -17,6 +17,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from trainguard_local.json_api import page_of
 from trainguard_local.sagemaker_api_model import (
     SageMakerApiError,
     operation_model,
@@ -213,6 +214,11 @@ class SimulatedSageMaker:
         with self._lock:
             return self._job(name).describe()
 
+    def job_names(self) -> list[str]:
+        """Every job's name, oldest first, without the call log (the sandbox's simulated jobs follow them)."""
+        with self._lock:
+            return list(self._jobs)
+
     # ---- internals ---------------------------------------------------------------------------
 
     def _drive(
@@ -312,9 +318,5 @@ def _listed(described: dict[str, Any], params: dict[str, Any]) -> bool:
 
 def _page(items: list[Any], params: dict[str, Any]) -> tuple[list[Any], str | None]:
     """One page of ``items``; the token is the offset of the next page (opaque to callers)."""
-    token = params.get("NextToken", "0")
-    if not token.isdigit():
-        raise SageMakerApiError("ValidationException", f"Invalid pagination token: {token}")
-    start = int(token)
-    end = start + params.get("MaxResults", LIST_DEFAULT_MAX_RESULTS)
-    return items[start:end], (str(end) if end < len(items) else None)
+    bad_token = SageMakerApiError("ValidationException", f"Invalid pagination token: {params.get('NextToken')}")
+    return page_of(items, params, default_max_results=LIST_DEFAULT_MAX_RESULTS, bad_token=bad_token)

@@ -204,6 +204,12 @@ class SimulatedServiceQuotas:
             raise KeyError(f"no simulated quota named {quota_name!r}")
         return self._codes_by_name[quota_name]
 
+    def set_value(self, quota_name: str, value: float) -> None:
+        """Set a quota's applied value, as an account's quota can change under its jobs (the sandbox's
+        ``quota`` fault lowers one to what is in use)."""
+        with self._lock:
+            self._quotas[self.quota_code(quota_name)].value = value
+
     def quota_value(self, quota_name: str) -> float:
         """The applied value, without the call log and without moving time on."""
         with self._lock:

@@ -41,3 +41,10 @@ def test_only_adapters_and_the_wiring_import_boto3() -> None:
 def test_modules_stay_small() -> None:
     for path in PACKAGE.rglob("*.py"):
         assert len(path.read_text().splitlines()) <= 320, path
+
+
+def test_the_lambda_package_never_imports_the_local_stand_in() -> None:
+    # trainguard_local is not in the Lambda asset: the CLI's local commands (simulate, sandbox) import it
+    # lazily, by name, when they run.
+    for path in PACKAGE.rglob("*.py"):
+        assert "trainguard_local" not in imported_modules(path), path
