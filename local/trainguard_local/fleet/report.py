@@ -93,6 +93,9 @@ def strategy_figures(trace: Trace, outcomes: Sequence[JobOutcome]) -> dict[str, 
     return {
         "wasted_gpu_hours": _round(sum(o.wasted_gpu_hours for o in outcomes)),
         "wasted_dollars": _round(sum(o.wasted_dollars for o in outcomes)),
+        # The two parts of wasted_gpu_hours: billed time that made no progress, and work lost since the last checkpoint.
+        "wasted_gpu_hours_hung_or_idle": _round(sum(o.hung_hours * o.job.gpus for o in outcomes)),
+        "wasted_gpu_hours_lost_since_checkpoint": _round(sum(o.lost_work_hours * o.job.gpus for o in outcomes)),
         "wasted_gpu_hours_where_debugger_rule_applies": _round(
             sum(o.wasted_gpu_hours for o in outcomes if rule.can_stop(o.job))
         ),

@@ -40,13 +40,18 @@ def test_percentile_is_nearest_rank(values, q, expected):
 def test_wasted_gpu_hours_add_up_from_the_segments(standard):
     _, outcomes, report = standard
     for name in STRATEGIES:
-        recomputed = 0.0
+        recomputed_hung = recomputed_lost = 0.0
         for outcome in outcomes[name]:
             hung = sum(s.hours for s in outcome.segments if s.state is State.HUNG)
             trained = sum(s.hours for s in outcome.segments if s.state is State.TRAINING)
             lost = trained - outcome.job.work_hours  # every hour trained is kept or lost
-            recomputed += (hung + lost) * outcome.job.instance_count * outcome.job.gpus_per_instance
-        assert report["strategies"][name]["wasted_gpu_hours"] == pytest.approx(recomputed, abs=1e-3)
+            gpus = outcome.job.instance_count * outcome.job.gpus_per_instance
+            recomputed_hung += hung * gpus
+            recomputed_lost += lost * gpus
+        figures = report["strategies"][name]
+        assert figures["wasted_gpu_hours"] == pytest.approx(recomputed_hung + recomputed_lost, abs=1e-3)
+        assert figures["wasted_gpu_hours_hung_or_idle"] == pytest.approx(recomputed_hung, abs=1e-3)
+        assert figures["wasted_gpu_hours_lost_since_checkpoint"] == pytest.approx(recomputed_lost, abs=1e-3)
 
 
 def test_billed_hours_and_delays_add_up(standard):
