@@ -9,7 +9,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 export AWS_EC2_METADATA_DISABLED := true
 PYTEST_WORKERS ?= 2
 
-.PHONY: help setup test test-quick lint synth deploy-local demo sandbox bench clean
+.PHONY: help setup test test-quick lint synth deploy-local demo sandbox bench chaos clean
 
 help:
 	@echo "make setup       create .venv and node_modules (idempotent)"
@@ -21,6 +21,7 @@ help:
 	@echo "make demo        watch trainguard work against a local AWS stand-in"
 	@echo "make sandbox     serve the stand-in on 127.0.0.1 with trainguard attached, for the AWS CLI and the SDK"
 	@echo "make bench       the standard benchmark; writes BENCHMARKS.md"
+	@echo "make chaos       the chaos suite's long form: 3 fleets of 200 jobs under injected faults (README: Reliability)"
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -64,6 +65,11 @@ sandbox: setup
 
 bench: setup
 	$(PY) -m trainguard_local.bench
+
+# The long form of the chaos suite (its short form runs in `make test`: tests/integration/test_chaos.py).
+CHAOS_ARGS ?= --seed 1 --seed 2 --seed 3 --jobs 200
+chaos: setup
+	$(PY) -m trainguard_local.chaos $(CHAOS_ARGS)
 
 clean:
 	rm -rf cdk.out .pytest_cache demo-out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -295,3 +296,31 @@ def test_a_training_job_of_a_tuning_job_is_left_to_the_tuner() -> None:
     outcome = handle_job_end(ports, "llama-pretrain")
     assert outcome.kind is OutcomeKind.SKIPPED and "hyper-parameter-tuning-job/sweep" in outcome.reason
     assert ports.jobs.created == [] and ports.notifier.sent == []
+
+
+class ProcessDied(BaseException):
+    """The Lambda process died (a timeout, out of memory): no `except Exception` block runs."""
+
+
+def test_a_redelivery_after_a_death_finishes_the_relaunch_even_when_the_budget_is_spent(monkeypatch: Any) -> None:
+    # Found by the chaos suite (local/trainguard_local/chaos, seed 5, 150 jobs): the process died right after
+    # CreateTrainingJob, having taken the hour's last relaunch; Lambda's retry asked the budget again, found it
+    # spent, and recorded and told "not relaunched" while the relaunch ran.
+    ports = with_config(fake_ports(), retry_budget_per_hour=1)
+    ports.jobs.add(described_job(), OPTED_IN)
+    create = ports.jobs.create
+
+    def create_then_die(request: dict[str, Any], retry_of: str, retry_of_tag_key: str) -> Any:
+        create(request, retry_of, retry_of_tag_key)
+        raise ProcessDied
+
+    monkeypatch.setattr(ports.jobs, "create", create_then_die)
+    with pytest.raises(ProcessDied):
+        handle_job_end(ports, "llama-pretrain")
+    monkeypatch.setattr(ports.jobs, "create", create)
+    ports.ledger.steps.pop(("llama-pretrain", "end"))  # the dead process's lease has expired
+    outcome = handle_job_end(ports, "llama-pretrain")
+    assert outcome.kind is OutcomeKind.RELAUNCHED and outcome.details["launch"] == "already-exists"
+    assert [r["TrainingJobName"] for r in ports.jobs.created] == ["llama-pretrain-retry1"]
+    [message] = ports.notifier.sent
+    assert "relaunched llama-pretrain" in message.subject

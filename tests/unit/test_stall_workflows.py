@@ -6,6 +6,8 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from tests.fakes import NOW, described_job, fake_ports
 from trainguard.domain.outcome import OutcomeKind
 from trainguard.domain.stalls import StallSignal, alarm_name
@@ -153,6 +155,31 @@ def test_the_stopped_job_is_relaunched_from_its_checkpoint() -> None:
     outcome = handle_job_end(ports, "llama-pretrain")
     assert outcome.kind is OutcomeKind.RELAUNCHED and outcome.category == "stall"
     assert ports.jobs.created[0]["CheckpointConfig"]["S3Uri"] == "s3://ckpt-bucket/llama-pretrain/"
+
+
+class ProcessDied(BaseException):
+    """The Lambda process died (a timeout, out of memory): no `except Exception` block runs."""
+
+
+def test_a_process_that_dies_right_after_the_stop_still_gets_the_job_relaunched(monkeypatch: Any) -> None:
+    # Found by the chaos suite (local/trainguard_local/chaos, seed 4, 100 jobs): the stall was recorded after
+    # StopTrainingJob, so a process that died between the two left a stopped job without a stall record; its
+    # Stopped event then read as a person's stop, and the stalled job was never relaunched.
+    ports = fake_ports()
+    training(ports)
+    ports.job_logs.newest = NOW - timedelta(minutes=40)
+    stop = ports.jobs.stop
+
+    def stop_then_die(name: str) -> bool:
+        stop(name)
+        raise ProcessDied
+
+    monkeypatch.setattr(ports.jobs, "stop", stop_then_die)
+    with pytest.raises(ProcessDied):
+        handle_stall_alarm(ports, alarm())
+    ports.jobs.add(described_job(status="Stopped", secondary="Stopped"), OPTED_IN)
+    outcome = handle_job_end(ports, "llama-pretrain")
+    assert outcome.kind is OutcomeKind.RELAUNCHED and outcome.category == "stall"
 
 
 def test_a_job_that_logs_again_is_not_stopped() -> None:

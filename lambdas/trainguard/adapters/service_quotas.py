@@ -35,11 +35,14 @@ class ServiceQuotas:
 
     def find(self, quota_name: str) -> QuotaInfo | None:
         if self._by_name is None:
-            self._by_name = {}
+            # Cached only once the whole list is read: a listing that failed half-way (throttled beyond the
+            # retries) must not leave an empty cache that answers "no such quota" for the container's life.
+            by_name = {}
             for page in self._client.get_paginator("list_service_quotas").paginate(ServiceCode=SERVICE_CODE):
                 for quota in page.get("Quotas", []):
                     info = QuotaInfo(quota["QuotaCode"], quota["QuotaName"], float(quota.get("Value", 0)))
-                    self._by_name[normalize_quota_name(info.name)] = info
+                    by_name[normalize_quota_name(info.name)] = info
+            self._by_name = by_name
         return self._by_name.get(normalize_quota_name(quota_name))
 
     def current_value(self, quota_code: str) -> float:

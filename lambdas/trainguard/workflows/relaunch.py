@@ -58,11 +58,20 @@ def planned_within_budget(
     if isinstance(plan, Refusal):
         return _not_relaunched(assessment, plan.reason, plan.would_be_job_name, plan.would_send)
     if not ports.ledger.take_retry_budget(now, ports.config.retry_budget_per_hour):
+        if _launched_before(ports, job, plan):
+            # An earlier delivery took its budget, created the relaunch and died before the ledger write: this
+            # one finishes its work (launch() finds the job), rather than record "not relaunched" beside it.
+            return plan
         budget = ports.config.retry_budget_per_hour
         return _not_relaunched(
             assessment, f"the account-wide budget of {budget} relaunches per hour is spent.", plan.new_job_name
         )
     return plan
+
+
+def _launched_before(ports: GuardPorts, job: TrainingJob, plan: RelaunchPlan) -> bool:
+    existing = ports.describe_fresh(plan.new_job_name)
+    return existing is not None and existing.tags.get(ports.keys.retry_of) == job.name
 
 
 def relaunch_or_schedule(

@@ -103,8 +103,10 @@ def _act(
         "checkpoint": checkpoint.describe(now),
     }
     if verdict.act:
-        stopped = ports.jobs.stop(job.name)
+        # The record first: a process that dies right after StopTrainingJob must leave the record behind, or
+        # the job's Stopped event reads as a person's stop and the stalled job is never relaunched.
         ports.stall_ledger.record_stall(job.name, record, now)
+        stopped = ports.jobs.stop(job.name)
         did = (
             "Stopped it (StopTrainingJob). When it has stopped, trainguard relaunches it from its last checkpoint, "
             "within the job's retry limit and the hourly budget."

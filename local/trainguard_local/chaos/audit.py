@@ -1,0 +1,289 @@
+"""The verdict on one chaos run: what trainguard did, set against what happened to the fleet (the world's
+truth), never against what trainguard says it did. Every rule broken is a `violation`; the suite fails on
+any. The figures are what README's "Reliability" section reports.
+
+A cause is something that calls for at most one action: a job's end (a relaunch, exactly one when the rules
+call for one), a hung job (one stop), a launch refused by a quota (one launch when the quota allows it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainguard.domain.outcome import Outcome, OutcomeKind
+from trainguard_local.chaos.dead_letters import model_disagreements
+from trainguard_local.chaos.lambda_runtime import RETRY_ATTEMPTS
+from trainguard_local.chaos.replay import ChaosRun
+from trainguard_local.chaos.stall_truth import stalled
+from trainguard_local.chaos.world import JobTruth
+from trainguard_local.fleet.trace import FaultKind
+
+RELAUNCHING = {
+    FaultKind.INTERNAL_ERROR,
+    FaultKind.HARDWARE_FAULT,
+    FaultKind.NCCL_TIMEOUT,
+    FaultKind.CAPACITY_ERROR,
+    FaultKind.SPOT_INTERRUPTION,
+}
+NOT_RELAUNCHING = {FaultKind.USER_CODE_ERROR, FaultKind.OUT_OF_MEMORY}
+HANGS = {FaultKind.HANG_IDLE_GPU, FaultKind.HANG_BUSY_GPU}
+
+
+@dataclass
+class Audit:
+    figures: dict[str, Any] = field(default_factory=dict)
+    violations: list[str] = field(default_factory=list)
+
+    def check(self, holds: bool, violation: str) -> None:
+        if not holds:
+            self.violations.append(violation)
+
+
+def audit_run(run: ChaosRun) -> Audit:
+    audit = Audit()
+    ledger = _ledger(run)
+    relaunches = defaultdict(list)
+    for job in run.world.fleet.jobs.values():
+        if job.retry_of:
+            relaunches[job.retry_of].append(job.name)
+    _events(run, audit)
+    _faults(run, audit)
+    _job_ends(run, audit, ledger, relaunches)
+    _stops(run, audit)
+    _quota_walls(run, audit)
+    _budgets(run, audit, ledger, relaunches)
+    _dead_letters(run, audit)
+    _actions_per_cause(run, audit, relaunches)
+    duplicates = Counter((m.get("Subject"), m.get("Message")) for m in run.notifications)
+    audit.figures["notifications"] = {
+        "sent": len(run.notifications),
+        "exact_duplicates": sum(n - 1 for n in duplicates.values() if n > 1),
+    }
+    return audit
+
+
+def _ledger(run: ChaosRun) -> dict[tuple[str, str], dict[str, Any]]:
+    client = run.aws.client("dynamodb")
+    items: dict[tuple[str, str], dict[str, Any]] = {}
+    kwargs: dict[str, Any] = {"TableName": run.aws.config.ledger_table_name}
+    while True:
+        page = client.scan(**kwargs)
+        for item in page["Items"]:
+            items[(item["pk"]["S"], item["sk"]["S"])] = item
+        if "LastEvaluatedKey" not in page:
+            return items
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def _events(run: ChaosRun, audit: Audit) -> None:
+    log = run.deliveries.log
+    in_queues = sum(run.queues.depth(path) for path in run.queues.urls)
+    unhandled = [key for key in log.events if not log.handled(key)]
+    outcomes = [a.result for a in log.attempts if a.ok and isinstance(a.result, Outcome)]
+    skipped = [o for o in outcomes if o.kind in (OutcomeKind.SKIPPED, OutcomeKind.ALREADY_HANDLED)]
+    audit.figures["events"] = {
+        "processed": len(log.events),
+        "by_function": dict(Counter(log.events.values())),
+        "deliveries": log.copies,
+        "invocation_attempts": len(log.attempts),
+        "lambda_retries": sum(1 for a in log.attempts if a.invocation.attempt > 1),
+        "acted_or_skipped": len(log.events) - len(unhandled),
+        "skipped_with_reason": len(skipped),
+        "in_dead_letter_queue_at_end": in_queues,
+        "lost": len(unhandled) if not in_queues else max(0, len(unhandled) - in_queues),
+    }
+    audit.check(not unhandled, f"{len(unhandled)} events neither acted on nor skipped: {unhandled[:5]}")
+    audit.check(all(o.reason for o in skipped), "a skip without a reason")
+
+
+def _faults(run: ChaosRun, audit: Audit) -> None:
+    injector = run.injector
+    audit.figures["faults"] = {
+        "aws_call_attempts": injector.attempts,
+        "injected": injector.total,
+        "by_kind": dict(sorted(injector.injected.items())),
+        "by_service": dict(sorted(injector.by_service.items())),
+        "throttling_storms": injector.storms,
+        "botocore_retries": run.backoff_sleeps,
+        "botocore_backoff_seconds": round(run.backoff_seconds, 1),
+        "process_deaths": [f"{op} {name}" for op, name in injector.deaths],
+        "cold_starts": run.runtime.cold_starts,
+    }
+
+
+def expected_end(job: JobTruth) -> str:
+    """What the rules call for when this job ends: ignore, notify, retry, or why a retry is not allowed."""
+    if job.stopped_by == "person":
+        return "ignore"
+    if job.stopped_by in ("trainguard", "spot") or job.kind in RELAUNCHING:
+        if not job.stops_allowed:
+            return "dry-run"
+        return "limit" if job.attempt >= job.max_retries else "retry"
+    if job.kind in NOT_RELAUNCHING:
+        return "notify"
+    return "unknown"
+
+
+def _job_ends(run: ChaosRun, audit: Audit, ledger: dict[tuple[str, str], dict[str, Any]], relaunches: Any) -> None:
+    decided: Counter[str] = Counter()
+    for job in run.world.fleet.jobs.values():
+        if job.end_status not in ("Failed", "Stopped"):
+            continue
+        actions = len(relaunches[job.name])
+        audit.check(actions <= 1, f"{job.name}: {actions} relaunches of one end: {relaunches[job.name]}")
+        end = ledger.get((f"job#{job.name}", "end"))
+        if not job.opted_in:
+            audit.check(end is None and actions == 0, f"{job.name} is not opted in, yet trainguard acted on it")
+            decided["not opted in: skipped"] += 1
+            continue
+        if end is None or end.get("status", {}).get("S") != "done":
+            audit.violations.append(f"{job.name} ended ({job.end_status}), and no decision is recorded: lost")
+            continue
+        kind, reason = end["kind"]["S"], json.loads(end["outcome"]["S"]).get("reason", "")
+        if kind == "relaunch-scheduled":
+            fired = ledger.get((f"job#{job.name}", "relaunch"))
+            kind = (
+                fired["kind"]["S"] if fired and fired.get("status", {}).get("S") == "done" else "scheduled, never fired"
+            )
+        expected = expected_end(job)
+        decided[f"{expected}: {kind}"] += 1
+        ok = {
+            "ignore": kind == "skipped" and actions == 0,
+            "notify": kind == "notified" and actions == 0,
+            "dry-run": kind == "not-relaunched" and actions == 0,
+            "limit": kind == "not-relaunched" and actions == 0,
+            "retry": (kind == "relaunched" and actions == 1)
+            or (kind == "not-relaunched" and actions == 0 and "budget" in reason),
+        }.get(expected, False)
+        audit.check(
+            ok, f"{job.name} ({job.kind}, {job.end_status}): expected {expected}, got {kind}, {actions} relaunches"
+        )
+    audit.figures["job_ends"] = dict(sorted(decided.items()))
+
+
+def _actions_per_cause(run: ChaosRun, audit: Audit, relaunches: Any) -> None:
+    """Each cause and the actions taken on it, counted from SageMaker's side (the jobs that exist), not from
+    trainguard's ledger: a job's end and its relaunches, a hang and its stop, a refused launch and its launch."""
+    jobs = run.world.fleet.jobs.values()
+    ends = [job for job in jobs if job.end_status in ("Failed", "Stopped")]
+    hangs = [job for job in jobs if job.kind in HANGS and job.stops_allowed and job.hung_since is not None]
+    walls = [run.world.fleet.jobs[name] for name in run.world.fleet.walls]
+    actions = [len(relaunches[job.name]) for job in ends]
+    actions += [int(job.stopped_by == "trainguard") for job in hangs] + [int(job.launched) for job in walls]
+    due = sum(1 for job in ends if expected_end(job) == "retry") + len(hangs) + sum(j.stops_allowed for j in walls)
+    audit.figures["actions_per_cause"] = {
+        "causes": len(actions),
+        "due_an_action": due,
+        "acted_on_once": sum(1 for n in actions if n == 1),
+        "more_than_once": sum(1 for n in actions if n > 1),
+        "due_but_refused_by_the_budget": audit.figures["budgets"]["relaunches_refused_by_the_budget"],
+    }
+    audit.check(
+        due
+        == audit.figures["actions_per_cause"]["acted_on_once"]
+        + audit.figures["budgets"]["relaunches_refused_by_the_budget"],
+        "the causes due an action are not all acted on once (or refused by the budget)",
+    )
+
+
+def _stops(run: ChaosRun, audit: Audit) -> None:
+    thresholds = run.aws.config.stall_defaults
+    stops = [job for job in run.world.fleet.jobs.values() if job.stopped_by == "trainguard"]
+    unverified = []
+    for job in stops:
+        assert job.stop_requested_at is not None
+        if not job.stops_allowed or not stalled(job, job.stop_requested_at, thresholds):
+            unverified.append(job.name)
+    missed = [
+        job.name
+        for job in run.world.fleet.jobs.values()
+        if job.kind in HANGS and job.stops_allowed and job.hung_since is not None and job.stopped_by != "trainguard"
+    ]
+    stop_calls = Counter(params["TrainingJobName"] for op, params in run.aws.plane.calls if op == "StopTrainingJob")
+    audit.figures["stalls"] = {
+        "hangs": sum(1 for job in run.world.fleet.jobs.values() if job.hung_since is not None),
+        "stopped_by_trainguard": len(stops),
+        "stopped_not_in_a_verified_stall": len(unverified),
+        "hangs_not_stopped": len(missed),
+        "stop_calls": sum(stop_calls.values()),
+        "alarm_events": run.evidence.alarm_events,
+        "false_alarms_planned": run.evidence.false_alarms,
+    }
+    audit.check(not unverified, f"stopped without a verified stall: {unverified}")
+    audit.check(not missed, f"hung, opted in, and never stopped: {missed}")
+
+
+def _quota_walls(run: ChaosRun, audit: Audit) -> None:
+    walls = run.world.fleet.walls
+    requests = Counter(r["QuotaName"] for r in run.aws.quotas.requests())
+    eligible = Counter(walls[name] for name in walls if run.world.fleet.jobs[name].stops_allowed)
+    for name in walls:
+        job = run.world.fleet.jobs[name]
+        audit.check(
+            job.launched == job.stops_allowed, f"{name}: walled; launched {job.launched}, expected {job.stops_allowed}"
+        )
+    for quota, count in requests.items():
+        audit.check(count <= eligible[quota], f"{count} increase requests for {quota}, {eligible[quota]} walls")
+    audit.figures["quota_walls"] = {
+        "refused_launches": len(walls),
+        "launched_after_increase": sum(1 for name in walls if run.world.fleet.jobs[name].launched),
+        "increase_requests": sum(requests.values()),
+    }
+
+
+def _budgets(run: ChaosRun, audit: Audit, ledger: dict[tuple[str, str], dict[str, Any]], relaunches: Any) -> None:
+    limit = run.aws.config.retry_budget_per_hour
+    counters = {sk: int(item["used"]["N"]) for (pk, sk), item in ledger.items() if pk == "budget#retries"}
+    first_decision: dict[str, str] = {}
+    for attempt in run.deliveries.log.attempts:
+        result = attempt.result
+        deciding = (OutcomeKind.RELAUNCHED, OutcomeKind.RELAUNCH_SCHEDULED)
+        if attempt.invocation.function == "job-events" and isinstance(result, Outcome) and result.kind in deciding:
+            first_decision.setdefault(result.job_name, attempt.at.strftime("%Y-%m-%dT%H"))
+    per_hour = Counter(first_decision.values())
+    over_lineage = []
+    for job in run.world.fleet.jobs.values():
+        if job.attempt == 0:
+            lineage = [j for j in run.world.fleet.jobs.values() if j.root == job.root and j.retry_of]
+            if len(lineage) > job.max_retries:
+                over_lineage.append(f"{job.root}: {len(lineage)} > {job.max_retries}")
+    audit.figures["budgets"] = {
+        "retry_budget_per_hour": limit,
+        "most_relaunch_decisions_in_an_hour": max(per_hour.values(), default=0),
+        "most_budget_used_in_an_hour": max(counters.values(), default=0),
+        "relaunches_refused_by_the_budget": sum(
+            1 for (pk, sk), item in ledger.items() if sk == "end" and "budget" in item.get("outcome", {}).get("S", "")
+        ),
+        "lineages_over_their_max_retries": len(over_lineage),
+    }
+    audit.check(max(counters.values(), default=0) <= limit, f"hourly budget counter above {limit}: {counters}")
+    audit.check(max(per_hour.values(), default=0) <= limit, f"more than {limit} relaunch decisions in an hour")
+    audit.check(not over_lineage, f"lineages over their max-retries: {over_lineage}")
+
+
+def _dead_letters(run: ChaosRun, audit: Audit) -> None:
+    poison = run.world.fleet.jobs[run.poison_job]
+    poisoned = [inv for _, _, inv in run.runtime.dead_letters if run.poison_job in json.dumps(inv.payload)]
+    last_errors = Counter(a.error.split(":", 1)[0] for a in run.deliveries.log.attempts if a.dead_lettered)
+    audit.figures["dead_letters"] = {
+        "records": len(run.runtime.dead_letters),
+        "by_last_error": dict(sorted(last_errors.items())),
+        "poison_records": len(poisoned),
+        "alarms": {
+            path.split("/")[1]: {"messages": n, "before": a, "after": b} for path, (n, a, b) in run.alarms.items()
+        },
+        "redriven": run.redriven,
+        "poison_relaunched_after_redrive": len([j for j in run.world.fleet.jobs.values() if j.retry_of == poison.name]),
+    }
+    audit.check(bool(poisoned), "the poison event did not reach the dead-letter queue")
+    relaunched = audit.figures["dead_letters"]["poison_relaunched_after_redrive"]
+    audit.check(relaunched == 1, f"the poison job was relaunched {relaunched} times after the redrive, not once")
+    for path, (messages, before, after) in run.alarms.items():
+        audit.check(before == "OK", f"{path}: its alarm is {before} before any dead letter")
+        audit.check(after == ("ALARM" if messages else "OK"), f"{path}: {messages} messages, alarm {after}")
+    if run.wiring is not None:
+        for problem in model_disagreements(run.wiring, RETRY_ATTEMPTS):
+            audit.violations.append(f"the Lambda model differs from the stack: {problem}")

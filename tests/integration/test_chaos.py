@@ -1,0 +1,203 @@
+"""The chaos suite's short form (README, "Reliability"; `make chaos` runs the long one): a fleet replayed on the
+local stand-in with the production handlers, every event delivered 1-3 times in any order, faults on every AWS
+call, processes killed after their side effects, and a poison event through the dead-letter queue and its
+redrive. Then each figure the suite reports, asserted.
+
+Also here: the injected faults are what botocore and the production wiring make of AWS's own errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError, ConnectTimeoutError
+
+from trainguard.config import GuardConfig
+from trainguard.handlers.wiring import production_ports
+from trainguard.workflows.ports import GuardPorts
+from trainguard_local.chaos.audit import Audit, audit_run
+from trainguard_local.chaos.error_responses import INTERNAL_FAILURE, SERVICE_UNAVAILABLE, THROTTLING
+from trainguard_local.chaos.faults import (
+    CONNECT_TIMEOUT,
+    FAULT_KINDS,
+    PROCESS_DEATH,
+    FaultInjector,
+    FaultRates,
+    chaos_session,
+    virtual_backoff,
+)
+from trainguard_local.chaos.replay import ChaosSettings, run_chaos
+
+pytestmark = pytest.mark.slow
+
+# Dense enough that the hourly budget and the per-lineage limits are reached: 40 jobs over 3 hours, 70% of them
+# faulty, 3 relaunches an hour. A seed gives the same run every time (botocore's backoff jitter aside).
+SHORT_FORM = ChaosSettings(seed=13, jobs=40, hours=3.0, fault_share=0.7, retry_budget_per_hour=3)
+
+
+@pytest.fixture(scope="module")
+def chaos() -> Iterator[Audit]:
+    production_ports.cache_clear()
+    yield run_chaos(SHORT_FORM, audit_run)
+    production_ports.cache_clear()
+
+
+def test_the_short_form_breaks_no_rule_and_each_figure_holds(chaos: Audit) -> None:
+    """One test for one run (about 20 s): pytest-xdist could otherwise run the replay once per worker."""
+    check_no_rule_was_broken(chaos)
+    check_every_event_was_acted_on_or_skipped_with_a_reason_and_none_was_lost(chaos)
+    check_every_kind_of_fault_was_injected_and_retried_by_botocore(chaos)
+    check_each_cause_got_exactly_one_action_when_one_was_due(chaos)
+    check_the_budgets_were_reached_and_never_exceeded(chaos)
+    check_only_verified_stalls_were_stopped(chaos)
+    check_the_poison_event_went_to_the_dead_letter_queue_raised_its_alarm_and_was_redriven(chaos)
+
+
+def check_no_rule_was_broken(chaos: Audit) -> None:
+    assert chaos.violations == [], "\n".join(chaos.violations)
+
+
+def check_every_event_was_acted_on_or_skipped_with_a_reason_and_none_was_lost(chaos: Audit) -> None:
+    events = chaos.figures["events"]
+    assert events["processed"] > 150
+    assert events["deliveries"] > events["processed"]  # copies: at-least-once delivery
+    assert events["lambda_retries"] > 0
+    assert events["acted_or_skipped"] == events["processed"]
+    assert events["skipped_with_reason"] > 0
+    assert events["lost"] == 0 and events["in_dead_letter_queue_at_end"] == 0
+    assert set(events["by_function"]) == {
+        "job-events",
+        "retry-launcher",
+        "stall-alarms",
+        "failed-launches",
+        "quota-watch",
+    }
+
+
+def check_every_kind_of_fault_was_injected_and_retried_by_botocore(chaos: Audit) -> None:
+    faults = chaos.figures["faults"]
+    for kind in (*FAULT_KINDS, PROCESS_DEATH, "access-denied"):
+        assert faults["by_kind"].get(kind, 0) > 0, kind
+    assert faults["throttling_storms"] > 0
+    assert faults["botocore_retries"] > faults["injected"] / 2
+    assert {"sagemaker", "dynamodb", "sns", "cloudwatch"} <= set(faults["by_service"])
+    assert any(death.startswith("CreateTrainingJob") for death in faults["process_deaths"])
+
+
+def check_each_cause_got_exactly_one_action_when_one_was_due(chaos: Audit) -> None:
+    causes = chaos.figures["actions_per_cause"]
+    assert causes["more_than_once"] == 0
+    assert causes["due_an_action"] == causes["acted_on_once"] + causes["due_but_refused_by_the_budget"]
+    assert causes["acted_on_once"] > 10
+    ends = chaos.figures["job_ends"]
+    assert ends.get("retry: relaunched", 0) > 5 and ends.get("notify: notified", 0) > 0
+    assert ends.get("limit: not-relaunched", 0) > 0  # a lineage's max-retries reached
+    assert not [v for v in chaos.violations if "relaunches of one end" in v or "lost" in v]
+    walls = chaos.figures["quota_walls"]
+    assert walls["refused_launches"] > 0 and walls["launched_after_increase"] > 0
+    assert walls["increase_requests"] <= walls["refused_launches"]
+
+
+def check_the_budgets_were_reached_and_never_exceeded(chaos: Audit) -> None:
+    budgets = chaos.figures["budgets"]
+    assert budgets["retry_budget_per_hour"] == SHORT_FORM.retry_budget_per_hour
+    assert budgets["relaunches_refused_by_the_budget"] > 0
+    assert budgets["most_relaunch_decisions_in_an_hour"] <= budgets["retry_budget_per_hour"]
+    assert budgets["most_budget_used_in_an_hour"] <= budgets["retry_budget_per_hour"]
+    assert budgets["lineages_over_their_max_retries"] == 0
+
+
+def check_only_verified_stalls_were_stopped(chaos: Audit) -> None:
+    stalls = chaos.figures["stalls"]
+    assert stalls["stopped_by_trainguard"] > 0 and stalls["alarm_events"] > stalls["stopped_by_trainguard"]
+    assert stalls["stopped_not_in_a_verified_stall"] == 0 and stalls["hangs_not_stopped"] == 0
+
+
+def check_the_poison_event_went_to_the_dead_letter_queue_raised_its_alarm_and_was_redriven(chaos: Audit) -> None:
+    dead = chaos.figures["dead_letters"]
+    assert dead["poison_records"] > 0
+    assert dead["alarms"]["JobEvents"]["messages"] > 0
+    assert (dead["alarms"]["JobEvents"]["before"], dead["alarms"]["JobEvents"]["after"]) == ("OK", "ALARM")
+    assert dead["redriven"] >= dead["records"]
+    assert dead["poison_relaunched_after_redrive"] == 1
+
+
+# ---- the faults, as botocore and the production wiring take them ------------------------------------------
+
+
+@pytest.fixture
+def unreachable_aws(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Endpoints nothing listens on: an injected fault answers before any request would leave."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    monkeypatch.delenv("AWS_ENDPOINT_URL_SAGEMAKER", raising=False)
+    config = GuardConfig(
+        ledger_table_name="ledger",
+        topic_arn="arn:aws:sns:us-east-1:123456789012:trainguard",
+        retry_launcher_arn="arn:aws:lambda:us-east-1:123456789012:function:trainguard-retry-launcher",
+        scheduler_role_arn="arn:aws:iam::123456789012:role/trainguard-scheduler",
+    )
+    for name, value in config.to_env().items():
+        monkeypatch.setenv(name, value)
+
+
+def ports_answering(kind: str) -> tuple[GuardPorts, FaultInjector]:
+    injector = FaultInjector(FaultRates(per_attempt=1.0, storm_start=0.0, process_death=0.0, weights={kind: 1.0}), 1)
+    production_ports.cache_clear()
+    with chaos_session(injector):
+        ports = production_ports()
+    production_ports.cache_clear()
+    return ports, injector
+
+
+CALLS = {
+    "dynamodb": lambda ports: ports.ledger.begin_step("job", "end", datetime(2026, 1, 1, tzinfo=UTC)),
+    "sagemaker": lambda ports: ports.jobs.describe("job"),
+    "sns": lambda ports: ports.notifier.publish(type("N", (), {"subject": "s", "body": "b", "attributes": {}})()),
+    "scheduler": lambda ports: ports.scheduler.schedule_relaunch("job", datetime(2026, 1, 1, tzinfo=UTC), "r"),
+    "service-quotas": lambda ports: ports.quotas.current_value("L-1234ABCD"),
+    "cloudwatch": lambda ports: ports.alarms.list_owned(),
+    "logs": lambda ports: ports.job_logs.newest_event("job", datetime(2026, 1, 1, tzinfo=UTC)),
+}
+EXPECTED_CODES = {
+    THROTTLING: {"sns": "Throttled", "service-quotas": "TooManyRequestsException"},
+    INTERNAL_FAILURE: {},
+    SERVICE_UNAVAILABLE: {},
+}
+DEFAULT_CODES = {
+    THROTTLING: "ThrottlingException",
+    INTERNAL_FAILURE: "InternalFailure",
+    SERVICE_UNAVAILABLE: "ServiceUnavailable",
+}
+
+
+@pytest.mark.parametrize("kind", [THROTTLING, INTERNAL_FAILURE, SERVICE_UNAVAILABLE, CONNECT_TIMEOUT])
+@pytest.mark.parametrize("service", sorted(CALLS))
+def test_an_injected_fault_is_retried_by_the_production_config_then_raised(
+    unreachable_aws: None, service: str, kind: str
+) -> None:
+    ports, injector = ports_answering(kind)
+    with virtual_backoff() as backoff:
+        raised: Any = None
+        try:
+            CALLS[service](ports)
+        except (ClientError, ConnectTimeoutError) as error:
+            raised = error
+    # handlers/wiring.py: standard mode, max_attempts=5, which botocore reads as 5 retries after the first attempt
+    assert injector.attempts == 6 and backoff.sleeps == 5
+    if kind == CONNECT_TIMEOUT:
+        assert isinstance(raised, ConnectTimeoutError)
+    else:
+        assert isinstance(raised, ClientError)
+        code = EXPECTED_CODES[kind].get(service, DEFAULT_CODES[kind])
+        assert raised.response["Error"]["Code"] == code and "reached max retries: 5" in str(raised)
+
+
+def test_an_unlistable_checkpoint_prefix_is_reported_after_the_retries(unreachable_aws: None) -> None:
+    """The checkpoint reader turns an S3 error into "age unknown" (adapters/checkpoints.py): S3's SlowDown too."""
+    ports, injector = ports_answering(THROTTLING)
+    with virtual_backoff():
+        state = ports.checkpoints.read("s3://bucket/prefix/")
+    assert injector.attempts == 6 and state.listing_error.startswith("SlowDown")
