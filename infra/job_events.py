@@ -152,8 +152,9 @@ class JobEvents(Construct):
         )
         function.add_to_role_policy(
             iam.PolicyStatement(
-                sid="CreateRetrySchedules",
-                actions=["scheduler:CreateSchedule"],
+                sid="CreateAndReadRetrySchedules",
+                # GetSchedule: a redelivery checks whether an earlier one scheduled the relaunch (adapters/scheduler.py)
+                actions=["scheduler:CreateSchedule", "scheduler:GetSchedule"],
                 resources=[schedules_arn],
             )
         )
@@ -170,5 +171,5 @@ class JobEvents(Construct):
             function.role,
             f"AwsSolutions-IAM5[Resource::{nag_arn(schedules_arn)}]",
             "Each retry gets a one-time schedule named after the failed job, so names are not known in "
-            "advance; the grant is limited to creating schedules in trainguard's own schedule group.",
+            "advance; the grant is limited to creating and reading schedules in trainguard's own schedule group.",
         )

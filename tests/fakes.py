@@ -154,7 +154,8 @@ class FakeLedger:
         return True
 
     def record_lineage(self, root_job: str, attempt: int, job_name: str, retry_of: str, now: datetime) -> None:
-        self.lineage.append((root_job, attempt, job_name, retry_of))
+        if not any(entry[:3] == (root_job, attempt, job_name) for entry in self.lineage):  # the first item stays
+            self.lineage.append((root_job, attempt, job_name, retry_of))
 
 
 @dataclass
@@ -173,6 +174,9 @@ class FakeScheduler:
     def schedule_relaunch(self, failed_job: str, at: datetime, reason: str) -> str:
         self.schedules.setdefault(failed_job, (at, reason))
         return f"relaunch-{failed_job}"
+
+    def has_schedule(self, failed_job: str) -> bool:
+        return failed_job in self.schedules
 
 
 class FakeQuotas:

@@ -182,6 +182,45 @@ def test_a_process_that_dies_right_after_the_stop_still_gets_the_job_relaunched(
     assert outcome.kind is OutcomeKind.RELAUNCHED and outcome.category == "stall"
 
 
+def test_a_stop_whose_answer_was_lost_is_told_as_the_stop_it_was(monkeypatch: Any) -> None:
+    # SageMaker stopped the job, but its answer was lost (a read timeout after it acted); botocore's retry of
+    # StopTrainingJob found the job Stopping (ValidationException "...in status Stopping"), read as "no longer
+    # InProgress", and the message said trainguard did nothing. The stall record written before the call says
+    # the stop was trainguard's, as the relaunch that follows reads it.
+    ports = fake_ports()
+    training(ports)
+    ports.job_logs.newest = NOW - timedelta(minutes=40)
+    stop = ports.jobs.stop
+
+    def answer_lost(name: str) -> bool:
+        stop(name)  # SageMaker acts; its answer never arrives
+        return stop(name)  # the retried call finds the job Stopping
+
+    monkeypatch.setattr(ports.jobs, "stop", answer_lost)
+    assert handle_stall_alarm(ports, alarm()).kind is OutcomeKind.STALL_STOPPED
+    [message] = ports.notifier.sent
+    assert "Stopped it (StopTrainingJob)" in message.body and "already left InProgress" not in message.body
+    ports.jobs.add(described_job(status="Stopped", secondary="Stopped"), OPTED_IN)
+    relaunch = handle_job_end(ports, "llama-pretrain")
+    assert relaunch.kind is OutcomeKind.RELAUNCHED and relaunch.category == "stall"
+
+
+def test_a_job_that_failed_on_its_own_just_before_the_stop_is_told_so(monkeypatch: Any) -> None:
+    ports = fake_ports()
+    training(ports)
+    ports.job_logs.newest = NOW - timedelta(minutes=40)
+    stop = ports.jobs.stop
+
+    def failed_first(name: str) -> bool:
+        ports.jobs.add(described_job(status="Failed"), OPTED_IN)  # it failed between the describe and the stop
+        return stop(name)
+
+    monkeypatch.setattr(ports.jobs, "stop", failed_first)
+    handle_stall_alarm(ports, alarm())
+    [message] = ports.notifier.sent
+    assert "Nothing: the job had already left InProgress" in message.body and "Stopped it" not in message.body
+
+
 def test_a_job_that_logs_again_is_not_stopped() -> None:
     ports = fake_ports()
     training(ports)

@@ -129,17 +129,24 @@ class Ledger:
             raise
 
     def record_lineage(self, root_job: str, attempt: int, job_name: str, retry_of: str, now: datetime) -> None:
-        self._client.put_item(
-            TableName=self._table,
-            Item={
-                **item_key(f"lineage#{root_job}", f"attempt#{attempt:03d}#{job_name}"),
-                "job_name": {"S": job_name},
-                "retry_of": {"S": retry_of},
-                "attempt": {"N": str(attempt)},
-                "created_at": {"S": now.isoformat()},
-                "expires_at": {"N": str(int((now + RETENTION).timestamp()))},
-            },
-        )
+        """Idempotent: a redelivery that finds the relaunch already created writes it again, and the first
+        record (its `created_at`) stays."""
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item={
+                    **item_key(f"lineage#{root_job}", f"attempt#{attempt:03d}#{job_name}"),
+                    "job_name": {"S": job_name},
+                    "retry_of": {"S": retry_of},
+                    "attempt": {"N": str(attempt)},
+                    "created_at": {"S": now.isoformat()},
+                    "expires_at": {"N": str(int((now + RETENTION).timestamp()))},
+                },
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        except ClientError as err:
+            if err.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
 
 
 def create_table_request(table_name: str) -> dict[str, Any]:

@@ -3,10 +3,15 @@
 The delay runs in an AWS-managed scheduler, never in a sleeping Lambda. The schedule's name is
 derived from the failed job, so a second delivery of the same failure finds it already there
 (ConflictException) instead of scheduling a second relaunch. The schedule deletes itself after
-it fires (ActionAfterCompletion=DELETE).
-API: https://docs.aws.amazon.com/scheduler/latest/APIReference/API_CreateSchedule.html
+it fires (ActionAfterCompletion=DELETE). `has_schedule` tells whether the relaunch of a failed job is
+scheduled (a delivery that died after CreateSchedule left it there).
+API: https://docs.aws.amazon.com/scheduler/latest/APIReference/API_CreateSchedule.html,
+https://docs.aws.amazon.com/scheduler/latest/APIReference/API_GetSchedule.html (ResourceNotFoundException, 404,
+when there is none).
 
-IAM: scheduler:CreateSchedule on the trainguard schedule group; iam:PassRole on the scheduler's role.
+IAM: scheduler:CreateSchedule and scheduler:GetSchedule on the trainguard schedule group (both take the resource
+type `schedule`: https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoneventbridgescheduler.html);
+iam:PassRole on the scheduler's role.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-IAM_ACTIONS = ("scheduler:CreateSchedule", "iam:PassRole")
+IAM_ACTIONS = ("scheduler:CreateSchedule", "scheduler:GetSchedule", "iam:PassRole")
 _NAME_LIMIT = 64  # Schedule names: 1-64 characters, [0-9a-zA-Z-_.]+
 
 
@@ -53,6 +58,16 @@ class RelaunchScheduler:
             if err.response["Error"]["Code"] != "ConflictException":
                 raise
         return name
+
+    def has_schedule(self, failed_job: str) -> bool:
+        """Whether the relaunch of `failed_job` is scheduled and has not fired yet (it deletes itself then)."""
+        try:
+            self._client.get_schedule(Name=schedule_name(failed_job), GroupName=self._group)
+        except ClientError as err:
+            if err.response["Error"]["Code"] == "ResourceNotFoundException":
+                return False
+            raise
+        return True
 
 
 def schedule_name(failed_job: str) -> str:

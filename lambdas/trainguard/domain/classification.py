@@ -11,7 +11,8 @@ from API errors and from log lines. They are matched on meaning, not on exact st
 * the first matching rule wins. Specific causes come first: configuration traps (a memlock
   "internal error", a ResourceLimitExceeded that is really "not in this region") before quota,
   quota before anything that retries, out-of-memory before the user-script wrapper, and what is
-  surely a bug before the transient categories, so a user's bug never loops through retries.
+  surely a bug before the transient categories, so a user's bug never loops through retries (a
+  peer process that ended comes before the collective timeouts for the same reason).
 
 How to write a pattern: start each alternative with a literal character (not `\\b`, `^` or a
 group), so the engine can skip to candidate positions; put no space inside `[...]`; keep windows
@@ -166,7 +167,9 @@ _RULES: tuple[_Rule, ...] = (
                                   r"TypeError", r"KeyError", r"IndexError", r"ZeroDivisionError",
                                   r"AssertionError", r"NotImplementedError", r"RecursionError",
                                   r"illegal memory access", r"device-side assert", r"invalid device ordinal",
-                                  r"ncclInvalid(Usage|Argument)", r"NCCL.{0,200}invalid (usage|argument)"),
+                                  r"ncclInvalid(Usage|Argument)", r"NCCL.{0,200}invalid (usage|argument)",
+                                  # gloo: the ranks called different collectives (pytorch/gloo#456)
+                                  r"collective mismatch in your code", r"op\.preamble\.length <= op\.nbytes"),
           "The training code has a bug ({match}). " + _NO_RETRY),
 
     # --- Transient: relaunch from the last checkpoint. ---
@@ -190,6 +193,18 @@ _RULES: tuple[_Rule, ...] = (
                                  r"failed (the |a |its )?health ?check", r"unhealthy (instance|host|node)",
                                  r"CUDNN_STATUS_INTERNAL_ERROR"),
           "A GPU or host failed in hardware ({match}); a relaunch gets healthy instances, " + _RELAUNCH),
+    # gloo (torch.distributed on the CPU) says "Connection closed by peer" when another rank's process exited
+    # (a Python exception closes its sockets) and "Read error ...: Connection reset by peer" when it died with
+    # data unread (OOM killer, abort, os._exit: RFC 1122 4.2.2.13); os._exit(1) and SIGKILL print the same words.
+    # That rank's own log names the cause, mostly a bug (gloo: "typically caused by a remote worker crashing";
+    # pytorch/pytorch#75512), while a dead or hung host sends nothing and its peers time out (gloo's timeout,
+    # below). Captured from examples/train.py: tests/fixtures/distributed_failure_reasons.json. Before the
+    # SIGABRT rule: a gloo collective mismatch aborts one rank and leaves only this and "exitcode: -6".
+    _Rule(Category.USER_CODE, _rx(r"pair\.cc:\d+\] connection closed by peer",
+                                  r"pair\.cc:\d+\] read error .{0,80}connection reset by peer"),
+          "Another rank's process ended ({match}); its own log names the cause, most often a bug or an "
+          "out-of-memory kill (a dead or hung host shows as a timeout instead), so trainguard does not "
+          "relaunch on this text alone."),
     # A torchrun summary with SIGABRT (exitcode -6) is how ranks die when the NCCL watchdog aborts them
     # after a collective timeout; bugs that end in SIGABRT (OOM, illegal access) are caught above.
     _Rule(Category.COLLECTIVE_TIMEOUT, _rx(r"collective operation timeout",
@@ -202,7 +217,9 @@ _RULES: tuple[_Rule, ...] = (
                                            r"DistStoreError", r"waiting for clients",
                                            r"rendezvous.{0,60}(timeout|timed out)",
                                            r"nccl(System|Remote|Internal)Error",
-                                           r"signal 6 \(SIGABRT\) received by PID", r"exitcode\s*:\s*-6\b"),
+                                           r"signal 6 \(SIGABRT\) received by PID", r"exitcode\s*:\s*-6\b",
+                                           # gloo: a peer sent nothing in time (hung or dead host, as above)
+                                           r"timed out waiting \d+ ?ms for (recv|send) operation"),
           "A collective operation between the hosts failed or timed out ({match}); these are usually "
           "transient network or peer faults, " + _RELAUNCH),
     _Rule(Category.INTERNAL, _rx(r"InternalServerError", r"InternalFailure", r"\(InternalError\)",

@@ -47,6 +47,8 @@ def act_once(ports: GuardPorts, facts: Reassessed, step: str, act: Callable[[Che
     try:
         checkpoint = ports.checkpoints.read(job.checkpoint_s3_uri)
         outcome = act(checkpoint)
+        # Told before the step is marked done: a failure in between means told twice, never not told (the
+        # redelivery acts again idempotently, and tells again).
         _tell(ports, job, outcome, checkpoint, tuple(p.describe() for p in facts.policy.problems))
         ports.ledger.finish_step(job.name, step, outcome, now)
     except Exception:

@@ -170,6 +170,8 @@ class GpuMetricsPort(Protocol):
 class SchedulerPort(Protocol):
     def schedule_relaunch(self, failed_job: str, at: datetime, reason: str) -> str: ...
 
+    def has_schedule(self, failed_job: str) -> bool: ...
+
 
 @dataclass(frozen=True)
 class GuardPorts:

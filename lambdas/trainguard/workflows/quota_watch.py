@@ -16,7 +16,6 @@ from trainguard.domain.quotas import (
 from trainguard.workflows.ports import (
     GuardPorts,
     LaunchRefused,
-    LaunchResult,
     NameTaken,
     QuotaRequestState,
     StepInProgress,
@@ -92,7 +91,7 @@ def _launch(ports: GuardPorts, waiting: WaitingLaunch, now: datetime) -> Outcome
     try:
         # The tag that proves a job of this name is this very launch (a redelivery, not a stranger's job).
         owner_tag = ports.keys.retry_of if waiting.origin == "relaunch" else ports.keys.blocked_launch
-        result = ports.jobs.create(waiting.request, waiting.blocked_job, owner_tag)
+        ports.jobs.create(waiting.request, waiting.blocked_job, owner_tag)  # created, or already there: both go on
     except LaunchRefused as refused:
         if refused.code == QUOTA_ERROR_CODE:
             ports.ledger.abandon_step(waiting.job_name, STEP)  # still short: try again at the next check
@@ -101,7 +100,7 @@ def _launch(ports: GuardPorts, waiting: WaitingLaunch, now: datetime) -> Outcome
         return _finish(ports, waiting, OutcomeKind.NOT_RELAUNCHED, f"SageMaker refused the launch: {refused}", now)
     except NameTaken as taken:
         return _finish(ports, waiting, OutcomeKind.NOT_RELAUNCHED, str(taken), now)
-    if result is LaunchResult.CREATED and waiting.origin == "relaunch":
+    if waiting.origin == "relaunch":  # created now or by an earlier check that died before this write
         ports.ledger.record_lineage(waiting.lineage_root, waiting.attempt, waiting.job_name, waiting.blocked_job, now)
     return _finish(ports, waiting, OutcomeKind.RELAUNCHED, f"the quota '{waiting.quota_name}' now allows it", now)
 

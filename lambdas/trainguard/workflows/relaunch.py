@@ -11,7 +11,7 @@ from trainguard.domain.job_end import Assessment, Refusal, RelaunchPlan, Relaunc
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.policy import JobPolicy
-from trainguard.workflows.ports import GuardPorts, LaunchRefused, LaunchResult, NameTaken
+from trainguard.workflows.ports import GuardPorts, LaunchRefused, NameTaken
 from trainguard.workflows.quota_wall import BlockedLaunch, QuotaWallResult, meet_quota_wall
 
 QUOTA_ERROR_CODE = "ResourceLimitExceeded"
@@ -58,9 +58,10 @@ def planned_within_budget(
     if isinstance(plan, Refusal):
         return _not_relaunched(assessment, plan.reason, plan.would_be_job_name, plan.would_send)
     if not ports.ledger.take_retry_budget(now, ports.config.retry_budget_per_hour):
-        if _launched_before(ports, job, plan):
-            # An earlier delivery took its budget, created the relaunch and died before the ledger write: this
-            # one finishes its work (launch() finds the job), rather than record "not relaunched" beside it.
+        if _launched_before(ports, job, plan) or _scheduled_before(ports, job, plan):
+            # An earlier delivery took its budget, created the relaunch (or its schedule) and died before the
+            # ledger write: this one finishes its work (launch() finds the job, schedule_relaunch() the schedule),
+            # rather than record "not relaunched" beside a relaunch that runs, or will.
             return plan
         budget = ports.config.retry_budget_per_hour
         return _not_relaunched(
@@ -72,6 +73,11 @@ def planned_within_budget(
 def _launched_before(ports: GuardPorts, job: TrainingJob, plan: RelaunchPlan) -> bool:
     existing = ports.describe_fresh(plan.new_job_name)
     return existing is not None and existing.tags.get(ports.keys.retry_of) == job.name
+
+
+def _scheduled_before(ports: GuardPorts, job: TrainingJob, plan: RelaunchPlan) -> bool:
+    # The schedule's name is derived from the failed job: only this failure's relaunch can have it.
+    return bool(plan.delay) and ports.scheduler.has_schedule(job.name)
 
 
 def relaunch_or_schedule(
@@ -143,8 +149,8 @@ def launch(
         )
     except NameTaken as taken:
         return _not_relaunched(assessment, str(taken), plan.new_job_name)
-    if result is LaunchResult.CREATED:
-        ports.ledger.record_lineage(plan.lineage.root_job, plan.lineage.attempt, plan.new_job_name, job.name, now)
+    # Also when an earlier delivery created the job and died before this write: `trainguard history` reads it.
+    ports.ledger.record_lineage(plan.lineage.root_job, plan.lineage.attempt, plan.new_job_name, job.name, now)
     return assessment.outcome(
         OutcomeKind.RELAUNCHED,
         new_job_name=plan.new_job_name,

@@ -84,6 +84,17 @@ def gather_evidence(ports: GuardPorts, job: TrainingJob, thresholds: StallThresh
     return StallEvidence(newest, line, gpu, gpus_per_host(instance_type))
 
 
+def _stop_is_ours(ports: GuardPorts, job_name: str) -> bool:
+    """StopTrainingJob found the job no longer InProgress. When SageMaker's answer to an earlier attempt of the
+    call was lost (a read timeout after it acted), botocore's retry finds the job Stopping: that is trainguard's
+    stop. The ledger tells it the way job_ended.py does (the job is Stopping or Stopped and the stall record says
+    trainguard asked for the stop), so this message and the relaunch that follows agree. A job that failed or
+    completed on its own meanwhile has no stop of trainguard's to report."""
+    job = ports.describe_fresh(job_name)
+    stopping = job is not None and job.status in ("Stopping", "Stopped")
+    return stopping and ports.stall_ledger.stall_record(job_name) is not None
+
+
 def _act(
     ports: GuardPorts,
     job: TrainingJob,
@@ -106,7 +117,7 @@ def _act(
         # The record first: a process that dies right after StopTrainingJob must leave the record behind, or
         # the job's Stopped event reads as a person's stop and the stalled job is never relaunched.
         ports.stall_ledger.record_stall(job.name, record, now)
-        stopped = ports.jobs.stop(job.name)
+        stopped = ports.jobs.stop(job.name) or _stop_is_ours(ports, job.name)
         did = (
             "Stopped it (StopTrainingJob). When it has stopped, trainguard relaunches it from its last checkpoint, "
             "within the job's retry limit and the hourly budget."
