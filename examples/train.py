@@ -14,7 +14,8 @@ A relaunch is worth something only if the script:
 2. resumes at start from the newest complete checkpoint: model, optimizer, scheduler, step and every
    rank's random-number generators, so the run goes on as if it had never stopped;
 3. puts a timeout on collectives, so a dead or hung peer fails the job instead of hanging it until
-   MaxRuntimeInSeconds (NCCL's "collective operation timeout" is a failure trainguard relaunches);
+   MaxRuntimeInSeconds (NCCL's "collective operation timeout" and gloo's "Timed out waiting ...ms"
+   are failures trainguard relaunches);
 4. logs a progress line regularly, so that silence in the logs means a stall.
 
 The model and the data are tiny and synthetic: replace `build_model` and `load_dataset` with yours.
