@@ -132,6 +132,9 @@ def _goals_markdown(report: dict[str, Any]) -> list[str]:
     rule_jobs = report.get("trace", {}).get("jobs_where_debugger_rule_applies", "?")
     defaults = GuardConfig(ledger_table_name="-", topic_arn="-")
     detect = guard.get("detect_minutes", {})
+    own_by_fault = guard.get("completion_delay_hours_by_fault", {})
+    users = own_by_fault.get("user_code_error", 0.0) + own_by_fault.get("out_of_memory", 0.0)
+    quota = own_by_fault.get("quota_wall", 0.0)
     return [
         "Against the goals (issue 5), from the table above:",
         f"- wasted GPU-hours {below('none')} below no guard and {below('sagemaker_retry')} below SageMaker's "
@@ -151,10 +154,28 @@ def _goals_markdown(report: dict[str, Any]) -> list[str]:
         f"(no guard: {strategies['none'].get('wasted_gpu_hours_hung_or_idle', 0):,.1f} and "
         f"{strategies['none'].get('wasted_gpu_hours_lost_since_checkpoint', 0):,.1f}). A guard can shorten the first; "
         "the second is set by how often the training script checkpoints (the trace draws an interval per job), "
-        "and every strategy loses it at each failure. In the completion delay, jobs that fail in the user's code "
-        "(user errors, out of memory) wait for a person under every strategy, trainguard included, because "
-        "retrying them would be a wrong action.",
+        "and every strategy loses it at each failure.",
         "",
+        "Completion delay by the kind of each job's fault (total hours; jobs without a fault under `none`):",
+        "",
+        "| fault | " + " | ".join(strategies) + " |",
+        "|---|" + "---|" * len(strategies),
+        *_delay_rows(strategies),
+        "",
+        f"Of trainguard's {own_delay:,.1f} h, {users:,.1f} h are jobs that failed in the user's code (user errors, out "
+        "of memory): they wait for a person under every strategy, trainguard included, because retrying them would "
+        f"be a wrong action; and {quota:,.1f} h are jobs waiting for a quota increase to be approved.",
+        "",
+    ]
+
+
+def _delay_rows(strategies: dict[str, Any]) -> list[str]:
+    kinds = sorted({kind for f in strategies.values() for kind in f.get("completion_delay_hours_by_fault", {})})
+    return [
+        f"| {kind} | "
+        + " | ".join(f"{f.get('completion_delay_hours_by_fault', {}).get(kind, 0.0):,.1f}" for f in strategies.values())
+        + " |"
+        for kind in kinds
     ]
 
 

@@ -87,6 +87,17 @@ def build_report(
     return report
 
 
+def delay_by_fault(trace: Trace, outcomes: Sequence[JobOutcome]) -> dict[str, float]:
+    """Total completion delay per kind of the job's fault ("none" for a job without one); sums to the total."""
+    fault_of = {fault.job_name: fault.kind.value for fault in trace.faults}
+    totals: dict[str, float] = {}
+    for outcome in outcomes:
+        if (delay := outcome.completion_delay_hours) is not None:
+            kind = fault_of.get(outcome.job.name, "none")
+            totals[kind] = totals.get(kind, 0.0) + delay
+    return {kind: round(hours, 3) for kind, hours in sorted(totals.items())}
+
+
 def strategy_figures(trace: Trace, outcomes: Sequence[JobOutcome]) -> dict[str, Any]:
     rule = StalledTrainingRule()
     delays = [d for d in (o.completion_delay_hours for o in outcomes) if d is not None]
@@ -101,6 +112,7 @@ def strategy_figures(trace: Trace, outcomes: Sequence[JobOutcome]) -> dict[str, 
         ),
         "billed_gpu_hours": _round(sum(o.billed_instance_hours * o.job.gpus_per_instance for o in outcomes)),
         "completion_delay_hours": {**_p50_p95(delays), "total": _round(sum(delays))},
+        "completion_delay_hours_by_fault": delay_by_fault(trace, outcomes),
         "jobs_completed": sum(1 for o in outcomes if o.completed_at is not None and o.completed_at <= trace.hours),
         "jobs_never_completed": sum(1 for o in outcomes if o.completed_at is None),
         "detect_minutes": detect_minutes(outcomes),

@@ -54,6 +54,15 @@ def test_wasted_gpu_hours_add_up_from_the_segments(standard):
         assert figures["wasted_gpu_hours_lost_since_checkpoint"] == pytest.approx(recomputed_lost, abs=1e-3)
 
 
+def test_delay_by_fault_kind_adds_up_to_the_total(standard):
+    _, _, report = standard
+    for name in STRATEGIES:
+        figures = report["strategies"][name]
+        by_fault = figures["completion_delay_hours_by_fault"]
+        assert sum(by_fault.values()) == pytest.approx(figures["completion_delay_hours"]["total"], abs=1e-2)
+        assert set(by_fault) <= {kind.value for kind in FaultKind} | {"none"}
+
+
 def test_billed_hours_and_delays_add_up(standard):
     trace, outcomes, report = standard
     for name in STRATEGIES:
