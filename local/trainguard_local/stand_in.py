@@ -110,21 +110,22 @@ class LocalAWS:
 
     def receive_rule_events(self) -> list[dict[str, Any]]:
         """Drain what the stack's rule matched (the events EventBridge would hand the function)."""
-        return self._drain(self.rule_queue_url)
+        return self.drain(self.rule_queue_url)
 
     def receive_stall_alarms(self) -> list[dict[str, Any]]:
         """Drain what the stack's stall-alarm rule matched (alarm state changes of trainguard's alarms)."""
-        return self._drain(self.stall_alarms_queue_url)
+        return self.drain(self.stall_alarms_queue_url)
 
     def receive_failed_launches(self) -> list[dict[str, Any]]:
         """Drain what the stack's CloudTrail rule matched: CreateTrainingJob calls refused by a quota."""
-        return self._drain(self.launch_failures_queue_url)
+        return self.drain(self.launch_failures_queue_url)
 
     def notifications(self) -> list[dict[str, Any]]:
         """The SNS messages trainguard published, as an SQS subscriber of the topic receives them."""
-        return self._drain(self.inbox_queue_url)
+        return self.drain(self.inbox_queue_url)
 
-    def _drain(self, queue_url: str) -> list[dict[str, Any]]:
+    def drain(self, queue_url: str) -> list[dict[str, Any]]:
+        """Every message waiting in the queue, as parsed JSON bodies; each is deleted once read."""
         sqs = self.client("sqs")
         bodies: list[dict[str, Any]] = []
         while True:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.test_classification import FIXTURE_CATEGORY
+from tests.unit.test_classification import assert_classified_as_the_fixture_says
 from trainguard.domain.classification import classify_failure_reason
 from trainguard.domain.model import Category, Decision
 
@@ -34,10 +34,7 @@ def _entry_id(index: int, entry: dict[str, Any]) -> str:
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[_entry_id(i, e) for i, e in enumerate(ENTRIES)])
 def test_each_distributed_failure_gets_its_category_and_decision(entry: dict[str, Any]) -> None:
-    result = classify_failure_reason(entry["text"])
-    expected_decision = Decision(entry["decision"]) if entry["decision"] else Decision.NOTIFY
-    assert (result.category, result.decision) == (FIXTURE_CATEGORY[entry["category"]], expected_decision), result.reason
-    assert result.reason.endswith(".")
+    assert_classified_as_the_fixture_says(entry)
 
 
 def test_every_text_says_where_it_comes_from() -> None:

@@ -27,12 +27,13 @@ def follow_job(job_name: str, tags: Mapping[str, str] | None = None, tag_prefix:
 def record_outcome(outcome: Outcome) -> None:
     """One log line and one metric per outcome, so every decision can be found and counted. A handler
     that watches many jobs (quota watch, prober) logs each outcome with its own job and lineage."""
-    followed = logger.get_current_keys().get("job_name") == outcome.job_name
+    current = logger.get_current_keys()
+    followed = current.get("job_name") == outcome.job_name
     logger.info(
         "outcome",
         outcome=outcome.kind.value,
         job_name=outcome.job_name,
-        lineage=logger.get_current_keys().get("lineage") if followed else lineage_of(outcome.job_name),
+        lineage=current.get("lineage") if followed else lineage_of(outcome.job_name),
         decision=outcome.decision,
         category=outcome.category,
         new_job_name=outcome.new_job_name,

@@ -7,7 +7,6 @@ stand_in.py notes) and receives only from a queue that holds something.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from trainguard_local.stand_in import ACCOUNT, REGION, LocalAWS
@@ -15,7 +14,7 @@ from trainguard_local.stand_in import ACCOUNT, REGION, LocalAWS
 
 class RuleQueues:
     def __init__(self, aws: LocalAWS) -> None:
-        self._sqs = aws.client("sqs")
+        self._aws = aws
         self.job_events = aws.rule_queue_url
         self.stall_alarms = aws.stall_alarms_queue_url
         self.failed_launches = aws.launch_failures_queue_url
@@ -24,17 +23,7 @@ class RuleQueues:
     def take(self, queue_url: str) -> list[dict[str, Any]]:
         if not _holds_messages(queue_url):
             return []
-        bodies: list[dict[str, Any]] = []
-        while True:
-            batch = self._sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", [])
-            if not batch:
-                return bodies
-            for message in batch:
-                bodies.append(json.loads(message["Body"]))
-            self._sqs.delete_message_batch(
-                QueueUrl=queue_url,
-                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)],
-            )
+        return self._aws.drain(queue_url)
 
 
 def _holds_messages(queue_url: str) -> bool:
