@@ -66,12 +66,30 @@ class TrainingJob:
 
 
 def instances_of(resource_config: object) -> tuple[str, int]:
-    """A ResourceConfig's instance type (the first group's, for a heterogeneous cluster) and its total
-    instance count (instance groups added up); ("", 0) when it says neither."""
+    """A ResourceConfig's instance type and its total instance count; ("", 0) when it says neither.
+
+    In order: the type SageMaker selected from `InstancePreferences` (SelectedInstanceType/Count, in a
+    DescribeTrainingJob response once it chose), the first instance group's type with the groups added up
+    (a heterogeneous cluster), InstanceType/InstanceCount, and for a request with preferences the first
+    preference (the type SageMaker tries first)."""
     if not isinstance(resource_config, dict):
         return "", 0
+    selected = resource_config.get("SelectedInstanceType")
+    if isinstance(selected, str) and selected:
+        count = resource_config.get("SelectedInstanceCount")
+        return selected, count if type(count) is int else _job_level_count(resource_config)
     groups = resource_config.get("InstanceGroups") or [resource_config]
     valid = [g for g in groups if isinstance(g, dict)]
     count = sum(g["InstanceCount"] for g in valid if type(g.get("InstanceCount")) is int)
     kind = next((str(g["InstanceType"]) for g in valid if g.get("InstanceType")), "")
+    preferences = resource_config.get("InstancePreferences")
+    if not kind and isinstance(preferences, list) and preferences and isinstance(preferences[0], dict):
+        first = preferences[0]
+        own = first.get("InstanceCount")
+        return str(first.get("InstanceType", "")), own if type(own) is int else _job_level_count(resource_config)
     return kind, count
+
+
+def _job_level_count(resource_config: dict[str, Any]) -> int:
+    count = resource_config.get("InstanceCount")
+    return count if type(count) is int else 0

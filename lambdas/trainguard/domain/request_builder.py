@@ -6,6 +6,8 @@ list: a field AWS adds to both shapes tomorrow carries over by itself. Nested st
 projected the same way, so output-only members never reach the request, and a structure that
 lacks a required member after projection (an empty `VpcConfig: {}`) is dropped, not sent broken.
 `project_onto_shape` is that projection; `cloudtrail_launch.py` reuses it for CloudTrail records.
+What the projection cannot see (members documented as read-only, mutually exclusive pairs that a
+description fills both sides of) is left out by `create_request_rules.strip_refused_members`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from trainguard.domain.create_request_rules import strip_refused_members
 
 # A shape as plain data: {"type": "structure", "members": {...}, "required": [...]},
 # {"type": "list", "member": {...}}, {"type": "map", "value": {...}}, or {"type": "string"} etc.
@@ -39,7 +43,9 @@ def build_relaunch_request(
     tags: Mapping[str, str],
 ) -> RelaunchRequest:
     """The request that relaunches `description` as `new_job_name`, carrying `tags`."""
-    projected, dropped = project_onto_shape(description, input_shape)
+    projected, dropped_by_shape = project_onto_shape(description, input_shape)
+    projected, dropped_by_rules = strip_refused_members(projected)
+    dropped = dropped_by_shape + dropped_by_rules
     projected["TrainingJobName"] = new_job_name
     if len(tags) > MAX_TAGS_PER_REQUEST:
         raise RelaunchImpossible(
