@@ -52,7 +52,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     source = explain.add_mutually_exclusive_group(required=True)
     source.add_argument("--reason", help="a FailureReason or error text")
-    source.add_argument("--event", type=Path, help="a 'SageMaker Training Job State Change' event (JSON file)")
+    source.add_argument(
+        "--event",
+        type=Path,
+        help="an event the stack routes (JSON file): a SageMaker Training Job State Change, a CloudWatch Alarm State "
+        "Change of a stall alarm, or the AWS API Call via CloudTrail of a refused CreateTrainingJob",
+    )
     source.add_argument("--describe", type=Path, help="a DescribeTrainingJob response as the AWS CLI prints it")
     explain.add_argument("--tags", type=Path, help="a ListTags response (JSON file), with --describe or --describe-job")
     explain.add_argument(
@@ -118,6 +123,8 @@ def _run_explain(args: argparse.Namespace) -> dict[str, Any]:
             event = _read_json(args.event)
             if isinstance(event, dict) and event.get("source") == "aws.cloudwatch":
                 return _explain_alarm(args, event)
+            if isinstance(event, dict) and event.get("detail-type") == "AWS API Call via CloudTrail":
+                return _explain_failed_launch(args, event)
             job = parse_state_change(event).job
         else:
             tags = _read_tags(args.tags) if args.tags else None
@@ -142,6 +149,21 @@ def _run_explain(args: argparse.Namespace) -> dict[str, Any]:
     if args.allow_role is None:
         answer["notes"] = ["the execution role was not checked against passable_role_arns (use --allow-role)"]
     return answer
+
+
+def _explain_failed_launch(args: argparse.Namespace, event: Any) -> dict[str, Any]:
+    from trainguard.adapters.service_model import create_training_job_shape
+    from trainguard.domain.policy import PolicyDefaults, TagKeys
+    from trainguard.events.cloudtrail import parse_failed_launch
+    from trainguard.workflows.explain import explain_failed_launch
+
+    return explain_failed_launch(
+        parse_failed_launch(event),
+        defaults=PolicyDefaults(max_retries=args.max_retries),
+        keys=TagKeys(args.tag_prefix),
+        create_request_shape=create_training_job_shape(),
+        quota_ceiling=args.quota_ceiling,
+    )
 
 
 def _explain_alarm(args: argparse.Namespace, event: Any) -> dict[str, Any]:

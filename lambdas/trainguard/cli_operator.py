@@ -211,7 +211,7 @@ def run_opt_in(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     jobs.add_tags(job.arn, tags)
     notes = [_NOT_WATCHED_YET] if job.secondary_status == "Training" else []
     if parent := managing_parent(job):
-        notes.append(f"launched by {parent}: trainguard leaves its relaunches to it")
+        notes.append(f"launched by {parent.describe()}: trainguard leaves it to its owner and never acts on it")
     previous = {k: job.tags[k] for k in tags if k in job.tags}
     return dict(job_name=job.name, job_arn=job.arn, status=job.status, tags=tags, previous=previous, notes=notes), 0
 

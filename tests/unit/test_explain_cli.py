@@ -210,3 +210,66 @@ def test_alarm_events_trainguard_ignores(
 ) -> None:
     code, answer, _ = run(capsys, "explain", "--event", write(tmp_path, "a.json", stall_alarm_event(name, state)))
     assert code == 0 and answer is not None and answer["decision"] == "ignore"
+
+
+def failed_launch_event(tags: list[dict[str, str]], message: str) -> dict[str, Any]:
+    from tests.cloudtrail_events import envelope_from_record
+
+    record = copy.deepcopy(load_fixture("events/cloudtrail_record.create_training_job.medzen_sanitized_real.json"))
+    record["requestParameters"]["tags"] = tags
+    return envelope_from_record(record, "ResourceLimitExceeded", message)
+
+
+OPT_IN_RECORD_TAG = [{"key": "trainguard:enabled", "value": "true"}]
+P4D_WALL = (
+    "The account-level service limit 'ml.p4d.24xlarge for training job usage' is 0 Instances, with current "
+    "utilization of 0 Instances and a request delta of 2 Instances. Please use AWS Service Quotas to request an "
+    "increase for this quota."
+)
+
+
+def test_a_refused_launch_seen_through_cloudtrail_is_explained_with_its_quota_request(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    event = write(tmp_path, "ct.json", failed_launch_event(OPT_IN_RECORD_TAG, P4D_WALL))
+    code, answer, _ = run(capsys, "explain", "--event", event)
+    assert code == 0 and answer is not None and set(answer) >= KEYS
+    assert answer["decision"] == "quota" and answer["opted_in"] is True
+    assert answer["quota_request"]["quota_name"] == "ml.p4d.24xlarge for training job usage"
+    assert answer["quota_request"]["desired_value"] == 2
+    request = answer["create_training_job_request"]
+    assert request["TrainingJobName"] == "medzen-b5-b5-universal-arm1-2026-005" and "disableEFA" not in request
+
+
+def test_an_older_wording_of_the_quota_error_is_sized_from_the_request(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    older = "The account-level service limit for training-job/ml.p4d.24xlarge is 0 Instances"
+    event = write(tmp_path, "ct.json", failed_launch_event(OPT_IN_RECORD_TAG, older))
+    code, answer, _ = run(capsys, "explain", "--event", event)
+    assert code == 0 and answer is not None and answer["decision"] == "quota"
+    count = answer["create_training_job_request"]["ResourceConfig"]["InstanceCount"]
+    assert answer["quota_request"]["desired_value"] == count  # the limit (0) + the launch's instance count
+
+
+def test_a_refused_launch_of_a_pipeline_is_left_to_it(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    tags = [*OPT_IN_RECORD_TAG, {"key": "sagemaker:pipeline-execution-arn", "value": "arn:aws:sagemaker:x"}]
+    code, answer, _ = run(capsys, "explain", "--event", write(tmp_path, "ct.json", failed_launch_event(tags, P4D_WALL)))
+    assert code == 0 and answer is not None
+    assert answer["decision"] == "notify" and "SageMaker Pipelines" in answer["owner"]
+    assert answer["quota_request"] is None and answer["create_training_job_request"] is None
+
+
+def test_a_cloudtrail_event_of_another_call_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    event = load_fixture("events/eventbridge_aws_api_call_via_cloudtrail.create_labeling_job.mlspace_test.json")
+    code, answer, err = run(capsys, "explain", "--event", write(tmp_path, "ct.json", event))
+    assert code == 2 and answer is None and "CreateTrainingJob" in err
+
+
+def test_a_parents_job_is_explained_as_left_to_it(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    describe = write(tmp_path, "d.json", described_job("AWSBatchllama88b610a69aa8380ca5b0a7aba3f81cb8"))
+    tags = write(tmp_path, "t.json", {"Tags": [{"Key": "trainguard:enabled", "Value": "true"}]})
+    code, answer, _ = run(capsys, "explain", "--describe", describe, "--tags", tags)
+    assert code == 0 and answer is not None
+    assert answer["decision"] == "notify" and "AWS Batch" in answer["owner"] and "retryStrategy" in answer["reason"]
+    assert answer["create_training_job_request"] is None

@@ -18,6 +18,7 @@ from trainguard.domain.classification import classify_job_end
 from trainguard.domain.model import Category, Classification, Decision, TrainingJob
 from trainguard.domain.naming import retry_job_name
 from trainguard.domain.outcome import Outcome, OutcomeKind
+from trainguard.domain.ownership import Parent, decide_for_owned_job, find_parent
 from trainguard.domain.policy import JobPolicy, TagKeys
 from trainguard.domain.request_builder import RelaunchImpossible, Shape, build_relaunch_request
 
@@ -31,6 +32,7 @@ class Assessment:
     classification: Classification
     decision: Decision
     reason: str
+    owner: str = ""  # the parent that owns the job ("" when none): trainguard leaves the job to it
 
     def outcome(
         self,
@@ -47,7 +49,7 @@ class Assessment:
             self.decision.value,
             self.classification.category.value,
             new_job_name,
-            details or {},
+            {**({"owner": self.owner} if self.owner else {}), **(details or {})},
         )
 
 
@@ -98,18 +100,10 @@ def assess_job_end(job: TrainingJob, policy: JobPolicy, stall_reason: str = "") 
         )
     if not policy.enabled:
         return Assessment(job.name, False, classification, Decision.IGNORE, f"not opted in: {policy.why_not_enabled}")
-    decision, reason = classification.decision, classification.reason
     parent = managing_parent(job)
-    if parent and decision is not Decision.IGNORE:
-        # A tuning job (or AutoML job) runs and retries its own training jobs; a relaunch outside it
-        # would not count towards it. Tags propagate from the parent, so such jobs can look opted in.
-        return Assessment(
-            job.name,
-            True,
-            classification,
-            Decision.IGNORE,
-            f"the job belongs to {parent}, which manages its training jobs; trainguard leaves it to it.",
-        )
+    if parent is not None:
+        return _left_to_parent(job, classification, parent)
+    decision, reason = classification.decision, classification.reason
     if classification.category is Category.MAX_RUNTIME and policy.continue_after_max_runtime:
         decision = Decision.RETRY
         reason = (
@@ -119,13 +113,14 @@ def assess_job_end(job: TrainingJob, policy: JobPolicy, stall_reason: str = "") 
     return Assessment(job.name, True, classification, decision, reason)
 
 
-def managing_parent(job: TrainingJob) -> str:
-    """The ARN of the tuning or AutoML job that launched this training job, or ''."""
-    for key in ("TuningJobArn", "AutoMLJobArn"):
-        value = job.description.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return ""
+def _left_to_parent(job: TrainingJob, classification: Classification, parent: Parent) -> Assessment:
+    decision, reason = decide_for_owned_job(classification, parent)
+    return Assessment(job.name, True, classification, decision, reason, parent.describe())
+
+
+def managing_parent(job: TrainingJob) -> Parent | None:
+    """The service that launched and owns this training job, or None."""
+    return find_parent(job_name=job.name, description=job.description, tags=job.tags)
 
 
 def read_lineage(job: TrainingJob, keys: TagKeys) -> Lineage:

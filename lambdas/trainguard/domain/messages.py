@@ -45,6 +45,8 @@ def compose_job_end_notification(
 ) -> Notification:
     category = outcome.category or "unknown"
     headline = _HEADLINES.get(outcome.kind, "{job}: {category}")
+    if outcome.details.get("owner"):
+        headline = "{job} ended: {category}, left to its owner"
     subject = fit_subject("[trainguard] " + headline, job.name, category)
 
     lines = [
@@ -90,6 +92,8 @@ def _did(outcome: Outcome) -> str:
         return f"Scheduled a relaunch as {outcome.new_job_name} at {when} (capacity backoff)."
     if outcome.kind is OutcomeKind.QUOTA_WALL:
         return str(outcome.details.get("quota_summary", "Met a quota wall."))
+    if owner := outcome.details.get("owner"):
+        return f"Nothing: the job belongs to {owner}; its retries are the owner's (see Why)."
     if outcome.kind is OutcomeKind.NOT_RELAUNCHED:
         return "Nothing: a relaunch would have helped, but it did not relaunch (see Why)."
     return "Nothing: a relaunch would not fix this, so it only tells you."

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from trainguard.domain.model import TrainingJob, instances_of
+from trainguard.domain.ownership import find_parent, owner_sentence
 from trainguard.domain.policy import JobPolicy, TagKeys, TagProblem, read_int_tag
 
 ALARM_PREFIX = "trainguard-stall-"
@@ -111,6 +112,7 @@ class StallVerdict:
     act: bool  # stalled and the job's actions allow a stop (not a dry run)
     reason: str
     silence: timedelta | None = None
+    owner: str = ""  # the parent that owns the job: a stall is told, never stopped
 
 
 def judge_stall(
@@ -149,6 +151,9 @@ def judge_stall(
         reason = (
             f"GPUs idle for {thresholds.gpu_idle_minutes} min ({gpu_text}) and no new log line for {_minutes(silence)}"
         )
+    parent = find_parent(job_name=job.name, description=job.description, tags=job.tags)
+    if parent is not None:
+        return StallVerdict(True, False, f"{reason}. Not stopped: {owner_sentence(parent)}", silence, parent.describe())
     if not policy.allows("stop"):
         return StallVerdict(True, False, f"{reason}; dry run: trainguard would stop it, but does nothing", silence)
     return StallVerdict(True, True, reason, silence)

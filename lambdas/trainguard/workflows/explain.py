@@ -7,12 +7,16 @@ from typing import Any
 
 from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.classification import classify_failure_reason
+from trainguard.domain.cloudtrail_launch import rebuild_create_request
 from trainguard.domain.job_end import RelaunchPlan, RelaunchSettings, assess_job_end, plan_relaunch
-from trainguard.domain.model import Decision, TrainingJob
+from trainguard.domain.model import Decision, TrainingJob, instances_of
+from trainguard.domain.ownership import decide_for_owned_job, find_parent
 from trainguard.domain.policy import PolicyDefaults, TagKeys, read_job_policy
 from trainguard.domain.quotas import NoQuotaRequest, plan_quota_request, read_quota_error
+from trainguard.domain.request_builder import RelaunchImpossible
 from trainguard.domain.stalls import StallSignal, StallThresholds, grace_reason, parse_alarm_name, read_stall_thresholds
 from trainguard.events.alarm_state_change import AlarmStateChange
+from trainguard.events.cloudtrail import FailedLaunch
 
 OFFLINE_CHECKPOINT_NOTE = "not listed offline"
 
@@ -55,6 +59,9 @@ def explain_job(
     answer["job_name"] = job.name
     answer["opted_in"] = assessment.opted_in
     answer["tag_problems"] = [p.describe() for p in policy.problems]
+    if assessment.owner:
+        answer["owner"] = assessment.owner
+        return answer
     if assessment.decision is Decision.QUOTA:
         count = job.description.get("ResourceConfig", {}).get("InstanceCount")
         answer["quota_request"] = offline_quota_request(
@@ -77,6 +84,46 @@ def explain_job(
         answer["decision"] = Decision.NOTIFY.value
         answer["reason"] = f"{assessment.reason} Not relaunched: {plan.reason}"
         answer["would_be_job_name"] = plan.would_be_job_name
+    return answer
+
+
+def explain_failed_launch(
+    launch: FailedLaunch,
+    *,
+    defaults: PolicyDefaults,
+    keys: TagKeys,
+    create_request_shape: dict[str, Any],
+    quota_ceiling: float = 64,
+) -> dict[str, Any]:
+    """What trainguard does with the CloudTrail record of a refused CreateTrainingJob (the quota path), offline:
+    the quota it would ask for, sized from the message and the request, and the request it would send once the
+    quota allows. Offline, the quota's current value is taken to be the limit the message states."""
+    reading = classify_failure_reason(f"{launch.error_code}: {launch.error_message}")
+    answer = _answer(reading.category.value, reading.decision.value, reading.reason)
+    policy = read_job_policy(launch.tags, defaults, keys)
+    answer.update(job_name=launch.job_name, opted_in=policy.enabled, error_code=launch.error_code)
+    answer["tag_problems"] = [p.describe() for p in policy.problems]
+    if not policy.enabled:
+        answer.update(decision=Decision.IGNORE.value, reason=f"not opted in: {policy.why_not_enabled}")
+        return answer
+    parent = find_parent(job_name=launch.job_name, description={}, tags=launch.tags, caller_arn=launch.requester_arn)
+    if parent is not None:
+        decision, reason = decide_for_owned_job(reading, parent)
+        answer.update(decision=decision.value, reason=reason, owner=parent.describe())
+        return answer
+    try:
+        rebuilt = rebuild_create_request(launch.request_parameters, create_request_shape)
+    except RelaunchImpossible as err:
+        answer["notes"] = [f"the request cannot be rebuilt from the record: {err}"]
+        rebuilt = None
+    if reading.decision is Decision.QUOTA:
+        count = instances_of(rebuilt.request.get("ResourceConfig"))[1] if rebuilt else 0
+        answer["quota_request"] = offline_quota_request(launch.error_message, quota_ceiling, count or None)
+    if rebuilt is not None:
+        answer["create_training_job_request"] = rebuilt.request
+        answer["dropped_fields"] = list(rebuilt.dropped)
+        if rebuilt.refusal_reason:
+            answer["notes"] = [f"trainguard would not launch it itself: {rebuilt.refusal_reason}"]
     return answer
 
 

@@ -4,9 +4,12 @@ rebuilt from the CloudTrail record's requestParameters."""
 
 from __future__ import annotations
 
+from trainguard.domain.classification import classify_failure_reason
 from trainguard.domain.cloudtrail_launch import rebuild_create_request
 from trainguard.domain.messages import compose_notification
+from trainguard.domain.model import Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
+from trainguard.domain.ownership import Parent, decide_for_owned_job, find_parent
 from trainguard.domain.policy import read_job_policy
 from trainguard.domain.request_builder import RelaunchImpossible
 from trainguard.events.cloudtrail import FailedLaunch
@@ -24,6 +27,13 @@ def handle_blocked_launch(ports: GuardPorts, launch: FailedLaunch) -> Outcome:
     if start.state is StepState.DONE:
         return Outcome(OutcomeKind.ALREADY_HANDLED, launch.job_name, "already handled", "quota", "quota")
     try:
+        parent = find_parent(
+            job_name=launch.job_name, description={}, tags=launch.tags, caller_arn=launch.requester_arn
+        )
+        if parent is not None:
+            outcome = _left_to_parent(ports, launch, parent)
+            ports.ledger.finish_step(launch.job_name, step, outcome, now)
+            return outcome
         blocked = _blocked_launch(ports, launch)
         wall = meet_quota_wall(ports, blocked, policy)
         kind = OutcomeKind.QUOTA_WALL if wall.is_quota else OutcomeKind.NOTIFIED
@@ -54,6 +64,32 @@ def handle_blocked_launch(ports: GuardPorts, launch: FailedLaunch) -> Outcome:
     except Exception:
         ports.ledger.abandon_step(launch.job_name, step)
         raise
+    return outcome
+
+
+def _left_to_parent(ports: GuardPorts, launch: FailedLaunch, parent: Parent) -> Outcome:
+    """A parent's launch hit the wall: no quota request and no launch later; the owner is told (at most)."""
+    reading = classify_failure_reason(f"{launch.error_code}: {launch.error_message}")
+    decision, reason = decide_for_owned_job(reading, parent)
+    kind = OutcomeKind.NOTIFIED if decision is Decision.NOTIFY else OutcomeKind.SKIPPED
+    outcome = Outcome(
+        kind, launch.job_name, reason, decision.value, reading.category.value, "", {"owner": parent.describe()}
+    )
+    if kind is OutcomeKind.NOTIFIED:
+        ports.notifier.publish(
+            compose_notification(
+                headline="{job}: launch blocked, left to its owner",
+                job_name=launch.job_name,
+                happened=f"CreateTrainingJob for {launch.job_name} failed with {launch.error_code}: "
+                f"{launch.error_message}",
+                did=f"Nothing: the launch belongs to {parent.describe()}; no quota request, no launch later.",
+                why=reason,
+                outcome=kind.value,
+                decision=decision.value,
+                region=ports.region,
+                now=ports.clock(),
+            )
+        )
     return outcome
 
 

@@ -125,6 +125,9 @@ def _act(
             else "Nothing: the job had already left InProgress when trainguard tried to stop it."
         )
         kind = OutcomeKind.STALL_STOPPED
+    elif verdict.owner:
+        did = f"Nothing: the job belongs to {verdict.owner}. It keeps running, and billing: stop it there."
+        kind = OutcomeKind.STALL_FOUND
     else:
         did = "Nothing: the job is in dry run (its actions do not include stop). It keeps running, and billing."
         kind = OutcomeKind.STALL_FOUND
@@ -137,7 +140,7 @@ def _act(
     gpus = ", ".join(f"{host.rsplit('/', 1)[-1]} {value:g}" for host, value in sorted(evidence.gpu_by_host.items()))
     ports.notifier.publish(
         compose_notification(
-            headline="{job} stalled: stopped" if verdict.act else "{job} stalled (dry run)",
+            headline=_stall_headline(verdict),
             job_name=job.name,
             happened=f"{job.name} is InProgress but stalled ({signal.value}): {verdict.reason}.",
             did=did,
@@ -157,3 +160,9 @@ def _act(
         )
     )
     return outcome
+
+
+def _stall_headline(verdict: StallVerdict) -> str:
+    if verdict.act:
+        return "{job} stalled: stopped"
+    return "{job} stalled, left to its owner" if verdict.owner else "{job} stalled (dry run)"
