@@ -50,6 +50,9 @@ class Settings:
     checkpoint_buckets: tuple[str, ...] = ()
     capacity_backoff_minutes: int = 10
     capacity_backoff_max_minutes: int = 120
+    # Relaunches after a hardware fault or a collective timeout ask SageMaker for its infrastructure health
+    # check (CreateTrainingJob InfraCheckConfig.EnableInfraCheck) before training starts (README: settings).
+    infra_check_after_host_faults: bool = False
     # Quota walls: RequestServiceQuotaIncrease's SupportCaseAllowed, the most trainguard asks for (per
     # quota name, else the default), how long a blocked launch waits, and how often the quotas are checked.
     quota_support_case_allowed: bool = True

@@ -432,6 +432,7 @@ def guard_config(
         dry_run=settings.dry_run,
         capacity_backoff_minutes=settings.capacity_backoff_minutes,
         capacity_backoff_max_minutes=settings.capacity_backoff_max_minutes,
+        infra_check_after_host_faults=settings.infra_check_after_host_faults,
         retry_launcher_arn=retry_launcher_arn,
         scheduler_role_arn=scheduler_role_arn,
         schedule_group_name=schedule_group_name,

@@ -73,6 +73,11 @@ def _parser() -> argparse.ArgumentParser:
         help="a role trainguard may pass (setting passable_role_arns); repeat it. Without it, the role is not checked.",
     )
     explain.add_argument(
+        "--infra-check-after-host-faults",
+        action="store_true",
+        help="the deployed setting infra_check_after_host_faults (InfraCheckConfig on relaunches after host faults)",
+    )
+    explain.add_argument(
         "--quota-ceiling", type=int, default=64, help="the deployed default_quota_ceiling (for quota_request)"
     )
     explain.set_defaults(run=_run_explain)
@@ -141,6 +146,7 @@ def _run_explain(args: argparse.Namespace) -> dict[str, Any]:
             passable_role_arns=roles,
             capacity_backoff_minutes=GuardConfig.capacity_backoff_minutes,
             capacity_backoff_max_minutes=GuardConfig.capacity_backoff_max_minutes,
+            infra_check_after_host_faults=args.infra_check_after_host_faults,
         ),
         create_request_shape=create_training_job_shape(),
         now=datetime.now(UTC),

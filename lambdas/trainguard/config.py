@@ -33,6 +33,7 @@ class GuardConfig:
     dry_run: bool = False
     capacity_backoff_minutes: int = 10
     capacity_backoff_max_minutes: int = 120
+    infra_check_after_host_faults: bool = False
     # EventBridge Scheduler: where delayed retries go, and the role it uses to invoke.
     retry_launcher_arn: str = ""
     scheduler_role_arn: str = ""

@@ -324,3 +324,47 @@ def test_a_redelivery_after_a_death_finishes_the_relaunch_even_when_the_budget_i
     assert [r["TrainingJobName"] for r in ports.jobs.created] == ["llama-pretrain-retry1"]
     [message] = ports.notifier.sent
     assert "relaunched llama-pretrain" in message.subject
+
+
+@pytest.mark.parametrize(
+    "reason, checked",
+    [
+        ("RuntimeError: CUDA error: uncorrectable ECC error encountered", True),
+        ("torch.distributed.DistBackendError: NCCL error", True),
+        ("InternalServerError: We encountered an internal error. Please try again.", False),
+    ],
+)
+def test_the_infra_check_setting_asks_for_a_health_check_after_host_faults_only(reason: str, checked: bool) -> None:
+    ports = fake_ports(infra_check_after_host_faults=True)
+    ports.jobs.add(described_job(reason=reason), OPTED_IN)
+    assert handle_job_end(ports, "llama-pretrain").kind is OutcomeKind.RELAUNCHED
+    [request] = ports.jobs.created
+    assert ("InfraCheckConfig" in request) is checked
+    if checked:
+        assert request["InfraCheckConfig"] == {"EnableInfraCheck": True}
+
+
+def test_without_the_setting_no_health_check_is_asked_for() -> None:
+    ports = fake_ports()
+    ports.jobs.add(described_job(reason="RuntimeError: CUDA error: uncorrectable ECC error encountered"), OPTED_IN)
+    handle_job_end(ports, "llama-pretrain")
+    assert "InfraCheckConfig" not in ports.jobs.created[0]
+
+
+def test_a_failure_event_during_a_cluster_repair_does_nothing() -> None:
+    """A GPU failure starts SageMaker's cluster repair, which restarts the same job (model-checkpoints-cluster-
+    repair.html): an end event that arrives then finds the job InProgress again, and nothing is done."""
+    ports = fake_ports()
+    description = described_job(status="InProgress", secondary="Restarting")
+    description["SecondaryStatusTransitions"] = [
+        {"Status": "Training", "StartTime": NOW - timedelta(hours=3), "StatusMessage": "Training in progress."},
+        {
+            "Status": "Restarting",
+            "StartTime": NOW,
+            "StatusMessage": "Repairing training cluster due to hardware failure",
+        },
+    ]
+    ports.jobs.add(description, OPTED_IN)
+    outcome = handle_job_end(ports, "llama-pretrain")
+    assert outcome.kind is OutcomeKind.SKIPPED and "InProgress" in outcome.reason
+    assert ports.jobs.created == [] and ports.notifier.sent == [] and ports.scheduler.schedules == {}

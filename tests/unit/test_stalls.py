@@ -78,9 +78,48 @@ def test_names_that_are_not_ours(name: str) -> None:
     assert parse_alarm_name(name) is None
 
 
-@pytest.mark.parametrize("secondary", ["Starting", "Pending", "Downloading", "Uploading", "Interrupted", "Restarting"])
+@pytest.mark.parametrize("secondary", ["Starting", "Pending", "Downloading", "Uploading", "Interrupted"])
 def test_no_verdict_outside_training(secondary: str) -> None:
     assert "not Training" in grace_reason(running_job(timedelta(hours=3), secondary), DEFAULTS, NOW)
+
+
+# Cluster repair (https://docs.aws.amazon.com/sagemaker/latest/dg/model-checkpoints-cluster-repair.html): "During
+# this process, you will see the following message in your training job status: Repairing training cluster due to
+# hardware failure"; the SecondaryStatus enum has "Restarting". Either one holds the stall path back.
+REPAIR_MESSAGE = "Repairing training cluster due to hardware failure"
+
+
+def transition(status: str, message: str, minutes_ago: int) -> dict:
+    return {"Status": status, "StartTime": NOW - timedelta(minutes=minutes_ago), "StatusMessage": message}
+
+
+@pytest.mark.parametrize(
+    "secondary, transitions",
+    [
+        ("Restarting", [transition("Training", "Training in progress.", 180), transition("Restarting", "", 5)]),
+        (
+            "Training",
+            [transition("Training", "Training in progress.", 180), transition("Training", REPAIR_MESSAGE, 40)],
+        ),
+        ("Restarting", [transition("Restarting", REPAIR_MESSAGE, 40)]),
+    ],
+)
+def test_no_verdict_while_sagemaker_repairs_the_cluster(secondary: str, transitions: list) -> None:
+    job = running_job(timedelta(hours=3), secondary, transitions)
+    assert "SageMaker is re" in grace_reason(job, DEFAULTS, NOW)
+    for signal in StallSignal:
+        verdict = judge_stall(signal, job, OPTED_IN, DEFAULTS, evidence(timedelta(hours=2)), NOW)
+        assert not verdict.stalled and not verdict.act
+
+
+def test_after_the_repair_training_restarts_with_its_grace() -> None:
+    transitions = [
+        transition("Training", "Training in progress.", 180),
+        transition("Restarting", REPAIR_MESSAGE, 40),
+        transition("Training", "Training in progress.", 10),
+    ]
+    job = running_job(timedelta(hours=3), "Training", transitions)
+    assert "startup grace" in grace_reason(job, DEFAULTS, NOW)
 
 
 def test_no_verdict_within_the_startup_grace() -> None:

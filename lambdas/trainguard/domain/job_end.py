@@ -23,6 +23,10 @@ from trainguard.domain.policy import JobPolicy, TagKeys
 from trainguard.domain.request_builder import RelaunchImpossible, Shape, build_relaunch_request
 
 DELAYED_CATEGORIES = frozenset({Category.CAPACITY, Category.SPOT_INTERRUPTION})
+# Failures of a host or of the network between hosts: a relaunch may ask SageMaker to check the new hosts first
+# (InfraCheckConfig: "A SageMaker-provided health check tests the health of instance hardware and cluster network
+# connectivity", https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_InfraCheckConfig.html).
+HOST_FAULT_CATEGORIES = frozenset({Category.HARDWARE, Category.COLLECTIVE_TIMEOUT})
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,7 @@ class RelaunchSettings:
     passable_role_arns: tuple[str, ...]
     capacity_backoff_minutes: int
     capacity_backoff_max_minutes: int
+    infra_check_after_host_faults: bool = False
 
 
 @dataclass(frozen=True)
@@ -174,20 +179,23 @@ def plan_relaunch(
         built = build_relaunch_request(job.description, create_request_shape, new_job_name=new_name, tags=tags)
     except RelaunchImpossible as err:
         return Refusal(f"the relaunch request cannot be built: {err}.", new_name)
+    request = built.request
+    if settings.infra_check_after_host_faults and assessment.classification.category in HOST_FAULT_CATEGORIES:
+        request = {**request, "InfraCheckConfig": {"EnableInfraCheck": True}}
     delay = _backoff(assessment.classification.category, attempt, settings)
     if not policy.allows("retry"):
         when = f" after a {int(delay.total_seconds() // 60)} min backoff" if delay else ""
         return Refusal(
             f"dry run: trainguard would relaunch it as {new_name}{when}, but does nothing.",
             new_name,
-            built.request,
+            request,
         )
     return RelaunchPlan(
         failed_job=job.name,
         new_job_name=new_name,
         lineage=Lineage(lineage.root_job, attempt),
         delay=delay,
-        request=built.request,
+        request=request,
         reason=assessment.reason,
         dropped_fields=built.dropped,
     )

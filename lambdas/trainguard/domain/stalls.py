@@ -80,11 +80,41 @@ def parse_alarm_name(name: str) -> tuple[StallSignal, str] | None:
 # Secondary statuses in which a quiet job is expected to be quiet.
 _NOT_TRAINING_YET = "is {status}: a job that is not Training yet (or any more) is expected to be quiet"
 
+# Cluster repair: "If you are running a training job that fails on a GPU, SageMaker AI will run a GPU health
+# check [...] reboot the instance [or] replace the instance. [...] During this process, you will see the
+# following message in your training job status: Repairing training cluster due to hardware failure. SageMaker AI
+# will attempt to repair the cluster up to 10 times. If the cluster repair is successful, SageMaker AI will
+# automatically restart the training job from the previous checkpoint. If the cluster repair fails, the training
+# job will also fail." (https://docs.aws.amazon.com/sagemaker/latest/dg/model-checkpoints-cluster-repair.html)
+# The page names no SecondaryStatus; botocore's enum has "Restarting", undocumented in its text. AWS warns not to
+# branch on status messages to *initiate* actions; here the message only *holds one back*, the safe direction, so
+# either sign is enough. A repair that fails ends the job Failed, and that end is handled as usual.
+REPAIR_SECONDARY_STATUSES = frozenset({"Restarting"})
+_REPAIR_MESSAGE = "repairing training cluster"
+
+
+def repair_under_way(job: TrainingJob) -> str:
+    """Why SageMaker is repairing or restarting the job's cluster itself ('' when nothing says so)."""
+    if job.status != "InProgress":
+        return ""
+    if job.secondary_status in REPAIR_SECONDARY_STATUSES:
+        return f"SageMaker is restarting the job itself (SecondaryStatus {job.secondary_status})"
+    transitions = job.description.get("SecondaryStatusTransitions")
+    newest = transitions[-1] if isinstance(transitions, list) and transitions else None
+    message = newest.get("StatusMessage") if isinstance(newest, Mapping) else None
+    if isinstance(message, str) and _REPAIR_MESSAGE in message.lower():
+        return (
+            f"SageMaker is repairing the training cluster and will restart the job itself ({message.strip()[:120]!r})"
+        )
+    return ""
+
 
 def grace_reason(job: TrainingJob, thresholds: StallThresholds, now: datetime) -> str:
     """Why no stall verdict may be given now ('' when one may)."""
     if job.status != "InProgress":
         return f"the job is {job.status}, not InProgress"
+    if repair := repair_under_way(job):
+        return repair
     if job.secondary_status != "Training":
         return "the job " + _NOT_TRAINING_YET.format(status=job.secondary_status or "in an unknown phase")
     if job.training_since is None:

@@ -22,6 +22,7 @@ def relaunch_settings(ports: GuardPorts) -> RelaunchSettings:
         passable_role_arns=ports.config.passable_role_arns,
         capacity_backoff_minutes=ports.config.capacity_backoff_minutes,
         capacity_backoff_max_minutes=ports.config.capacity_backoff_max_minutes,
+        infra_check_after_host_faults=ports.config.infra_check_after_host_faults,
     )
 
 
