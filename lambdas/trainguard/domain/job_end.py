@@ -15,6 +15,7 @@ from typing import Any
 
 from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.classification import classify_job_end
+from trainguard.domain.fallbacks import Fallback, JobFacts, plan_fallback, read_fallback_options, spot_failures_now
 from trainguard.domain.model import Category, Classification, Decision, TrainingJob
 from trainguard.domain.naming import retry_job_name
 from trainguard.domain.outcome import Outcome, OutcomeKind
@@ -80,6 +81,7 @@ class RelaunchPlan:
     request: dict[str, Any]
     reason: str
     dropped_fields: tuple[str, ...] = field(default=())
+    fallback: Fallback | None = None  # what the owner's fallback tags changed, if anything
 
 
 @dataclass(frozen=True)
@@ -180,13 +182,19 @@ def plan_relaunch(
     except RelaunchImpossible as err:
         return Refusal(f"the relaunch request cannot be built: {err}.", new_name)
     request = built.request
-    if settings.infra_check_after_host_faults and assessment.classification.category in HOST_FAULT_CATEGORIES:
+    category = assessment.classification.category
+    if settings.infra_check_after_host_faults and category in HOST_FAULT_CATEGORIES:
         request = {**request, "InfraCheckConfig": {"EnableInfraCheck": True}}
-    delay = _backoff(assessment.classification.category, attempt, settings)
+    fallback = _fallback(job, category, request, keys)
+    if fallback is not None:
+        request = fallback.request
+    # A fallback runs now, on what the owner allowed; only the same launch again waits for capacity to come back.
+    delay = timedelta(0) if fallback else _backoff(category, attempt, settings)
     if not policy.allows("retry"):
         when = f" after a {int(delay.total_seconds() // 60)} min backoff" if delay else ""
+        changed = f" {fallback.summary}" if fallback else ""
         return Refusal(
-            f"dry run: trainguard would relaunch it as {new_name}{when}, but does nothing.",
+            f"dry run: trainguard would relaunch it as {new_name}{when}, but does nothing.{changed}",
             new_name,
             request,
         )
@@ -198,7 +206,33 @@ def plan_relaunch(
         request=request,
         reason=assessment.reason,
         dropped_fields=built.dropped,
+        fallback=fallback,
     )
+
+
+def _fallback(job: TrainingJob, category: Category, request: dict[str, Any], keys: TagKeys) -> Fallback | None:
+    """The fallback the owner's tags allow for this failure, with the lineage's spot-failure count carried on the
+    request's tags (dropped once the job is on-demand)."""
+    spot = job.description.get("EnableManagedSpotTraining") is True
+    raw = job.tags.get(keys.spot_failures, "0").strip()
+    failures = spot_failures_now(category, spot, int(raw) if re.fullmatch(r"[0-9]{1,3}", raw) else 0)
+    facts = JobFacts(spot=spot, spot_failures=failures, billable_fraction=_billable_fraction(job.description))
+    fallback = plan_fallback(category, request, facts, read_fallback_options(job.tags, keys))
+    target = fallback.request if fallback else request
+    still_spot = target.get("EnableManagedSpotTraining") is True
+    tags = [t for t in target.get("Tags", []) if t.get("Key") != keys.spot_failures]
+    if still_spot and failures:
+        tags.append({"Key": keys.spot_failures, "Value": str(failures)})
+    target["Tags"] = tags
+    return fallback
+
+
+def _billable_fraction(description: dict[str, Any]) -> float | None:
+    """BillableTimeInSeconds / TrainingTimeInSeconds: what a spot job paid of its training time."""
+    billable, training = description.get("BillableTimeInSeconds"), description.get("TrainingTimeInSeconds")
+    if type(billable) is int and type(training) is int and training > 0:
+        return min(billable / training, 1.0)
+    return None
 
 
 def _backoff(category: Category, attempt: int, settings: RelaunchSettings) -> timedelta:

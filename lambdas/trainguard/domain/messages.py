@@ -85,6 +85,8 @@ def compose_job_end_notification(
 
 
 def _did(outcome: Outcome) -> str:
+    if outcome.kind is OutcomeKind.RELAUNCHED and (fallback := outcome.details.get("fallback_summary")):
+        return f"Relaunched it as {outcome.new_job_name} from the same checkpoint prefix. {fallback}"
     if outcome.kind is OutcomeKind.RELAUNCHED:
         return f"Relaunched it as {outcome.new_job_name}, with the same configuration and checkpoint prefix."
     if outcome.kind is OutcomeKind.RELAUNCH_SCHEDULED:

@@ -61,6 +61,15 @@ class TagKeys:
     def continue_after_max_runtime(self) -> str:
         return self.key("continue-after-max-runtime")
 
+    # Fallbacks the owner allows (domain/fallbacks.py).
+    @property
+    def fallback_types(self) -> str:
+        return self.key("fallback-types")
+
+    @property
+    def on_demand_after(self) -> str:
+        return self.key("on-demand-after")
+
     # Lineage tags, written by trainguard on every relaunch.
     @property
     def root_job(self) -> str:
@@ -73,6 +82,11 @@ class TagKeys:
     @property
     def retry_of(self) -> str:
         return self.key("retry-of")
+
+    @property
+    def spot_failures(self) -> str:
+        """Spot failures (past MaxWait, spot capacity refused) so far in the lineage, for on-demand-after."""
+        return self.key("spot-failures")
 
     @property
     def blocked_launch(self) -> str:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from trainguard.domain.checkpoints import CheckpointState
+from trainguard.domain.fallbacks import read_fallback_options
 from trainguard.domain.job_end import Assessment, assess_job_end
 from trainguard.domain.messages import compose_job_end_notification
 from trainguard.domain.model import TrainingJob
@@ -49,7 +50,8 @@ def act_once(ports: GuardPorts, facts: Reassessed, step: str, act: Callable[[Che
         outcome = act(checkpoint)
         # Told before the step is marked done: a failure in between means told twice, never not told (the
         # redelivery acts again idempotently, and tells again).
-        _tell(ports, job, outcome, checkpoint, tuple(p.describe() for p in facts.policy.problems))
+        problems = facts.policy.problems + read_fallback_options(job.tags, ports.keys).problems
+        _tell(ports, job, outcome, checkpoint, tuple(p.describe() for p in problems))
         ports.ledger.finish_step(job.name, step, outcome, now)
     except Exception:
         ports.ledger.abandon_step(job.name, step)

@@ -103,6 +103,7 @@ def relaunch_or_schedule(
                 "schedule": schedule,
                 "attempt": plan.lineage.attempt,
                 "root_job": plan.lineage.root_job,
+                **fallback_details(plan),
             },
         )
     return launch(ports, job, assessment, policy, plan, now)
@@ -160,8 +161,15 @@ def launch(
             "root_job": plan.lineage.root_job,
             "launch": result.value,
             "dropped_fields": list(plan.dropped_fields),
+            **fallback_details(plan),
         },
     )
+
+
+def fallback_details(plan: RelaunchPlan) -> dict[str, Any]:
+    if plan.fallback is None:
+        return {}
+    return {"fallback": plan.fallback.kind.value, "fallback_summary": plan.fallback.summary}
 
 
 def blocked_relaunch(plan: RelaunchPlan, error_text: str) -> BlockedLaunch:

@@ -1,0 +1,270 @@
+"""Fallbacks a job's owner allowed by tag: run now on another instance type, or on on-demand instead of spot,
+rather than wait for capacity or for a quota.
+
+Tags (values use spaces or '+' between items; AWS tag values cannot hold commas):
+- `trainguard:fallback-types=ml.p5.48xlarge:2+ml.p4d.24xlarge:4`: the alternatives, in order, each with its
+  instance count (a p5 host is not a p4d host); `type` alone keeps the job's own count. At most 4, so that the
+  job's own type and its alternatives fit in one InstancePreferences list (at most 5, botocore's model).
+- `trainguard:on-demand-after=N`: after N spot failures in the lineage (stopped past MaxWaitTimeInSeconds, or
+  refused spot capacity), relaunch on on-demand instances.
+
+What each fallback does (`plan_fallback`):
+- **capacity error, on-demand job**: relaunch with `ResourceConfig.InstancePreferences` = the job's own type
+  first, then the alternatives, so SageMaker launches on "the first instance type in the list that has available
+  capacity" (botocore ResourceConfig.InstancePreferences). Preferences exclude spot, instance groups and
+  UltraServer placement (the same text), so those jobs never get them.
+- **capacity error, spot job**: trainguard walks the list itself: the next alternative after the type the job
+  ran on, still spot (the backoff it already has applies once the list is used up).
+- **spot to on-demand**: EnableManagedSpotTraining and StoppingCondition.MaxWaitTimeInSeconds are dropped, since
+  CreateTrainingJob refuses MaxWait without spot ("Invalid MaxWaitTimeInSeconds. It is only supported when
+  EnableManagedSpotTraining is set to true", Kenza-AI/sagify#111); the alternatives come along as preferences.
+- **quota wall** (`quota_fallback_request`): while the increase request is pending, the first alternative whose
+  quota has room is launched under the same name as the waiting launch, so an approval later finds the job there
+  and launches no second copy.
+
+Never a type the user did not list; the checkpoint prefix and everything else of the request stay as they were.
+Every fallback is a relaunch: it counts against the lineage's max-retries and the hourly budget, and a dry run
+only says what it would send.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from trainguard.domain.instance_prices import on_demand_price
+from trainguard.domain.model import Category, instances_of
+from trainguard.domain.policy import TagKeys, TagProblem
+
+MAX_ALTERNATIVES = 4  # the job's own type + 4 = InstancePreferenceList's maximum of 5 (botocore)
+MAX_ON_DEMAND_AFTER = 10
+_ALTERNATIVE = re.compile(r"(?P<type>ml\.[a-z0-9]+(?:-[a-z0-9]+)?\.[a-z0-9]+)(?::(?P<count>[0-9]{1,4}))?")
+
+
+class FallbackKind(StrEnum):
+    INSTANCE_PREFERENCES = "instance-preferences"  # SageMaker picks the first listed type with capacity
+    NEXT_INSTANCE_TYPE = "next-instance-type"  # trainguard walks the list itself (spot jobs)
+    ON_DEMAND = "on-demand"  # spot dropped
+    QUOTA_ROOM = "quota-room"  # an alternative whose quota has room, while the increase is pending
+
+
+@dataclass(frozen=True)
+class Alternative:
+    instance_type: str
+    instance_count: int | None  # None: the job's own count
+
+    def count_for(self, own_count: int) -> int:
+        return self.instance_count if self.instance_count is not None else own_count
+
+    def describe(self, own_count: int) -> str:
+        return f"{self.count_for(own_count)} x {self.instance_type}"
+
+
+@dataclass(frozen=True)
+class FallbackOptions:
+    alternatives: tuple[Alternative, ...] = ()
+    on_demand_after: int | None = None  # None: never move a spot job to on-demand
+    problems: tuple[TagProblem, ...] = ()
+
+
+def read_fallback_options(tags: Mapping[str, str], keys: TagKeys) -> FallbackOptions:
+    """The fallbacks a job's tags allow. Never raises: a value that cannot be read allows nothing and is reported."""
+    problems: list[TagProblem] = []
+    alternatives: tuple[Alternative, ...] = ()
+    raw = tags.get(keys.fallback_types)
+    if raw is not None:
+        parsed = _parse_alternatives(raw)
+        if parsed is None:
+            problems.append(TagProblem(keys.fallback_types, raw, "no instance-type fallback"))
+        else:
+            alternatives = parsed
+    on_demand_after = None
+    raw = tags.get(keys.on_demand_after)
+    if raw is not None:
+        text = raw.strip()
+        if re.fullmatch(r"[0-9]{1,2}", text) and 1 <= int(text) <= MAX_ON_DEMAND_AFTER:
+            on_demand_after = int(text)
+        else:
+            problems.append(TagProblem(keys.on_demand_after, raw, "spot stays spot"))
+    return FallbackOptions(alternatives, on_demand_after, tuple(problems))
+
+
+def _parse_alternatives(raw: str) -> tuple[Alternative, ...] | None:
+    items = [item for item in re.split(r"[\s+]+", raw.strip()) if item]
+    if not items or len(items) > MAX_ALTERNATIVES:
+        return None
+    found: list[Alternative] = []
+    for item in items:
+        match = _ALTERNATIVE.fullmatch(item)
+        if match is None:
+            return None
+        count = int(match["count"]) if match["count"] else None
+        if count is not None and count < 1:
+            return None
+        if all(a.instance_type != match["type"] for a in found):
+            found.append(Alternative(match["type"], count))
+    return tuple(found)
+
+
+@dataclass(frozen=True)
+class Fallback:
+    kind: FallbackKind
+    request: dict[str, Any]
+    summary: str  # the sentence for the notification: what changes, and what it costs
+    instance_type: str  # what the relaunch asks for first
+    instance_count: int
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    """What a fallback plan needs to know about the failed job."""
+
+    spot: bool
+    spot_failures: int  # in the lineage, this failure included (0 when it was not a spot failure)
+    billable_fraction: float | None  # BillableTimeInSeconds / TrainingTimeInSeconds of a spot job (its discount)
+
+
+def plan_fallback(
+    category: Category, request: Mapping[str, Any], job: JobFacts, options: FallbackOptions
+) -> Fallback | None:
+    """The fallback this failure calls for, or None (then the relaunch is the plain one, with its backoff)."""
+    if job.spot and options.on_demand_after is not None and job.spot_failures >= options.on_demand_after:
+        return _on_demand(request, job, options)
+    if category is not Category.CAPACITY or not options.alternatives:
+        return None
+    if _preferences_allowed(request) and not job.spot:
+        return _with_preferences(request, options, "AWS had no capacity for the job's instance type")
+    if job.spot and not _has_groups(request):
+        return _next_type(request, options)
+    return None
+
+
+def _preferences_allowed(request: Mapping[str, Any]) -> bool:
+    resource = request.get("ResourceConfig") or {}
+    return not (
+        _has_groups(request) or resource.get("InstancePlacementConfig") or request.get("EnableManagedSpotTraining")
+    )
+
+
+def _has_groups(request: Mapping[str, Any]) -> bool:
+    return bool((request.get("ResourceConfig") or {}).get("InstanceGroups"))
+
+
+def _with_preferences(request: Mapping[str, Any], options: FallbackOptions, why: str) -> Fallback | None:
+    result = copy.deepcopy(dict(request))
+    resource = result.setdefault("ResourceConfig", {})
+    own_type, own_count = instances_of(resource)
+    if not own_type or own_count < 1:
+        return None
+    preferences = list(resource.get("InstancePreferences") or [{"InstanceType": own_type}])
+    listed = {p.get("InstanceType") for p in preferences}
+    for alternative in options.alternatives:
+        if alternative.instance_type not in listed and len(preferences) < MAX_ALTERNATIVES + 1:
+            preferences.append({"InstanceType": alternative.instance_type})
+            listed.add(alternative.instance_type)
+    if len(preferences) < 2:
+        return None
+    counts = {a.instance_type: a.count_for(own_count) for a in options.alternatives}
+    plan = resource.pop("TrainingPlanArn", None)
+    for preference in preferences:
+        preference.setdefault("InstanceCount", counts.get(preference["InstanceType"], own_count))
+        if plan and preference["InstanceType"] == own_type and not preference.get("TrainingPlanArns"):
+            preference["TrainingPlanArns"] = [plan]  # the plan's instance type is the job's own
+    for member in ("InstanceType", "InstanceCount"):
+        resource.pop(member, None)
+    resource["InstancePreferences"] = preferences
+    order = ", then ".join(f"{p['InstanceCount']} x {p['InstanceType']}" for p in preferences)
+    summary = (
+        f"{why}, so the relaunch lists the alternatives the job's tag allows as InstancePreferences ({order}): "
+        "SageMaker launches on the first one with capacity."
+    )
+    return Fallback(FallbackKind.INSTANCE_PREFERENCES, result, summary, own_type, own_count)
+
+
+def _next_type(request: Mapping[str, Any], options: FallbackOptions) -> Fallback | None:
+    result = copy.deepcopy(dict(request))
+    resource = result.setdefault("ResourceConfig", {})
+    current, count = instances_of(resource)
+    names = [a.instance_type for a in options.alternatives]
+    following = names.index(current) + 1 if current in names else 0
+    if following >= len(names):
+        return None  # the list is used up: the plain relaunch, with its backoff
+    alternative = options.alternatives[following]
+    new_count = alternative.count_for(count)
+    resource["InstanceType"], resource["InstanceCount"] = alternative.instance_type, new_count
+    summary = (
+        f"AWS had no spot capacity for {count} x {current}, so the relaunch moves to the next alternative the job's "
+        f"tag allows: {new_count} x {alternative.instance_type}, still spot."
+    )
+    return Fallback(FallbackKind.NEXT_INSTANCE_TYPE, result, summary, alternative.instance_type, new_count)
+
+
+def _on_demand(request: Mapping[str, Any], job: JobFacts, options: FallbackOptions) -> Fallback:
+    result = copy.deepcopy(dict(request))
+    result.pop("EnableManagedSpotTraining", None)
+    stopping = result.get("StoppingCondition")
+    if isinstance(stopping, dict):
+        stopping.pop("MaxWaitTimeInSeconds", None)
+    instance_type, count = instances_of(result.get("ResourceConfig"))
+    cost = on_demand_cost_sentence(instance_type, count, job.billable_fraction)
+    summary = (
+        f"The job has met {job.spot_failures} spot failure(s), the number its tag allows before on-demand, so the "
+        f"relaunch runs on on-demand instances ({count} x {instance_type}). {cost}"
+    )
+    with_types = (
+        _with_preferences(result, options, "It may also use the alternatives its tag lists")
+        if (options.alternatives and _preferences_allowed(result))
+        else None
+    )
+    if with_types is not None:
+        return Fallback(
+            FallbackKind.ON_DEMAND, with_types.request, f"{summary} {with_types.summary}", instance_type, count
+        )
+    return Fallback(FallbackKind.ON_DEMAND, result, summary, instance_type, count)
+
+
+def on_demand_cost_sentence(instance_type: str, count: int, billable_fraction: float | None) -> str:
+    """What on-demand costs per hour more than the job's spot runs did, from the list price."""
+    price = on_demand_price(instance_type)
+    if price is None:
+        return f"trainguard has no list price for {instance_type}; on-demand costs more than spot."
+    hourly = price.per_instance_hour * count
+    text = f"On-demand costs ${hourly:,.2f}/h for {count} x {instance_type} "
+    text += f"(list price ${price.per_instance_hour:,.2f}/h, us-east-1, {price.source})"
+    if billable_fraction is None:
+        return text + "; spot's saving on this job is not known, so the extra cost per hour is at most that."
+    extra = hourly * max(0.0, 1.0 - billable_fraction)
+    return (
+        text + f"; its spot runs were billed {billable_fraction:.0%} of their training time, so on-demand costs about "
+        f"${extra:,.2f}/h more."
+    )
+
+
+def quota_fallback_request(
+    request: Mapping[str, Any], options: FallbackOptions, has_room: Mapping[str, bool]
+) -> tuple[dict[str, Any], Alternative] | None:
+    """The request on the first alternative whose quota has room (`has_room` by instance type), or None."""
+    resource = request.get("ResourceConfig") or {}
+    if _has_groups(request) or resource.get("InstancePreferences"):
+        return None
+    current, count = instances_of(resource)
+    for alternative in options.alternatives:
+        if alternative.instance_type != current and has_room.get(alternative.instance_type):
+            result = copy.deepcopy(dict(request))
+            new_resource = result.setdefault("ResourceConfig", {})
+            new_resource["InstanceType"] = alternative.instance_type
+            new_resource["InstanceCount"] = alternative.count_for(count)
+            new_resource.pop("TrainingPlanArn", None)  # a plan is for its own instance type
+            return result, alternative
+    return None
+
+
+def spot_failures_now(category: Category, spot: bool, before: int) -> int:
+    """The lineage's spot failures, counting this one if it is one (past MaxWait, or spot capacity refused)."""
+    if spot and category in (Category.SPOT_INTERRUPTION, Category.CAPACITY):
+        return before + 1
+    return before

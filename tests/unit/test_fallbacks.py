@@ -1,0 +1,202 @@
+"""Fallbacks the owner allowed by tag: another instance type, on-demand instead of spot, a type with quota room.
+
+Workflow tests run on in-memory ports; every request sent is checked against botocore's CreateTrainingJob input.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.fakes import described_job, fake_ports
+from tests.unit.test_request_builder import assert_valid_create_request
+from trainguard.domain.fallbacks import (
+    Alternative,
+    FallbackKind,
+    FallbackOptions,
+    JobFacts,
+    plan_fallback,
+    read_fallback_options,
+)
+from trainguard.domain.model import Category
+from trainguard.domain.outcome import OutcomeKind
+from trainguard.domain.policy import TagKeys
+from trainguard.workflows.job_ended import handle_job_end
+from trainguard.workflows.scheduled_relaunch import handle_scheduled_relaunch
+
+KEYS = TagKeys()
+CAPACITY = (
+    "CapacityError: Unable to provision requested ML compute capacity. Please retry using a different ML instance type."
+)
+OPTED_IN = {"trainguard:enabled": "true"}
+ALTERNATIVES = {"trainguard:fallback-types": "ml.p5.48xlarge:2+ml.p4de.24xlarge"}
+
+
+def tags_of(request: dict[str, Any]) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in request["Tags"]}
+
+
+def test_the_tags_are_read_and_bad_values_allow_nothing() -> None:
+    options = read_fallback_options({**ALTERNATIVES, "trainguard:on-demand-after": "2"}, KEYS)
+    assert options.alternatives == (Alternative("ml.p5.48xlarge", 2), Alternative("ml.p4de.24xlarge", None))
+    assert options.on_demand_after == 2 and options.problems == ()
+    for bad in ("p5.48xlarge", "ml.p5.48xlarge:0", "ml.p5.48xlarge:x", "a b c d e", ""):
+        read = read_fallback_options({"trainguard:fallback-types": bad}, KEYS)
+        assert read.alternatives == () and read.problems, bad
+    assert read_fallback_options({"trainguard:on-demand-after": "0"}, KEYS).on_demand_after is None
+    assert (
+        len(read_fallback_options({"trainguard:fallback-types": " ".join(["ml.g5.xlarge"] * 4)}, KEYS).alternatives)
+        == 1
+    )
+
+
+def test_a_capacity_error_relaunches_at_once_with_instance_preferences() -> None:
+    ports = fake_ports()
+    ports.jobs.add(described_job(reason=CAPACITY), {**OPTED_IN, **ALTERNATIVES})
+    outcome = handle_job_end(ports, "llama-pretrain")
+    assert outcome.kind is OutcomeKind.RELAUNCHED and ports.scheduler.schedules == {}  # no backoff
+    [request] = ports.jobs.created
+    assert_valid_create_request(request)
+    assert request["ResourceConfig"] == {
+        "VolumeSizeInGB": 100,
+        "InstancePreferences": [
+            {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 4},
+            {"InstanceType": "ml.p5.48xlarge", "InstanceCount": 2},
+            {"InstanceType": "ml.p4de.24xlarge", "InstanceCount": 4},
+        ],
+    }
+    assert request["CheckpointConfig"]["S3Uri"] == "s3://ckpt-bucket/llama-pretrain/"
+    assert outcome.details["fallback"] == "instance-preferences"
+    body = ports.notifier.sent[0].body
+    assert "InstancePreferences (4 x ml.p4d.24xlarge, then 2 x ml.p5.48xlarge, then 4 x ml.p4de.24xlarge)" in body
+
+
+def test_without_alternatives_a_capacity_error_waits_its_backoff() -> None:
+    ports = fake_ports()
+    ports.jobs.add(described_job(reason=CAPACITY), OPTED_IN)
+    assert handle_job_end(ports, "llama-pretrain").kind is OutcomeKind.RELAUNCH_SCHEDULED
+
+
+def test_a_spot_job_walks_the_list_itself_and_stays_spot() -> None:
+    ports = fake_ports()
+    ports.jobs.add(described_job(reason=CAPACITY, spot=True), {**OPTED_IN, **ALTERNATIVES})
+    handle_job_end(ports, "llama-pretrain")
+    [request] = ports.jobs.created
+    assert_valid_create_request(request)
+    assert request["ResourceConfig"]["InstanceType"] == "ml.p5.48xlarge"
+    assert request["ResourceConfig"]["InstanceCount"] == 2 and request["EnableManagedSpotTraining"] is True
+    assert tags_of(request)["trainguard:spot-failures"] == "1"
+
+
+def test_a_spot_job_at_the_end_of_its_list_gets_the_plain_relaunch() -> None:
+    request = {
+        "ResourceConfig": {"InstanceType": "ml.p4de.24xlarge", "InstanceCount": 4},
+        "EnableManagedSpotTraining": True,
+    }
+    options = read_fallback_options(ALTERNATIVES, KEYS)
+    assert plan_fallback(Category.CAPACITY, request, JobFacts(True, 1, None), options) is None
+
+
+def spot_description(**extra: Any) -> dict[str, Any]:
+    description = described_job(status="Stopped", secondary="MaxWaitTimeExceeded", spot=True)
+    description["StoppingCondition"] = {"MaxRuntimeInSeconds": 86400, "MaxWaitTimeInSeconds": 172800}
+    description.update(extra)
+    return description
+
+
+def test_a_spot_job_past_max_wait_moves_to_on_demand_and_the_message_says_what_it_costs() -> None:
+    ports = fake_ports()
+    description = spot_description(BillableTimeInSeconds=3000, TrainingTimeInSeconds=10000)
+    ports.jobs.add(description, {**OPTED_IN, "trainguard:on-demand-after": "1"})
+    outcome = handle_job_end(ports, "llama-pretrain")
+    assert outcome.kind is OutcomeKind.RELAUNCHED and outcome.details["fallback"] == "on-demand"
+    [request] = ports.jobs.created
+    assert_valid_create_request(request)
+    assert "EnableManagedSpotTraining" not in request
+    assert request["StoppingCondition"] == {"MaxRuntimeInSeconds": 86400}
+    assert "trainguard:spot-failures" not in tags_of(request)
+    body = ports.notifier.sent[0].body
+    # 4 x ml.p4d.24xlarge at the table's $37.69: $150.76/h; the job paid 30% of its time on spot: 70% more.
+    assert "$150.76/h" in body and "about $105.53/h more" in body
+
+
+def test_on_demand_after_two_counts_the_lineages_spot_failures() -> None:
+    ports = fake_ports()
+    tags = {**OPTED_IN, "trainguard:on-demand-after": "2"}
+    ports.jobs.add(spot_description(), tags)
+    assert handle_job_end(ports, "llama-pretrain").kind is OutcomeKind.RELAUNCH_SCHEDULED  # still spot: its backoff
+    handle_scheduled_relaunch(ports, "llama-pretrain")
+    first = ports.jobs.created[0]
+    assert first["EnableManagedSpotTraining"] is True and tags_of(first)["trainguard:spot-failures"] == "1"
+    ports.jobs.add(spot_description(TrainingJobName="llama-pretrain-retry1"), tags_of(first))
+    handle_job_end(ports, "llama-pretrain-retry1")
+    second = ports.jobs.created[1]
+    assert "EnableManagedSpotTraining" not in second and second["TrainingJobName"] == "llama-pretrain-retry2"
+
+
+def test_on_demand_with_alternatives_lists_them_as_preferences() -> None:
+    ports = fake_ports()
+    tags = {**OPTED_IN, **ALTERNATIVES, "trainguard:on-demand-after": "1"}
+    ports.jobs.add(described_job(reason=CAPACITY, spot=True), tags)
+    handle_job_end(ports, "llama-pretrain")
+    [request] = ports.jobs.created
+    assert_valid_create_request(request)
+    assert "EnableManagedSpotTraining" not in request
+    assert [p["InstanceType"] for p in request["ResourceConfig"]["InstancePreferences"]] == [
+        "ml.p4d.24xlarge",
+        "ml.p5.48xlarge",
+        "ml.p4de.24xlarge",
+    ]
+
+
+def test_a_dry_run_says_which_fallback_it_would_send() -> None:
+    ports = fake_ports()
+    ports.jobs.add(described_job(reason=CAPACITY), {**OPTED_IN, **ALTERNATIVES, "trainguard:dry-run": "true"})
+    outcome = handle_job_end(ports, "llama-pretrain")
+    assert outcome.kind is OutcomeKind.NOT_RELAUNCHED and ports.jobs.created == []
+    assert "InstancePreferences" in outcome.reason
+    assert "InstancePreferences" in outcome.details["would_send"]["ResourceConfig"]
+
+
+def test_a_lineage_out_of_retries_gets_no_fallback_either() -> None:
+    ports = fake_ports()
+    tags = {**OPTED_IN, **ALTERNATIVES, "trainguard:attempt": "3", "trainguard:root-job": "llama-pretrain"}
+    ports.jobs.add(described_job(reason=CAPACITY), tags)
+    assert handle_job_end(ports, "llama-pretrain").kind is OutcomeKind.NOT_RELAUNCHED
+    assert ports.jobs.created == []
+
+
+def test_a_tag_that_cannot_be_read_is_told_and_the_plain_relaunch_goes() -> None:
+    ports = fake_ports()
+    ports.jobs.add(described_job(reason=CAPACITY), {**OPTED_IN, "trainguard:fallback-types": "p5 please"})
+    assert handle_job_end(ports, "llama-pretrain").kind is OutcomeKind.RELAUNCH_SCHEDULED
+    assert "trainguard:fallback-types='p5 please' could not be read" in ports.notifier.sent[0].body
+
+
+TYPES = ["ml.p4d.24xlarge", "ml.p5.48xlarge", "ml.p4de.24xlarge", "ml.g5.48xlarge", "ml.p5e.48xlarge", "ml.g6.48xlarge"]
+
+
+@given(
+    own=st.sampled_from(TYPES),
+    listed=st.lists(st.sampled_from(TYPES), min_size=1, max_size=4),
+    spot=st.booleans(),
+    failures=st.integers(0, 3),
+)
+def test_a_fallback_never_asks_for_a_type_the_user_did_not_list(
+    own: str, listed: list[str], spot: bool, failures: int
+) -> None:
+    request: dict[str, Any] = {"ResourceConfig": {"InstanceType": own, "InstanceCount": 2}}
+    if spot:
+        request["EnableManagedSpotTraining"] = True
+    options = FallbackOptions(tuple(Alternative(t, None) for t in dict.fromkeys(listed)), on_demand_after=2)
+    for category in (Category.CAPACITY, Category.SPOT_INTERRUPTION):
+        fallback = plan_fallback(category, request, JobFacts(spot, failures, None), options)
+        if fallback is None:
+            continue
+        resource = fallback.request["ResourceConfig"]
+        asked = {p["InstanceType"] for p in resource.get("InstancePreferences", [])} | {resource.get("InstanceType")}
+        assert asked - {None} <= {own, *listed}
+        if fallback.kind is FallbackKind.INSTANCE_PREFERENCES:
+            assert "EnableManagedSpotTraining" not in fallback.request
