@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trainguard.domain.instance_prices import ON_DEMAND_PRICES
+
 
 @dataclass(frozen=True)
 class InstanceOffer:
@@ -27,16 +29,21 @@ class InstanceOffer:
 _SMALL = ((1, 60.0), (2, 25.0), (4, 15.0))
 _MEDIUM = ((1, 35.0), (2, 25.0), (4, 25.0), (8, 15.0))
 _LARGE = ((1, 15.0), (2, 20.0), (4, 25.0), (8, 20.0), (16, 10.0), (32, 6.0), (64, 4.0))
-_PUBLIC_TABLES = "assumption: public price tables, unconfirmed"
+
+def _offer(instance_type: str, share_of_jobs: float, counts: tuple[tuple[int, float], ...]) -> InstanceOffer:
+    """An offer priced from the product's own list-price table (trainguard.domain.instance_prices)."""
+    price = ON_DEMAND_PRICES[instance_type]
+    return InstanceOffer(instance_type, price.per_instance_hour, f"assumption: {price.source}", share_of_jobs, counts)
+
 
 INSTANCE_OFFERS: tuple[InstanceOffer, ...] = (
-    InstanceOffer("ml.g4dn.xlarge", 0.736, _PUBLIC_TABLES, 10.0, _SMALL),
-    InstanceOffer("ml.g5.xlarge", 1.408, _PUBLIC_TABLES, 15.0, _SMALL),
-    InstanceOffer("ml.g5.12xlarge", 7.09, _PUBLIC_TABLES, 20.0, _MEDIUM),
-    InstanceOffer("ml.g5.48xlarge", 20.36, _PUBLIC_TABLES, 10.0, _MEDIUM),
-    InstanceOffer("ml.p3.16xlarge", 28.152, _PUBLIC_TABLES, 10.0, _MEDIUM),
-    InstanceOffer("ml.p4d.24xlarge", 37.69, "FACTS.md (third-party figure, unconfirmed)", 25.0, _LARGE),
-    InstanceOffer("ml.p5.48xlarge", 113.0, "FACTS.md: about $113/h before the 2025 cuts (unconfirmed)", 10.0, _LARGE),
+    _offer("ml.g4dn.xlarge", 10.0, _SMALL),
+    _offer("ml.g5.xlarge", 15.0, _SMALL),
+    _offer("ml.g5.12xlarge", 20.0, _MEDIUM),
+    _offer("ml.g5.48xlarge", 10.0, _MEDIUM),
+    _offer("ml.p3.16xlarge", 10.0, _MEDIUM),
+    _offer("ml.p4d.24xlarge", 25.0, _LARGE),
+    _offer("ml.p5.48xlarge", 10.0, _LARGE),
 )
 
 # Real texts, copied from tests/fixtures/failure_reasons.json (each with its original source there);
