@@ -6,7 +6,13 @@ CreateTrainingJob itself"); two wordings are known:
   current: The account-level service limit 'ml.p4d.24xlarge for training job usage' is 0 Instances,
            with current utilization of 0 Instances and a request delta of 1 Instances. Please use
            AWS Service Quotas to request an increase for this quota.
-  older:   The account-level service limit for training-job/ml.p2.xlarge is 0 Instances
+  older:   The account-level service limit for training-job/ml.p2.xlarge is 0 Instances, with current
+           utilization of 0 Instances and a request delta of 2 Instances. Please contact AWS support to
+           request an increase for this limit.   (the SDK's first months, aws/sagemaker-python-sdk#35)
+
+Between them (2018-2024) the quoted name came with "Please contact AWS support to request an increase
+for this limit"; reports quote it line-wrapped anywhere and, from HTML reports, with &#39; for the quotes
+(tests/fixtures/failure_reasons_over_the_years.json, each text with its source).
 
 The desired value is usage + delta: what the blocked launch needs, not a multiple of the limit
 (Cloud Custodian's 1.2 x limit leaves a quota of 0 at 0). It is capped by a ceiling from the
@@ -15,6 +21,7 @@ settings, and the plan says when the cap bit.
 
 from __future__ import annotations
 
+import html
 import math
 import re
 from collections.abc import Mapping
@@ -23,15 +30,17 @@ from datetime import datetime
 from enum import StrEnum
 
 # Quoted names; the older wording's "<job kind>/<instance type>" is turned into today's names.
-_CURRENT = re.compile(
-    r"service\s+limit\s+'(?P<name>[^']{1,200})'\s+is\s+(?P<limit>[\d.,]+)\s*(?P<unit>[A-Za-z]*)"
+_USAGE_AND_DELTA = (
     r"(?:\s*,\s*with\s+current\s+utilization\s+of\s+(?P<usage>[\d.,]+)\s*[A-Za-z]*"
-    r"\s+and\s+a\s+request\s+delta\s+of\s+(?P<delta>[\d.,]+))?",
+    r"\s+and\s+a\s+request\s+delta\s+of\s+(?P<delta>[\d.,]+))?"
+)
+_CURRENT = re.compile(
+    r"service\s+limit\s+'(?P<name>[^']{1,200})'\s+is\s+(?P<limit>[\d.,]+)\s*(?P<unit>[A-Za-z]*)" + _USAGE_AND_DELTA,
     re.IGNORECASE,
 )
 _OLDER = re.compile(
     r"service\s+limit\s+for\s+(?P<kind>[a-z-]{1,40})/(?P<type>ml\.[a-z0-9.-]{1,40})\s+is\s+"
-    r"(?P<limit>[\d.,]+)\s*(?P<unit>[A-Za-z]*)",
+    r"(?P<limit>[\d.,]+)\s*(?P<unit>[A-Za-z]*)" + _USAGE_AND_DELTA,
     re.IGNORECASE,
 )
 _NOT_A_QUOTA = re.compile(r"is\s+not\s+available\s+in\s+this\s+region", re.IGNORECASE)
@@ -92,7 +101,7 @@ def normalize_quota_name(name: str) -> str:
 def read_quota_error(text: str) -> QuotaDemand | None:
     """The quota a ResourceLimitExceeded text names, or None when the text names none (or names a
     region problem that no quota can fix)."""
-    flat = " ".join(text.split())
+    flat = " ".join(html.unescape(text).split())
     if _NOT_A_QUOTA.search(flat):
         return None
     found = _CURRENT.search(flat)
@@ -113,7 +122,13 @@ def read_quota_error(text: str) -> QuotaDemand | None:
         if limit is None:
             return None
         name = f"{older['type'].lower()} {_KIND_NAMES[older['kind'].lower()]}"
-        return QuotaDemand(quota_name=name, limit=limit, unit=older["unit"])
+        return QuotaDemand(
+            quota_name=name,
+            limit=limit,
+            usage=_number(older["usage"]),
+            delta=_number(older["delta"]),
+            unit=older["unit"],
+        )
     return None
 
 
