@@ -73,6 +73,8 @@ class FakeJobs:
         self.jobs: dict[str, TrainingJob] = {}
         self.created: list[dict[str, Any]] = []
         self.refuse_with: LaunchRefused | None = None
+        self.refused_types: dict[str, LaunchRefused] = {}  # by the request's instance type
+        self.attempts: list[dict[str, Any]] = []  # every create, refused or not
         self.stops: list[str] = []
 
     def add(self, description: dict[str, Any], tags: dict[str, str]) -> TrainingJob:
@@ -92,8 +94,12 @@ class FakeJobs:
         return True
 
     def create(self, request: dict[str, Any], retry_of: str, retry_of_tag_key: str) -> LaunchResult:
+        self.attempts.append(copy.deepcopy(request))
         if self.refuse_with:
             raise self.refuse_with
+        refused = self.refused_types.get(request.get("ResourceConfig", {}).get("InstanceType", ""))
+        if refused:
+            raise refused
         name = request["TrainingJobName"]
         if name in self.jobs:
             if self.jobs[name].tags.get(retry_of_tag_key) == retry_of:

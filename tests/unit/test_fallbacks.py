@@ -200,3 +200,85 @@ def test_a_fallback_never_asks_for_a_type_the_user_did_not_list(
         assert asked - {None} <= {own, *listed}
         if fallback.kind is FallbackKind.INSTANCE_PREFERENCES:
             assert "EnableManagedSpotTraining" not in fallback.request
+
+
+P4D_WALL = (
+    "The account-level service limit 'ml.p4d.24xlarge for training job usage' is 0 Instances, with current "
+    "utilization of 0 Instances and a request delta of 4 Instances. Please use AWS Service Quotas to request an "
+    "increase for this quota."
+)
+QUOTAS = {
+    "ml.p4d.24xlarge for training job usage": 0,
+    "ml.p5.48xlarge for training job usage": 0,  # no room: never tried
+    "ml.p4de.24xlarge for training job usage": 8,  # room by its value; SageMaker decides on usage
+    "ml.g6e.48xlarge for training job usage": 8,
+}
+QUOTA_ALTERNATIVES = {"trainguard:fallback-types": "ml.p5.48xlarge:2+ml.p4de.24xlarge+ml.g6e.48xlarge:8"}
+
+
+def quota_wall_ports() -> Any:
+    from trainguard.workflows.ports import LaunchRefused
+
+    ports = fake_ports()
+    ports.quotas.values = dict(QUOTAS)
+    ports.jobs.refused_types["ml.p4d.24xlarge"] = LaunchRefused("ResourceLimitExceeded", P4D_WALL)
+    return ports
+
+
+def test_at_a_quota_wall_the_first_alternative_with_room_runs_while_the_request_is_pending() -> None:
+    from trainguard.workflows.ports import LaunchRefused
+    from trainguard.workflows.quota_watch import check_quota_walls
+
+    ports = quota_wall_ports()
+    usage_full = "The account-level service limit 'ml.p4de.24xlarge for training job usage' is 8 Instances, with "
+    usage_full += "current utilization of 8 Instances and a request delta of 4 Instances."
+    ports.jobs.refused_types["ml.p4de.24xlarge"] = LaunchRefused("ResourceLimitExceeded", usage_full)
+    ports.jobs.add(described_job(), {**OPTED_IN, **QUOTA_ALTERNATIVES})
+    outcome = handle_job_end(ports, "llama-pretrain")
+
+    assert outcome.kind is OutcomeKind.RELAUNCHED and outcome.details["fallback"] == "quota-room"
+    # p4d refused (the wall); p5 skipped (quota 0); p4de refused on usage; g6e launched, under the waiting name.
+    tried = [(a["ResourceConfig"]["InstanceType"], a["TrainingJobName"]) for a in ports.jobs.attempts]
+    assert tried == [
+        ("ml.p4d.24xlarge", "llama-pretrain-retry1"),
+        ("ml.p4de.24xlarge", "llama-pretrain-retry1"),
+        ("ml.g6e.48xlarge", "llama-pretrain-retry1"),
+    ]
+    [request] = ports.jobs.created
+    assert_valid_create_request(request)
+    assert request["ResourceConfig"]["InstanceCount"] == 8
+    assert request["CheckpointConfig"]["S3Uri"] == "s3://ckpt-bucket/llama-pretrain/"
+    [filed] = ports.quotas.requests  # for the job's own type only, never for an alternative
+    assert filed.quota_name == "ml.p4d.24xlarge for training job usage" and filed.status == "PENDING"
+    assert ports.quota_ledger.waits == {}  # nothing waits: the approval launches no second copy
+    assert ports.ledger.lineage == [("llama-pretrain", 1, "llama-pretrain-retry1", "llama-pretrain")]
+    assert "8 x ml.g6e.48xlarge" in ports.notifier.sent[0].body
+
+    ports.quotas.decide(filed.request_id, "APPROVED")
+    check_quota_walls(ports)
+    assert len(ports.jobs.created) == 1
+
+
+def test_with_no_alternative_with_room_the_launch_waits_as_before() -> None:
+    ports = quota_wall_ports()
+    ports.jobs.add(described_job(), {**OPTED_IN, "trainguard:fallback-types": "ml.p5.48xlarge:2"})
+    assert handle_job_end(ports, "llama-pretrain").kind is OutcomeKind.QUOTA_WALL
+    assert list(ports.quota_ledger.waits) == ["llama-pretrain-retry1"] and ports.jobs.created == []
+
+
+def test_a_dry_run_at_a_quota_wall_launches_no_alternative() -> None:
+    ports = quota_wall_ports()
+    ports.jobs.add(described_job(), {**OPTED_IN, **QUOTA_ALTERNATIVES, "trainguard:actions": "notify+quota"})
+    handle_job_end(ports, "llama-pretrain")
+    assert ports.jobs.created == []
+
+
+def test_cloudtrails_copy_of_a_refused_alternative_files_no_second_request() -> None:
+    from tests.unit.test_quota_walls import failed_launch
+    from trainguard.handlers import failed_launches
+
+    ports = quota_wall_ports()
+    tags = [{"key": "trainguard:enabled", "value": "true"}, {"key": "trainguard:retry-of", "value": "llama-pretrain"}]
+    outcome = failed_launches.handle(failed_launch(tags=tags), ports)
+    assert outcome.kind is OutcomeKind.SKIPPED and "trainguard's own launch" in outcome.reason
+    assert ports.quotas.requests == [] and ports.notifier.sent == []

@@ -22,6 +22,12 @@ def handle_blocked_launch(ports: GuardPorts, launch: FailedLaunch) -> Outcome:
     policy = read_job_policy(launch.tags, ports.config.policy_defaults, ports.keys)
     if not policy.enabled:
         return skipped(launch.job_name, f"not opted in: {policy.why_not_enabled}")
+    if mark := _made_by_trainguard(ports, launch):
+        # Its wall is met where trainguard made it (a relaunch, a waiting launch, an alternative tried while a quota
+        # is short): CloudTrail's copy of the refusal must not file a second request, or one for an alternative.
+        return skipped(
+            launch.job_name, f"trainguard's own launch (tag {mark}): its quota wall is handled where it was made"
+        )
     step = f"blocked-launch#{launch.event_id}"
     start = ports.ledger.begin_step(launch.job_name, step, now)
     if start.state is StepState.DONE:
@@ -65,6 +71,13 @@ def handle_blocked_launch(ports: GuardPorts, launch: FailedLaunch) -> Outcome:
         ports.ledger.abandon_step(launch.job_name, step)
         raise
     return outcome
+
+
+def _made_by_trainguard(ports: GuardPorts, launch: FailedLaunch) -> str:
+    for key in (ports.keys.retry_of, ports.keys.blocked_launch):
+        if key in launch.tags:
+            return key
+    return ""
 
 
 def _left_to_parent(ports: GuardPorts, launch: FailedLaunch, parent: Parent) -> Outcome:

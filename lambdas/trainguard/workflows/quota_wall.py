@@ -6,8 +6,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from trainguard.domain.fallbacks import Alternative, FallbackOptions, quota_fallback_request, read_fallback_options
 from trainguard.domain.model import instances_of
-from trainguard.domain.policy import JobPolicy
+from trainguard.domain.policy import JobPolicy, parse_tag_list
+from trainguard.domain.preflight import PlannedLaunch
 from trainguard.domain.quotas import (
     NoQuotaRequest,
     QuotaDemand,
@@ -17,7 +19,9 @@ from trainguard.domain.quotas import (
     plan_quota_request,
     read_quota_error,
 )
-from trainguard.workflows.ports import GuardPorts, QuotaRequestState
+from trainguard.workflows.ports import GuardPorts, LaunchRefused, NameTaken, QuotaRequestState
+
+QUOTA_ERROR_CODE = "ResourceLimitExceeded"
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,8 @@ class QuotaWallResult:
     quota_request: dict[str, Any] | None = None
     waiting: bool = False
     is_quota: bool = True
+    # Launched meanwhile on an alternative whose quota has room ("2 x ml.p5.48xlarge"; "" when not).
+    launched_on: str = ""
 
 
 def meet_quota_wall(ports: GuardPorts, blocked: BlockedLaunch, policy: JobPolicy) -> QuotaWallResult:
@@ -74,6 +80,9 @@ def meet_quota_wall(ports: GuardPorts, blocked: BlockedLaunch, policy: JobPolicy
         )
     wait = _waiting(ports, blocked, demand, now)
     if isinstance(plan, NoQuotaRequest):
+        launched = _launch_on_an_alternative(ports, blocked, policy)
+        if launched:
+            return QuotaWallResult(f"No increase requested: {plan.reason}. {launched}", None, False, True, launched)
         _keep(ports, blocked, wait)
         return QuotaWallResult(
             f"No increase requested: {plan.reason}. {_wait_sentence(blocked, wait)}", None, _can_wait(blocked)
@@ -83,12 +92,14 @@ def meet_quota_wall(ports: GuardPorts, blocked: BlockedLaunch, policy: JobPolicy
         quota.code, plan.desired_value, ports.config.quota_support_case_allowed
     )
     ports.quota_ledger.save_request(state, now)
-    _keep(ports, blocked, wait)
+    launched = _launch_on_an_alternative(ports, blocked, policy)
+    if not launched:
+        _keep(ports, blocked, wait)
     verb = "Found an open request for" if existing else "Requested"
     summary = (
         f"{verb} '{state.quota_name or demand.quota_name}' = {format_value(state.desired_value)} "
         f"(request {state.request_id}, case {state.case_id or 'none yet'}, status {state.status}); {plan.reason}. "
-        f"{_wait_sentence(blocked, wait)}"
+        f"{launched or _wait_sentence(blocked, wait)}"
     )
     details = {
         **plan.as_dict(),
@@ -96,7 +107,56 @@ def meet_quota_wall(ports: GuardPorts, blocked: BlockedLaunch, policy: JobPolicy
         "case_id": state.case_id,
         "status": state.status,
     }
+    if launched:
+        return QuotaWallResult(summary, details, False, True, launched)
     return QuotaWallResult(summary, details, _can_wait(blocked))
+
+
+def _launch_on_an_alternative(ports: GuardPorts, blocked: BlockedLaunch, policy: JobPolicy) -> str:
+    """While the quota is short, launch on the first alternative the job's tag lists whose quota has room; the
+    sentence that says so, or "" when none could be launched (the launch then waits, as without fallbacks).
+
+    Room is judged in two steps: GetServiceQuota rules out types whose quota is below the count (most GPU types
+    are at 0 in a new account), and SageMaker's own CreateTrainingJob decides the rest (it counts the usage of
+    every running job, which the functions do not list). A refusal for a quota moves on to the next alternative
+    and requests nothing: an alternative is a way around the wall, not a second wall to climb. The launch takes
+    the waiting launch's name, so the approval later finds the job there and launches no second copy."""
+    options = read_fallback_options(parse_tag_list(blocked.request.get("Tags")), ports.keys)
+    if not options.alternatives or blocked.not_launchable or not policy.allows("retry"):
+        return ""
+    if blocked.origin != "relaunch" and not ports.ledger.take_retry_budget(
+        ports.clock(), ports.config.retry_budget_per_hour
+    ):
+        return ""  # a relaunch took its budget unit when it was planned; a user's launch takes one here
+    spot = blocked.request.get("EnableManagedSpotTraining") is True
+    own_count = instances_of(blocked.request.get("ResourceConfig"))[1]
+    owner_tag = ports.keys.retry_of if blocked.origin == "relaunch" else ports.keys.blocked_launch
+    for alternative in options.alternatives:
+        candidate = quota_fallback_request(
+            blocked.request, FallbackOptions((alternative,)), {alternative.instance_type: True}
+        )
+        if candidate is None or not _quota_allows(ports, alternative, own_count, spot):
+            continue
+        try:
+            ports.jobs.create(candidate[0], blocked.blocked_job, owner_tag)
+        except LaunchRefused as refused:
+            if refused.code == QUOTA_ERROR_CODE:
+                continue
+            return ""
+        except NameTaken:
+            return ""
+        return (
+            f"Meanwhile trainguard launched {blocked.job_name} on {alternative.describe(own_count)}, an alternative "
+            "the job's tag lists whose quota has room; the request stays open, and its approval launches no second "
+            "copy."
+        )
+    return ""
+
+
+def _quota_allows(ports: GuardPorts, alternative: Alternative, own_count: int, spot: bool) -> bool:
+    count = alternative.count_for(own_count)
+    quota = ports.quotas.find(PlannedLaunch(alternative.instance_type, count, spot=spot).type_quota_name)
+    return quota is not None and ports.quotas.current_value(quota.code) >= count
 
 
 def _can_wait(blocked: BlockedLaunch) -> bool:

@@ -7,6 +7,7 @@ from typing import Any
 
 from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.classification import classify_failure_reason
+from trainguard.domain.fallbacks import FallbackKind
 from trainguard.domain.job_end import Assessment, Refusal, RelaunchPlan, RelaunchSettings, plan_relaunch
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind
@@ -124,7 +125,7 @@ def relaunch_after_quota(
     wall = meet_quota_wall(ports, blocked_relaunch(plan, job.failure_reason), policy)
     if not wall.is_quota:
         return _not_relaunched(assessment, wall.summary, plan.new_job_name)
-    return quota_wall_outcome(assessment, plan.new_job_name, wall)
+    return quota_wall_outcome(ports, assessment, plan, wall, now)
 
 
 def launch(
@@ -141,7 +142,7 @@ def launch(
         if refused.code == QUOTA_ERROR_CODE:
             wall = meet_quota_wall(ports, blocked_relaunch(plan, refused.message), policy)
             if wall.is_quota:
-                return quota_wall_outcome(assessment, plan.new_job_name, wall)
+                return quota_wall_outcome(ports, assessment, plan, wall, now)
         reading = classify_failure_reason(str(refused))
         return _not_relaunched(
             assessment,
@@ -184,12 +185,28 @@ def blocked_relaunch(plan: RelaunchPlan, error_text: str) -> BlockedLaunch:
     )
 
 
-def quota_wall_outcome(assessment: Assessment, new_job_name: str, wall: QuotaWallResult) -> Outcome:
+def quota_wall_outcome(
+    ports: GuardPorts, assessment: Assessment, plan: RelaunchPlan, wall: QuotaWallResult, now: datetime
+) -> Outcome:
+    details = {"quota_summary": wall.summary, "quota_request": wall.quota_request, "waiting": wall.waiting}
+    if wall.launched_on:  # relaunched meanwhile on an alternative whose quota has room
+        ports.ledger.record_lineage(
+            plan.lineage.root_job, plan.lineage.attempt, plan.new_job_name, plan.failed_job, now
+        )
+        return assessment.outcome(
+            OutcomeKind.RELAUNCHED,
+            f"{assessment.reason} A quota blocks the relaunch as it was.",
+            plan.new_job_name,
+            {
+                **details,
+                "attempt": plan.lineage.attempt,
+                "root_job": plan.lineage.root_job,
+                "fallback": FallbackKind.QUOTA_ROOM.value,
+                "fallback_summary": wall.summary,
+            },
+        )
     return assessment.outcome(
-        OutcomeKind.QUOTA_WALL,
-        f"{assessment.reason} A quota blocks the relaunch.",
-        new_job_name,
-        {"quota_summary": wall.summary, "quota_request": wall.quota_request, "waiting": wall.waiting},
+        OutcomeKind.QUOTA_WALL, f"{assessment.reason} A quota blocks the relaunch.", plan.new_job_name, details
     )
 
 
