@@ -282,3 +282,34 @@ def test_cloudtrails_copy_of_a_refused_alternative_files_no_second_request() -> 
     outcome = failed_launches.handle(failed_launch(tags=tags), ports)
     assert outcome.kind is OutcomeKind.SKIPPED and "trainguard's own launch" in outcome.reason
     assert ports.quotas.requests == [] and ports.notifier.sent == []
+
+
+def test_a_preference_whose_quota_is_short_is_dropped_and_the_others_are_tried() -> None:
+    """SageMaker checks the quota of every listed type and refuses the whole request if one is short."""
+    from trainguard.workflows.ports import LaunchRefused
+
+    ports = fake_ports()
+    p5_short = (
+        "The account-level service limit 'ml.p5.48xlarge for training job usage' is 0 Instances, with current "
+        "utilization of 0 Instances and a request delta of 2 Instances."
+    )
+    calls: list[dict[str, Any]] = []
+    create = ports.jobs.create
+
+    def refuse_while_p5_is_listed(request: dict[str, Any], retry_of: str, key: str) -> Any:
+        calls.append(request)
+        listed = [p["InstanceType"] for p in request["ResourceConfig"].get("InstancePreferences", [])]
+        if "ml.p5.48xlarge" in listed:
+            raise LaunchRefused("ResourceLimitExceeded", p5_short)
+        return create(request, retry_of, key)
+
+    ports.jobs.create = refuse_while_p5_is_listed  # type: ignore[method-assign]
+    ports.jobs.add(described_job(reason=CAPACITY), {**OPTED_IN, **ALTERNATIVES})
+    assert handle_job_end(ports, "llama-pretrain").kind is OutcomeKind.RELAUNCHED
+    [request] = ports.jobs.created
+    assert_valid_create_request(request)
+    assert [p["InstanceType"] for p in request["ResourceConfig"]["InstancePreferences"]] == [
+        "ml.p4d.24xlarge",
+        "ml.p4de.24xlarge",
+    ]
+    assert len(calls) == 2 and ports.quotas.requests == []  # no request for an alternative's quota

@@ -263,6 +263,30 @@ def quota_fallback_request(
     return None
 
 
+def without_the_short_type(request: Mapping[str, Any], quota_name: str) -> dict[str, Any] | None:
+    """A preferences request that CreateTrainingJob refused for the quota `quota_name`, without that type: "SageMaker
+    AI checks your service quota for every type in the list, not just the one it selects. [...] If any type falls
+    short, the request is rejected" (https://docs.aws.amazon.com/sagemaker/latest/dg/train-instance-preferences.html).
+    One type left becomes a plain InstanceType request; None when the quota names none of the listed types."""
+    resource = request.get("ResourceConfig") or {}
+    preferences = resource.get("InstancePreferences") or []
+    short = quota_name.split(" for ", 1)[0].strip()
+    kept = [p for p in preferences if p.get("InstanceType") != short]
+    if not kept or len(kept) == len(preferences):
+        return None
+    result = copy.deepcopy(dict(request))
+    new_resource = result["ResourceConfig"]
+    if len(kept) > 1:
+        new_resource["InstancePreferences"] = copy.deepcopy(kept)
+        return result
+    only = kept[0]
+    del new_resource["InstancePreferences"]
+    new_resource["InstanceType"], new_resource["InstanceCount"] = only["InstanceType"], only["InstanceCount"]
+    if only.get("TrainingPlanArns"):
+        new_resource["TrainingPlanArn"] = only["TrainingPlanArns"][0]
+    return result
+
+
 def spot_failures_now(category: Category, spot: bool, before: int) -> int:
     """The lineage's spot failures, counting this one if it is one (past MaxWait, or spot capacity refused)."""
     if spot and category in (Category.SPOT_INTERRUPTION, Category.CAPACITY):

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.classification import classify_failure_reason
-from trainguard.domain.fallbacks import FallbackKind
+from trainguard.domain.fallbacks import FallbackKind, without_the_short_type
 from trainguard.domain.job_end import Assessment, Refusal, RelaunchPlan, RelaunchSettings, plan_relaunch
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.policy import JobPolicy
+from trainguard.domain.quotas import read_quota_error
 from trainguard.workflows.ports import GuardPorts, LaunchRefused, NameTaken
 from trainguard.workflows.quota_wall import BlockedLaunch, QuotaWallResult, meet_quota_wall
 
@@ -139,6 +141,9 @@ def launch(
     try:
         result = ports.jobs.create(plan.request, job.name, ports.keys.retry_of)
     except LaunchRefused as refused:
+        narrower = _without_the_short_type(plan, refused)
+        if narrower is not None:  # an alternative's quota is short: try the others, never request it
+            return launch(ports, job, assessment, policy, narrower, now)
         if refused.code == QUOTA_ERROR_CODE:
             wall = meet_quota_wall(ports, blocked_relaunch(plan, refused.message), policy)
             if wall.is_quota:
@@ -171,6 +176,17 @@ def fallback_details(plan: RelaunchPlan) -> dict[str, Any]:
     if plan.fallback is None:
         return {}
     return {"fallback": plan.fallback.kind.value, "fallback_summary": plan.fallback.summary}
+
+
+def _without_the_short_type(plan: RelaunchPlan, refused: LaunchRefused) -> RelaunchPlan | None:
+    """The plan without the preference whose quota the refusal names (each call drops one: bounded by the list)."""
+    if refused.code != QUOTA_ERROR_CODE or plan.fallback is None:
+        return None
+    if plan.fallback.kind not in (FallbackKind.INSTANCE_PREFERENCES, FallbackKind.ON_DEMAND):
+        return None
+    demand = read_quota_error(refused.message)
+    narrowed = without_the_short_type(plan.request, demand.quota_name) if demand else None
+    return replace(plan, request=narrowed) if narrowed is not None else None
 
 
 def blocked_relaunch(plan: RelaunchPlan, error_text: str) -> BlockedLaunch:
