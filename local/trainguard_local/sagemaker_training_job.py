@@ -78,7 +78,16 @@ class TrainingJobRecord:
         """Instance counts this job asks for, per instance type (plain or heterogeneous cluster)."""
         resource = self.request.get("ResourceConfig", {})
         counts: dict[str, int] = {}
-        groups = resource.get("InstanceGroups") or [resource]
+        # "SageMaker AI checks your service quota for every type in the list, not just the one it selects"
+        # (train-instance-preferences.html): each preference counts with its own count, or the job's.
+        preferences = [
+            {
+                "InstanceType": p.get("InstanceType"),
+                "InstanceCount": p.get("InstanceCount", resource.get("InstanceCount", 0)),
+            }
+            for p in resource.get("InstancePreferences") or []
+        ]
+        groups = preferences or resource.get("InstanceGroups") or [resource]
         for group in groups:
             if group.get("InstanceType"):
                 counts[group["InstanceType"]] = counts.get(group["InstanceType"], 0) + group.get("InstanceCount", 0)

@@ -15,7 +15,7 @@ from trainguard_local.fleet.timeline_png import PNG_SIGNATURE, ROW_HEIGHT, WIDTH
 
 pytestmark = pytest.mark.slow
 
-STRATEGIES = ("none", "sagemaker_retry", "debugger_rule", "trainguard")
+STRATEGIES = ("none", "sagemaker_retry", "debugger_rule", "aws_batch", "trainguard")
 FIGURES = (
     "wasted_gpu_hours",
     "wasted_dollars",

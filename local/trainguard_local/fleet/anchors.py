@@ -17,6 +17,33 @@
   (StalledTrainingRule); https://docs.aws.amazon.com/sagemaker/latest/dg/debugger-built-in-actions.html
   ("Considerations": no network isolation or VPC, no spot training interruptions).
 
+- `aws_batch`: every job submitted to an AWS Batch job queue for SageMaker Training (service jobs, 2025),
+  what a team would pick instead of a guard today. Modelled from its documentation:
+  * queueing: jobs wait RUNNABLE until the service environment has room, "started as soon as sufficient
+    resources are available" (https://docs.aws.amazon.com/batch/latest/userguide/service-job-status.html);
+    the model assumes a service environment large enough for the trace (no queueing delay), FIFO
+    ("defaults to a first-in, first-out (FIFO) strategy", .../job_scheduling.html), so priorities and fair
+    share never reorder its jobs;
+  * capacity: "When a SageMaker Training job fails due to insufficient capacity, AWS Batch retries the job
+    automatically until capacity becomes available [...] These capacity-based retries don't consume your
+    configured retry attempts" (.../service-job-retries.html): each retry is a new training job, refused
+    again while the trace's repeats last;
+  * per-reason retry rules: `retryStrategy` with `attempts` (1-10) and `evaluateOnExit` rules on
+    `onStatusReason`; the model uses the documented example: RETRY on "Received status from SageMaker:
+    InternalServerError*", EXIT on everything else, 3 attempts (.../service-job-retries.html,
+    API_ServiceJobRetryStrategy.html). Hardware faults, NCCL timeouts and spot stops past MaxWait exit;
+  * no stall detection: a hang bills until the attempt's timeout (the SDK's default attemptDurationSeconds,
+    86400 s, as MaxRuntime's default day) or the person;
+  * no quota requests: a quota wall is the person's, as in `none`.
+  Everything else as `none`.
+
+Parents (every strategy): a job a SageMaker Pipelines step or an AWS Batch queue launched is retried by
+its parent where its owner configured it (Pipelines RetryPolicies SageMaker.JOB_INTERNAL_ERROR and
+SageMaker.CAPACITY_ERROR start a new job, pipelines-retry-policy.html; Batch retries capacity errors
+always, internal errors when configured), a new job a minute later; a job launched with InstancePreferences
+starts on the first listed type with capacity (ResourceConfig.InstancePreferences), so its capacity
+error does not happen when an alternative has capacity.
+
 Every strategy meets the same person (`person.py`).
 """
 
@@ -31,8 +58,9 @@ from trainguard_local.fleet.model import ActionKind, JobOutcome, JobTimeline, St
 from trainguard_local.fleet.person import PersonOnCall, person_rng
 from trainguard_local.fleet.trace import HANG_KINDS, USER_ERROR_KINDS, Fault, FaultKind, JobSpec, Trace
 
-PERSON, SAGEMAKER_RETRY, DEBUGGER_RULE = "person", "sagemaker_retry", "debugger_rule"
+PERSON, SAGEMAKER_RETRY, DEBUGGER_RULE, AWS_BATCH = "person", "sagemaker_retry", "debugger_rule", "aws_batch"
 CAPACITY_REFUSAL_MINUTES = 5.0  # a launch refused for capacity fails after this long, without instances (assumption)
+PARENT_RETRY_MINUTES = 1.0  # a parent's retry starts the new job this long after the failure (assumption)
 _MAX_LAUNCHES = 100  # a guard against a model that never ends
 
 
@@ -61,6 +89,31 @@ class StalledTrainingRule:
 
 
 @dataclass(frozen=True)
+class BatchRetries:
+    """AWS Batch's service-job retries: capacity always, without attempts; `attempts` for the rule's reasons."""
+
+    attempts: int = 3
+    retried_kinds: frozenset[FaultKind] = frozenset({FaultKind.INTERNAL_ERROR})  # the docs' example rule
+
+
+def parent_retries(job: JobSpec, kind: FaultKind) -> bool:
+    """Whether the job's parent starts a new job after this failure by itself."""
+    if job.owner == "aws_batch" and kind is FaultKind.CAPACITY_ERROR:
+        return True
+    return job.owner_retries and kind in (FaultKind.INTERNAL_ERROR, FaultKind.CAPACITY_ERROR)
+
+
+def starts_on_an_alternative(job: JobSpec, fault: Fault | None) -> bool:
+    """A job launched with InstancePreferences whose capacity error an alternative with capacity avoids."""
+    return (
+        fault is not None
+        and fault.kind is FaultKind.CAPACITY_ERROR
+        and job.launched_with_preferences
+        and bool(fault.alternatives_with_capacity)
+    )
+
+
+@dataclass(frozen=True)
 class AnchorStrategy:
     name: str
     model_of: str
@@ -68,6 +121,7 @@ class AnchorStrategy:
     person: PersonOnCall = field(default_factory=PersonOnCall)
     retry_strategy: RetryStrategy | None = None
     stall_rule: StalledTrainingRule | None = None
+    batch: BatchRetries | None = None
 
     def describe(self) -> dict[str, Any]:
         """What the report says about this strategy: that it is a model, of what, from which sources."""
@@ -81,6 +135,9 @@ class AnchorStrategy:
             parameters["maximum_retry_attempts"] = self.retry_strategy.maximum_retry_attempts
         if self.stall_rule is not None:
             parameters["threshold_seconds"] = self.stall_rule.threshold_seconds
+        if self.batch is not None:
+            parameters["retry_attempts"] = self.batch.attempts
+            parameters["retried_on"] = sorted(kind.value for kind in self.batch.retried_kinds)
         return {"model": True, "model_of": self.model_of, "sources": list(self.sources), "parameters": parameters}
 
     def run(self, trace: Trace) -> list[JobOutcome]:
@@ -125,8 +182,24 @@ def debugger_rule(person: PersonOnCall | None = None, threshold_seconds: int = 1
     )
 
 
+def aws_batch(person: PersonOnCall | None = None, attempts: int = 3) -> AnchorStrategy:
+    return AnchorStrategy(
+        "aws_batch",
+        "AWS Batch for SageMaker Training: capacity retried without attempts, InternalServerError by rule; a person "
+        "for the rest",
+        (
+            "https://docs.aws.amazon.com/batch/latest/userguide/service-job-retries.html",
+            "https://docs.aws.amazon.com/batch/latest/APIReference/API_ServiceJobRetryStrategy.html",
+            "https://docs.aws.amazon.com/batch/latest/userguide/service-job-status.html",
+            "https://docs.aws.amazon.com/batch/latest/userguide/job_scheduling.html",
+        ),
+        person or PersonOnCall(),
+        batch=BatchRetries(attempts),
+    )
+
+
 def anchor_strategies(person: PersonOnCall | None = None) -> tuple[AnchorStrategy, ...]:
-    return no_guard(person), sagemaker_retry(person), debugger_rule(person)
+    return no_guard(person), sagemaker_retry(person), debugger_rule(person), aws_batch(person)
 
 
 class _JobLife:
@@ -137,8 +210,11 @@ class _JobLife:
         self.tl = JobTimeline(job, anchor.name)
         capacity = fault is not None and fault.kind is FaultKind.CAPACITY_ERROR
         self.capacity_refusals = self.capacity_refusals_in_fault = fault.repeats + 1 if fault and capacity else 0
+        if starts_on_an_alternative(job, fault):
+            self.capacity_refusals = self.capacity_refusals_in_fault = 0
         self.fault = None if capacity else fault  # pending until it strikes
         self.sagemaker_retries = 0
+        self.batch_attempts = 1
         self.next_is_new_job = True
 
     def run(self) -> JobOutcome:
@@ -193,7 +269,25 @@ class _JobLife:
         if self.capacity_refusals == self.capacity_refusals_in_fault:  # the fault's recovery runs from the first
             tl.struck(FaultKind.CAPACITY_ERROR, tl.now)
         self.capacity_refusals -= 1
-        self._person_relaunches(FaultKind.CAPACITY_ERROR, tl.now)
+        if not self._retried_automatically(FaultKind.CAPACITY_ERROR, tl.now):
+            self._person_relaunches(FaultKind.CAPACITY_ERROR, tl.now)
+
+    def _retried_automatically(self, kind: FaultKind, struck: float) -> bool:
+        """AWS Batch (the strategy) or the job's parent starts a new job by itself; True when one did."""
+        batch, tl = self.anchor.batch, self.tl
+        if batch is not None and kind is FaultKind.CAPACITY_ERROR:
+            actor = AWS_BATCH  # "capacity-based retries don't consume your configured retry attempts"
+        elif batch is not None and kind in batch.retried_kinds and self.batch_attempts < batch.attempts:
+            self.batch_attempts += 1
+            actor = AWS_BATCH
+        elif parent_retries(self.job, kind):
+            actor = self.job.owner
+        else:
+            return False
+        tl.wait_until(State.FAILED, tl.now + PARENT_RETRY_MINUTES / 60)
+        tl.detect(kind, struck, actor)
+        tl.act(ActionKind.RELAUNCH, actor, note="a new job, by its own retry rules")
+        return True
 
     def _fails(self, fault: Fault, struck: float) -> None:
         tl, retry = self.tl, self.anchor.retry_strategy
@@ -211,6 +305,8 @@ class _JobLife:
             self.next_is_new_job = False
         elif fault.kind is FaultKind.QUOTA_WALL:
             self._quota_wall(fault, struck)
+        elif self._retried_automatically(fault.kind, struck):
+            pass
         else:
             self._person_relaunches(fault.kind, tl.now, struck_at=struck, fix=fault.kind in USER_ERROR_KINDS)
 

@@ -30,6 +30,7 @@ _SMALL = ((1, 60.0), (2, 25.0), (4, 15.0))
 _MEDIUM = ((1, 35.0), (2, 25.0), (4, 25.0), (8, 15.0))
 _LARGE = ((1, 15.0), (2, 20.0), (4, 25.0), (8, 20.0), (16, 10.0), (32, 6.0), (64, 4.0))
 
+
 def _offer(instance_type: str, share_of_jobs: float, counts: tuple[tuple[int, float], ...]) -> InstanceOffer:
     """An offer priced from the product's own list-price table (trainguard.domain.instance_prices)."""
     price = ON_DEMAND_PRICES[instance_type]

@@ -11,6 +11,9 @@ The figures, defined once (README.md copies these definitions):
   fault-free run (submission + one startup + the work). p50 and p95 over all jobs (0 for a job
   without a fault), and the total. A job whose work is never done is left out and counted in
   `jobs_never_completed`.
+- `completion_delay_hours_not_own_code`: the total completion delay of the jobs that did not fail in their
+  own code (every job but those with a user_code_error or out_of_memory fault, which wait for a person's
+  fix under every strategy).
 - `jobs_completed`: jobs whose work is done by the end of the trace's window (every job would be,
   fault-free).
 - `detect_minutes`: per fault kind, from the moment the fault shows (the job fails or stops, a hang
@@ -37,7 +40,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from trainguard_local.fleet.anchors import StalledTrainingRule
 from trainguard_local.fleet.model import JobOutcome, Strategy
-from trainguard_local.fleet.trace import TRANSIENT_KINDS, Fault, FaultKind, Trace
+from trainguard_local.fleet.trace import TRANSIENT_KINDS, USER_ERROR_KINDS, Fault, FaultKind, Trace
 
 _DECIMALS = 3
 
@@ -113,6 +116,9 @@ def strategy_figures(trace: Trace, outcomes: Sequence[JobOutcome]) -> dict[str, 
         "billed_gpu_hours": _round(sum(o.billed_instance_hours * o.job.gpus_per_instance for o in outcomes)),
         "completion_delay_hours": {**_p50_p95(delays), "total": _round(sum(delays))},
         "completion_delay_hours_by_fault": delay_by_fault(trace, outcomes),
+        "completion_delay_hours_not_own_code": _round(
+            sum(hours for kind, hours in delay_by_fault(trace, outcomes).items() if kind not in _OWN_CODE)
+        ),
         "jobs_completed": sum(1 for o in outcomes if o.completed_at is not None and o.completed_at <= trace.hours),
         "jobs_never_completed": sum(1 for o in outcomes if o.completed_at is None),
         "detect_minutes": detect_minutes(outcomes),
@@ -123,6 +129,9 @@ def strategy_figures(trace: Trace, outcomes: Sequence[JobOutcome]) -> dict[str, 
         "duplicate_actions": duplicate_actions(outcomes),
         "wrong_actions": sum(1 for o in outcomes for a in o.actions if not a.right),
     }
+
+
+_OWN_CODE = frozenset(kind.value for kind in USER_ERROR_KINDS)
 
 
 def detect_minutes(outcomes: Iterable[JobOutcome]) -> dict[str, dict[str, float | int | None]]:

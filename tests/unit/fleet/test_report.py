@@ -10,7 +10,7 @@ from trainguard_local.fleet.model import BILLED_STATES, Action, ActionKind, JobO
 from trainguard_local.fleet.report import build_report, duplicate_actions, percentile, run_all
 from trainguard_local.fleet.trace import FaultKind, generate_trace
 
-STRATEGIES = ("none", "sagemaker_retry", "debugger_rule")
+STRATEGIES = ("none", "sagemaker_retry", "debugger_rule", "aws_batch")
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from trainguard.domain.outcome import Outcome, OutcomeKind
+from trainguard_local.fleet.anchors import PARENT_RETRY_MINUTES, parent_retries
 from trainguard_local.fleet.model import ActionKind, State
 from trainguard_local.fleet.trace import USER_ERROR_KINDS, FaultKind
 from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD
@@ -50,8 +51,23 @@ def after_end(life: JobLife, end: Outcome | None, kind: FaultKind | None, struck
     elif told:
         assert end is not None
         tl.act(ActionKind.NOTIFY, TRAINGUARD, target=life.name, note=end.kind.value)
+    if kind is not None and parent_retries(life.job, kind):
+        return (yield from parent_relaunches(life, kind, struck))
     fix = kind in USER_ERROR_KINDS
     return (yield from person_relaunches(life, None if told else kind, life.kernel.now, struck_at=struck, fix=fix))
+
+
+def parent_relaunches(life: JobLife, kind: FaultKind, struck: float) -> Step:
+    """The job's parent (a pipeline's retry policy, a Batch queue) starts a new job by itself, as in the anchors;
+    trainguard left the job to it."""
+    tl, owner = life.tl, life.job.owner
+    yield Sleep(life.kernel.now + PARENT_RETRY_MINUTES / 60)
+    tl.wait_until(State.FAILED, life.kernel.now)
+    tl.detect(kind, struck, owner)
+    life.modelled.append(f"{owner} retries its own job (its retry rules), as in the anchors")
+    life.person_launches += 1
+    tl.act(ActionKind.RELAUNCH, owner, note="a new job, by its own retry rules")
+    return life.launch(f"{life.job.name}-o{life.person_launches}", owner)
 
 
 def scheduled_relaunch(life: JobLife, waiting: State) -> Step:

@@ -52,6 +52,14 @@ class FleetSide:
             "team": spec.name.split("-", 2)[-1],
             "fleet:root": root,
         }
+        if spec.fallback_types:
+            tags["trainguard:fallback-types"] = "+".join(f"{kind}:{count}" for kind, count in spec.fallback_types)
+        if spec.on_demand_after is not None:
+            tags["trainguard:on-demand-after"] = str(spec.on_demand_after)
+        if spec.owner == "pipelines":  # the tags a pipeline's step puts on its jobs (domain/ownership.py)
+            tags["sagemaker:pipeline-execution-arn"] = (
+                f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:pipeline/p/execution/{root}"
+            )
         stopping: dict[str, int] = {"MaxRuntimeInSeconds": max(1, round(spec.max_runtime_hours * 3600))}
         request: dict[str, Any] = {
             "TrainingJobName": name,
@@ -68,6 +76,11 @@ class FleetSide:
             "HyperParameters": {"framework": spec.framework},
             "Tags": [{"Key": k, "Value": v} for k, v in tags.items()],
         }
+        if spec.launched_with_preferences:
+            resource = request["ResourceConfig"]
+            own = {"InstanceType": resource.pop("InstanceType"), "InstanceCount": resource.pop("InstanceCount")}
+            others = [{"InstanceType": kind, "InstanceCount": count} for kind, count in spec.fallback_types]
+            resource["InstancePreferences"] = [own, *others]
         if spec.spot:
             request["EnableManagedSpotTraining"] = True
             stopping["MaxWaitTimeInSeconds"] = stopping["MaxRuntimeInSeconds"] + 4 * 3600

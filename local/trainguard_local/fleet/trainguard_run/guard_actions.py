@@ -12,8 +12,9 @@ TRAINGUARD = "trainguard"  # the actor of trainguard's detections and actions in
 
 
 class GuardActions:
-    def __init__(self, tl: JobTimeline, quotas: SimulatedServiceQuotas) -> None:
+    def __init__(self, tl: JobTimeline, quotas: SimulatedServiceQuotas, *, owned: bool = False) -> None:
         self.tl, self.quotas = tl, quotas
+        self.owned = owned  # a parent (a pipeline, a Batch queue) owns the lineage: any action on it is wrong
         self.pending: list[GuardCall] = []  # trainguard's calls on this lineage, not yet in the timeline
         self._refused: dict[str, str] = {}  # failed job -> the error of trainguard's last launch for it
         self.repeated_refusals = 0  # trainguard's launches refused again the same way (not counted as actions)
@@ -39,7 +40,7 @@ class GuardActions:
                     ActionKind.RELAUNCH,
                     TRAINGUARD,
                     target=failed,
-                    right=not user_error,
+                    right=not user_error and not self.owned,
                     succeeded=call.succeeded,
                     note=f"{call.error_code}: {call.error_message}"
                     if call.error_code
@@ -51,7 +52,7 @@ class GuardActions:
                     ActionKind.STOP,
                     TRAINGUARD,
                     target=name,
-                    right=name in hung,
+                    right=name in hung and not self.owned,
                     succeeded=call.succeeded,
                     note="" if name in hung else "a healthy job, silent for a while",
                 )
@@ -59,5 +60,9 @@ class GuardActions:
                 code = str(call.params.get("QuotaCode", ""))
                 names = {r["QuotaCode"]: r["QuotaName"] for r in self.quotas.requests()}
                 self.tl.act(
-                    ActionKind.QUOTA_REQUEST, TRAINGUARD, target=names.get(code, code), succeeded=call.succeeded
+                    ActionKind.QUOTA_REQUEST,
+                    TRAINGUARD,
+                    target=names.get(code, code),
+                    right=not self.owned,
+                    succeeded=call.succeeded,
                 )

@@ -90,9 +90,10 @@ class JobLife:
         self.job, self.rng, self.world, self.kernel = job, rng, world, kernel
         self.ticker, self.quota_checks, self.settings = ticker, quota_checks, settings
         self.tl = JobTimeline(job, TRAINGUARD)
-        self.guard_actions = GuardActions(self.tl, world.quotas)
+        self.guard_actions = GuardActions(self.tl, world.quotas, owned=bool(job.owner))
         capacity = fault is not None and fault.kind is FaultKind.CAPACITY_ERROR
         self.capacity_refusals = self.capacity_refusals_in_fault = fault.repeats + 1 if fault and capacity else 0
+        self.capacity_fault = fault if capacity else None
         self.fault = None if capacity else fault  # pending until it strikes
         self.name = ""  # the SageMaker job of the running launch
         self.training_since = 0.0
@@ -127,6 +128,8 @@ class JobLife:
     def _run_launch(self) -> Step:
         """Run the launch `self.name` (created now) to its end; the next launch's name ('' when done)."""
         tl = self.tl
+        if self.capacity_refusals and self._finds_capacity():
+            self.capacity_refusals = 0
         if self.capacity_refusals:
             return (yield from self._refused_for_capacity())
         yield Sleep(tl.now + self.job.startup_minutes / 60)
@@ -163,6 +166,23 @@ class JobLife:
                 return (yield from self._spot_interruption(fault))
             return (yield from self._fails(fault, tl.now))
 
+    def _finds_capacity(self) -> bool:
+        """The launch asks for what has capacity although the job's own type has none: a listed alternative
+        the trace gave capacity (as its type, or among its InstancePreferences, where SageMaker picks the first
+        with capacity), or on-demand instances for a spot job (assumption: the shortage is spot's)."""
+        try:
+            described = self.world.plane.describe(self.name)
+        except Exception:  # the launch was refused: nothing runs
+            return False
+        resource = described.get("ResourceConfig", {})
+        asked = [p.get("InstanceType") for p in resource.get("InstancePreferences") or []] or [
+            resource.get("InstanceType")
+        ]
+        fault = self.capacity_fault
+        if fault is not None and any(kind in fault.alternatives_with_capacity for kind in asked):
+            return True
+        return self.job.spot and described.get("EnableManagedSpotTraining") is not True
+
     def _train_to(self, progress: float) -> Generator[Sleep | Park, Any, bool]:
         tl = self.tl
         hours = min(progress - tl.progress, max(tl.runtime_left, 0.0))
@@ -192,6 +212,9 @@ class JobLife:
         if fault.kind is FaultKind.QUOTA_WALL:
             quota = self.world.fleet.quota_wall(self.job, self.job.name, fault.quota_approval_hours)
             self.quota_wall = (quota, fault.quota_approval_hours)
+            for kind, _ in self.job.fallback_types:  # the listed alternatives the trace gave no room now
+                if kind not in fault.alternatives_with_quota_room:
+                    self.world.plane.short_alternatives.add((self.job.name, kind))
         end = self._end(self.world.plane.fail, failure_text(fault.kind, fault))
         return (yield from after_end(self, end, fault.kind, struck, State.FAILED))
 

@@ -40,11 +40,19 @@ class FleetSageMaker(SimulatedSageMaker):
         super().__init__(**kwargs)
         self._quotas = quotas
         self.walls: dict[str, QuotaWall] = {}  # by root job name
+        # Alternatives whose quota is used up by others while a lineage's own type is walled: (root, type).
+        self.short_alternatives: set[tuple[str, str]] = set()
 
     def _check_instance_limits(self, job: TrainingJobRecord) -> None:
         tags = {tag["Key"]: tag["Value"] for tag in job.tags}
-        wall = self.walls.get(tags.get("trainguard:root-job") or tags.get("fleet:root") or job.name)
-        if wall is None:
+        root = tags.get("trainguard:root-job") or tags.get("fleet:root") or job.name
+        types = job.instances_by_type()
+        for instance_type, count in types.items():
+            if (root, instance_type) in self.short_alternatives:  # its quota's room is taken by others' jobs
+                text = resource_limit_exceeded(instance_type, limit=count, in_use=count, delta=count)
+                raise SageMakerApiError("ResourceLimitExceeded", text.split(" operation: ", 1)[-1])
+        wall = self.walls.get(root)
+        if wall is None or wall.instance_type not in types:
             return
         self._quotas.advance()  # apply the decisions due now
         value = self._quotas.quota_value(wall.quota_name)
