@@ -189,7 +189,9 @@ def _today_goal(strategies: dict[str, Any]) -> list[str]:
         f"{guard:,.1f} h under trainguard, {1 - guard / others[best]:.1%} below the best other strategy ({best}, "
         f"{others[best]:,.1f} h; goal: 80%), with wrong actions (any action on a parent's job counts) "
         f"{mine['wrong_actions']} and duplicate actions {mine['duplicate_actions']}. "
-        "Its largest parts: " + ", ".join(f"{kind} {hours:,.1f} h" for kind, hours in largest) + "."
+        "Its largest parts: " + ", ".join(f"{kind} {hours:,.1f} h" for kind, hours in largest) + "; "
+        f"{mine['completion_delay_hours_of_parents_jobs']:,.1f} h of the total are jobs a pipeline or a Batch queue "
+        "owns, which trainguard leaves to their parent by design (their hangs bill until a person stops them)."
     ]
 
 

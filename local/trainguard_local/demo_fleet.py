@@ -17,6 +17,7 @@ import os
 import sys
 import textwrap
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -24,7 +25,7 @@ from trainguard_local.fleet.anchors import anchor_strategies
 from trainguard_local.fleet.model import JobOutcome
 from trainguard_local.fleet.simulate import render_summary, simulate_trace
 from trainguard_local.fleet.timeline_png import write_timeline
-from trainguard_local.fleet.trace import FaultKind, Trace, generate_trace
+from trainguard_local.fleet.trace import ALTERNATIVES, FaultKind, Trace, generate_trace
 
 DEMO_JOBS, DEMO_HOURS, DEMO_SEED = 12, 24.0, 15
 DEMO_SPOT_SHARE = 0.3  # enough spot jobs for a spot interruption
@@ -34,12 +35,42 @@ COLOURS = (
     "person, purple waiting for a quota; black ticks: detections, blue ticks: actions"
 )
 Say = Callable[[str], None]
+# What a message says when a fallback changed the relaunch (domain/fallbacks.py): each is shown in full once.
+FALLBACK_WORDS = ("InstancePreferences", "on on-demand instances", "whose quota has room")
 
 
 def demo_trace() -> Trace:
-    """Every fault kind once (the generator gives each kind a job before drawing more), one healthy job."""
+    """Every fault kind once (the generator gives each kind a job before drawing more), one healthy job; and the
+    three fallbacks of today's SageMaker, each on the job whose wall it meets (fallbacks_shown)."""
     faulty = (DEMO_JOBS - 1) / DEMO_JOBS
-    return generate_trace(DEMO_JOBS, DEMO_HOURS, DEMO_SEED, spot_share=DEMO_SPOT_SHARE, fault_share=faulty)
+    trace = generate_trace(DEMO_JOBS, DEMO_HOURS, DEMO_SEED, spot_share=DEMO_SPOT_SHARE, fault_share=faulty)
+    return fallbacks_shown(trace)
+
+
+def fallbacks_shown(trace: Trace) -> Trace:
+    """The demo's jobs with no parent, and three owners' fallback tags where they meet a wall: the capacity
+    error's job lists an alternative that has capacity (met by InstancePreferences), the spot job moves to
+    on-demand after one spot failure, and the quota wall's job lists an alternative whose quota has room (it runs
+    there while the increase is pending)."""
+    jobs = {
+        job.name: replace(job, owner="", owner_retries=False, launched_with_preferences=False) for job in trace.jobs
+    }
+    faults = []
+    for fault in trace.faults:
+        job = jobs[fault.job_name]
+        alternative = (ALTERNATIVES[job.instance_type][0][0], job.instance_count)
+        if fault.kind is FaultKind.CAPACITY_ERROR:
+            jobs[job.name] = replace(job, fallback_types=(alternative,), on_demand_after=None)
+            fault = replace(fault, alternatives_with_capacity=(alternative[0],))
+        elif fault.kind is FaultKind.QUOTA_WALL:
+            jobs[job.name] = replace(job, fallback_types=(alternative,), on_demand_after=None)
+            fault = replace(fault, alternatives_with_quota_room=(alternative[0],))
+        elif fault.kind is FaultKind.SPOT_INTERRUPTION:
+            jobs[job.name] = replace(job, fallback_types=(), on_demand_after=1)
+        else:
+            jobs[job.name] = replace(job, fallback_types=(), on_demand_after=None)
+        faults.append(fault)
+    return replace(trace, jobs=tuple(jobs[job.name] for job in trace.jobs), faults=tuple(faults))
 
 
 def run_fleet_demo(out_dir: Path, say: Say = print, progress: TextIO | None = sys.stderr) -> dict[str, Any]:
@@ -54,7 +85,10 @@ def run_fleet_demo(out_dir: Path, say: Say = print, progress: TextIO | None = sy
         fault = trace.fault_of(job.name)
         what = "no fault" if fault is None else f"{fault.kind.value} at +{fault.strikes_at:.2f} h"
         size = f"{job.instance_count:>2} x {job.instance_type:<16}"
-        say(f"  {job.name:<28} {size} from +{job.submitted_at:5.2f} h  {what}")
+        tags = [f"fallback-types={'+'.join(f'{t}:{c}' for t, c in job.fallback_types)}"] if job.fallback_types else []
+        tags += [f"on-demand-after={job.on_demand_after}"] if job.on_demand_after else []
+        shown = f"  (tagged {', '.join(tags)})" if tags else ""
+        say(f"  {job.name:<28} {size} from +{job.submitted_at:5.2f} h  {what}{shown}")
     say("\nThe production handlers and adapters, on the in-process stand-in (moto + simulated SageMaker):")
     guard = TrainguardStrategy(on_progress=_fleet_clock(trace.hours, progress))
     report, outcomes = simulate_trace(trace, [*anchor_strategies(), guard])
@@ -81,11 +115,12 @@ def run_fleet_demo(out_dir: Path, say: Say = print, progress: TextIO | None = sy
     for n in notifications:
         say(f"  +{n['at_hours']:5.2f} h  {n['subject']}")
     say("\nThe full text of the first message of each outcome:")
-    shown: set[str] = set()
+    told: set[str] = set()
     for n in notifications:
-        outcome_kind = n["attributes"].get("outcome", "")
-        if outcome_kind not in shown:
-            shown.add(outcome_kind)
+        fallback = next((m for m in FALLBACK_WORDS if m in n["message"]), "")
+        outcome_kind = n["attributes"].get("outcome", "") + fallback
+        if outcome_kind not in told:
+            told.add(outcome_kind)
             say(f"\n  --- {n['subject']}  {n['attributes']}")
             say(textwrap.indent(n["message"], "    "))
 
@@ -110,7 +145,7 @@ def story(outcome: JobOutcome) -> list[str]:
         events.append((d.detected_at, f"{d.detector} detected {d.fault_kind.value} ({d.minutes:.1f} min after it)"))
     for a in outcome.actions:
         refused = "" if a.succeeded else " (refused)"
-        note = f": {textwrap.shorten(a.note, 80)}" if a.note else ""
+        note = f": {textwrap.shorten(a.note, 160)}" if a.note else ""
         events.append((a.at, f"{a.actor}: {a.kind.value}{refused}{note}"))
     return [f"    +{at:5.2f} h  {text}" for at, text in sorted(events, key=lambda event: event[0])]
 

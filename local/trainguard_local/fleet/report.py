@@ -13,7 +13,8 @@ The figures, defined once (README.md copies these definitions):
   `jobs_never_completed`.
 - `completion_delay_hours_not_own_code`: the total completion delay of the jobs that did not fail in their
   own code (every job but those with a user_code_error or out_of_memory fault, which wait for a person's
-  fix under every strategy).
+  fix under every strategy). `completion_delay_hours_of_parents_jobs`: the part of the total of the jobs a
+  parent (a pipeline, a Batch queue) owns, which a guard must leave to the parent.
 - `jobs_completed`: jobs whose work is done by the end of the trace's window (every job would be,
   fault-free).
 - `detect_minutes`: per fault kind, from the moment the fault shows (the job fails or stops, a hang
@@ -116,6 +117,9 @@ def strategy_figures(trace: Trace, outcomes: Sequence[JobOutcome]) -> dict[str, 
         "billed_gpu_hours": _round(sum(o.billed_instance_hours * o.job.gpus_per_instance for o in outcomes)),
         "completion_delay_hours": {**_p50_p95(delays), "total": _round(sum(delays))},
         "completion_delay_hours_by_fault": delay_by_fault(trace, outcomes),
+        "completion_delay_hours_of_parents_jobs": _round(
+            sum(o.completion_delay_hours or 0.0 for o in outcomes if o.job.owner)
+        ),
         "completion_delay_hours_not_own_code": _round(
             sum(hours for kind, hours in delay_by_fault(trace, outcomes).items() if kind not in _OWN_CODE)
         ),

@@ -204,8 +204,9 @@ def initial_quota_values(trace: Trace) -> dict[str, float]:
         if fault.kind is FaultKind.QUOTA_WALL:
             job = next(j for j in trace.jobs if j.name == fault.job_name)
             for kind, count in job.fallback_types:
-                quota = training_quota_name(kind)
-                values.setdefault(quota, float(count))
+                values.setdefault(training_quota_name(kind), float(count))
+                if job.spot:  # a spot job's launch meets the type's spot quota (domain/preflight.py)
+                    values.setdefault(f"{kind} for spot training job usage", float(count))
     return values
 
 

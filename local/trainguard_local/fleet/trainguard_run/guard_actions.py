@@ -44,7 +44,7 @@ class GuardActions:
                     succeeded=call.succeeded,
                     note=f"{call.error_code}: {call.error_message}"
                     if call.error_code
-                    else call.params["TrainingJobName"],
+                    else call.params["TrainingJobName"] + self._what_it_asks_for(call.params),
                 )
             elif call.operation == "StopTrainingJob":
                 name = str(call.params.get("TrainingJobName", ""))
@@ -66,3 +66,18 @@ class GuardActions:
                     right=not self.owned,
                     succeeded=call.succeeded,
                 )
+
+    def _what_it_asks_for(self, params: dict) -> str:
+        """Where a relaunch differs from the job's own launch: InstancePreferences, another type, on-demand."""
+        resource = params.get("ResourceConfig", {})
+        job = self.tl.job
+        if preferences := resource.get("InstancePreferences"):
+            listed = ", then ".join(f"{p.get('InstanceCount')} x {p.get('InstanceType')}" for p in preferences)
+            changed = f" with InstancePreferences ({listed})"
+        elif resource.get("InstanceType") and resource.get("InstanceType") != job.instance_type:
+            changed = f" on {resource.get('InstanceCount')} x {resource['InstanceType']}"
+        else:
+            changed = ""
+        if job.spot and params.get("EnableManagedSpotTraining") is not True:
+            changed += " on on-demand instances"
+        return changed
