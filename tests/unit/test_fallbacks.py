@@ -313,3 +313,18 @@ def test_a_preference_whose_quota_is_short_is_dropped_and_the_others_are_tried()
         "ml.p4de.24xlarge",
     ]
     assert len(calls) == 2 and ports.quotas.requests == []  # no request for an alternative's quota
+
+
+def test_a_dry_run_of_a_users_launch_at_a_quota_wall_names_the_alternatives_it_would_try() -> None:
+    from tests.unit.test_quota_walls import failed_launch
+    from trainguard.handlers import failed_launches
+
+    ports = quota_wall_ports()
+    tags = [
+        {"key": "trainguard:enabled", "value": "true"},
+        {"key": "trainguard:dry-run", "value": "true"},
+        {"key": "trainguard:fallback-types", "value": "ml.p4de.24xlarge:2"},
+    ]
+    outcome = failed_launches.handle(failed_launch(tags=tags), ports)
+    assert "meanwhile it would launch on the first of 2 x ml.p4de.24xlarge whose quota has room" in outcome.reason
+    assert ports.jobs.attempts == [] and ports.quotas.requests == []

@@ -74,8 +74,17 @@ def meet_quota_wall(ports: GuardPorts, blocked: BlockedLaunch, policy: JobPolicy
             if isinstance(plan, QuotaRequestPlan)
             else f"request nothing ({plan.reason})"
         )
+        alternatives = read_fallback_options(parse_tag_list(blocked.request.get("Tags")), ports.keys).alternatives
+        meanwhile = (
+            " meanwhile it would launch on the first of "
+            + ", ".join(a.describe(_instance_count(blocked.request) or 1) for a in alternatives)
+            + " whose quota has room, and"
+            if alternatives
+            else ""
+        )
         return QuotaWallResult(
-            f"dry run: trainguard would {would} and keep the launch until the quota allows it, but does nothing.",
+            f"dry run: trainguard would {would} and{meanwhile} keep the launch until the quota allows it, but does "
+            "nothing.",
             plan.as_dict() if isinstance(plan, QuotaRequestPlan) else None,
         )
     wait = _waiting(ports, blocked, demand, now)
