@@ -41,7 +41,8 @@ from trainguard.config import GuardConfig
 from trainguard.domain.stall_alarms import LOG_SILENCE_NAMESPACE, OWNED_PREFIXES
 
 TRAINING_JOB_READ_ACTIONS = ("sagemaker:DescribeTrainingJob", "sagemaker:ListTags")
-TRAINING_JOB_LAUNCH_ACTIONS = ("sagemaker:CreateTrainingJob", "sagemaker:AddTags")
+CREATE_TRAINING_JOB = "sagemaker:CreateTrainingJob"
+TRAINING_JOB_LAUNCH_ACTIONS = (CREATE_TRAINING_JOB, "sagemaker:AddTags")
 # StopTrainingJob takes the resource type `training-job` (required), whose condition keys are
 # aws:ResourceTag/${TagKey} and sagemaker:ResourceTag/${TagKey}: "Actions, resources, and condition keys
 # for Amazon SageMaker AI", https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonsagemaker.html
@@ -53,6 +54,12 @@ SAGEMAKER_PRINCIPAL = "sagemaker.amazonaws.com"
 _TRAINING_JOBS_REASON = (
     "Training jobs are named by their owners and relaunches get new names, so no narrower ARN exists; "
     "launches are limited to jobs that carry the opt-in tag, and PassRole to the configured roles."
+)
+_TRAINING_PLANS_REASON = (
+    "A relaunch carries the failed job's own TrainingPlanArn (or per-preference TrainingPlanArns), and "
+    "CreateTrainingJob is authorized on the plan as well: AWS's own AWSBatchServiceRolePolicyForSageMaker grants "
+    "sagemaker:CreateTrainingJob on training-plan/* and reserved-capacity/* for the same reason. Plans are named by "
+    "their owners, so no narrower ARN exists; only this account and region, and only CreateTrainingJob."
 )
 _STOPPED_JOBS_REASON = (
     "Training jobs are named by their owners, so no narrower ARN exists; StopTrainingJob is allowed only on "
@@ -273,6 +280,15 @@ class TrainGuardStack(Stack):
                 conditions={"StringEquals": {f"aws:RequestTag/{self.settings.tag_prefix}:enabled": "true"}},
             )
         )
+        plans = [
+            self.format_arn(service="sagemaker", resource=kind, resource_name="*")
+            for kind in ("training-plan", "reserved-capacity")
+        ]
+        function.add_to_role_policy(
+            iam.PolicyStatement(sid="RelaunchOnTheJobsOwnTrainingPlans", actions=[CREATE_TRAINING_JOB], resources=plans)
+        )
+        for plan in plans:
+            self._acknowledge(function, f"AwsSolutions-IAM5[Resource::{nag_arn(plan)}]", _TRAINING_PLANS_REASON)
         if self.settings.passable_role_arns:
             function.add_to_role_policy(
                 iam.PolicyStatement(

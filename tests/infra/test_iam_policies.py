@@ -37,6 +37,11 @@ LAUNCHING_HANDLERS = [JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER, QUOTA_WATCH_HA
 # earlier), and in a stall's notification.
 CHECKPOINT_HANDLERS = [JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER, STALL_ALARMS_HANDLER]
 TRAINING_JOBS = "arn:<AWS::Partition>:sagemaker:<AWS::Region>:<AWS::AccountId>:training-job/*"
+# A relaunch that carries its job's training plan is authorized on the plan too (infra/stack.py).
+TRAINING_PLANS = {
+    f"arn:<AWS::Partition>:sagemaker:<AWS::Region>:<AWS::AccountId>:{kind}/*"
+    for kind in ("training-plan", "reserved-capacity")
+}
 RETRY_SCHEDULES = "arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/trainguard/*"
 SAGEMAKER_QUOTAS = "arn:<AWS::Partition>:servicequotas:<AWS::Region>:<AWS::AccountId>:sagemaker/*"
 SERVICE_QUOTAS_ROLE = (
@@ -51,7 +56,14 @@ STALL_ALARMS = [
 # SageMaker's training log group, as CloudWatch Logs names a log group in IAM policies (trailing ":*").
 TRAINING_LOG_GROUP = "arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:/aws/sagemaker/TrainingJobs:*"
 # Wildcard resources that no narrower ARN can replace; each carries a reasoned cdk-nag acknowledgment.
-ALLOWED_WILDCARD_RESOURCES = {TRAINING_JOBS, RETRY_SCHEDULES, SAGEMAKER_QUOTAS, *STALL_ALARMS, TRAINING_LOG_GROUP}
+ALLOWED_WILDCARD_RESOURCES = {
+    TRAINING_JOBS,
+    *TRAINING_PLANS,
+    RETRY_SCHEDULES,
+    SAGEMAKER_QUOTAS,
+    *STALL_ALARMS,
+    TRAINING_LOG_GROUP,
+}
 # CloudWatch actions on alarms that take the `alarm` resource type, granted on STALL_ALARMS only
 # (Service Authorization Reference, CloudWatch). DescribeAlarms too, where composites need not be seen.
 ALARM_SCOPED_ACTIONS = {
@@ -242,9 +254,12 @@ def test_resource_star_appears_only_in_key_policies(synthesized: Any) -> None:
 
 @pytest.mark.parametrize("handler", LAUNCHING_HANDLERS)
 def test_create_training_job_requires_the_opt_in_tag(synthesized: Any, handler: str) -> None:
-    (statement,) = _with_action(_role_statements(synthesized.template, handler), "sagemaker:CreateTrainingJob")
-    assert render(statement["Resource"]) == TRAINING_JOBS
-    assert statement["Condition"] == {"StringEquals": {"aws:RequestTag/trainguard:enabled": "true"}}
+    on_jobs, on_plans = _with_action(_role_statements(synthesized.template, handler), "sagemaker:CreateTrainingJob")
+    assert render(on_jobs["Resource"]) == TRAINING_JOBS
+    assert on_jobs["Condition"] == {"StringEquals": {"aws:RequestTag/trainguard:enabled": "true"}}
+    # The job's own training plan: CreateTrainingJob alone, on this account's plans, creating nothing by itself.
+    assert {render(r) for r in as_list(on_plans["Resource"])} == TRAINING_PLANS
+    assert as_list(on_plans["Action"]) == ["sagemaker:CreateTrainingJob"] and "Condition" not in on_plans
     (describe,) = _with_action(_role_statements(synthesized.template, handler), "sagemaker:DescribeTrainingJob")
     assert sorted(as_list(describe["Action"])) == ["sagemaker:DescribeTrainingJob", "sagemaker:ListTags"]
 

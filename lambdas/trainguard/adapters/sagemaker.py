@@ -10,7 +10,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError, ParamValidationError
 
-from trainguard.domain.model import TrainingJob
+from trainguard.domain.model import TrainingJob, instances_of
 from trainguard.events.training_job import job_from_description
 from trainguard.workflows.ports import JobNotFound, LaunchRefused, LaunchResult, NameTaken
 
@@ -87,6 +87,10 @@ class SageMakerJobs:
                 described = self._client.describe_training_job(TrainingJobName=summary["TrainingJobName"])
                 config = described.get("ResourceConfig", {})
                 groups = config.get("InstanceGroups") or [config]
+                if config.get("SelectedInstanceType"):  # launched with InstancePreferences: what SageMaker chose
+                    groups = [
+                        {"InstanceType": config["SelectedInstanceType"], "InstanceCount": instances_of(config)[1]}
+                    ]
                 for group in groups:
                     if group.get("InstanceType"):
                         in_use[group["InstanceType"]] = in_use.get(group["InstanceType"], 0) + int(

@@ -45,7 +45,7 @@ class QuotaWallResult:
     quota_request: dict[str, Any] | None = None
     waiting: bool = False
     is_quota: bool = True
-    # Launched meanwhile on an alternative whose quota has room ("2 x ml.p5.48xlarge"; "" when not).
+    # The sentence that says it launched meanwhile on an alternative whose quota has room ("" when it did not).
     launched_on: str = ""
 
 
