@@ -92,7 +92,7 @@ def test_the_same_seed_gives_the_same_figures(tmp_path: Path) -> None:
     second = _simulate(tmp_path, "second", "--no-trainguard")
 
     assert first[0] == second[0] == 0
-    assert set(first[1]["strategies"]) == set(STRATEGIES[:3])
+    assert set(first[1]["strategies"]) == set(STRATEGIES[:4])
     assert "guard_cost" not in first[1]  # trainguard did not run: nothing of its own was counted
     assert first[1] == second[1]
     assert first[2].read_bytes() == second[2].read_bytes()

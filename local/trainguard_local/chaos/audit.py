@@ -118,6 +118,8 @@ def expected_end(job: JobTruth) -> str:
     """What the rules call for when this job ends: ignore, notify, retry, or why a retry is not allowed."""
     if job.stopped_by == "person":
         return "ignore"
+    if job.owned:
+        return "owned"
     if job.stopped_by in ("trainguard", "spot") or job.kind in RELAUNCHING:
         if not job.stops_allowed:
             return "dry-run"
@@ -152,6 +154,7 @@ def _job_ends(run: ChaosRun, audit: Audit, ledger: dict[tuple[str, str], dict[st
         decided[f"{expected}: {kind}"] += 1
         ok = {
             "ignore": kind == "skipped" and actions == 0,
+            "owned": kind in ("skipped", "notified") and actions == 0,  # recorded, told at most, never relaunched
             "notify": kind == "notified" and actions == 0,
             "dry-run": kind == "not-relaunched" and actions == 0,
             "limit": kind == "not-relaunched" and actions == 0,

@@ -45,7 +45,7 @@ class JobTruth:
     instance_type: str
     hosts: int
     opted_in: bool
-    stops_allowed: bool  # opted in and not in dry run
+    stops_allowed: bool  # opted in, not in dry run, and not a parent's (a pipeline's, a Batch queue's) job
     max_retries: int
     failure_reason: str = ""
     created_at: datetime | None = None
@@ -59,6 +59,7 @@ class JobTruth:
     end_status: str = ""
     retry_of: str = ""
     launched: bool = True  # False for a user's launch refused by a quota
+    owned: bool = False  # a parent launched it (domain/ownership.py): never acted on, whatever its tags
 
     def running_at(self, moment: datetime) -> bool:
         return self.training_since is not None and moment >= self.training_since and not self.end_status
@@ -101,6 +102,10 @@ class World:
         dry_run = not guarded and enabled and rng.random() < 0.05
         max_retries_tag = "" if guarded else rng.choices(["", "2", "1"], weights=[60, 25, 15])[0]
         tags = {"team": "chaos"}
+        if spec.owner == "pipelines":  # a pipeline step's job (an AWS Batch one is named AWSBatch...): trainguard's
+            tags["sagemaker:pipeline-execution-arn"] = (
+                f"arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/{spec.name}"
+            )
         if enabled:
             tags["trainguard:enabled"] = "true"
         if dry_run:
@@ -118,9 +123,10 @@ class World:
             instance_type=instance_type,
             hosts=min(spec.instance_count, MAX_HOSTS),
             opted_in=enabled,
-            stops_allowed=enabled and not dry_run,
+            stops_allowed=enabled and not dry_run and not spec.owner,
             max_retries=int(max_retries_tag or self.defaults.default_max_retries),
             failure_reason=(fault.failure_reason or "") if fault else "",
+            owned=bool(spec.owner),
         )
         self.fleet.jobs[spec.name] = truth
         request = training_request(spec.name, instance_type, truth.hosts, tags)
@@ -195,6 +201,7 @@ class World:
             hosts=parent.hosts,
             opted_in=parent.opted_in,
             stops_allowed=parent.stops_allowed,
+            owned=parent.owned,
             max_retries=parent.max_retries,
             failure_reason=parent.failure_reason if kind != HEALTHY else "",
             created_at=self.schedule.clock(),
