@@ -19,6 +19,7 @@ from trainguard.domain.fallbacks import (
     JobFacts,
     plan_fallback,
     read_fallback_options,
+    within_bounds,
 )
 from trainguard.domain.model import Category
 from trainguard.domain.outcome import OutcomeKind
@@ -328,3 +329,18 @@ def test_a_dry_run_of_a_users_launch_at_a_quota_wall_names_the_alternatives_it_w
     outcome = failed_launches.handle(failed_launch(tags=tags), ports)
     assert "meanwhile it would launch on the first of 2 x ml.p4de.24xlarge whose quota has room" in outcome.reason
     assert ports.jobs.attempts == [] and ports.quotas.requests == []
+
+
+def test_an_alternative_more_than_twice_the_jobs_size_is_never_used() -> None:
+    request = {"ResourceConfig": {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 4}}  # 32 GPUs
+    options = read_fallback_options({"trainguard:fallback-types": "ml.p5.48xlarge:16+ml.p5.48xlarge:8"}, KEYS)
+    assert [a.instance_count for a in within_bounds(options, request).alternatives] == []  # p5:16 = 128 GPUs first
+    options = read_fallback_options({"trainguard:fallback-types": "ml.p5.48xlarge:9+ml.g5.48xlarge:8"}, KEYS)
+    kept = within_bounds(options, request).alternatives
+    assert kept == (Alternative("ml.g5.48xlarge", 8),)  # 64 GPUs: twice, allowed; p5 x 9 = 72: more than twice
+    fallback = plan_fallback(Category.CAPACITY, request, JobFacts(False, 0, None), options)
+    assert fallback is not None
+    assert [p["InstanceType"] for p in fallback.request["ResourceConfig"]["InstancePreferences"]] == [
+        "ml.p4d.24xlarge",
+        "ml.g5.48xlarge",
+    ]

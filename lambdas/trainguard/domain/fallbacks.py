@@ -22,7 +22,9 @@ What each fallback does (`plan_fallback`):
   quota has room is launched under the same name as the waiting launch, so an approval later finds the job there
   and launches no second copy.
 
-Never a type the user did not list; the checkpoint prefix and everything else of the request stay as they were.
+Never a type the user did not list, nor an alternative of more than twice the job's own GPUs (or, where a type's
+GPU count is not known, instances): a tag cannot turn a relaunch into a much larger launch (SECURITY.md). The
+checkpoint prefix and everything else of the request stay as they were.
 Every fallback is a relaunch: it counts against the lineage's max-retries and the hourly budget, and a dry run
 only says what it would send.
 """
@@ -37,11 +39,13 @@ from enum import StrEnum
 from typing import Any
 
 from trainguard.domain.instance_prices import on_demand_price
+from trainguard.domain.instance_types import gpus_per_host
 from trainguard.domain.model import Category, instances_of
 from trainguard.domain.policy import TagKeys, TagProblem
 
 MAX_ALTERNATIVES = 4  # the job's own type + 4 = InstancePreferenceList's maximum of 5 (botocore)
 MAX_ON_DEMAND_AFTER = 10
+MAX_GROWTH = 2  # an alternative may have at most this many times the job's own GPUs (or instances)
 _ALTERNATIVE = re.compile(r"(?P<type>ml\.[a-z0-9]+(?:-[a-z0-9]+)?\.[a-z0-9]+)(?::(?P<count>[0-9]{1,4}))?")
 
 
@@ -128,10 +132,27 @@ class JobFacts:
     billable_fraction: float | None  # BillableTimeInSeconds / TrainingTimeInSeconds of a spot job (its discount)
 
 
+def within_bounds(options: FallbackOptions, request: Mapping[str, Any]) -> FallbackOptions:
+    """The options without the alternatives larger than MAX_GROWTH times the request's own size."""
+    own_type, own_count = instances_of(request.get("ResourceConfig"))
+    own_gpus, kept = gpus_per_host(own_type), []
+    for alternative in options.alternatives:
+        count = alternative.count_for(own_count)
+        their_gpus = gpus_per_host(alternative.instance_type)
+        if own_gpus and their_gpus:
+            fits = count * their_gpus <= MAX_GROWTH * own_count * own_gpus
+        else:
+            fits = count <= MAX_GROWTH * own_count
+        if fits:
+            kept.append(alternative)
+    return FallbackOptions(tuple(kept), options.on_demand_after, options.problems)
+
+
 def plan_fallback(
     category: Category, request: Mapping[str, Any], job: JobFacts, options: FallbackOptions
 ) -> Fallback | None:
     """The fallback this failure calls for, or None (then the relaunch is the plain one, with its backoff)."""
+    options = within_bounds(options, request)
     if job.spot and options.on_demand_after is not None and job.spot_failures >= options.on_demand_after:
         return _on_demand(request, job, options)
     if category is not Category.CAPACITY or not options.alternatives:
@@ -248,6 +269,7 @@ def quota_fallback_request(
     request: Mapping[str, Any], options: FallbackOptions, has_room: Mapping[str, bool]
 ) -> tuple[dict[str, Any], Alternative] | None:
     """The request on the first alternative whose quota has room (`has_room` by instance type), or None."""
+    options = within_bounds(options, request)
     resource = request.get("ResourceConfig") or {}
     if _has_groups(request) or resource.get("InstancePreferences"):
         return None
