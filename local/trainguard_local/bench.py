@@ -228,7 +228,8 @@ def _markdown(
             f"on {machine}. The anchors are models of their documentation (sources in the JSON report of "
             "`trainguard simulate`); trainguard is the real code on the local stand-in.",
             "",
-            f"## The standard trace: 200 jobs, 72 hours, seed 7 ({seconds:.1f} s for all four strategies)",
+            f"## The standard trace: 200 jobs, 72 hours, seed 7 ({seconds:.1f} s for all "
+            f"{len(report['strategies'])} strategies)",
             "",
             "| strategy | wasted GPU-h | wasted $ | completion delay total h | p95 h | jobs completed | "
             "p95 detect idle / busy GPU hang (min) | duplicate | wrong |",

@@ -6,7 +6,7 @@ adapters run over them on the in-process stand-in, on a virtual clock (fleet/tra
 the same trace is also run without a guard, with SageMaker's RetryStrategy and with Debugger's
 StalledTrainingRule (models of their documentation). The demo prints the trace, what happened to each
 job under trainguard, the SNS messages trainguard published (the production code's own, as sent), the
-figures of the four strategies and trainguard's own AWS cost; it writes two timelines (PNG) and the
+figures of the five strategies and trainguard's own AWS cost; it writes two timelines (PNG) and the
 JSON report.
 """
 

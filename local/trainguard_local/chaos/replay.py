@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -140,7 +140,7 @@ def _plan_poison(run: ChaosRun, template: JobSpec, start: datetime) -> str:
     """A job whose every DescribeTrainingJob is refused (a permission error no retry fixes) until the
     operator fixes it: its events end in the dead-letter queue."""
     name = f"chaos-poison-{run.settings.seed}"
-    spec = JobSpec(**{**template.__dict__, "name": name, "submitted_at": 0.5, "work_hours": 3.0, "spot": False})
+    spec = replace(template, name=name, submitted_at=0.5, work_hours=3.0, spot=False, owner="", owner_retries=False)
     fault = Fault(name, FaultKind.INTERNAL_ERROR, 1.0, 1.5, POISON_REASON)
     run.injector.poison(name)
     run.world.plan_launch(spec, fault, start + timedelta(hours=0.5), guarded=True)
