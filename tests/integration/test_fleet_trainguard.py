@@ -3,7 +3,6 @@ on a virtual clock, on hand-made one-job traces and on a generated one (traingua
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 
 import pytest
@@ -206,12 +205,10 @@ def test_the_run_counts_what_trainguard_uses_for_its_cost() -> None:
     assert 0 < result["dollars_per_guarded_instance_hour"] < 0.01
 
 
-def test_a_generated_20_job_trace_runs_end_to_end_in_under_a_minute() -> None:
+def test_a_generated_20_job_trace_runs_end_to_end() -> None:
     trace = generate_trace(20, 72.0, seed=7)
     strategy = TrainguardStrategy()
-    started = time.perf_counter()
-    outcomes = strategy.run(trace)
-    assert time.perf_counter() - started < 60
+    outcomes = strategy.run(trace)  # its speed is make bench's
     assert strategy.last_run is not None and strategy.last_run.problems == []
     assert [o.job.name for o in outcomes] == [j.name for j in trace.jobs]
     report = build_report(trace, [strategy], {strategy.name: outcomes})

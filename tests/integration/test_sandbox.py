@@ -32,6 +32,10 @@ ACCOUNT = "123456789012"
 ROLE = f"arn:aws:iam::{ACCOUNT}:role/TrainingRole"
 CLI_JOB = "llama-pretrain"
 
+# Ctrl-C ends the sandbox's clock loop, then its servers and the stand-in shut down: on two busy cores that can
+# take a while, so the wait is generous (the process's exit is the signal, not the time).
+SHUTDOWN_SECONDS = 180
+
 
 class Sandbox:
     """`python -m trainguard_local.sandbox` in a subprocess; its output, and the environment it printed."""
@@ -87,7 +91,7 @@ class Sandbox:
     def stop(self) -> int:
         self.process.send_signal(signal.SIGINT)
         try:
-            return self.process.wait(timeout=30)
+            return self.process.wait(timeout=SHUTDOWN_SECONDS)
         except subprocess.TimeoutExpired:
             self.process.kill()
             raise

@@ -21,7 +21,6 @@ import gzip
 import json
 import math
 import re
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -640,15 +639,6 @@ REASON_TEXTS = st.one_of(
 NEVER_RETRIED = (Category.USER_CODE, Category.OOM, Category.CONFIG, Category.DATA, Category.UNKNOWN)
 
 
-def _best_of_three_seconds(text: str) -> float:
-    timings = []
-    for _ in range(3):
-        start = time.perf_counter()
-        classify_failure_reason(text)
-        timings.append(time.perf_counter() - start)
-    return min(timings)
-
-
 @HOSTILE
 @given(text=REASON_TEXTS)
 def test_any_failure_reason_is_classified_quickly_into_a_known_decision(text: str) -> None:
@@ -658,8 +648,7 @@ def test_any_failure_reason_is_classified_quickly_into_a_known_decision(text: st
     if reading.category in NEVER_RETRIED:
         assert reading.decision is not Decision.RETRY
     assert classify_job_end("Failed", "Failed", text) == reading
-    budget = 0.050 * max(1.0, len(text) / 100_000)  # 50 ms for a FailureReason; linear beyond 100 kB
-    assert _best_of_three_seconds(text) < budget
+    # Its cost on any text is bounded by construction (tests/unit/test_classification.py); speed is make bench's.
 
 
 @WORKFLOW

@@ -1,6 +1,5 @@
 import itertools
 import json
-import time
 
 import pytest
 
@@ -129,7 +128,6 @@ def test_a_wrong_stop_and_a_duplicate_are_counted():
     assert duplicate_actions([JobOutcome(**{**outcome.__dict__, "actions": (refused, refused)})]) == 0
 
 
-def test_the_three_anchors_on_the_standard_trace_run_well_under_five_seconds():
-    started = time.perf_counter()
-    run_all(generate_trace(200, 72, seed=7), anchor_strategies())
-    assert time.perf_counter() - started < 1.0
+def test_the_anchors_run_on_the_standard_trace():
+    report = run_all(generate_trace(200, 72, seed=7), anchor_strategies())  # their speed is make bench's
+    assert set(report["strategies"]) == {strategy.name for strategy in anchor_strategies()}
