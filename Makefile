@@ -15,7 +15,7 @@ help:
 	@echo "make setup       create .venv and node_modules (idempotent)"
 	@echo "make test        the whole suite (runs setup first)"
 	@echo "make test-quick  the suite without the slow tier"
-	@echo "make lint        ruff and mypy"
+	@echo "make lint        ruff, mypy, and the IAM policies against AWS's authorization data (offline)"
 	@echo "make synth       write the CloudFormation template to cdk.out/"
 	@echo "make deploy-local  bootstrap, deploy, update and destroy the stack in moto server (real CDK CLI)"
 	@echo "make demo        watch trainguard work against a local AWS stand-in"
@@ -44,6 +44,7 @@ test-quick: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+	$(PY) -m trainguard_local.iam_check
 
 synth: setup
 	rm -rf cdk.out

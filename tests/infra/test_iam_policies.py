@@ -72,15 +72,15 @@ ALARM_SCOPED_ACTIONS = {
     "cloudwatch:SetAlarmState",
     "cloudwatch:TagResource",
 }
-# Service Quotas actions that support the `quota` resource type, and those that support no resource type
-# and no condition key, so only "Resource": "*" allows them (Service Authorization Reference:
-# https://docs.aws.amazon.com/service-authorization/latest/reference/list_servicequotas.html).
-QUOTA_SCOPED_ACTIONS = {
+# Service Quotas: the one write takes the `quota` resource type in every source; the reads go on "*", where the
+# sources disagree on two of them (infra/stack.py, UNSCOPED_QUOTA_ACTIONS).
+QUOTA_SCOPED_ACTIONS = {"servicequotas:RequestServiceQuotaIncrease"}
+ACTIONS_WITHOUT_RESOURCE_TYPE = {
+    "servicequotas:ListServiceQuotas",
+    "servicequotas:GetRequestedServiceQuotaChange",
     "servicequotas:GetServiceQuota",
-    "servicequotas:RequestServiceQuotaIncrease",
     "servicequotas:ListRequestedServiceQuotaChangeHistoryByQuota",
 }
-ACTIONS_WITHOUT_RESOURCE_TYPE = {"servicequotas:ListServiceQuotas", "servicequotas:GetRequestedServiceQuotaChange"}
 # Actions that only "Resource": "*" can allow: those above; GetMetricData and PutMetricData, which take no
 # resource type (PutMetricData is conditioned on its namespace); PutCompositeAlarm, and DescribeAlarms where
 # composites must be seen, which CloudWatch allows only "scoped to *" (CloudWatch API Reference).
@@ -364,7 +364,9 @@ def test_functions_log_only_to_their_own_group_without_managed_policies(synthesi
 def test_quota_actions_with_a_resource_type_are_limited_to_this_accounts_sagemaker_quotas(
     synthesized: Any, handler: str
 ) -> None:
-    (statement,) = _with_action(_role_statements(synthesized.template, handler), "servicequotas:GetServiceQuota")
+    (statement,) = _with_action(
+        _role_statements(synthesized.template, handler), "servicequotas:RequestServiceQuotaIncrease"
+    )
     assert set(as_list(statement["Action"])) == QUOTA_SCOPED_ACTIONS
     assert render(statement["Resource"]) == SAGEMAKER_QUOTAS
     # servicequotas:service would repeat what the ARN already says; the statement carries no condition.
@@ -379,7 +381,7 @@ def test_quota_actions_without_a_resource_type_are_alone_on_star_without_a_condi
     (statement,) = _with_action(statements, "servicequotas:ListServiceQuotas")
     assert as_list(statement["Resource"]) == ["*"]
     assert set(as_list(statement["Action"])) == ACTIONS_WITHOUT_RESOURCE_TYPE
-    # Neither action supports servicequotas:service: a condition on it would never match and deny both.
+    # Reads only; servicequotas:service is not taken by two of them: a condition on it would deny them.
     assert "Condition" not in statement
 
 
