@@ -125,6 +125,11 @@ def test_lambda_asset_holds_the_package_and_powertools_without_bytecode(synthesi
     assert not list(root.rglob("__pycache__")) and not list(root.rglob("*.pyc"))
     # boto3 and botocore come with the Lambda runtime; bundling them would only add megabytes.
     assert not (root / "boto3").exists() and not (root / "botocore").exists()
+    # Lambda code only: no operator command, no emulator of CloudWatch, no local tool.
+    assert not [p.name for p in root.iterdir() if p.name.startswith(("trainguard_cli", "trainguard_local"))]
+    modules = {p.relative_to(root / "trainguard").as_posix() for p in (root / "trainguard").rglob("*.py")}
+    assert not {m for m in modules if m.startswith("cli") or "explain" in m or "ledger_reader" in m}, modules
+    assert "domain/alarm_evaluation.py" not in modules
     # Every function's handler names a module that is in the asset.
     for function in resources_of_type(synthesized.template, "AWS::Lambda::Function").values():
         module, _, _ = function["Properties"]["Handler"].rpartition(".")

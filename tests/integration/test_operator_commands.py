@@ -16,14 +16,14 @@ from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from tests.conftest import load_fixture
-from trainguard.adapters import ledger_reader
 from trainguard.adapters.ledger import item_key
-from trainguard.adapters.ledger_reader import LedgerReader
-from trainguard.cli import main
-from trainguard.cli_operator import TABLE_VARIABLE
 from trainguard.config import GuardConfig
 from trainguard.handlers import failed_launches, job_events, stall_alarms
 from trainguard.handlers.wiring import production_ports
+from trainguard_cli import ledger_reader
+from trainguard_cli.ledger_reader import LedgerReader
+from trainguard_cli.main import main
+from trainguard_cli.operator_commands import TABLE_VARIABLE
 from trainguard_local.demo import JOBS, launch
 from trainguard_local.demo_quotas import user_launch
 from trainguard_local.stand_in import LambdaContext, LocalAWS, local_aws

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from trainguard.cli import main
+from trainguard_cli.main import main
 from trainguard_local.demo import JOBS, launch
 from trainguard_local.stand_in import LocalAWS, local_aws
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from trainguard.cli import main
+from trainguard_cli.main import main
 from trainguard_local.fleet.timeline_png import PNG_SIGNATURE, ROW_HEIGHT, WIDTH, encode_png
 
 pytestmark = pytest.mark.slow

@@ -19,7 +19,7 @@ import pytest
 
 from tests.unit.test_classification import assert_classified_as_the_fixture_says
 from trainguard.domain.quotas import read_quota_error
-from trainguard.workflows.explain import explain_reason
+from trainguard_cli.explain import explain_reason
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "failure_reasons_over_the_years.json"
 ENTRIES: list[dict[str, Any]] = json.loads(FIXTURE.read_text(encoding="utf-8"))

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import load_fixture
 from tests.fakes import described_job
-from trainguard.cli import main
+from trainguard_cli.main import main
 
 KEYS = {"category", "decision", "reason", "create_training_job_request", "quota_request"}
 

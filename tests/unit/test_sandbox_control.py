@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from trainguard.cli import main
+from trainguard_cli.main import main
 from trainguard_local.json_api import JsonApiModel
 from trainguard_local.sandbox.control import DEFAULT_ENDPOINT, SandboxUnreachable, sandbox_endpoint
 from trainguard_local.sandbox.endpoint import SandboxRouter

@@ -6,14 +6,17 @@ import argparse
 import json
 import sys
 from datetime import UTC, datetime
-from importlib import import_module  # simulate: trainguard_local is not in the Lambda asset
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-from trainguard.cli_operator import add_operator_commands
-from trainguard.cli_preflight import add_preflight_command, preflight_text
+from trainguard_cli.operator_commands import add_operator_commands
+from trainguard_cli.preflight import add_preflight_command, preflight_text
 
 EXIT_UNREADABLE = 2
+# Packages that add commands (`simulate`, `sandbox`: the local tools) register a function under this group, so
+# that the operator commands import none of them (pyproject.toml, [project.entry-points]).
+COMMAND_GROUP = "trainguard.commands"
 
 
 class UnreadableInput(Exception):
@@ -83,33 +86,9 @@ def _parser() -> argparse.ArgumentParser:
     explain.set_defaults(run=_run_explain)
     add_preflight_command(commands)
     add_operator_commands(commands)
-    sim = commands.add_parser("simulate", help="replay a seeded fleet trace: trainguard against the anchors (local)")
-    for flag, kind, value in (("--jobs", int, 200), ("--hours", float, 72), ("--seed", int, 7), ("--png", Path, None)):
-        sim.add_argument(flag, type=kind, default=value)
-    sim.add_argument("--json", dest="json_out", metavar="FILE", type=Path, help="write the JSON report here")
-    sim.add_argument("--no-trainguard", action="store_true", help="run the three anchors only")
-    sim.set_defaults(json=False, run=lambda a: import_module("trainguard_local.fleet.simulate").run_command(a))
-    _add_sandbox_command(commands)
+    for plugged in entry_points(group=COMMAND_GROUP):  # the local tools' commands (trainguard_local), if installed
+        plugged.load()(commands)
     return parser
-
-
-def _add_sandbox_command(commands: Any) -> None:
-    """`trainguard sandbox inject`: talks to a running `make sandbox` (trainguard_local.sandbox.control)."""
-    sandbox = commands.add_parser("sandbox", help="break a job in a running `make sandbox` (local)")
-    inject = sandbox.add_subparsers(dest="sandbox_command", required=True).add_parser(
-        "inject",
-        help="inject a fault into a running simulated job",
-        description="hang: no more logs, idle GPUs; internal-error, capacity: the job fails with that "
-        "reason; quota: the next launch of the job's instance type hits ResourceLimitExceeded.",
-    )
-    inject.add_argument("job", help="a running training job in the sandbox")
-    inject.add_argument("fault", metavar="hang|internal-error|capacity|quota")
-    inject.add_argument("--endpoint-url", help="the sandbox (default: $AWS_ENDPOINT_URL, else http://127.0.0.1:5005)")
-    inject.add_argument("--json", action="store_true", help="print the sandbox's answer as JSON")
-    control = "trainguard_local.sandbox.control"
-    inject.set_defaults(
-        run=lambda a: import_module(control).run_inject(a), render=lambda r: import_module(control).inject_text(r)
-    )
 
 
 def _run_explain(args: argparse.Namespace) -> dict[str, Any]:
@@ -119,7 +98,7 @@ def _run_explain(args: argparse.Namespace) -> dict[str, Any]:
     from trainguard.domain.policy import PolicyDefaults, TagKeys
     from trainguard.events.state_change import parse_state_change
     from trainguard.events.training_job import MalformedInput, job_from_description
-    from trainguard.workflows.explain import explain_job, explain_reason
+    from trainguard_cli.explain import explain_job, explain_reason
 
     if args.reason is not None:
         return explain_reason(args.reason, quota_ceiling=args.quota_ceiling)
@@ -161,7 +140,7 @@ def _explain_failed_launch(args: argparse.Namespace, event: Any) -> dict[str, An
     from trainguard.adapters.service_model import create_training_job_shape
     from trainguard.domain.policy import PolicyDefaults, TagKeys
     from trainguard.events.cloudtrail import parse_failed_launch
-    from trainguard.workflows.explain import explain_failed_launch
+    from trainguard_cli.explain import explain_failed_launch
 
     return explain_failed_launch(
         parse_failed_launch(event),
@@ -176,7 +155,7 @@ def _explain_alarm(args: argparse.Namespace, event: Any) -> dict[str, Any]:
     from trainguard.domain.policy import PolicyDefaults, TagKeys
     from trainguard.events.alarm_state_change import parse_alarm_state_change
     from trainguard.events.training_job import job_from_description
-    from trainguard.workflows.explain import explain_stall_alarm
+    from trainguard_cli.explain import explain_stall_alarm
 
     change = parse_alarm_state_change(event)
     job = None

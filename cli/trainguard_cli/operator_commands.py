@@ -105,7 +105,7 @@ def _clients(*services: str) -> list[Any]:
 
 
 def _reader(args: argparse.Namespace) -> Any:
-    from trainguard.adapters.ledger_reader import LedgerReader
+    from trainguard_cli.ledger_reader import LedgerReader
 
     table = args.table or os.environ.get(TABLE_VARIABLE, "")
     if not table:
@@ -144,8 +144,8 @@ def _watched(job: Any, now: datetime) -> dict[str, Any]:
 
 
 def run_history(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
-    from trainguard.adapters.ledger_reader import LineageAttempt
     from trainguard.adapters.sagemaker import SageMakerJobs
+    from trainguard_cli.ledger_reader import LineageAttempt
 
     reader, keys = _reader(args), TagKeys(args.tag_prefix)
     jobs = SageMakerJobs(_clients("sagemaker")[0])

@@ -1,0 +1,42 @@
+"""The local tools' commands of the `trainguard` CLI (`simulate`, `sandbox inject`), plugged in through the entry
+point group `trainguard.commands` (pyproject.toml): the operator commands never import trainguard_local."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from pathlib import Path
+from typing import Any
+
+
+def add_commands(commands: Any) -> None:
+    add_simulate_command(commands)
+    add_sandbox_command(commands)
+
+
+def add_simulate_command(commands: Any) -> None:
+    sim = commands.add_parser("simulate", help="replay a seeded fleet trace: trainguard against the anchors (local)")
+    for flag, kind, value in (("--jobs", int, 200), ("--hours", float, 72), ("--seed", int, 7), ("--png", Path, None)):
+        sim.add_argument(flag, type=kind, default=value)
+    sim.add_argument("--json", dest="json_out", metavar="FILE", type=Path, help="write the JSON report here")
+    sim.add_argument("--no-trainguard", action="store_true", help="run the anchors only")
+    # The simulator is imported when the command runs: the CLI's other commands start without it.
+    sim.set_defaults(json=False, run=lambda a: import_module("trainguard_local.fleet.simulate").run_command(a))
+
+
+def add_sandbox_command(commands: Any) -> None:
+    """`trainguard sandbox inject`: talks to a running `make sandbox` (trainguard_local.sandbox.control)."""
+    sandbox = commands.add_parser("sandbox", help="break a job in a running `make sandbox` (local)")
+    inject = sandbox.add_subparsers(dest="sandbox_command", required=True).add_parser(
+        "inject",
+        help="inject a fault into a running simulated job",
+        description="hang: no more logs, idle GPUs; internal-error, capacity: the job fails with that "
+        "reason; quota: the next launch of the job's instance type hits ResourceLimitExceeded.",
+    )
+    inject.add_argument("job", help="a running training job in the sandbox")
+    inject.add_argument("fault", metavar="hang|internal-error|capacity|quota")
+    inject.add_argument("--endpoint-url", help="the sandbox (default: $AWS_ENDPOINT_URL, else http://127.0.0.1:5005)")
+    inject.add_argument("--json", action="store_true", help="print the sandbox's answer as JSON")
+    control = "trainguard_local.sandbox.control"
+    inject.set_defaults(
+        run=lambda a: import_module(control).run_inject(a), render=lambda r: import_module(control).inject_text(r)
+    )
