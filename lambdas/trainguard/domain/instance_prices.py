@@ -31,3 +31,20 @@ ON_DEMAND_PRICES: dict[str, InstancePrice] = {
 
 def on_demand_price(instance_type: str) -> InstancePrice | None:
     return ON_DEMAND_PRICES.get(instance_type)
+
+
+def on_demand_cost_sentence(instance_type: str, count: int, billable_fraction: float | None) -> str:
+    """What on-demand costs per hour more than the job's spot runs did, from the list price."""
+    price = on_demand_price(instance_type)
+    if price is None:
+        return f"trainguard has no list price for {instance_type}; on-demand costs more than spot."
+    hourly = price.per_instance_hour * count
+    text = f"On-demand costs ${hourly:,.2f}/h for {count} x {instance_type} "
+    text += f"(list price ${price.per_instance_hour:,.2f}/h, us-east-1, {price.source})"
+    if billable_fraction is None:
+        return text + "; spot's saving on this job is not known, so the extra cost per hour is at most that."
+    extra = hourly * max(0.0, 1.0 - billable_fraction)
+    return (
+        text + f"; its spot runs were billed {billable_fraction:.0%} of their training time, so on-demand costs about "
+        f"${extra:,.2f}/h more."
+    )

@@ -151,31 +151,9 @@ def plan_relaunch(
     lineage = read_lineage(job, keys)
     attempt = lineage.attempt + 1
     new_name = retry_job_name(lineage.root_job, attempt)
-    if lineage.attempt >= policy.max_retries:
-        return Refusal(
-            f"this lineage has used its {policy.max_retries} relaunch(es) "
-            f"({job.name} was attempt {lineage.attempt} of {lineage.root_job}); a person should look."
-        )
-    if not checkpoint.configured and not policy.restart_without_checkpoint:
-        return Refusal(
-            "the job has no CheckpointConfig, so a relaunch would start from scratch; trainguard does not do "
-            f"that unless the job is tagged {keys.restart_without_checkpoint}=true.",
-            new_name,
-        )
-    if checkpoint.is_empty and not policy.restart_without_checkpoint:
-        return Refusal(
-            f"no checkpoint has been written to {checkpoint.s3_uri} yet, so a relaunch would start from "
-            "scratch; trainguard does not do that unless the job is tagged "
-            f"{keys.restart_without_checkpoint}=true.",
-            new_name,
-        )
-    role = str(job.description.get("RoleArn", ""))
-    if role not in settings.passable_role_arns:
-        return Refusal(
-            f"the job's execution role {role or '(none)'} is not one trainguard may pass to SageMaker "
-            "(setting passable_role_arns).",
-            new_name,
-        )
+    refused = _why_not_relaunched(job, lineage, policy, checkpoint, settings, keys)
+    if refused:
+        return Refusal(refused, new_name if lineage.attempt < policy.max_retries else "")
     tags = _relaunch_tags(job, keys, lineage.root_job, attempt)
     try:
         built = build_relaunch_request(job.description, create_request_shape, new_job_name=new_name, tags=tags)
@@ -194,20 +172,51 @@ def plan_relaunch(
         when = f" after a {int(delay.total_seconds() // 60)} min backoff" if delay else ""
         changed = f" {fallback.summary}" if fallback else ""
         return Refusal(
-            f"dry run: trainguard would relaunch it as {new_name}{when}, but does nothing.{changed}",
-            new_name,
-            request,
+            f"dry run: trainguard would relaunch it as {new_name}{when}, but does nothing.{changed}", new_name, request
         )
     return RelaunchPlan(
-        failed_job=job.name,
-        new_job_name=new_name,
-        lineage=Lineage(lineage.root_job, attempt),
-        delay=delay,
-        request=request,
-        reason=assessment.reason,
-        dropped_fields=built.dropped,
-        fallback=fallback,
+        job.name,
+        new_name,
+        Lineage(lineage.root_job, attempt),
+        delay,
+        request,
+        assessment.reason,
+        built.dropped,
+        fallback,
     )
+
+
+def _why_not_relaunched(
+    job: TrainingJob,
+    lineage: Lineage,
+    policy: JobPolicy,
+    checkpoint: CheckpointState,
+    settings: RelaunchSettings,
+    keys: TagKeys,
+) -> str:
+    """What forbids any relaunch of this job ('' when nothing does): the lineage's limit, no checkpoint, the role."""
+    if lineage.attempt >= policy.max_retries:
+        return (
+            f"this lineage has used its {policy.max_retries} relaunch(es) "
+            f"({job.name} was attempt {lineage.attempt} of {lineage.root_job}); a person should look."
+        )
+    if not checkpoint.configured and not policy.restart_without_checkpoint:
+        return (
+            "the job has no CheckpointConfig, so a relaunch would start from scratch; trainguard does not do "
+            f"that unless the job is tagged {keys.restart_without_checkpoint}=true."
+        )
+    if checkpoint.is_empty and not policy.restart_without_checkpoint:
+        return (
+            f"no checkpoint has been written to {checkpoint.s3_uri} yet, so a relaunch would start from "
+            f"scratch; trainguard does not do that unless the job is tagged {keys.restart_without_checkpoint}=true."
+        )
+    role = str(job.description.get("RoleArn", ""))
+    if role not in settings.passable_role_arns:
+        return (
+            f"the job's execution role {role or '(none)'} is not one trainguard may pass to SageMaker "
+            "(setting passable_role_arns)."
+        )
+    return ""
 
 
 def _fallback(job: TrainingJob, category: Category, request: dict[str, Any], keys: TagKeys) -> Fallback | None:

@@ -69,24 +69,7 @@ def meet_quota_wall(ports: GuardPorts, blocked: BlockedLaunch, policy: JobPolicy
         default_ceiling=ports.config.default_quota_ceiling,
     )
     if not policy.allows("quota"):
-        would = (
-            f"ask for {format_value(plan.desired_value)} ({plan.reason})"
-            if isinstance(plan, QuotaRequestPlan)
-            else f"request nothing ({plan.reason})"
-        )
-        alternatives = read_fallback_options(parse_tag_list(blocked.request.get("Tags")), ports.keys).alternatives
-        meanwhile = (
-            " meanwhile it would launch on the first of "
-            + ", ".join(a.describe(_instance_count(blocked.request) or 1) for a in alternatives)
-            + " whose quota has room, and"
-            if alternatives
-            else ""
-        )
-        return QuotaWallResult(
-            f"dry run: trainguard would {would} and{meanwhile} keep the launch until the quota allows it, but does "
-            "nothing.",
-            plan.as_dict() if isinstance(plan, QuotaRequestPlan) else None,
-        )
+        return _dry_run(ports, blocked, plan)
     wait = _waiting(ports, blocked, demand, now)
     if isinstance(plan, NoQuotaRequest):
         launched = _launch_on_an_alternative(ports, blocked, policy)
@@ -96,11 +79,24 @@ def meet_quota_wall(ports: GuardPorts, blocked: BlockedLaunch, policy: JobPolicy
         return QuotaWallResult(
             f"No increase requested: {plan.reason}. {_wait_sentence(blocked, wait)}", None, _can_wait(blocked)
         )
-    existing = _known_open_request(ports, quota.code)
+    return _request_and_wait(ports, blocked, demand, plan, quota.code, policy, wait)
+
+
+def _request_and_wait(
+    ports: GuardPorts,
+    blocked: BlockedLaunch,
+    demand: QuotaDemand,
+    plan: QuotaRequestPlan,
+    quota_code: str,
+    policy: JobPolicy,
+    wait: WaitingLaunch,
+) -> QuotaWallResult:
+    """Request the increase (or find the open request), then run on an alternative with room or keep the launch."""
+    existing = _known_open_request(ports, quota_code)
     state = existing or ports.quotas.request_increase(
-        quota.code, plan.desired_value, ports.config.quota_support_case_allowed
+        quota_code, plan.desired_value, ports.config.quota_support_case_allowed
     )
-    ports.quota_ledger.save_request(state, now)
+    ports.quota_ledger.save_request(state, ports.clock())
     launched = _launch_on_an_alternative(ports, blocked, policy)
     if not launched:
         _keep(ports, blocked, wait)
@@ -110,15 +106,31 @@ def meet_quota_wall(ports: GuardPorts, blocked: BlockedLaunch, policy: JobPolicy
         f"(request {state.request_id}, case {state.case_id or 'none yet'}, status {state.status}); {plan.reason}. "
         f"{launched or _wait_sentence(blocked, wait)}"
     )
-    details = {
-        **plan.as_dict(),
-        "request_id": state.request_id,
-        "case_id": state.case_id,
-        "status": state.status,
-    }
+    details = {**plan.as_dict(), "request_id": state.request_id, "case_id": state.case_id, "status": state.status}
     if launched:
         return QuotaWallResult(summary, details, False, True, launched)
     return QuotaWallResult(summary, details, _can_wait(blocked))
+
+
+def _dry_run(ports: GuardPorts, blocked: BlockedLaunch, plan: QuotaRequestPlan | NoQuotaRequest) -> QuotaWallResult:
+    would = (
+        f"ask for {format_value(plan.desired_value)} ({plan.reason})"
+        if isinstance(plan, QuotaRequestPlan)
+        else f"request nothing ({plan.reason})"
+    )
+    alternatives = read_fallback_options(parse_tag_list(blocked.request.get("Tags")), ports.keys).alternatives
+    meanwhile = (
+        " meanwhile it would launch on the first of "
+        + ", ".join(a.describe(_instance_count(blocked.request) or 1) for a in alternatives)
+        + " whose quota has room, and"
+        if alternatives
+        else ""
+    )
+    return QuotaWallResult(
+        f"dry run: trainguard would {would} and{meanwhile} keep the launch until the quota allows it, but does "
+        "nothing.",
+        plan.as_dict() if isinstance(plan, QuotaRequestPlan) else None,
+    )
 
 
 def _launch_on_an_alternative(ports: GuardPorts, blocked: BlockedLaunch, policy: JobPolicy) -> str:
