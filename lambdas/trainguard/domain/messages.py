@@ -9,6 +9,7 @@ from urllib.parse import quote
 from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind
+from trainguard.domain.stalls import StallEvidence, StallVerdict
 
 # SNS Publish, Subject: "Subjects must be UTF-8 text with no line breaks or control characters, and less
 # than 100 characters long" (botocore 1.44 service model, sns Publish).
@@ -135,6 +136,49 @@ def compose_notification(
         "category": category,
     }
     return Notification(fit_subject("[trainguard] " + headline, job_name, category), "\n".join(lines), attributes)
+
+
+def compose_stall_notification(
+    job_name: str,
+    signal: str,
+    verdict: StallVerdict,
+    evidence: StallEvidence,
+    checkpoint: CheckpointState,
+    did: str,
+    outcome: Outcome,
+    region: str,
+    now: datetime,
+) -> Notification:
+    """The message about a verified stall: what the evidence showed, and what was done about it."""
+    last = (
+        f"{evidence.last_log_time.strftime('%Y-%m-%d %H:%M:%S UTC')}: {evidence.last_log_line or '(empty)'}"
+        if evidence.last_log_time
+        else "no log line found"
+    )
+    gpus = ", ".join(f"{host.rsplit('/', 1)[-1]} {value:g}" for host, value in sorted(evidence.gpu_by_host.items()))
+    if verdict.act:
+        headline = "{job} stalled: stopped"
+    else:
+        headline = "{job} stalled, left to its owner" if verdict.owner else "{job} stalled (dry run)"
+    return compose_notification(
+        headline=headline,
+        job_name=job_name,
+        happened=f"{job_name} is InProgress but stalled ({signal}): {verdict.reason}.",
+        did=did,
+        why="A hung job bills every instance until MaxRuntimeInSeconds; trainguard stops a stall it has "
+        "verified on fresh evidence (the alarm is only the hint).",
+        outcome=outcome.kind.value,
+        decision=outcome.decision,
+        category="stall",
+        event_type=EVENT_TYPE_STALL,
+        region=region,
+        now=now,
+        sections=(
+            ("Last log line", last),
+            ("GPU peak per host over the idle window (100 per GPU)", gpus or "no GPU figures"),
+            ("Checkpoint", checkpoint.describe(now)),
+        ),
+    )
 
 
 def quotas_console_url(region: str) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.instance_types import gpus_per_host
-from trainguard.domain.messages import EVENT_TYPE_STALL, compose_notification
+from trainguard.domain.messages import compose_stall_notification
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
 from trainguard.domain.policy import read_job_policy
@@ -132,37 +132,9 @@ def _act(
         did = "Nothing: the job is in dry run (its actions do not include stop). It keeps running, and billing."
         kind = OutcomeKind.STALL_FOUND
     outcome = Outcome(kind, job.name, verdict.reason, "stop" if verdict.act else "notify", "stall", "", record)
-    last = (
-        f"{evidence.last_log_time.strftime('%Y-%m-%d %H:%M:%S UTC')}: {evidence.last_log_line or '(empty)'}"
-        if evidence.last_log_time
-        else "no log line found"
-    )
-    gpus = ", ".join(f"{host.rsplit('/', 1)[-1]} {value:g}" for host, value in sorted(evidence.gpu_by_host.items()))
     ports.notifier.publish(
-        compose_notification(
-            headline=_stall_headline(verdict),
-            job_name=job.name,
-            happened=f"{job.name} is InProgress but stalled ({signal.value}): {verdict.reason}.",
-            did=did,
-            why="A hung job bills every instance until MaxRuntimeInSeconds; trainguard stops a stall it has "
-            "verified on fresh evidence (the alarm is only the hint).",
-            outcome=kind.value,
-            decision=outcome.decision,
-            category="stall",
-            event_type=EVENT_TYPE_STALL,
-            region=ports.region,
-            now=now,
-            sections=(
-                ("Last log line", last),
-                ("GPU peak per host over the idle window (100 per GPU)", gpus or "no GPU figures"),
-                ("Checkpoint", checkpoint.describe(now)),
-            ),
+        compose_stall_notification(
+            job.name, signal.value, verdict, evidence, checkpoint, did, outcome, ports.region, now
         )
     )
     return outcome
-
-
-def _stall_headline(verdict: StallVerdict) -> str:
-    if verdict.act:
-        return "{job} stalled: stopped"
-    return "{job} stalled, left to its owner" if verdict.owner else "{job} stalled (dry run)"
