@@ -5,25 +5,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainguard.domain.outcome import Outcome, skipped
+from trainguard.domain.outcome import Outcome
 from trainguard.events.cloudtrail import parse_failed_launch
-from trainguard.events.training_job import MalformedInput
-from trainguard.handlers.observability import follow_job, logger, metrics, record_malformed, record_outcome
+from trainguard.handlers.observability import follow_job, logger, metrics, parsed, recorded
 from trainguard.handlers.wiring import ports_or_production
 from trainguard.workflows.launch_blocked import handle_blocked_launch
 from trainguard.workflows.ports import GuardPorts
 
 
 def handle(event: Any, ports: GuardPorts | None = None) -> Outcome:
-    try:
-        launch = parse_failed_launch(event)
-    except MalformedInput as err:
-        record_malformed(str(err))
-        return skipped("", f"malformed event: {err}")
+    launch = parsed(parse_failed_launch, event)
+    if isinstance(launch, Outcome):
+        return launch
     follow_job(launch.job_name, event_id=launch.event_id)
-    outcome = handle_blocked_launch(ports_or_production(ports), launch)
-    record_outcome(outcome)
-    return outcome
+    return recorded(handle_blocked_launch(ports_or_production(ports), launch))
 
 
 @metrics.log_metrics

@@ -6,8 +6,7 @@ from typing import Any
 
 from trainguard.domain.outcome import Outcome, skipped
 from trainguard.events.state_change import parse_state_change
-from trainguard.events.training_job import MalformedInput
-from trainguard.handlers.observability import follow_job, logger, metrics, record_malformed, record_outcome
+from trainguard.handlers.observability import follow_job, logger, metrics, parsed, recorded
 from trainguard.handlers.wiring import ports_or_production
 from trainguard.workflows.job_ended import handle_job_end
 from trainguard.workflows.ports import GuardPorts
@@ -17,11 +16,9 @@ ACTIONABLE_STATUSES = ("Failed", "Stopped")
 
 
 def handle(event: Any, ports: GuardPorts | None = None) -> Outcome:
-    try:
-        change = parse_state_change(event)
-    except MalformedInput as err:
-        record_malformed(str(err))
-        return skipped("", f"malformed event: {err}")
+    change = parsed(parse_state_change, event)
+    if isinstance(change, Outcome):
+        return change
     follow_job(change.job.name, event_id=change.event_id)
     status = change.job.status
     if status in WATCHED_STATUSES:
@@ -36,8 +33,7 @@ def handle(event: Any, ports: GuardPorts | None = None) -> Outcome:
         outcome = skipped(change.job.name, "status Completed: nothing to do but stop watching it")
     else:
         outcome = skipped(change.job.name, f"status {status} needs no action")
-    record_outcome(outcome)
-    return outcome
+    return recorded(outcome)
 
 
 @metrics.log_metrics

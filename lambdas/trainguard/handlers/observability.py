@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from trainguard.domain.naming import lineage_of
-from trainguard.domain.outcome import Outcome
+from trainguard.domain.outcome import Outcome, skipped
 from trainguard.domain.policy import TagKeys
+from trainguard.events.training_job import MalformedInput
 from trainguard.metric_names import MALFORMED_EVENTS, outcome_metric
+
+Parsed = TypeVar("Parsed")
 
 logger = Logger(service="trainguard")
 metrics = Metrics(service="trainguard")
@@ -45,3 +49,19 @@ def record_outcome(outcome: Outcome) -> None:
 def record_malformed(reason: str) -> None:
     logger.error("malformed event skipped", reason=reason)
     metrics.add_metric(name=MALFORMED_EVENTS, unit=MetricUnit.Count, value=1)
+
+
+def parsed(parse: Callable[[Any], Parsed], event: Any) -> Parsed | Outcome:
+    """The event as `parse` reads it; a malformed one is logged, counted, and becomes a skip that says why (never
+    an exception that Lambda would retry: a retry cannot fix it)."""
+    try:
+        return parse(event)
+    except MalformedInput as err:
+        record_malformed(str(err))
+        return skipped("", f"malformed event: {err}")
+
+
+def recorded(outcome: Outcome) -> Outcome:
+    """The handler's outcome, logged and counted (record_outcome)."""
+    record_outcome(outcome)
+    return outcome

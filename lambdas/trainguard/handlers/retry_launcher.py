@@ -7,22 +7,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainguard.domain.outcome import Outcome, skipped
-from trainguard.handlers.observability import follow_job, logger, metrics, record_malformed, record_outcome
+from trainguard.domain.outcome import Outcome
+from trainguard.events.training_job import MalformedInput
+from trainguard.handlers.observability import follow_job, logger, metrics, parsed, recorded
 from trainguard.handlers.wiring import ports_or_production
 from trainguard.workflows.ports import GuardPorts
 from trainguard.workflows.scheduled_relaunch import handle_scheduled_relaunch
 
 
 def handle(event: Any, ports: GuardPorts | None = None) -> Outcome:
+    name = parsed(failed_job_name, event)
+    if isinstance(name, Outcome):
+        return name
+    follow_job(name)
+    return recorded(handle_scheduled_relaunch(ports_or_production(ports), name))
+
+
+def failed_job_name(event: Any) -> str:
+    """The schedule's input (adapters/scheduler.py writes it): the failed job to relaunch."""
     name = event.get("failed_job_name") if isinstance(event, dict) else None
     if not isinstance(name, str) or not name:
-        record_malformed("a scheduled relaunch without failed_job_name")
-        return skipped("", "malformed schedule input: failed_job_name is missing")
-    follow_job(name)
-    outcome = handle_scheduled_relaunch(ports_or_production(ports), name)
-    record_outcome(outcome)
-    return outcome
+        raise MalformedInput("a scheduled relaunch without failed_job_name")
+    return name
 
 
 @metrics.log_metrics
