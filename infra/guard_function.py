@@ -115,6 +115,33 @@ def guard_function(
     )
 
 
+def function_for_rule(
+    scope: Construct,
+    construct_id: str,
+    *,
+    code: lambda_.Code,
+    handler: str,
+    description: str,
+    rule_id: str,
+    rule_description: str,
+    pattern: dict[str, Any],
+    dead_letter_queue: sqs.IQueue,
+) -> tuple[lambda_.Function, events.Rule]:
+    """A function (guard_function) and the EventBridge rule that invokes it (rule_to_function), one DLQ for both."""
+    function = guard_function(
+        scope, construct_id, code=code, handler=handler, description=description, dead_letter_queue=dead_letter_queue
+    )
+    rule = rule_to_function(
+        scope,
+        rule_id,
+        description=rule_description,
+        pattern=pattern,
+        function=function,
+        dead_letter_queue=dead_letter_queue,
+    )
+    return function, rule
+
+
 def add_environment(functions: tuple[lambda_.Function, ...], environment: dict[str, str]) -> None:
     """Give every function the same variables (the stack passes `GuardConfig.to_env()`)."""
     for function in functions:

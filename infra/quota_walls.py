@@ -29,8 +29,8 @@ from infra.guard_function import (
     dead_letter_queue,
     dead_letter_queue_alarm,
     errors_alarm,
+    function_for_rule,
     guard_function,
-    rule_to_function,
 )
 from infra.lambda_asset import guard_code
 
@@ -87,20 +87,15 @@ class QuotaWalls(Construct):
         self.failed_launches_function: lambda_.Function | None = None
         self.failed_launch_rule: events.Rule | None = None
         if watch_failed_launches:
-            self.failed_launches_function = guard_function(
+            self.failed_launches_function, self.failed_launch_rule = function_for_rule(
                 self,
                 "FailedLaunchesFunction",
                 code=code,
                 handler=FAILED_LAUNCHES_HANDLER,
                 description="trainguard: requests the quota a refused CreateTrainingJob needed, and keeps the launch",
-                dead_letter_queue=self.dead_letter_queue,
-            )
-            self.failed_launch_rule = rule_to_function(
-                self,
-                "FailedLaunchRule",
-                description="trainguard: CreateTrainingJob calls refused with ResourceLimitExceeded (via CloudTrail)",
+                rule_id="FailedLaunchRule",
+                rule_description="trainguard: CreateTrainingJob calls refused, ResourceLimitExceeded (via CloudTrail)",
                 pattern=failed_training_job_launch_pattern(),
-                function=self.failed_launches_function,
                 dead_letter_queue=self.dead_letter_queue,
             )
             errors_alarm(

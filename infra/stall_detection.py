@@ -43,8 +43,8 @@ from infra.guard_function import (
     dead_letter_queue,
     dead_letter_queue_alarm,
     errors_alarm,
+    function_for_rule,
     guard_function,
-    rule_to_function,
 )
 from infra.lambda_asset import guard_code
 from trainguard.adapters.job_activity import LOG_GROUP as TRAINING_LOG_GROUP_NAME
@@ -83,20 +83,15 @@ class StallDetection(Construct):
         )
         code = guard_code()
 
-        self.stall_alarms_function = guard_function(
+        self.stall_alarms_function, self.stall_alarm_rule = function_for_rule(
             self,
             "StallAlarmsFunction",
             code=code,
             handler=STALL_ALARMS_HANDLER,
             description="trainguard: verifies a stall alarm on fresh evidence, stops the stalled job once and tells",
-            dead_letter_queue=self.dead_letter_queue,
-        )
-        self.stall_alarm_rule = rule_to_function(
-            self,
-            "StallAlarmRule",
-            description="trainguard: its stall alarms (trainguard-stall-*) going to ALARM",
+            rule_id="StallAlarmRule",
+            rule_description="trainguard: its stall alarms (trainguard-stall-*) going to ALARM",
             pattern=stall_alarm_pattern(),
-            function=self.stall_alarms_function,
             dead_letter_queue=self.dead_letter_queue,
         )
 
