@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import dataclass, fields
 
 from trainguard.domain.policy import PolicyDefaults
 from trainguard.domain.stalls import StallThresholds
@@ -91,15 +91,16 @@ class GuardConfig:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> GuardConfig:
+        """The function's configuration, from every variable `to_env()` writes. A missing variable fails loudly:
+        a function deployed without one must not run on defaults it was never given."""
         environ = os.environ if environ is None else environ
-        values: dict[str, object] = {}
-        for field in fields(cls):
-            name = _PREFIX + field.name.upper()
-            if name not in environ:
-                if field.default is not MISSING:
-                    continue
-                raise ConfigError(f"environment variable {name} is not set")
-            values[field.name] = _parse(name, environ[name], field.type)
+        names = {field.name: _PREFIX + field.name.upper() for field in fields(cls)}
+        missing = sorted(name for name in names.values() if name not in environ)
+        if missing:
+            raise ConfigError(f"environment variable(s) {', '.join(missing)} not set (the stack sets every one)")
+        values = {
+            field.name: _parse(names[field.name], environ[names[field.name]], field.type) for field in fields(cls)
+        }
         return cls(**values)  # type: ignore[arg-type]
 
 

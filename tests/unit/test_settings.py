@@ -173,3 +173,16 @@ def test_bad_values_raise_settings_error_naming_the_setting(raw: Any, message: s
 
 def test_settings_error_is_a_value_error() -> None:
     assert issubclass(SettingsError, ValueError)
+
+
+def test_a_function_environment_round_trips_and_a_missing_variable_fails_loudly() -> None:
+    from trainguard.config import ConfigError, GuardConfig
+
+    config = GuardConfig(ledger_table_name="t", topic_arn="arn:aws:sns:us-east-1:123456789012:t", dry_run=True)
+    assert GuardConfig.from_env(config.to_env()) == config
+    for name in config.to_env():
+        environment = {k: v for k, v in config.to_env().items() if k != name}
+        with pytest.raises(ConfigError, match=name):
+            GuardConfig.from_env(environment)
+    with pytest.raises(ConfigError, match="TRAINGUARD_DRY_RUN"):
+        GuardConfig.from_env({**config.to_env(), "TRAINGUARD_DRY_RUN": "yes"})
