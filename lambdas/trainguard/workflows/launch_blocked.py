@@ -10,7 +10,7 @@ from trainguard.domain.messages import compose_notification
 from trainguard.domain.model import Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
 from trainguard.domain.ownership import Parent, decide_for_owned_job, find_parent
-from trainguard.domain.policy import read_job_policy
+from trainguard.domain.policy import JobPolicy, read_job_policy
 from trainguard.domain.request_builder import RelaunchImpossible
 from trainguard.events.cloudtrail import FailedLaunch
 from trainguard.workflows.ports import GuardPorts, StepState
@@ -33,43 +33,43 @@ def handle_blocked_launch(ports: GuardPorts, launch: FailedLaunch) -> Outcome:
     if start.state is StepState.DONE:
         return Outcome(OutcomeKind.ALREADY_HANDLED, launch.job_name, "already handled", "quota", "quota")
     try:
-        parent = find_parent(
-            job_name=launch.job_name, description={}, tags=launch.tags, caller_arn=launch.requester_arn
-        )
-        if parent is not None:
-            outcome = _left_to_parent(ports, launch, parent)
-            ports.ledger.finish_step(launch.job_name, step, outcome, now)
-            return outcome
-        blocked = _blocked_launch(ports, launch)
-        wall = meet_quota_wall(ports, blocked, policy)
-        kind = OutcomeKind.QUOTA_WALL if wall.is_quota else OutcomeKind.NOTIFIED
-        outcome = Outcome(
-            kind,
-            launch.job_name,
-            wall.summary,
-            "quota" if wall.is_quota else "notify",
-            "quota" if wall.is_quota else "config",
-            "",
-            {"quota_summary": wall.summary, "quota_request": wall.quota_request},
-        )
-        ports.notifier.publish(
-            compose_notification(
-                headline="{job}: launch blocked by a quota" if wall.is_quota else "{job}: launch refused",
-                job_name=launch.job_name,
-                happened=f"CreateTrainingJob for {launch.job_name} failed with {launch.error_code}: "
-                f"{launch.error_message}",
-                did=wall.summary,
-                why="The job is tagged to be guarded by trainguard; the launch's own tags opted it in.",
-                outcome=kind.value,
-                decision=outcome.decision,
-                region=ports.region,
-                now=now,
-            )
-        )
+        outcome = _act(ports, launch, policy)
         ports.ledger.finish_step(launch.job_name, step, outcome, now)
     except Exception:
         ports.ledger.abandon_step(launch.job_name, step)
         raise
+    return outcome
+
+
+def _act(ports: GuardPorts, launch: FailedLaunch, policy: JobPolicy) -> Outcome:
+    """Leave a parent's launch to its parent; meet anyone else's wall, and tell."""
+    parent = find_parent(job_name=launch.job_name, description={}, tags=launch.tags, caller_arn=launch.requester_arn)
+    if parent is not None:
+        return _left_to_parent(ports, launch, parent)
+    wall = meet_quota_wall(ports, _blocked_launch(ports, launch), policy)
+    kind = OutcomeKind.QUOTA_WALL if wall.is_quota else OutcomeKind.NOTIFIED
+    outcome = Outcome(
+        kind,
+        launch.job_name,
+        wall.summary,
+        "quota" if wall.is_quota else "notify",
+        "quota" if wall.is_quota else "config",
+        "",
+        {"quota_summary": wall.summary, "quota_request": wall.quota_request},
+    )
+    ports.notifier.publish(
+        compose_notification(
+            headline="{job}: launch blocked by a quota" if wall.is_quota else "{job}: launch refused",
+            job_name=launch.job_name,
+            happened=f"CreateTrainingJob for {launch.job_name} failed with {launch.error_code}: {launch.error_message}",
+            did=wall.summary,
+            why="The job is tagged to be guarded by trainguard; the launch's own tags opted it in.",
+            outcome=kind.value,
+            decision=outcome.decision,
+            region=ports.region,
+            now=ports.clock(),
+        )
+    )
     return outcome
 
 
