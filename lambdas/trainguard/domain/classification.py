@@ -39,6 +39,7 @@ DECISION_BY_CATEGORY: dict[Category, Decision] = {
     Category.STALL: Decision.RETRY,
     Category.UNKNOWN: Decision.NOTIFY,
     Category.STOPPED: Decision.IGNORE,
+    Category.STUCK_STOPPING: Decision.NOTIFY,
     Category.COMPLETED: Decision.IGNORE,
     Category.IN_PROGRESS: Decision.IGNORE,
 }

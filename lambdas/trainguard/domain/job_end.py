@@ -51,8 +51,8 @@ class Assessment:
             kind,
             self.job_name,
             self.reason if reason is None else reason,
-            self.decision.value,
-            self.classification.category.value,
+            self.decision,
+            self.classification.category,
             new_job_name,
             {**({"owner": self.owner} if self.owner else {}), **(details or {})},
         )

@@ -168,7 +168,7 @@ def compose_stall_notification(
         why="A hung job bills every instance until MaxRuntimeInSeconds; trainguard stops a stall it has "
         "verified on fresh evidence (the alarm is only the hint).",
         outcome=outcome.kind.value,
-        decision=outcome.decision,
+        decision=outcome.decision or "none",
         category="stall",
         event_type=EVENT_TYPE_STALL,
         region=region,

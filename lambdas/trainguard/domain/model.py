@@ -13,6 +13,7 @@ class Decision(StrEnum):
     QUOTA = "quota"  # a quota blocks it: request an increase (issue 4); for now, tell
     NOTIFY = "notify"  # tell a person; do nothing else
     IGNORE = "ignore"  # nothing to do and nothing worth telling
+    STOP = "stop"  # stop a verified stall (the Stopped event then relaunches it)
 
 
 class Category(StrEnum):
@@ -29,6 +30,7 @@ class Category(StrEnum):
     MAX_RUNTIME = "max-runtime"
     STALL = "stall"  # trainguard stopped it as stalled (no logs, idle GPUs): resume from the checkpoint
     STOPPED = "stopped"  # stopped by a person or a program
+    STUCK_STOPPING = "stuck-stopping"  # a stop that has not finished in 30 minutes
     COMPLETED = "completed"
     IN_PROGRESS = "in-progress"
     UNKNOWN = "unknown"

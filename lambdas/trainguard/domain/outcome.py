@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from trainguard.domain.model import Category, Decision
+
 
 class OutcomeKind(StrEnum):
     RELAUNCHED = "relaunched"
@@ -26,8 +28,8 @@ class Outcome:
     kind: OutcomeKind
     job_name: str
     reason: str
-    decision: str = ""
-    category: str = ""
+    decision: Decision | None = None
+    category: Category | None = None
     new_job_name: str = ""
     details: dict[str, Any] = field(default_factory=dict)
 

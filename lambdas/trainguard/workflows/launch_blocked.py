@@ -7,7 +7,7 @@ from __future__ import annotations
 from trainguard.domain.classification import classify_failure_reason
 from trainguard.domain.cloudtrail_launch import rebuild_create_request
 from trainguard.domain.messages import compose_notification
-from trainguard.domain.model import Decision
+from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
 from trainguard.domain.ownership import Parent, decide_for_owned_job, find_parent
 from trainguard.domain.policy import JobPolicy, read_job_policy
@@ -31,7 +31,7 @@ def handle_blocked_launch(ports: GuardPorts, launch: FailedLaunch) -> Outcome:
     step = f"blocked-launch#{launch.event_id}"
     start = ports.ledger.begin_step(launch.job_name, step, now)
     if start.state is StepState.DONE:
-        return Outcome(OutcomeKind.ALREADY_HANDLED, launch.job_name, "already handled", "quota", "quota")
+        return Outcome(OutcomeKind.ALREADY_HANDLED, launch.job_name, "already handled", Decision.QUOTA, Category.QUOTA)
     try:
         outcome = _act(ports, launch, policy)
         ports.ledger.finish_step(launch.job_name, step, outcome, now)
@@ -52,8 +52,8 @@ def _act(ports: GuardPorts, launch: FailedLaunch, policy: JobPolicy) -> Outcome:
         kind,
         launch.job_name,
         wall.summary,
-        "quota" if wall.is_quota else "notify",
-        "quota" if wall.is_quota else "config",
+        Decision.QUOTA if wall.is_quota else Decision.NOTIFY,
+        Category.QUOTA if wall.is_quota else Category.CONFIG,
         "",
         {"quota_summary": wall.summary, "quota_request": wall.quota_request},
     )
@@ -65,7 +65,7 @@ def _act(ports: GuardPorts, launch: FailedLaunch, policy: JobPolicy) -> Outcome:
             did=wall.summary,
             why="The job is tagged to be guarded by trainguard; the launch's own tags opted it in.",
             outcome=kind.value,
-            decision=outcome.decision,
+            decision=Decision.QUOTA if wall.is_quota else Decision.NOTIFY,
             region=ports.region,
             now=ports.clock(),
         )
@@ -85,9 +85,7 @@ def _left_to_parent(ports: GuardPorts, launch: FailedLaunch, parent: Parent) -> 
     reading = classify_failure_reason(f"{launch.error_code}: {launch.error_message}")
     decision, reason = decide_for_owned_job(reading, parent)
     kind = OutcomeKind.NOTIFIED if decision is Decision.NOTIFY else OutcomeKind.SKIPPED
-    outcome = Outcome(
-        kind, launch.job_name, reason, decision.value, reading.category.value, "", {"owner": parent.describe()}
-    )
+    outcome = Outcome(kind, launch.job_name, reason, decision, reading.category, "", {"owner": parent.describe()})
     if kind is OutcomeKind.NOTIFIED:
         ports.notifier.publish(
             compose_notification(

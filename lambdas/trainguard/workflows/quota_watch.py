@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from trainguard.domain.messages import compose_notification
+from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.quotas import (
     WaitingLaunch,
@@ -107,7 +108,9 @@ def _launch(ports: GuardPorts, waiting: WaitingLaunch, now: datetime) -> Outcome
 
 def _finish(ports: GuardPorts, waiting: WaitingLaunch, kind: OutcomeKind, why: str, now: datetime) -> Outcome:
     launched = kind is OutcomeKind.RELAUNCHED
-    outcome = Outcome(kind, waiting.blocked_job, why, "quota", "quota", waiting.job_name if launched else "")
+    outcome = Outcome(
+        kind, waiting.blocked_job, why, Decision.QUOTA, Category.QUOTA, waiting.job_name if launched else ""
+    )
     ports.notifier.publish(
         compose_notification(
             headline="launched {job} after a quota wall" if launched else "{job} not launched after a quota wall",

@@ -9,7 +9,7 @@ from typing import Any
 from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.instance_types import gpus_per_host
 from trainguard.domain.messages import compose_stall_notification
-from trainguard.domain.model import TrainingJob
+from trainguard.domain.model import Category, Decision, TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
 from trainguard.domain.policy import read_job_policy
 from trainguard.domain.stalls import (
@@ -60,7 +60,9 @@ def handle_stall_alarm(ports: GuardPorts, change: AlarmStateChange) -> Outcome:
 
     start = ports.ledger.begin_step(job.name, STEP, now)
     if start.state is StepState.DONE:
-        return Outcome(OutcomeKind.ALREADY_HANDLED, job.name, "the stall was already handled", "stop", "stall")
+        return Outcome(
+            OutcomeKind.ALREADY_HANDLED, job.name, "the stall was already handled", Decision.STOP, Category.STALL
+        )
     try:
         checkpoint = ports.checkpoints.read(job.checkpoint_s3_uri)
         outcome = _act(ports, job, signal, verdict, evidence, checkpoint, now)
@@ -131,7 +133,8 @@ def _act(
     else:
         did = "Nothing: the job is in dry run (its actions do not include stop). It keeps running, and billing."
         kind = OutcomeKind.STALL_FOUND
-    outcome = Outcome(kind, job.name, verdict.reason, "stop" if verdict.act else "notify", "stall", "", record)
+    decision = Decision.STOP if verdict.act else Decision.NOTIFY
+    outcome = Outcome(kind, job.name, verdict.reason, decision, Category.STALL, "", record)
     ports.notifier.publish(
         compose_stall_notification(
             job.name, signal.value, verdict, evidence, checkpoint, did, outcome, ports.region, now

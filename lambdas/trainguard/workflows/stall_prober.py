@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from trainguard.domain.messages import EVENT_TYPE_STALL, compose_notification
+from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.stall_alarms import owned_alarm_job
 from trainguard.domain.stalls import WatchedJob, is_stuck_stopping, log_silence_minutes
@@ -69,7 +70,7 @@ def _report_stuck(ports: GuardPorts, job: WatchedJob, now: datetime) -> Outcome 
         "120 s, then uploads the model and the checkpoints; a stop that takes this long usually means the upload "
         "has stalled. The instances may still be billed."
     )
-    outcome = Outcome(OutcomeKind.STUCK_STOPPING, job.job_name, why, "notify", "stuck-stopping")
+    outcome = Outcome(OutcomeKind.STUCK_STOPPING, job.job_name, why, Decision.NOTIFY, Category.STUCK_STOPPING)
     ports.notifier.publish(
         compose_notification(
             headline="{job} is stuck in Stopping",
