@@ -21,7 +21,7 @@ help:
 	@echo "make demo        watch trainguard work against a local AWS stand-in"
 	@echo "make sandbox     serve the stand-in on 127.0.0.1 with trainguard attached, for the AWS CLI and the SDK"
 	@echo "make bench       the standard benchmark; writes BENCHMARKS.md"
-	@echo "make chaos       the chaos suite's long form: 3 fleets of 200 jobs under injected faults (README: Reliability)"
+	@echo "make chaos       the chaos suite's long form: 3 fleets of 200 jobs under injected faults (docs/local-tools.md)"
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -51,14 +51,14 @@ synth: setup
 	cdk synth --quiet --no-notices
 	@echo "template: cdk.out/TrainGuard.template.json"
 
-# The real CDK CLI against moto server on localhost; its own temporary cdk.out (README: Trying the deploy locally).
+# The real CDK CLI against moto server on localhost; its own temporary cdk.out (docs/deploying.md).
 deploy-local: setup
 	$(PY) -m trainguard_local.deploy_local
 
 demo: setup
 	$(PY) -m trainguard_local.demo
 
-# The stand-in as a server for your own AWS CLI and SageMaker SDK, until Ctrl-C (README: The sandbox).
+# The stand-in as a server for your own AWS CLI and SageMaker SDK, until Ctrl-C (docs/local-tools.md).
 SANDBOX_PORT ?= 5005
 SANDBOX_SPEED ?= 10
 sandbox: setup

@@ -20,7 +20,7 @@ def build_app(app: App | None = None) -> App:
     """The app with its stack and the AwsSolutions checks; synthesize it with `.synth()`."""
     app = app or App()
     settings = Settings.from_context(app.node.try_get_context(CONTEXT_KEY))
-    # moto server cannot run the bootstrap-version rule (see ../shared/LOCAL_AWS.md): local deploys only.
+    # moto server cannot run the bootstrap-version rule (see docs/local-aws.md): local deploys only.
     synthesizer = None
     if settings.local_deploy:
         synthesizer = DefaultStackSynthesizer(generate_bootstrap_version_rule=False)

@@ -51,7 +51,7 @@ class Settings:
     capacity_backoff_minutes: int = 10
     capacity_backoff_max_minutes: int = 120
     # Relaunches after a hardware fault or a collective timeout ask SageMaker for its infrastructure health
-    # check (CreateTrainingJob InfraCheckConfig.EnableInfraCheck) before training starts (README: settings).
+    # check (CreateTrainingJob InfraCheckConfig.EnableInfraCheck) before training starts (docs/deploying.md).
     infra_check_after_host_faults: bool = False
     # Quota walls: RequestServiceQuotaIncrease's SupportCaseAllowed, the most trainguard asks for (per
     # quota name, else the default), how long a blocked launch waits, and how often the quotas are checked.
@@ -60,7 +60,7 @@ class Settings:
     quota_ceilings: Mapping[str, int] = field(default_factory=_no_ceilings)
     quota_wait_hours: int = 72
     quota_check_minutes: int = 15
-    # The rule on CreateTrainingJob calls refused for a quota; it needs a CloudTrail trail (README).
+    # The rule on CreateTrainingJob calls refused for a quota; it needs a CloudTrail trail (docs/deploying.md).
     watch_failed_launches: bool = False
     # Stall detection: the defaults a job's own tags can override (trainguard.domain.stalls), and whether
     # the stack subscribes to SageMaker's training log group (it must exist before the deploy, and takes

@@ -7,7 +7,7 @@ Each step prints its wall time; any failure exits 1; the server always stops. No
 the CLI gets an endpoint on localhost, dummy credentials, no AWS profile or config file, and no
 telemetry, notices or version check. The cloud assembly goes to a temporary directory, never cdk.out.
 
-moto server stands in for CloudFormation with two gaps this works around (../shared/LOCAL_AWS.md):
+moto server stands in for CloudFormation with two gaps this works around (docs/local-aws.md):
 updates through a change set fail, so the update uses `--method=direct`, which needs a template
 without the bootstrap-version rule (the setting `local_deploy`, on here only); and moto's CloudFormation
 has no AWS::Scheduler::ScheduleGroup, which trainguard_local.cloudformation_extras adds. This is a smoke
@@ -189,7 +189,7 @@ class LocalDeploy:
         self.cdk("bootstrap", f"aws://{account}/{REGION}")
         (stack,) = self.client("cloudformation").describe_stacks(StackName=BOOTSTRAP_STACK)["Stacks"]
         require(stack["StackStatus"] == "CREATE_COMPLETE", f"{BOOTSTRAP_STACK} is {stack['StackStatus']}")
-        # README: SageMaker's training log group must exist before the deploy (the stack subscribes to it).
+        # docs/deploying.md: SageMaker's training log group must exist before the deploy (the stack subscribes to it).
         self.client("logs").create_log_group(logGroupName=TRAINING_LOG_GROUP)
         return f"aws://{account}/{REGION}, {BOOTSTRAP_STACK} {stack['StackStatus']}"
 

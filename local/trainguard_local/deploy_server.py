@@ -2,13 +2,13 @@
 
 It is moto server with one CloudFormation type added (trainguard_local.cloudformation_extras: without
 AWS::Scheduler::ScheduleGroup, moto fails the stack). `make deploy-local` starts it for its run; to follow
-README's "Deploying" steps by hand instead, start it here, export what it prints in another shell, and run
-`cdk bootstrap`, `cdk deploy`, ... as README says:
+the steps of docs/deploying.md by hand instead, start it here, export what it prints in another shell, and run
+`cdk bootstrap`, `cdk deploy`, ... as docs/deploying.md says:
 
     .venv/bin/python -m trainguard_local.deploy_server [--port 5055]
 
 It listens on 127.0.0.1 only. The endpoint is spelled `localhost`: with 127.0.0.1 the CDK CLI cannot find
-its asset bucket (../shared/LOCAL_AWS.md).
+its asset bucket (docs/local-aws.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A simulated SageMaker training control plane, for what moto's SageMaker lacks.
 
 moto completes every job at once, has no StopTrainingJob, drops RetryStrategy and Environment and accepts
-duplicate names (../shared/LOCAL_AWS.md). ``SimulatedSageMaker`` keeps jobs in memory and changes their
+duplicate names (docs/local-aws.md). ``SimulatedSageMaker`` keeps jobs in memory and changes their
 state only when a driver method is called (``start_training``, ``fail``, ``complete``, ...) with time
 read from the injected ``clock``: no threads, no sleeps. ``SageMakerServer`` serves it to a boto3 client.
 
@@ -275,7 +275,7 @@ class SimulatedSageMaker:
                 if other.status == "InProgress"
             )
             if in_use + delta > limit:
-                # Current AWS wording (FACTS.md, "Errors of CreateTrainingJob itself").
+                # Current AWS wording (docs/aws-facts.md, "Errors of CreateTrainingJob itself").
                 raise SageMakerApiError(
                     "ResourceLimitExceeded",
                     f"The account-level service limit '{instance_type} for training job usage' is {limit} "

@@ -18,7 +18,7 @@ EVENT_DETAIL_TYPE = "SageMaker Training Job State Change"
 
 # The detail carries only the members of AWS's documented sample. CheckpointConfig, RetryStrategy,
 # Environment and EnableManagedSpotTraining are left out on purpose: the sample does not show them,
-# so the production code must describe the job to read them (FACTS.md, "SageMaker Training Job State
+# so the production code must describe the job to read them (docs/aws-facts.md, "SageMaker Training Job State
 # Change"). A simulation that offered them would let code pass here and fail against AWS.
 EVENT_DETAIL_MEMBERS = (
     "TrainingJobName",

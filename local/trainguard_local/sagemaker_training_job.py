@@ -9,7 +9,7 @@ from typing import Any
 
 from trainguard_local.sagemaker_api_model import output_member_names, sagemaker_service_model
 
-# StatusMessage of each SecondaryStatusTransition. Sources, from ../shared/aws/secondary_status.json:
+# StatusMessage of each SecondaryStatusTransition. Sources, from tests/fixtures/secondary_status.json:
 #   documented: botocore's SecondaryStatusTransition.StatusMessage documentation (same text at
 #     https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_SecondaryStatusTransition.html);
 #   observed: status lines the SageMaker Python SDK printed in public issues (it prints StatusMessage);
@@ -29,7 +29,7 @@ STATUS_MESSAGES = {
 }
 
 TERMINAL_STATUSES = frozenset({"Completed", "Failed", "Stopped"})
-FAILURE_REASON_LIMIT = 1024  # FailureReason is cut at about 1,024 characters (FACTS.md)
+FAILURE_REASON_LIMIT = 1024  # FailureReason is cut at about 1,024 characters (docs/aws-facts.md)
 
 
 def _echoed_request_members() -> frozenset[str]:

@@ -1,6 +1,6 @@
 """The SageMaker quotas the simulated Service Quotas knows: names as AWS writes them, made-up codes.
 
-Names and defaults follow ../shared/aws/FACTS.md ("Service Quotas") and quotas.json:
+Names and defaults follow docs/aws-facts.md ("Service Quotas") and quotas.json:
   - per instance type: "<type> for training job usage", "<type> for spot training job usage",
     "<type> for training warm pool usage", and "<type> for processing job usage" (the processing name as
     quoted in failure_reasons.json: Debugger and Profiler rules run as processing jobs);
@@ -9,10 +9,10 @@ Names and defaults follow ../shared/aws/FACTS.md ("Service Quotas") and quotas.j
     (names from quotas.json; 4 and 20 as one account's public listing of its applied values shows them),
     "Number of instances across all processing jobs" (4, as in failure_reasons.json's
     ResourceLimitExceeded text).
-  - GPU and other accelerated instance types start at 0 (FACTS.md); warm pools at 0; other types at
+  - GPU and other accelerated instance types start at 0 (docs/aws-facts.md); warm pools at 0; other types at
     ``OTHER_INSTANCE_DEFAULT`` (a stand-in: AWS's defaults for CPU types vary by type and account).
 
-Quota codes are ``L-`` and 8 hex digits derived from the name, deliberately NOT AWS's codes: FACTS.md says
+Quota codes are ``L-`` and 8 hex digits derived from the name, deliberately NOT AWS's codes: docs/aws-facts.md says
 codes differ between sources, so production code must resolve a quota by name (ListServiceQuotas), and a
 simulation with the real codes would hide code that hard-codes them. A test checks that no made-up code
 is one of the real codes in quotas.json.

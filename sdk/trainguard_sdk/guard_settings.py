@@ -43,7 +43,7 @@ ACCEPTED_VALUES = {
 }
 _NUMBERS = ("max_retries", "stall_minutes", "gpu_idle_minutes", "gpu_idle_percent", "startup_grace_minutes")
 _FLAGS = ("dry_run", "restart_without_checkpoint", "continue_after_max_runtime")
-# In the order of README's "Tag reference".
+# In the order of the tag reference of docs/tags.md.
 _TAGGED = ("max_retries", "actions", *_FLAGS, *_NUMBERS[1:])
 
 
@@ -55,7 +55,7 @@ class GuardSettingsError(ValueError):
 class GuardSettings:
     """Opt a job in (`trainguard:enabled=true`), with its checkpoint location and its own limits.
 
-    A setting left at None is not tagged: the job gets the deployed default. See README's "Tag reference".
+    A setting left at None is not tagged: the job gets the deployed default. See the tag reference of docs/tags.md.
     """
 
     checkpoint_s3_uri: str

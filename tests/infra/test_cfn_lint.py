@@ -1,7 +1,7 @@
 """cfn-lint on the synthesized templates: no errors, no warnings.
 
 Only W3005 is ignored: CDK itself adds a DependsOn on the function's role that a GetAtt already
-implies (see ../shared/LOCAL_AWS.md).
+implies (see docs/local-aws.md).
 """
 
 from __future__ import annotations

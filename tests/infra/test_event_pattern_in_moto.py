@@ -1,6 +1,6 @@
 """The stack's real rule patterns, read from the synthesized template, matched by EventBridge in moto.
 
-moto's EventBridge agreed with AWS on every pattern case measured (../shared/LOCAL_AWS.md); its
+moto's EventBridge agreed with AWS on every pattern case measured (docs/local-aws.md); its
 `test_event_pattern` is a stub, so the pattern is created as a rule with an SQS target and real
 events are put on the bus. Events come from AWS's documentation samples in tests/fixtures/events/.
 """

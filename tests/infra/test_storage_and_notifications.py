@@ -137,7 +137,7 @@ def test_lambda_asset_holds_the_package_and_powertools_without_bytecode(synthesi
 
 
 def test_only_local_deploys_drop_the_bootstrap_version_rule(synthesized: Any) -> None:
-    """moto server cannot evaluate the rule (../shared/LOCAL_AWS.md); real deploys keep it."""
+    """moto server cannot evaluate the rule (docs/local-aws.md); real deploys keep it."""
     assert "CheckBootstrapVersion" not in synthesized.template.get("Rules", {})
     assert "BootstrapVersion" not in synthesized.template.get("Parameters", {})
     assert "CheckBootstrapVersion" in synthesized.defaults_template["Rules"]

@@ -1,4 +1,4 @@
-"""The chaos suite's short form (README, "Reliability"; `make chaos` runs the long one): a fleet replayed on the
+"""The chaos suite's short form (docs/local-tools.md; `make chaos` runs the long one): a fleet replayed on the
 local stand-in with the production handlers, every event delivered 1-3 times in any order, faults on every AWS
 call, processes killed after their side effects, and a poison event through the dead-letter queue and its
 redrive. Then each figure the suite reports, asserted.

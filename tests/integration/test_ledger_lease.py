@@ -4,7 +4,7 @@ Lambda retries a failed asynchronous invocation twice, one minute and then two m
 failure (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html). The chaos suite
 (local/trainguard_local/chaos) found that a 5-minute lease kept both retries out when the process holding it
 died after its side effect: every such event ended in the dead-letter queue instead of being finished by
-Lambda's last retry, as README's "Exactly once" says it is.
+Lambda's last retry, as docs/architecture.md's "Exactly once" says it is.
 """
 
 from __future__ import annotations

@@ -73,7 +73,7 @@ class Sandbox:
         return done
 
     def aws(self, *args: str) -> Any:
-        """The AWS CLI with --endpoint-url, as the README shows it; its JSON output."""
+        """The AWS CLI with --endpoint-url, as docs/local-tools.md shows it; its JSON output."""
         done = self.run(str(BIN / "aws"), "--endpoint-url", self.endpoint, *args, "--output", "json")
         return json.loads(done.stdout) if done.stdout.strip() else None
 

@@ -52,3 +52,34 @@ def test_the_operator_commands_import_no_local_tool() -> None:
     # The local tools add their commands through an entry point (trainguard_local/cli_commands.py).
     for path in CLI.rglob("*.py"):
         assert "trainguard_local" not in imported_modules(path), path
+
+
+REPOSITORY = Path(__file__).parents[2]
+
+
+def _tracked_text_files() -> list[Path]:
+    import subprocess
+
+    names = subprocess.run(["git", "ls-files"], cwd=REPOSITORY, capture_output=True, text=True, check=True).stdout
+    return [
+        REPOSITORY / n for n in names.splitlines() if n.endswith((".py", ".md", ".toml", ".json", ".txt", "Makefile"))
+    ]
+
+
+def test_no_tracked_file_refers_to_a_path_outside_the_repository() -> None:
+    outside = ("../" + "shared", "/tmp/" + "notes")  # split, so this file does not name them itself
+    offenders = [
+        str(p.relative_to(REPOSITORY)) for p in _tracked_text_files() if any(o in p.read_text() for o in outside)
+    ]
+    assert offenders == [], offenders
+
+
+def test_every_relative_link_of_the_documentation_resolves() -> None:
+    import re
+
+    broken = []
+    for page in [REPOSITORY / "README.md", REPOSITORY / "SECURITY.md", *sorted((REPOSITORY / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if not target.startswith(("http://", "https://")) and not (page.parent / target).exists():
+                broken.append(f"{page.name}: {target}")
+    assert broken == [], broken

@@ -1,6 +1,6 @@
 """A process that dies right after a side effect (CreateSchedule, CreateTrainingJob), before its ledger writes,
 and the redelivery that finishes its work: what it records and tells must match what SageMaker and the scheduler
-will do. The chaos suite (README, "Reliability") kills processes at these points; these are its gaps, in fakes."""
+will do. The chaos suite (docs/local-tools.md) kills processes at these points; these are its gaps, in fakes."""
 
 from __future__ import annotations
 

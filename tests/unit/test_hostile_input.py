@@ -455,7 +455,7 @@ def _actions_readable(value: str) -> bool:
 
 
 def _int_reading(value: str, low: int, high: int) -> int | None:
-    """The README's reading: plain ASCII digits within the range; None when unreadable."""
+    """The reading docs/tags.md gives: plain ASCII digits within the range; None when unreadable."""
     text = value.strip()
     return int(text) if re.fullmatch(r"[0-9]{1,6}", text) and low <= int(text) <= high else None
 

@@ -1,6 +1,6 @@
 """CloudWatch: create and delete a job's stall alarms, list the ones trainguard owns, publish log silence.
 
-API limits this module keeps to (botocore's CloudWatch model, /tmp/notes/cloudwatch_facts.md):
+API limits this module keeps to (botocore's CloudWatch model and the CloudWatch API Reference, quoted):
 - DeleteAlarms: "up to 100 alarms in one operation. However, this total can include no more than one
   composite alarm". And "If you specify any incorrect alarm names, the alarms you specify with
   correct names are still deleted", so ResourceNotFound is an idempotent no-op here.

@@ -2,7 +2,7 @@
 GPU figures of its hosts.
 
 Logs: one group for all jobs, `/aws/sagemaker/TrainingJobs`, streams `<job>/algo-<n>-<epoch>`
-(FACTS.md). FilterLogEvents is throttled per account at a few calls per second, so it is called
+(docs/aws-facts.md). FilterLogEvents is throttled per account at a few calls per second, so it is called
 only here, once per alarm, never per job per minute (the prober reads the ledger instead).
 GPU: namespace `/aws/sagemaker/TrainingJobs`, metric GPUUtilization, dimension Host=<job>/algo-<n>.
 

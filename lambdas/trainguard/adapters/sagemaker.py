@@ -69,7 +69,7 @@ class SageMakerJobs:
 
     def stop(self, name: str) -> bool:
         """Stop a job; False when it was no longer InProgress (AWS: ValidationException "...the training
-        job is in status Stopped"), which counts as done, not as an error (FACTS.md)."""
+        job is in status Stopped"), which counts as done, not as an error (docs/aws-facts.md)."""
         try:
             self._client.stop_training_job(TrainingJobName=name)
         except ClientError as err:
@@ -80,7 +80,7 @@ class SageMakerJobs:
 
     def instances_in_use(self) -> dict[str, int]:
         """Instances of the training jobs InProgress now, by instance type (ListTrainingJobs gives no
-        sizes, so each job is described: ListTrainingJobs allows about 2 calls per second, FACTS.md)."""
+        sizes, so each job is described: ListTrainingJobs allows about 2 calls per second, docs/aws-facts.md)."""
         in_use: dict[str, int] = {}
         for page in self._client.get_paginator("list_training_jobs").paginate(StatusEquals="InProgress"):
             for summary in page.get("TrainingJobSummaries", []):

@@ -2,7 +2,7 @@
 
 API: https://docs.aws.amazon.com/servicequotas/2019-06-24/apireference/ (botocore model
 `service-quotas`). Quota codes differ between sources, so they are resolved by name with
-ListServiceQuotas, never hard-coded (FACTS.md); the list is cached for the container's life.
+ListServiceQuotas, never hard-coded (docs/aws-facts.md); the list is cached for the container's life.
 
 IAM: servicequotas:ListServiceQuotas, GetServiceQuota, RequestServiceQuotaIncrease,
 ListRequestedServiceQuotaChangeHistoryByQuota, GetRequestedServiceQuotaChange.

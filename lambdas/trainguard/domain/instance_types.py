@@ -1,4 +1,4 @@
-"""GPUs per SageMaker training instance: GPUUtilization runs from 0 to 100 x this count (FACTS.md).
+"""GPUs per SageMaker training instance: GPUUtilization runs from 0 to 100 x this count (docs/aws-facts.md).
 
 Counts from the EC2 accelerated computing specifications (https://docs.aws.amazon.com/ec2/latest/
 instancetypes/ac.html), cross-checked with a public table by an AWS author

@@ -1,6 +1,6 @@
 """Preflight: would a planned launch fit the account's SageMaker quotas? (`trainguard preflight`)
 
-The four quotas a training launch meets (names as Service Quotas gives them, FACTS.md):
+The four quotas a training launch meets (names as Service Quotas gives them, docs/aws-facts.md):
 `<type> for training job usage` (or `for spot training job usage`), `Number of instances across
 all training jobs`, `Maximum number of instances per training job`, `Longest run time for a
 training job`. Usage is the instances of the jobs InProgress now.

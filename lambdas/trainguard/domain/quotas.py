@@ -1,6 +1,6 @@
 """Quota walls: read a ResourceLimitExceeded message, and size the increase the blocked launch needs.
 
-The message names the quota, its limit, the usage and the request's delta (FACTS.md, "Errors of
+The message names the quota, its limit, the usage and the request's delta (docs/aws-facts.md, "Errors of
 CreateTrainingJob itself"); two wordings are known:
 
   current: The account-level service limit 'ml.p4d.24xlarge for training job usage' is 0 Instances,

@@ -7,11 +7,11 @@ Two signals (stalls.py), created when training starts and deleted when the job e
    Missing data is notBreaching: if the prober stops, no job is stopped for it (the prober's own
    health is alarmed elsewhere).
 2. Idle GPUs, on AWS's own metric `/aws/sagemaker/TrainingJobs` GPUUtilization, dimension
-   `Host=<job>/algo-<n>`, which runs from 0 to 100 x the GPUs of the host (FACTS.md). "Idle" is every
+   `Host=<job>/algo-<n>`, which runs from 0 to 100 x the GPUs of the host (docs/aws-facts.md). "Idle" is every
    host at or below gpu-idle-percent x GPUs for gpu-idle-minutes consecutive minutes, so each alarm
    watches MAX(METRICS()) over its hosts, <= the per-host limit, N of N datapoints.
 
-Why this shape holds at 64 hosts (sources in /tmp/notes/cloudwatch_facts.md):
+Why this shape holds at 64 hosts (each quote with its source):
 - "Alarms based on metric math expressions can reference a maximum of 10 metrics. This is a hard
   limit that cannot be increased." (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/
   alarm-limits.html; botocore's MetricDataQuery: at most 10 MetricStat structures per PutMetricAlarm.)
@@ -26,8 +26,8 @@ Why this shape holds at 64 hosts (sources in /tmp/notes/cloudwatch_facts.md):
   split costs nothing extra: a job is billed one alarm metric per host, plus one for log silence,
   plus one composite alarm when it has more than 10 hosts (about 64 x $0.10 + $0.10 + $0.50 a month
   at a third-party price for 64 hosts; prorated by the hour).
-- Metrics Insights alarms, which could watch every host in one query, are capped at 200 per Region,
-  not adjustable (cloudwatch_facts.md, section 1): too few for one per job.
+- Metrics Insights alarms, which could watch every host in one query, are limited to "a default of 200
+  alarms using the Metrics Insights query per account per Region" (alarm-limits.html): too few for one per job.
 
 Names: `alarm_name(signal, job)` for the two signals; `trainguard-gpu-part-<i>-<job>` for the groups
 of a job with more than 10 hosts. The part prefix does not start with `trainguard-stall-`, so the

@@ -2,7 +2,7 @@
 
 Shape: https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch-and-eventbridge.html
 (samples in tests/fixtures/events/cloudwatch_alarm_state_change.*). Powertools' CloudWatchAlarmEvent
-models the alarm-action payload, not this event (FACTS.md), so this is our own small model.
+models the alarm-action payload, not this event (docs/aws-facts.md), so this is our own small model.
 """
 
 from __future__ import annotations

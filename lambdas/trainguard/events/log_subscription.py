@@ -4,7 +4,7 @@ The payload is `{"awslogs": {"data": <base64 of gzip of JSON>}}`; the JSON has m
 (DATA_MESSAGE, or CONTROL_MESSAGE when CloudWatch Logs checks the destination), owner, logGroup,
 logStream, subscriptionFilters and logEvents [{id, timestamp (epoch ms), message}]. One payload
 holds one log stream (https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/SubscriptionFilters.html).
-SageMaker's training streams are `<job-name>/algo-<n>-<epoch-seconds>` (FACTS.md).
+SageMaker's training streams are `<job-name>/algo-<n>-<epoch-seconds>` (docs/aws-facts.md).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Shape: https://docs.aws.amazon.com/sagemaker/latest/dg/automating-sagemaker-with-eventbridge.html
 (samples in tests/fixtures/events). The event is a hint: handlers describe the job again before
-acting. Tags may come as a {key: value} map or a [{Key, Value}] list (FACTS.md); both are read.
+acting. Tags may come as a {key: value} map or a [{Key, Value}] list (docs/aws-facts.md); both are read.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """AWS times in every form they arrive in: datetimes (boto3), epoch seconds (JSON APIs),
-epoch milliseconds as numbers or strings (state-change events, FACTS.md), ISO 8601 (AWS CLI v2)."""
+epoch milliseconds as numbers or strings (state-change events, docs/aws-facts.md), ISO 8601 (AWS CLI v2)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Lambda handler: "AWS API Call via CloudTrail" events for a CreateTrainingJob that failed with
-ResourceLimitExceeded (an optional rule; it needs a CloudTrail trail, see README)."""
+ResourceLimitExceeded (an optional rule; it needs a CloudTrail trail, see docs/deploying.md)."""
 
 from __future__ import annotations
 

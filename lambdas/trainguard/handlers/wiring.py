@@ -1,7 +1,7 @@
 """Build the production ports once per Lambda container, on the first event.
 
 Nothing is built at import time, and boto3 is imported only here, inside `production_ports`:
-importing a handler module stays cheap (see README, "cold start").
+importing a handler module stays cheap (see docs/local-aws.md, "Cold start").
 """
 
 from __future__ import annotations

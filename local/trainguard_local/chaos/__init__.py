@@ -1,4 +1,4 @@
-"""The chaos suite (README, "Reliability"): a fleet replayed on the local stand-in, with the production handlers,
+"""The chaos suite (docs/local-tools.md): a fleet replayed on the local stand-in, with the production handlers,
 under duplicated and late events, faults on every AWS call, killed processes and a poison event; then an audit
 of what trainguard did against what happened.
 

@@ -1,5 +1,5 @@
 """`python -m trainguard_local.chaos --seed 1 --seed 2 --jobs 100 [--json out.json]`: run the chaos suite,
-print its figures, exit 1 if any rule was broken (README, "Reliability")."""
+print its figures, exit 1 if any rule was broken (docs/local-tools.md, "Reliability")."""
 
 from __future__ import annotations
 

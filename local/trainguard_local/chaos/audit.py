@@ -1,6 +1,6 @@
 """The verdict on one chaos run: what trainguard did, set against what happened to the fleet (the world's
 truth), never against what trainguard says it did. Every rule broken is a `violation`; the suite fails on
-any. The figures are what README's "Reliability" section reports.
+any. The figures are what the "Reliability" section of docs/local-tools.md reports.
 
 A cause is something that calls for at most one action: a job's end (a relaunch, exactly one when the rules
 call for one), a hung job (one stop), a launch refused by a quota (one launch when the quota allows it).

@@ -1,5 +1,5 @@
 """The dead-letter path: the stack's three dead-letter queues (on the stand-in's SQS), their alarms as the
-synthesized template defines them, and the redrive an operator runs (README, "Reliability").
+synthesized template defines them, and the redrive an operator runs (docs/local-tools.md, "Reliability").
 
 The alarm is evaluated as CloudWatch would: SQS publishes ApproximateNumberOfMessagesVisible for each
 queue every minute (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/

@@ -2,7 +2,7 @@
 parses them as it would parse AWS's and its standard retry mode classifies them as AWS's.
 
 - Throttling: the code each service uses. SageMaker answers CreateTrainingJob with `ThrottlingException`
-  "Rate exceeded" (../shared/aws/FACTS.md; the real text is in failure_reasons.json); DynamoDB, CloudWatch
+  "Rate exceeded" (docs/aws-facts.md; the real text is in failure_reasons.json); DynamoDB, CloudWatch
   Logs and EventBridge Scheduler model `ThrottlingException` (Scheduler with HTTP 429), SNS models
   `Throttled` (HTTP 429), Service Quotas `TooManyRequestsException`, and S3 answers `SlowDown` (HTTP 503).
 - 5xx: `InternalFailure` (500) and `ServiceUnavailable` (503), the errors common to every AWS API

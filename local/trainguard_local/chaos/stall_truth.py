@@ -1,6 +1,6 @@
 """What a job really did, minute by minute: its log lines and its GPUs. The evidence the replay writes to
 CloudWatch comes from here, and so does the audit's verdict on every stop, computed with the documented
-stall rule (README, "Stalls") on the truth rather than on what trainguard read.
+stall rule (docs/decisions.md, "Stalls") on the truth rather than on what trainguard read.
 
 A job writes one log line a minute from the moment it trains, except while hung or in a healthy silence
 (a job silent from its start wrote one line as training started); each host reports GPUUtilization once a

@@ -3,17 +3,17 @@
 - `none`: nothing acts. A person on call notices a failure, a stop or a hang after a response time
   and relaunches from the checkpoint (requesting the quota first at a quota wall). A hang bills
   until the person stops it, or until MaxRuntimeInSeconds (default 1 day) stops it if sooner.
-  Source: FACTS.md, "Anchors' behaviour": "Nothing in SageMaker acts on a job that hangs without
+  Source: docs/aws-facts.md, "Anchors' behaviour": "Nothing in SageMaker acts on a job that hangs without
   failing: it runs until MaxRuntimeInSeconds"; https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_StoppingCondition.html
 - `sagemaker_retry`: SageMaker's RetryStrategy retries a job that fails with InternalServerError, and
   nothing else, up to MaximumRetryAttempts times (1-30); the retry is the same job, so MaxRuntime
   covers all attempts; it resumes from the checkpoint. Everything else as `none`.
-  Source: FACTS.md, "Anchors' behaviour"; https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_RetryStrategy.html
+  Source: docs/aws-facts.md, "Anchors' behaviour"; https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_RetryStrategy.html
 - `debugger_rule`: Debugger's StalledTrainingRule with the StopTraining action stops a job whose hook
   saved nothing for `threshold` seconds (default 1800), and never relaunches. It needs the Debugger
   hook (not from PyTorch 2.0 on), and its actions work neither in a VPC (nor with network isolation)
   nor on spot jobs. After its stop, the person relaunches. Everything else as `none`.
-  Source: FACTS.md, "Anchors' behaviour"; https://docs.aws.amazon.com/sagemaker/latest/dg/debugger-built-in-rules.html
+  Source: docs/aws-facts.md, "Anchors' behaviour"; https://docs.aws.amazon.com/sagemaker/latest/dg/debugger-built-in-rules.html
   (StalledTrainingRule); https://docs.aws.amazon.com/sagemaker/latest/dg/debugger-built-in-actions.html
   ("Considerations": no network isolation or VPC, no spot training interruptions).
 
@@ -146,7 +146,7 @@ class AnchorStrategy:
         ]
 
 
-_FACTS = "FACTS.md, Anchors' behaviour"
+_FACTS = "docs/aws-facts.md, Anchors' behaviour"
 
 
 def no_guard(person: PersonOnCall | None = None) -> AnchorStrategy:

@@ -1,6 +1,6 @@
 """What the trace draws from: instance types with prices, and real failure texts per fault kind.
 
-Prices are us-east-1 on-demand SageMaker *training* rates per instance-hour. FACTS.md gives two
+Prices are us-east-1 on-demand SageMaker *training* rates per instance-hour. docs/aws-facts.md gives two
 (third-party, unconfirmed); the others are assumptions, taken from public price tables that agree
 with each other (for example $7.09 for ml.g5.12xlarge in several), unconfirmed: recheck them at
 https://aws.amazon.com/sagemaker/ai/pricing/ before quoting a dollar figure. GPUs per instance come
@@ -111,12 +111,12 @@ QUOTA_WALL_FIRST_FAILURE = "hardware_fault"
 
 
 def training_quota_name(instance_type: str) -> str:
-    """The Service Quotas name of an instance type's training quota (FACTS.md, Service Quotas)."""
+    """The Service Quotas name of an instance type's training quota (docs/aws-facts.md, Service Quotas)."""
     return f"{instance_type} for training job usage"
 
 
 def resource_limit_exceeded(instance_type: str, limit: int, in_use: int, delta: int) -> str:
-    """CreateTrainingJob's ResourceLimitExceeded message, in the current wording that FACTS.md quotes."""
+    """CreateTrainingJob's ResourceLimitExceeded message, in the current wording that docs/aws-facts.md quotes."""
     return (
         "An error occurred (ResourceLimitExceeded) when calling the CreateTrainingJob operation: The account-level "
         f"service limit '{training_quota_name(instance_type)}' is {limit} Instances, with current utilization of "

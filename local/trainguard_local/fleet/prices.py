@@ -2,7 +2,7 @@
 
 Used by the fleet simulator's `guard_cost` (guard_cost.py) and by the stall prober's measurement at
 scale (measure_stalls.py). Free tiers are left out: the figures are what a fleet pays once past them.
-Where ../shared/aws/FACTS.md gives a price it is used (FACTS.md calls them third-party figures,
+Where docs/aws-facts.md gives a price it is used (docs/aws-facts.md calls them third-party figures,
 unconfirmed); the others were looked up and their source is named next to them. The official pages
 (https://aws.amazon.com/<service>/pricing/) were not reachable from here: recheck before quoting.
 """
@@ -12,11 +12,11 @@ from __future__ import annotations
 HOURS_PER_MONTH = 730  # AWS's monthly prices, prorated by the hour, assume 730 hours a month
 
 # CloudWatch
-# A standard-resolution alarm, per metric it references: FACTS.md ("alarm about $0.10/alarm-month")
+# A standard-resolution alarm, per metric it references: docs/aws-facts.md ("alarm about $0.10/alarm-month")
 ALARM_METRIC_MONTH = 0.10
 # A composite alarm: https://c3x.dev/resources/aws/aws_cloudwatch_metric_alarm ("Composite ... $0.50/alarm-month")
 COMPOSITE_ALARM_MONTH = 0.50
-CUSTOM_METRIC_MONTH = 0.30  # first 10,000 custom metrics: FACTS.md ("custom metric about $0.30/month")
+CUSTOM_METRIC_MONTH = 0.30  # first 10,000 custom metrics: docs/aws-facts.md ("custom metric about $0.30/month")
 # PutMetricData per request, GetMetricData per metric requested: $0.01 per 1,000 (the pricing page's API
 # table, quoted at https://github.com/nishinoshake/aws-rough/issues/37). Other CloudWatch API calls
 # trainguard makes (DescribeAlarms, PutMetricAlarm, DeleteAlarms, SetAlarmState) are not in that table.
@@ -24,8 +24,8 @@ PUT_METRIC_DATA_PER_1000 = 0.01
 GET_METRIC_DATA_PER_1000_METRICS = 0.01
 
 # Lambda (arm64, as infra/guard_function.py deploys every function)
-LAMBDA_REQUEST = 0.20 / 1_000_000  # FACTS.md ("$0.20 per million requests")
-# FACTS.md gives x86's $0.0000166667; arm64's, 20% less: https://git.mcrn.ar/mariano/lambda_local_runner/src/commit/
+LAMBDA_REQUEST = 0.20 / 1_000_000  # docs/aws-facts.md ("$0.20 per million requests")
+# docs/aws-facts.md gives x86's $0.0000166667; arm64's, 20% less: https://git.mcrn.ar/mariano/lambda_local_runner/src/commit/
 # 957e45b8adae23ce50b966346229585b5df18b4d/docs/lambdas-md/lambda-13-cost.md ("arm64 $0.0000133334 / GB-s")
 LAMBDA_ARM_GB_SECOND = 0.0000133334
 # Billed duration is rounded up to the millisecond:

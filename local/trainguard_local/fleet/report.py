@@ -1,6 +1,6 @@
 """The report: every strategy on the same trace, in the same figures. JSON-serialisable.
 
-The figures, defined once (README.md copies these definitions):
+The figures, defined once (docs/local-tools.md copies these definitions):
 
 - **wasted GPU-hours**: GPU-hours billed that produced no kept progress, that is
   (hung or idle time + the work lost since the last checkpoint at each failure or stop)

@@ -22,7 +22,7 @@ from trainguard_local.fleet.report import run_all
 from trainguard_local.fleet.timeline_png import write_timeline
 from trainguard_local.fleet.trace import HANG_KINDS, Trace, generate_trace
 
-# The figures, one line each (report.py defines them in full; README.md copies the definitions).
+# The figures, one line each (report.py defines them in full; docs/local-tools.md copies the definitions).
 FIGURE_DEFINITIONS: dict[str, str] = {
     "wasted_gpu_hours": "GPU-hours billed that produced no kept progress: hung or idle time plus the work since "
     "the last checkpoint lost at each failure or stop, x instances x GPUs per instance",

@@ -63,13 +63,13 @@ WORK_HOURS_MEDIAN, WORK_HOURS_SIGMA = 6.0, 0.9  # fault-free training time, logn
 MIN_WORK_HOURS, MAX_WORK_HOURS = 0.5, 48.0  # assumption
 CHECKPOINT_EVERY_MINUTES = (15, 20, 30, 45, 60)  # the brief's 15-60 minutes
 STARTUP_MINUTES = 10.0  # Starting + Downloading per launch, billed (assumption)
-DEFAULT_MAX_RUNTIME_HOURS = 24.0  # MaxRuntimeInSeconds' default, 1 day (FACTS.md)
+DEFAULT_MAX_RUNTIME_HOURS = 24.0  # MaxRuntimeInSeconds' default, 1 day (docs/aws-facts.md)
 MAX_RUNTIME_HEADROOM = 1.25  # a job that needs more than a day gets MaxRuntime 25% above its need (assumption)
-HOOK_FRAMEWORKS = ("pytorch-1.13", "tensorflow-2.13")  # Debugger's hook; not PyTorch >= 2.0 (FACTS.md)
+HOOK_FRAMEWORKS = ("pytorch-1.13", "tensorflow-2.13")  # Debugger's hook; not PyTorch >= 2.0 (docs/aws-facts.md)
 OTHER_FRAMEWORKS = ("pytorch-2.3", "pytorch-2.5")
 JOB_FAMILIES = ("llama-pretrain", "bert-finetune", "vit-pretrain", "gpt-finetune", "t5-distill", "resnet-sweep")
 CAPACITY_REPEAT_CHANCE, CAPACITY_MAX_REPEATS = 0.5, 3  # how often, and how often at most, a relaunch is refused too
-QUOTA_APPROVAL_HOURS = (2.0, 24.0)  # "hours to days" (FACTS.md); uniform (assumption)
+QUOTA_APPROVAL_HOURS = (2.0, 24.0)  # "hours to days" (docs/aws-facts.md); uniform (assumption)
 SPOT_WAIT_HOURS = (0.5, 4.0)  # Interrupted until MaxWait passes; uniform (assumption)
 NCCL_TIMEOUT_MINUTES = (10.0, 30.0)  # init_process_group's default: 10 min for NCCL, 30 in older PyTorch (torch docs)
 # Slow but healthy: silences a guard with trainguard's defaults must accept (startup grace 20 min +

@@ -42,7 +42,7 @@ from trainguard_local.fleet.trainguard_run.kernel import Kernel, QuotaChecks, Ti
 from trainguard_local.fleet.trainguard_run.usage import Notification
 from trainguard_local.fleet.trainguard_run.world import FleetWorld, GuardCall, fleet_world
 
-# The deployment's settings that differ from the defaults (README, "Deploying").
+# The deployment's settings that differ from the defaults (docs/deploying.md).
 CONFIG_OVERRIDES: dict[str, Any] = {
     # The trace's jobs have up to 64 instances; a quota wall asks for usage + delta, up to twice that.
     "default_quota_ceiling": 256,

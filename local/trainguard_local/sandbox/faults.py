@@ -6,7 +6,7 @@
 - ``quota``: the quota of the job's instance type drops to what is in use now, so the next launch of that
   type (the user's, or trainguard's) is refused with ResourceLimitExceeded.
 
-The failure texts are real, from ../shared/aws/failure_reasons.json, with their sources.
+The failure texts are real, from tests/fixtures/failure_reasons.json, with their sources.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """trainguard attached to the sandbox: the production handlers, run on what the stand-in delivers.
 
 On AWS, EventBridge rules and schedules invoke the Lambda functions. moto cannot invoke a Lambda target
-(../shared/LOCAL_AWS.md), so the stand-in's rules target SQS queues, and every virtual minute
+(docs/local-aws.md), so the stand-in's rules target SQS queues, and every virtual minute
 ``GuardLoop.minute()`` plays the rest, as the stack wires it (infra/):
 - the job-state rule's queue -> job_events; the CloudTrail rule's queue (refused launches) ->
   failed_launches; the stall-alarm rule's queue -> stall_alarms;
