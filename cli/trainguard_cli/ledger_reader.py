@@ -228,19 +228,13 @@ class LedgerReader:
         return [_step(item) for item in items], True
 
     def _query(self, partition: str) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        kwargs: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": "#pk = :pk",
-            "ExpressionAttributeNames": {"#pk": PARTITION_KEY},
-            "ExpressionAttributeValues": {":pk": {"S": partition}},
-        }
-        while True:
-            page = self._client.query(**kwargs)
-            items.extend(page.get("Items", []))
-            if "LastEvaluatedKey" not in page:
-                return items
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        pages = self._client.get_paginator("query").paginate(
+            TableName=self._table,
+            KeyConditionExpression="#pk = :pk",
+            ExpressionAttributeNames={"#pk": PARTITION_KEY},
+            ExpressionAttributeValues={":pk": {"S": partition}},
+        )
+        return [item for page in pages for item in page.get("Items", [])]
 
     def _batch_get(self, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []

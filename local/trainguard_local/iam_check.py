@@ -111,7 +111,7 @@ def _as_arn(template: Mapping[str, Any], value: Any) -> str:
     if isinstance(reference, str) and reference in template.get("Resources", {}):
         kind = template["Resources"][reference]["Type"]
         return f"ref:{ARN_OF_RESOURCE_TYPE.get(kind, kind)}"
-    return render(value)
+    return str(render(value))
 
 
 def arn_fits(resource: str, arn_format: str) -> bool:
@@ -161,17 +161,20 @@ def identity_statements(template: Mapping[str, Any]) -> Iterator[tuple[str, dict
                 yield from ((lid, s) for s in policy["PolicyDocument"]["Statement"])
 
 
-def render(value: Any) -> str:
-    """A CloudFormation value as text: Fn::Join flattened, references as <LogicalId> or <AWS::Region>."""
+def render(value: Any) -> Any:
+    """A CloudFormation value as cdk-nag prints it: Fn::Join flattened, pseudo parameters as <AWS::Region>, other
+    references as <LogicalId> / <LogicalId.Attr>; a list item by item."""
     if isinstance(value, dict) and len(value) == 1:
         ((key, arg),) = value.items()
         if key == "Fn::Join":
-            return str(arg[0]).join(render(part) for part in arg[1])
+            return str(arg[0]).join(str(render(part)) for part in arg[1])
         if key == "Ref":
             return f"<{arg}>"
         if key == "Fn::GetAtt":
             return f"<{arg[0]}.{arg[1]}>"
-    return str(value)
+    if isinstance(value, list):
+        return [render(v) for v in value]
+    return value
 
 
 def as_list(value: Any) -> list[Any]:

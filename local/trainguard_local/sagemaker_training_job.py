@@ -133,9 +133,10 @@ class TrainingJobRecord:
         described.update({k: v for k, v in optional.items() if v is not None})
         if self.training_start_time and self.training_end_time:
             seconds = int((self.training_end_time - self.training_start_time).total_seconds())
-            # A spot job is billed for less than its training time: "Managed spot training can optimize the cost of
-            # training models up to 90% over on-demand instances" (model-managed-spot-training.html); the
-            # simulation bills it SPOT_BILLED_SHARE of the time (an assumption: a 70% saving).
+            # A spot job is billed for less than its training time: "You can calculate the savings from using managed
+            # spot training using the formula (1 - BillableTimeInSeconds / TrainingTimeInSeconds) * 100" (botocore,
+            # DescribeTrainingJobResponse.BillableTimeInSeconds); the simulation bills SPOT_BILLED_SHARE of the time
+            # (an assumption: a 70% saving).
             billable = round(seconds * SPOT_BILLED_SHARE) if self.is_spot else seconds
             described.update(TrainingTimeInSeconds=seconds, BillableTimeInSeconds=billable)
         return described

@@ -8,6 +8,9 @@ from typing import Any
 
 from aws_cdk.assertions import Match
 
+# One reading of a template's IAM statements, shared with make lint's check of them.
+from trainguard_local.iam_check import as_list, identity_statements, render  # noqa: F401  (re-exported)
+
 CONFIGURED_STACK = "TrainGuard"
 DEFAULTS_STACK = "TrainGuardDefaults"
 CONFIGURED_CONTEXT: dict[str, Any] = {
@@ -89,39 +92,6 @@ def dead_letter_queue_of(template: dict[str, Any], function_id: str) -> str:
         if r["Properties"]["FunctionName"] == {"Ref": function_id}
     ]
     return str(config["DestinationConfig"]["OnFailure"]["Destination"]["Fn::GetAtt"][0])
-
-
-def render(value: Any) -> Any:
-    """A CloudFormation value as cdk-nag prints it: Fn::Join flattened, pseudo parameters as
-    <AWS::Region>, other references as <LogicalId> / <LogicalId.Attr>."""
-    if isinstance(value, dict) and len(value) == 1:
-        ((key, arg),) = value.items()
-        if key == "Fn::Join":
-            return arg[0].join(str(render(part)) for part in arg[1])
-        if key == "Ref":
-            return f"<{arg}>"
-        if key == "Fn::GetAtt":
-            return f"<{arg[0]}.{arg[1]}>"
-    if isinstance(value, list):
-        return [render(v) for v in value]
-    return value
-
-
-def as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
-
-
-def identity_statements(template: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(policy logical ID, statement) for every IAM identity policy statement in the template."""
-    for lid, resource in template["Resources"].items():
-        props = resource.get("Properties", {})
-        if resource["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
-            for statement in props["PolicyDocument"]["Statement"]:
-                yield lid, statement
-        if resource["Type"] == "AWS::IAM::Role":
-            for policy in props.get("Policies", []):
-                for statement in policy["PolicyDocument"]["Statement"]:
-                    yield lid, statement
 
 
 def resource_policy_statements(template: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -220,16 +220,10 @@ class QuotaLedger:
         self._client.delete_item(TableName=self._table, Key=item_key(_QUOTA_WAITS, job_name))
 
     def _query(self, partition: str) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        kwargs: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": {":pk": {"S": partition}},
-            "ConsistentRead": True,
-        }
-        while True:
-            page = self._client.query(**kwargs)
-            items.extend(page.get("Items", []))
-            if "LastEvaluatedKey" not in page:
-                return items
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        pages = self._client.get_paginator("query").paginate(
+            TableName=self._table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": partition}},
+            ConsistentRead=True,
+        )
+        return [item for page in pages for item in page.get("Items", [])]

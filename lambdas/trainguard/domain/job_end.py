@@ -237,7 +237,8 @@ def _fallback(job: TrainingJob, category: Category, request: dict[str, Any], key
 
 
 def _billable_fraction(description: dict[str, Any]) -> float | None:
-    """BillableTimeInSeconds / TrainingTimeInSeconds: what a spot job paid of its training time."""
+    """BillableTimeInSeconds / TrainingTimeInSeconds: what a spot job paid of its training time ("the savings from
+    using managed spot training [...] (1 - BillableTimeInSeconds / TrainingTimeInSeconds) * 100", botocore)."""
     billable, training = description.get("BillableTimeInSeconds"), description.get("TrainingTimeInSeconds")
     if type(billable) is int and type(training) is int and training > 0:
         return min(billable / training, 1.0)

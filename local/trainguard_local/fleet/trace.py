@@ -229,8 +229,8 @@ def _draw_job(rng: random.Random, index: int, hours: float, debugger: float, spo
 
 def _draw_today(rng: random.Random, job: JobSpec) -> JobSpec:
     """Its parent, its fallback tags and whether it was launched with InstancePreferences."""
-    draw = rng.random()
-    owner = next(iter(k for k, top in _cumulative(PARENT_SHARES) if draw < top), "")
+    owners, shares = [*PARENT_SHARES, ""], [*PARENT_SHARES.values(), 1.0 - sum(PARENT_SHARES.values())]
+    owner = rng.choices(owners, weights=shares)[0]
     owner_retries = bool(owner) and rng.random() < PARENT_RETRY_SHARE
     fallbacks: tuple[tuple[str, int], ...] = ()
     if rng.random() < FALLBACK_SHARE:
@@ -250,14 +250,6 @@ def _draw_today(rng: random.Random, job: JobSpec) -> JobSpec:
         launched_with_preferences=preferences,
         on_demand_after=on_demand_after,
     )
-
-
-def _cumulative(shares: dict[str, float]) -> list[tuple[str, float]]:
-    total, tops = 0.0, []
-    for key, share in shares.items():
-        total += share
-        tops.append((key, total))
-    return tops
 
 
 def _draw_alternatives(rng: random.Random, job: JobSpec, fault: Fault) -> Fault:
