@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from trainguard.adapters.service_model import create_training_job_shape
 from trainguard.config import GuardConfig
@@ -17,8 +17,8 @@ from trainguard.domain.outcome import Outcome
 from trainguard.domain.quotas import WaitingLaunch
 from trainguard.domain.stalls import WatchedJob
 from trainguard.events.training_job import job_from_description
+from trainguard.workflows.function_ports import Settled
 from trainguard.workflows.ports import (
-    GuardPorts,
     JobNotFound,
     LaunchRefused,
     LaunchResult,
@@ -30,6 +30,7 @@ from trainguard.workflows.ports import (
     StepState,
 )
 
+Ports = TypeVar("Ports")
 ROLE = "arn:aws:iam::123456789012:role/TrainingRole"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
@@ -327,14 +328,32 @@ class FakeGpuMetrics:
         return {f"{job_name}/algo-{n}": self.value for n in range(1, host_count + 1)}
 
 
-def fake_ports(**config_overrides: Any) -> GuardPorts:
+@dataclass(frozen=True, kw_only=True)
+class FakePorts(Settled):
+    """Every port, each a fake: it serves as any function's ports (each takes the subset it names)."""
+
+    jobs: FakeJobs
+    checkpoints: FakeCheckpoints
+    ledger: FakeLedger
+    notifier: FakeNotifier
+    scheduler: FakeScheduler
+    quotas: FakeQuotas
+    quota_ledger: FakeQuotaLedger
+    stall_ledger: FakeStallLedger
+    alarms: FakeAlarms
+    job_logs: FakeJobLogs
+    gpu_metrics: FakeGpuMetrics
+    create_request_shape: dict[str, Any]
+
+
+def fake_ports(**config_overrides: Any) -> FakePorts:
     config = GuardConfig(
         ledger_table_name="ledger",
         topic_arn="arn:aws:sns:us-east-1:123456789012:tg",
         passable_role_arns=(ROLE,),
         **config_overrides,
     )
-    return GuardPorts(
+    return FakePorts(
         jobs=FakeJobs(),
         checkpoints=FakeCheckpoints(),
         ledger=FakeLedger(),
@@ -353,5 +372,10 @@ def fake_ports(**config_overrides: Any) -> GuardPorts:
     )
 
 
-def with_config(ports: GuardPorts, **changes: Any) -> GuardPorts:
+def narrowed(kind: type[Ports], ports: FakePorts) -> Ports:
+    """`ports` as one function's ports: the fakes it names, the same objects."""
+    return kind(**{f.name: getattr(ports, f.name) for f in fields(kind)})  # type: ignore[arg-type]
+
+
+def with_config(ports: FakePorts, **changes: Any) -> FakePorts:
     return replace(ports, config=replace(ports.config, **changes))

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from tests.fakes import NOW, described_job, fake_ports, with_config
+from tests.fakes import NOW, FakePorts, described_job, fake_ports, with_config
 from trainguard.domain.outcome import OutcomeKind
 from trainguard.workflows.job_ended import handle_job_end
-from trainguard.workflows.ports import GuardPorts, LaunchRefused
+from trainguard.workflows.ports import LaunchRefused
 from trainguard.workflows.quota_watch import check_quota_walls
 from trainguard.workflows.scheduled_relaunch import handle_scheduled_relaunch
 
@@ -43,7 +43,7 @@ def die_after(monkeypatch: pytest.MonkeyPatch, port: Any, method: str) -> None:
     monkeypatch.setattr(port, method, act_then_die)
 
 
-def redeliver_after_the_lease(ports: GuardPorts, job_name: str, step: str = "end") -> None:
+def redeliver_after_the_lease(ports: FakePorts, job_name: str, step: str = "end") -> None:
     """The dead process's lease on the step has expired; Lambda's retry may take it."""
     ports.ledger.steps.pop((job_name, step))
 

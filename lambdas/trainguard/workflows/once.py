@@ -12,7 +12,8 @@ from trainguard.domain.messages import compose_job_end_notification
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
 from trainguard.domain.policy import JobPolicy, read_job_policy
-from trainguard.workflows.ports import GuardPorts, StepState
+from trainguard.workflows.function_ports import EndedJobPorts
+from trainguard.workflows.ports import StepState, fresh
 
 
 @dataclass(frozen=True)
@@ -22,9 +23,9 @@ class Reassessed:
     assessment: Assessment
 
 
-def reassess(ports: GuardPorts, job_name: str) -> Reassessed | Outcome:
+def reassess(ports: EndedJobPorts, job_name: str) -> Reassessed | Outcome:
     """The job as it is now (the event was only a hint), its policy, and what its end calls for."""
-    job = ports.describe_fresh(job_name)
+    job = fresh(ports.jobs.describe(job_name))
     if job is None:
         return skipped(job_name, "the job no longer exists (DescribeTrainingJob: not found)")
     policy = read_job_policy(job.tags, ports.config.policy_defaults, ports.keys)
@@ -33,7 +34,7 @@ def reassess(ports: GuardPorts, job_name: str) -> Reassessed | Outcome:
     return Reassessed(job, policy, assess_job_end(job, policy, stall_reason))
 
 
-def act_once(ports: GuardPorts, facts: Reassessed, step: str, act: Callable[[CheckpointState], Outcome]) -> Outcome:
+def act_once(ports: EndedJobPorts, facts: Reassessed, step: str, act: Callable[[CheckpointState], Outcome]) -> Outcome:
     """Run `act` for this job and step only if no earlier delivery did; tell the owners; record it."""
     now = ports.clock()
     job, assessment = facts.job, facts.assessment
@@ -60,7 +61,7 @@ def act_once(ports: GuardPorts, facts: Reassessed, step: str, act: Callable[[Che
 
 
 def _tell(
-    ports: GuardPorts,
+    ports: EndedJobPorts,
     job: TrainingJob,
     outcome: Outcome,
     checkpoint: CheckpointState,

@@ -14,8 +14,8 @@ from trainguard.domain.quotas import (
     judge_waiting_launch,
     normalize_quota_name,
 )
+from trainguard.workflows.function_ports import QuotaWatchPorts
 from trainguard.workflows.ports import (
-    GuardPorts,
     LaunchRefused,
     NameTaken,
     QuotaRequestState,
@@ -28,7 +28,7 @@ STEP = "quota-launch"
 QUOTA_ERROR_CODE = "ResourceLimitExceeded"
 
 
-def check_quota_walls(ports: GuardPorts) -> list[Outcome]:
+def check_quota_walls(ports: QuotaWatchPorts) -> list[Outcome]:
     now = ports.clock()
     requests = {normalize_quota_name(state.quota_name): state for state in _follow_requests(ports, now)}
     outcomes = []
@@ -46,7 +46,7 @@ def check_quota_walls(ports: GuardPorts) -> list[Outcome]:
     return outcomes
 
 
-def _follow_requests(ports: GuardPorts, now: datetime) -> list[QuotaRequestState]:
+def _follow_requests(ports: QuotaWatchPorts, now: datetime) -> list[QuotaRequestState]:
     """Every recorded request, with the open ones read again; a request that closed is told once."""
     states = []
     for recorded in ports.quota_ledger.requests():
@@ -61,7 +61,7 @@ def _follow_requests(ports: GuardPorts, now: datetime) -> list[QuotaRequestState
     return states
 
 
-def _tell_request_closed(ports: GuardPorts, state: QuotaRequestState, now: datetime) -> None:
+def _tell_request_closed(ports: QuotaWatchPorts, state: QuotaRequestState, now: datetime) -> None:
     approved = state.status == "APPROVED"
     ports.notifier.publish(
         compose_notification(
@@ -81,7 +81,7 @@ def _tell_request_closed(ports: GuardPorts, state: QuotaRequestState, now: datet
     )
 
 
-def _launch(ports: GuardPorts, waiting: WaitingLaunch, now: datetime) -> Outcome | None:
+def _launch(ports: QuotaWatchPorts, waiting: WaitingLaunch, now: datetime) -> Outcome | None:
     try:
         start = ports.ledger.begin_step(waiting.job_name, STEP, now)
     except StepInProgress:
@@ -106,7 +106,7 @@ def _launch(ports: GuardPorts, waiting: WaitingLaunch, now: datetime) -> Outcome
     return _finish(ports, waiting, OutcomeKind.RELAUNCHED, f"the quota '{waiting.quota_name}' now allows it", now)
 
 
-def _finish(ports: GuardPorts, waiting: WaitingLaunch, kind: OutcomeKind, why: str, now: datetime) -> Outcome:
+def _finish(ports: QuotaWatchPorts, waiting: WaitingLaunch, kind: OutcomeKind, why: str, now: datetime) -> Outcome:
     launched = kind is OutcomeKind.RELAUNCHED
     outcome = Outcome(
         kind, waiting.blocked_job, why, Decision.QUOTA, Category.QUOTA, waiting.job_name if launched else ""
@@ -131,7 +131,7 @@ def _finish(ports: GuardPorts, waiting: WaitingLaunch, kind: OutcomeKind, why: s
 
 
 def _give_up(
-    ports: GuardPorts, waiting: WaitingLaunch, request: QuotaRequestState | None, verdict: WaitVerdict
+    ports: QuotaWatchPorts, waiting: WaitingLaunch, request: QuotaRequestState | None, verdict: WaitVerdict
 ) -> Outcome:
     if verdict is WaitVerdict.EXPIRE:
         why = f"it waited until {waiting.give_up_at.strftime('%Y-%m-%d %H:%M UTC')} (setting quota_wait_hours)"

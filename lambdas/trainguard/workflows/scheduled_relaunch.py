@@ -6,14 +6,14 @@ from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.job_end import RelaunchPlan
 from trainguard.domain.model import Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
+from trainguard.workflows.function_ports import EndedJobPorts
 from trainguard.workflows.once import act_once, reassess
-from trainguard.workflows.ports import GuardPorts
 from trainguard.workflows.relaunch import launch, plan_for
 
 STEP = "relaunch"
 
 
-def handle_scheduled_relaunch(ports: GuardPorts, failed_job_name: str) -> Outcome:
+def handle_scheduled_relaunch(ports: EndedJobPorts, failed_job_name: str) -> Outcome:
     facts = reassess(ports, failed_job_name)
     if isinstance(facts, Outcome):
         return facts

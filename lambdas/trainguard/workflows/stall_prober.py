@@ -18,7 +18,8 @@ from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.stall_alarms import owned_alarm_job
 from trainguard.domain.stalls import WatchedJob, is_stuck_stopping, log_silence_minutes
-from trainguard.workflows.ports import GuardPorts, StepInProgress, StepState
+from trainguard.workflows.function_ports import StallProberPorts
+from trainguard.workflows.ports import StepInProgress, StepState
 
 SWEEP_EVERY_MINUTES = 15
 
@@ -31,7 +32,7 @@ class ProbeReport:
     outcomes: list[Outcome] = field(default_factory=list)
 
 
-def probe(ports: GuardPorts) -> ProbeReport:
+def probe(ports: StallProberPorts) -> ProbeReport:
     now = ports.clock()
     watched = ports.stall_ledger.watched()
     silence = {job.job_name: round(log_silence_minutes(job, now), 2) for job in watched}
@@ -47,7 +48,7 @@ def probe(ports: GuardPorts) -> ProbeReport:
     return report
 
 
-def sweep_orphan_alarms(ports: GuardPorts, watched: set[str]) -> list[str]:
+def sweep_orphan_alarms(ports: StallProberPorts, watched: set[str]) -> list[str]:
     """Delete every trainguard alarm whose job is not watched: no alarm outlives its job."""
     owners = {name: owned_alarm_job(name) for name in ports.alarms.list_owned()}
     orphans = [name for name, job in owners.items() if job is not None and job not in watched]
@@ -56,7 +57,7 @@ def sweep_orphan_alarms(ports: GuardPorts, watched: set[str]) -> list[str]:
     return orphans
 
 
-def _report_stuck(ports: GuardPorts, job: WatchedJob, now: datetime) -> Outcome | None:
+def _report_stuck(ports: StallProberPorts, job: WatchedJob, now: datetime) -> Outcome | None:
     try:
         start = ports.ledger.begin_step(job.job_name, "stuck-stopping", now)
     except StepInProgress:
