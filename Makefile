@@ -48,8 +48,9 @@ lint: setup
 	$(PY) -m trainguard_local.iam_check
 
 # MkDocs in strict mode (mkdocs.yml): a broken link or anchor, or a page left out of the nav, fails the build.
+# Not --quiet: it hides the warnings from strict mode too, and the build then passes whatever they say.
 docs: setup
-	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 	@echo "site: site/index.html"
 
 synth: setup

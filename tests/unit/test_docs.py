@@ -93,3 +93,11 @@ def test_no_page_states_a_count_of_tests() -> None:
     count = re.compile(r"\b\d[\d,]* (?:unit |integration |infra )?tests\b")
     stated = [f"{p.name}: {m}" for p in [README, *_pages()] for m in count.findall(p.read_text())]
     assert stated == [], stated
+
+
+def test_make_docs_builds_strict_without_quiet_and_ci_runs_it() -> None:
+    # `mkdocs build --strict --quiet` passes whatever strict mode finds: --quiet drops the warnings it counts.
+    recipe = (REPOSITORY / "Makefile").read_text().split("\ndocs:", 1)[1].split("\n\n", 1)[0]
+    assert "mkdocs build --strict" in recipe
+    assert "--quiet" not in recipe and " -q" not in recipe
+    assert "make docs" in (REPOSITORY / ".ci" / "run").read_text().splitlines()
