@@ -20,9 +20,8 @@ def handle(event: Any, ports: LogActivityPorts | None = None) -> dict[str, Any]:
         return {"recorded": False, "reason": f"malformed delivery: {err}"}
     if activity is None:
         return {"recorded": False, "reason": "nothing to record (control message, empty, or not a training stream)"}
-    recorded = ports_or_production(ports, LogActivityPorts).stall_ledger.record_log_activity(
-        activity.job_name, activity.newest, activity.last_line
-    )
+    ports = ports_or_production(ports, LogActivityPorts)
+    recorded = ports.stall_ledger.record_log_activity(activity.job_name, activity.newest, activity.last_line)
     return {"recorded": recorded, "job_name": activity.job_name, "newest": activity.newest.isoformat()}
 
 

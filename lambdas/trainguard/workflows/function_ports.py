@@ -23,6 +23,8 @@ from trainguard.workflows.ports import (
     JobLauncher,
     JobLogsPort,
     JobStopper,
+    JobWatch,
+    LeaseLedger,
     LedgerPort,
     LogActivityLedger,
     NotifierPort,
@@ -30,8 +32,10 @@ from trainguard.workflows.ports import (
     QuotasPort,
     QuotaWallQuotas,
     SchedulerPort,
-    StallLedgerPort,
+    StallEvidence,
+    StallRecords,
     StepLedger,
+    WatchList,
 )
 
 
@@ -65,16 +69,17 @@ class RetryLauncherPorts(QuotaWallPorts):
     """A relaunch that waited for capacity, delivered by EventBridge Scheduler."""
 
     checkpoints: Checkpoints
-    scheduler: SchedulerPort
-    stall_ledger: StallLedgerPort
+    stall_ledger: StallRecords
     create_request_shape: dict[str, Any]
 
 
 @dataclass(frozen=True, kw_only=True)
 class JobEventsPorts(RetryLauncherPorts):
     """A job's state changes: watch it while it trains (its alarms), and when it ends, what the retry
-    launcher does (relaunch it, schedule the relaunch, or meet its quota wall)."""
+    launcher does (relaunch it, or meet its quota wall) or schedules the relaunch for later."""
 
+    scheduler: SchedulerPort
+    stall_ledger: JobWatch
     alarms: AlarmWatch
 
 
@@ -98,9 +103,9 @@ class StallAlarmsPorts(Settled):
 
     jobs: JobStopper
     checkpoints: Checkpoints
-    ledger: StepLedger
+    ledger: LeaseLedger
     notifier: NotifierPort
-    stall_ledger: StallLedgerPort
+    stall_ledger: StallEvidence
     alarms: AlarmRearmer
     job_logs: JobLogsPort
     gpu_metrics: GpuMetricsPort
@@ -112,7 +117,7 @@ class StallProberPorts(Settled):
 
     ledger: StepLedger
     notifier: NotifierPort
-    stall_ledger: StallLedgerPort
+    stall_ledger: WatchList
     alarms: AlarmSweeper
 
 

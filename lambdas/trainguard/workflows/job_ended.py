@@ -5,14 +5,14 @@ from __future__ import annotations
 from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.model import Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
-from trainguard.workflows.function_ports import EndedJobPorts
+from trainguard.workflows.function_ports import JobEventsPorts
 from trainguard.workflows.once import act_once, reassess
 from trainguard.workflows.relaunch import relaunch_after_quota, relaunch_or_schedule
 
 STEP = "end"
 
 
-def handle_job_end(ports: EndedJobPorts, job_name: str) -> Outcome:
+def handle_job_end(ports: JobEventsPorts, job_name: str) -> Outcome:
     facts = reassess(ports, job_name)
     if isinstance(facts, Outcome):
         return facts

@@ -103,10 +103,14 @@ class StepLedger(Protocol):
 
     def finish_step(self, job_name: str, step: str, outcome: Outcome, now: datetime) -> None: ...
 
+
+class LeaseLedger(StepLedger, Protocol):
+    """A step whose side effect may fail half-way: its lease is given back, so a redelivery acts again."""
+
     def abandon_step(self, job_name: str, step: str) -> None: ...
 
 
-class LedgerPort(StepLedger, Protocol):
+class LedgerPort(LeaseLedger, Protocol):
     def take_retry_budget(self, now: datetime, limit: int) -> bool: ...
 
     def record_lineage(self, root_job: str, attempt: int, job_name: str, retry_of: str, now: datetime) -> None: ...
@@ -148,18 +152,30 @@ class LogActivityLedger(Protocol):
     def record_log_activity(self, job_name: str, newest: datetime, last_line: str) -> bool: ...
 
 
-class StallLedgerPort(LogActivityLedger, Protocol):
-    def watch(self, job: WatchedJob) -> None: ...
+class StallRecords(Protocol):
+    """The evidence of a stop, read when the stopped job is relaunched."""
 
-    def unwatch(self, job_name: str) -> None: ...
+    def stall_record(self, job_name: str) -> dict[str, Any] | None: ...
 
+
+class WatchList(Protocol):
     def watched(self) -> list[WatchedJob]: ...
+
+
+class WatchedJobs(Protocol):
+    """One watched job's entry, and forgetting it."""
 
     def watched_job(self, job_name: str) -> list[WatchedJob]: ...
 
-    def record_stall(self, job_name: str, evidence: dict[str, Any], now: datetime) -> None: ...
+    def unwatch(self, job_name: str) -> None: ...
 
-    def stall_record(self, job_name: str) -> dict[str, Any] | None: ...
+
+class JobWatch(WatchedJobs, StallRecords, Protocol):
+    def watch(self, job: WatchedJob) -> None: ...
+
+
+class StallEvidence(WatchedJobs, StallRecords, Protocol):
+    def record_stall(self, job_name: str, evidence: dict[str, Any], now: datetime) -> None: ...
 
 
 class AlarmRemover(Protocol):

@@ -14,7 +14,7 @@ from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.policy import JobPolicy
 from trainguard.domain.quotas import read_quota_error
-from trainguard.workflows.function_ports import EndedJobPorts
+from trainguard.workflows.function_ports import EndedJobPorts, JobEventsPorts
 from trainguard.workflows.ports import LaunchRefused, NameTaken, fresh
 from trainguard.workflows.quota_wall import BlockedLaunch, QuotaWallResult, meet_quota_wall
 
@@ -51,7 +51,7 @@ def plan_for(
 
 
 def planned_within_budget(
-    ports: EndedJobPorts,
+    ports: JobEventsPorts,
     job: TrainingJob,
     assessment: Assessment,
     policy: JobPolicy,
@@ -75,18 +75,18 @@ def planned_within_budget(
     return plan
 
 
-def _launched_before(ports: EndedJobPorts, job: TrainingJob, plan: RelaunchPlan) -> bool:
+def _launched_before(ports: JobEventsPorts, job: TrainingJob, plan: RelaunchPlan) -> bool:
     existing = fresh(ports.jobs.describe(plan.new_job_name))
     return existing is not None and existing.tags.get(ports.keys.retry_of) == job.name
 
 
-def _scheduled_before(ports: EndedJobPorts, job: TrainingJob, plan: RelaunchPlan) -> bool:
+def _scheduled_before(ports: JobEventsPorts, job: TrainingJob, plan: RelaunchPlan) -> bool:
     # The schedule's name is derived from the failed job: only this failure's relaunch can have it.
     return bool(plan.delay) and ports.scheduler.has_schedule(job.name)
 
 
 def relaunch_or_schedule(
-    ports: EndedJobPorts,
+    ports: JobEventsPorts,
     job: TrainingJob,
     assessment: Assessment,
     policy: JobPolicy,
@@ -114,7 +114,7 @@ def relaunch_or_schedule(
 
 
 def relaunch_after_quota(
-    ports: EndedJobPorts,
+    ports: JobEventsPorts,
     job: TrainingJob,
     assessment: Assessment,
     policy: JobPolicy,
