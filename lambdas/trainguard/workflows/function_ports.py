@@ -24,7 +24,6 @@ from trainguard.workflows.ports import (
     JobLogsPort,
     JobStopper,
     JobWatch,
-    LeaseLedger,
     LedgerPort,
     LogActivityLedger,
     NotifierPort,
@@ -103,7 +102,7 @@ class StallAlarmsPorts(Settled):
 
     jobs: JobStopper
     checkpoints: Checkpoints
-    ledger: LeaseLedger
+    ledger: StepLedger
     notifier: NotifierPort
     stall_ledger: StallEvidence
     alarms: AlarmRearmer

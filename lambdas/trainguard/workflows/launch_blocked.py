@@ -14,7 +14,7 @@ from trainguard.domain.policy import JobPolicy, read_job_policy
 from trainguard.domain.request_builder import RelaunchImpossible
 from trainguard.events.cloudtrail import FailedLaunch
 from trainguard.workflows.function_ports import FailedLaunchesPorts
-from trainguard.workflows.ports import StepState
+from trainguard.workflows.once import once
 from trainguard.workflows.quota_wall import BlockedLaunch, meet_quota_wall
 
 
@@ -29,17 +29,12 @@ def handle_blocked_launch(ports: FailedLaunchesPorts, launch: FailedLaunch) -> O
         return skipped(
             launch.job_name, f"trainguard's own launch (tag {mark}): its quota wall is handled where it was made"
         )
-    step = f"blocked-launch#{launch.event_id}"
-    start = ports.ledger.begin_step(launch.job_name, step, now)
-    if start.state is StepState.DONE:
-        return Outcome(OutcomeKind.ALREADY_HANDLED, launch.job_name, "already handled", Decision.QUOTA, Category.QUOTA)
-    try:
-        outcome = _act(ports, launch, policy)
-        ports.ledger.finish_step(launch.job_name, step, outcome, now)
-    except Exception:
-        ports.ledger.abandon_step(launch.job_name, step)
-        raise
-    return outcome
+    with once(ports, launch.job_name, f"blocked-launch#{launch.event_id}", now) as step:
+        if step.done:
+            return Outcome(
+                OutcomeKind.ALREADY_HANDLED, launch.job_name, "already handled", Decision.QUOTA, Category.QUOTA
+            )
+        return step.record(_act(ports, launch, policy))
 
 
 def _act(ports: FailedLaunchesPorts, launch: FailedLaunch, policy: JobPolicy) -> Outcome:

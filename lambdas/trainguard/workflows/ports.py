@@ -99,18 +99,16 @@ class Checkpoints(Protocol):
 
 
 class StepLedger(Protocol):
+    """Leases on steps (trainguard.workflows.once): taken, recorded, or given back for a redelivery to act again."""
+
     def begin_step(self, job_name: str, step: str, now: datetime) -> StepStart: ...
 
     def finish_step(self, job_name: str, step: str, outcome: Outcome, now: datetime) -> None: ...
 
-
-class LeaseLedger(StepLedger, Protocol):
-    """A step whose side effect may fail half-way: its lease is given back, so a redelivery acts again."""
-
     def abandon_step(self, job_name: str, step: str) -> None: ...
 
 
-class LedgerPort(LeaseLedger, Protocol):
+class LedgerPort(StepLedger, Protocol):
     def take_retry_budget(self, now: datetime, limit: int) -> bool: ...
 
     def record_lineage(self, root_job: str, attempt: int, job_name: str, retry_of: str, now: datetime) -> None: ...

@@ -25,7 +25,8 @@ from trainguard.domain.stalls import (
 )
 from trainguard.events.alarm_state_change import AlarmStateChange
 from trainguard.workflows.function_ports import StallAlarmsPorts
-from trainguard.workflows.ports import StepState, fresh
+from trainguard.workflows.once import once
+from trainguard.workflows.ports import fresh
 from trainguard.workflows.stall_watch import stop_watching
 
 STEP = "stall-stop"
@@ -59,19 +60,13 @@ def handle_stall_alarm(ports: StallAlarmsPorts, change: AlarmStateChange) -> Out
             ports.alarms.rearm(change.alarm_name, f"trainguard: not a stall yet: {verdict.reason}"[:1000])
         return skipped(job_name, verdict.reason)
 
-    start = ports.ledger.begin_step(job.name, STEP, now)
-    if start.state is StepState.DONE:
-        return Outcome(
-            OutcomeKind.ALREADY_HANDLED, job.name, "the stall was already handled", Decision.STOP, Category.STALL
-        )
-    try:
+    with once(ports, job.name, STEP, now) as step:
+        if step.done:
+            return Outcome(
+                OutcomeKind.ALREADY_HANDLED, job.name, "the stall was already handled", Decision.STOP, Category.STALL
+            )
         checkpoint = ports.checkpoints.read(job.checkpoint_s3_uri)
-        outcome = _act(ports, job, signal, verdict, evidence, checkpoint, now)
-        ports.ledger.finish_step(job.name, STEP, outcome, now)
-    except Exception:
-        ports.ledger.abandon_step(job.name, STEP)
-        raise
-    return outcome
+        return step.record(_act(ports, job, signal, verdict, evidence, checkpoint, now))
 
 
 def gather_evidence(
