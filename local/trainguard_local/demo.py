@@ -28,7 +28,7 @@ from typing import Any
 
 from trainguard_local.demo_quotas import act_quota_wall
 from trainguard_local.demo_stalls import act_stalls
-from trainguard_local.stand_in import CHECKPOINT_BUCKET, LambdaContext, LocalAWS, local_aws, training_request
+from trainguard_local.stand_in.local_aws import CHECKPOINT_BUCKET, LambdaContext, LocalAWS, local_aws, training_request
 
 JOBS: dict[str, dict[str, Any]] = {
     "llama-pretrain": {

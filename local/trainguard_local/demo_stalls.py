@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
-from trainguard_local.alarm_evaluator import LocalAlarmEvaluator
-from trainguard_local.stand_in import TRAINING_LOG_GROUP, LocalAWS, training_request
+from trainguard_local.stand_in.alarm_evaluator import LocalAlarmEvaluator
+from trainguard_local.stand_in.local_aws import TRAINING_LOG_GROUP, LocalAWS, training_request
 
 GPU_NAMESPACE = "/aws/sagemaker/TrainingJobs"
 MINUTES = 70

@@ -49,7 +49,7 @@ from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD, Guar
 from trainguard_local.fleet.trainguard_run.kernel import Kernel, Park, QuotaChecks, Sleep, StallWindow, StopNews, Ticker
 from trainguard_local.fleet.trainguard_run.stall_windows import LEAD_MINUTES, WINDOW_KINDS, open_stall_window
 from trainguard_local.fleet.trainguard_run.world import FleetWorld, GuardCall
-from trainguard_local.sagemaker_control_plane import InvalidTransition
+from trainguard_local.stand_in.sagemaker_control_plane import InvalidTransition
 
 _MAX_LAUNCHES = 100
 Life = Generator[Sleep | Park, Any, None]
