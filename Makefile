@@ -44,7 +44,7 @@ test-quick: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
-	$(PY) -m trainguard_local.iam_check
+	$(PY) -m trainguard_local.commands.iam_check
 
 synth: setup
 	rm -rf cdk.out
