@@ -98,8 +98,7 @@ class TrainGuardStack(Stack):
     def _grant_job_and_quota_functions(self) -> None:
         """The ledger, the topic and quota requests for all four; relaunches for the three that launch."""
         for function in (*self.job_events.functions, *self.quota_walls.functions):
-            self.ledger.grant_ledger_access(function)
-            self.notifications.grant_publish(function)
+            self._allow_ledger_and_topic(function)
             self._allow_quota_requests(function)
         for function in self.job_events.functions:
             self._allow_relaunching_training_jobs(function)
@@ -120,8 +119,7 @@ class TrainGuardStack(Stack):
         # Stall alarms: describes the job, reads its logs and GPU figures, stops it, reads its checkpoint,
         # rearms an alarm that fired in the startup grace, and deletes the alarms of a job gone or opted out.
         judge = stalls.stall_alarms_function
-        self.ledger.grant_ledger_access(judge)
-        self.notifications.grant_publish(judge)
+        self._allow_ledger_and_topic(judge)
         grants.allow_reading_training_jobs(judge)
         grants.allow_stopping_opted_in_training_jobs(judge)
         grants.allow_listing_checkpoint_buckets(judge)
@@ -132,14 +130,18 @@ class TrainGuardStack(Stack):
         # Prober: reads the watch list, publishes log silence, reports stuck stops once (ledger steps and
         # the topic), and sweeps orphan alarms (lists them, composites included, and deletes them).
         prober = stalls.stall_prober_function
-        self.ledger.grant_ledger_access(prober)
-        self.notifications.grant_publish(prober)
+        self._allow_ledger_and_topic(prober)
         grants.allow_publishing_log_silence(prober)
         grants.allow_listing_alarms(prober)
         grants.allow_deleting_stall_alarms(prober)
         # Log activity: one conditional UpdateItem per delivery, nothing else. It is invoked with the log
         # lines of every training job in the account, so it gets the least of all.
         self.ledger.grant_ledger_updates(stalls.log_activity_function)
+
+    def _allow_ledger_and_topic(self, function: lambda_.Function) -> None:
+        """The ledger's items (its leases, steps and watch list) and the notification topic(s)."""
+        self.ledger.grant_ledger_access(function)
+        self.notifications.grant_publish(function)
 
     def _allow_relaunching_training_jobs(self, function: lambda_.Function) -> None:
         """Re-describe a job and relaunch it, and nothing wider: CreateTrainingJob only with the
