@@ -1,22 +1,14 @@
 """The adapters' IAM actions in groups, one group per scope AWS allows for them, with the sources that
 say so and the reasons the cdk-nag acknowledgments give.
 
-An adapter declares one IAM_ACTIONS tuple for all its methods, and not every function calls every
-method: the stall-alarms function stops jobs but never launches one, the job-events function puts
-alarms but never publishes metrics. So each adapter's actions are split here into groups (each a
-constant): the actions that share resources and conditions. infra/grants.py has one statement builder
-per group, and the stack gives every function the groups its workflows call.
-`check_adapter_actions_are_placed` stops the synth when an adapter declares an action no group holds,
-so a new action is looked up and placed, never silently left out or granted wholesale.
+What a function needs is declared once, on the adapter methods its ports name (trainguard.adapters.permissions;
+trainguard.handlers.wiring.actions_of_ports). Here are only the scopes: the actions that share resources
+and conditions, each group a constant. infra/grants.py has one statement builder per group and gives a
+function each group's share of what it needs; an action it needs that no group holds stops the synth, so a
+new action is looked up and placed, never silently left out or granted wholesale.
 """
 
 from __future__ import annotations
-
-from trainguard.adapters.alarms import IAM_ACTIONS as ALARMS_ACTIONS
-from trainguard.adapters.checkpoints import IAM_ACTIONS as CHECKPOINT_ACTIONS
-from trainguard.adapters.job_activity import IAM_ACTIONS as JOB_ACTIVITY_ACTIONS
-from trainguard.adapters.sagemaker import IAM_ACTIONS as SAGEMAKER_ACTIONS
-from trainguard.adapters.service_quotas import IAM_ACTIONS as SERVICE_QUOTAS_ACTIONS
 
 TRAINING_JOB_READ_ACTIONS = ("sagemaker:DescribeTrainingJob", "sagemaker:ListTags")
 CREATE_TRAINING_JOB = "sagemaker:CreateTrainingJob"
@@ -57,13 +49,14 @@ STOPPED_JOBS_REASON = (
 # granted on those two prefixes only.
 ALARM_PUT_ACTIONS = ("cloudwatch:PutMetricAlarm", "cloudwatch:TagResource")
 ALARM_DELETE_ACTIONS = ("cloudwatch:DeleteAlarms",)
-ALARM_REARM_ACTIONS = ("cloudwatch:DescribeAlarms", "cloudwatch:SetAlarmState")
+ALARM_REARM_ACTIONS = ("cloudwatch:SetAlarmState",)
 # PutCompositeAlarm lists the same resource type, but CloudWatch itself refuses a narrower grant: "you
 # must be signed on with the cloudwatch:PutCompositeAlarm permission that is scoped to *. You can't
 # create a composite alarms if your cloudwatch:PutCompositeAlarm permission has a narrower scope"; and
 # DescribeAlarms "to return information about composite alarms ... scoped to *" (CloudWatch API
-# Reference, PutCompositeAlarm and DescribeAlarms; the same text in botocore's model). The rearm reads
-# metric alarms only (the GPU parts), the orphan sweep reads composites too.
+# Reference, PutCompositeAlarm and DescribeAlarms; the same text in botocore's model). The orphan sweep reads
+# composites; the rearm reads metric alarms only (the GPU parts), where the alarm ARNs would do, but a read on *
+# costs nothing in safety and keeps DescribeAlarms in one statement.
 COMPOSITE_ALARM_PUT_ACTIONS = ("cloudwatch:PutCompositeAlarm",)
 ALARM_LIST_ACTIONS = ("cloudwatch:DescribeAlarms",)
 # PutMetricData supports no resource type, and the condition key cloudwatch:namespace
@@ -88,7 +81,8 @@ COMPOSITE_ALARMS_REASON = (
 )
 LIST_ALARMS_REASON = (
     "DescribeAlarms returns composite alarms only to a permission scoped to * (CloudWatch API Reference, "
-    "DescribeAlarms), and the orphan sweep must find the idle-GPU composites to delete them; it only reads."
+    "DescribeAlarms), and the orphan sweep must find the idle-GPU composites to delete them; it only reads (the "
+    "rearm reads its GPU part alarms with the same grant)."
 )
 PUBLISH_METRICS_REASON = (
     "PutMetricData supports no resource type (Service Authorization Reference, CloudWatch); the statement "
@@ -140,44 +134,3 @@ UNSCOPED_QUOTAS_REASON = (
     "ListRequestedServiceQuotaChangeHistoryByQuota take the quota type in the reference and none in parliament's "
     "data, so * is the grant that works under either. All four only read."
 )
-
-# Each adapter's IAM_ACTIONS, split into the groups above; every action in exactly the groups that grant it.
-ADAPTER_ACTION_GROUPS: dict[str, tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]] = {
-    "sagemaker": (
-        SAGEMAKER_ACTIONS,
-        (
-            TRAINING_JOB_READ_ACTIONS,
-            TRAINING_JOB_LAUNCH_ACTIONS,
-            TRAINING_PLAN_LAUNCH_ACTIONS,
-            TRAINING_JOB_STOP_ACTIONS,
-            PASS_ROLE_ACTIONS,
-        ),
-    ),
-    "service_quotas": (SERVICE_QUOTAS_ACTIONS, (QUOTA_SCOPED_ACTIONS, UNSCOPED_QUOTA_ACTIONS)),
-    "alarms": (
-        ALARMS_ACTIONS,
-        (
-            ALARM_PUT_ACTIONS,
-            COMPOSITE_ALARM_PUT_ACTIONS,
-            ALARM_DELETE_ACTIONS,
-            ALARM_REARM_ACTIONS,
-            ALARM_LIST_ACTIONS,
-            METRIC_PUBLISH_ACTIONS,
-        ),
-    ),
-    "job_activity": (JOB_ACTIVITY_ACTIONS, (LOG_READ_ACTIONS, METRIC_READ_ACTIONS)),
-    "checkpoints": (CHECKPOINT_ACTIONS, (CHECKPOINT_LIST_ACTIONS,)),
-}
-
-
-def check_adapter_actions_are_placed() -> None:
-    """Every action an adapter declares is in one of the groups the stack grants, and no group holds an
-    action the adapter does not declare. Raised at synth, so a new action is placed with thought."""
-    for adapter, (declared, groups) in ADAPTER_ACTION_GROUPS.items():
-        placed = {action for group in groups for action in group}
-        if set(declared) != placed:
-            raise ValueError(
-                f"the {adapter} adapter declares {sorted(declared)}, the stack's groups hold {sorted(placed)}; look "
-                "each new action up in the Service Authorization Reference and add it to the group "
-                "(infra/action_groups.py) whose resources and conditions fit it"
-            )

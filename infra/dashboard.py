@@ -29,10 +29,11 @@ from constructs import Construct, IConstruct
 
 from infra.guard_function import POWERTOOLS_ENVIRONMENT
 from infra.stall_detection import PROBER_HEARTBEAT_METRIC
-from trainguard.adapters.ledger import IAM_ACTIONS as LEDGER_ACTIONS
 from trainguard.domain.outcome import OutcomeKind
 from trainguard.domain.stall_alarms import LOG_SILENCE_DIMENSION, LOG_SILENCE_METRIC, LOG_SILENCE_NAMESPACE
+from trainguard.handlers.wiring import actions_of_ports
 from trainguard.metric_names import MALFORMED_EVENTS, OUTCOME_METRIC_PREFIX, WATCHED_JOBS
+from trainguard.workflows.function_ports import FUNCTION_PORTS
 
 # The names the handlers emit (trainguard.handlers.observability, trainguard.handlers.stall_prober);
 # tests/infra/test_dashboard.py checks them against what the handlers really emit.
@@ -82,8 +83,12 @@ def outcome_count(kind: OutcomeKind) -> cloudwatch.Metric:
 
 
 def ledger_operations() -> list[dynamodb.Operation]:
-    """The operations the ledger adapter declares ("dynamodb:GetItem" -> Operation.GET_ITEM)."""
-    names = (action.split(":", 1)[1] for action in LEDGER_ACTIONS)
+    """The table operations the functions' ports declare ("dynamodb:GetItem" -> Operation.GET_ITEM)."""
+    names = sorted(
+        action.split(":", 1)[1]
+        for action in frozenset().union(*map(actions_of_ports, FUNCTION_PORTS))
+        if action.startswith("dynamodb:")
+    )
     return [dynamodb.Operation[re.sub(r"(?<!^)(?=[A-Z])", "_", name).upper()] for name in names]
 
 

@@ -4,8 +4,8 @@ Every builder has the same shape, `grants.allow_<what>(function, actions=<its wh
 one statement to the function's role with `actions` (any subset of its group; an action of another
 group raises, and no action adds nothing), on the group's resources and under its conditions, and
 records the cdk-nag acknowledgment of each wildcard resource with the group's reason. They are given
-once per role and finding when the stack calls `grants.acknowledgments.acknowledge_all()`. Which
-function gets which groups is the stack's to say.
+once per role and finding when the stack calls `grants.acknowledgments.acknowledge_all()`.
+`allow_what_it_calls` gives a function each group's share of the actions its ports need.
 """
 
 from __future__ import annotations
@@ -112,6 +112,36 @@ class Grants:
             )
             for prefix in OWNED_PREFIXES
         ]
+
+    def allow_what_it_calls(self, function: Function, needed: frozenset[str], log_group: logs.ILogGroup) -> set[str]:
+        """Each statement with the actions of its group that `needed` holds; the actions it placed.
+        PassRole is not among them: whose role is passed depends on the port that needs it (the stack's)."""
+        builders = (
+            (READ_JOBS, self.allow_reading_training_jobs),
+            (LAUNCH_JOBS, self.allow_launching_opted_in_training_jobs),
+            (LAUNCH_ON_PLANS, self.allow_launching_on_training_plans),
+            (STOP_JOBS, self.allow_stopping_opted_in_training_jobs),
+            (LIST_CHECKPOINTS, self.allow_listing_checkpoint_buckets),
+            (PUT_ALARMS, self.allow_putting_stall_alarms),
+            (PUT_COMPOSITES, self.allow_putting_composite_alarms),
+            (DELETE_ALARMS, self.allow_deleting_stall_alarms),
+            (REARM_ALARMS, self.allow_rearming_stall_alarms),
+            (LIST_ALARMS, self.allow_listing_alarms),
+            (PUBLISH_LOG_SILENCE, self.allow_publishing_log_silence),
+            (READ_GPU_METRICS, self.allow_reading_gpu_metrics),
+            (REQUEST_QUOTAS, self.allow_requesting_sagemaker_quotas),
+            (READ_QUOTAS, self.allow_reading_quotas),
+            (CREATE_QUOTAS_ROLE, self.allow_creating_the_service_quotas_role),
+        )
+        placed: set[str] = set()
+        for statement, builder in builders:
+            if actions := [action for action in statement.group if action in needed]:
+                builder(function, actions)
+                placed.update(actions)
+        if logs_needed := [action for action in READ_TRAINING_LOGS.group if action in needed]:
+            self.allow_reading_training_logs(function, logs_needed, log_group=log_group)
+            placed.update(logs_needed)
+        return placed
 
     def _opt_in_tag(self, where: str) -> str:
         """The opt-in tag's condition key, on the request ("RequestTag") or on the job ("ResourceTag")."""

@@ -38,6 +38,7 @@ RETRY_LAUNCHER_HANDLER = "trainguard.handlers.retry_launcher.handler"
 SCHEDULE_GROUP_NAME = "trainguard"
 MAX_FUNCTION_NAME_LENGTH = 64
 SCHEDULER_PRINCIPAL = "scheduler.amazonaws.com"
+SCHEDULE_ACTIONS = ("scheduler:CreateSchedule", "scheduler:GetSchedule")
 
 
 class JobEvents(Construct):
@@ -100,7 +101,7 @@ class JobEvents(Construct):
 
     def _build_retry_schedules(self) -> None:
         """The schedule group of the one-time relaunch schedules, the role Scheduler invokes the retry
-        launcher with, and the job-events function's right to create them."""
+        launcher with (the right to create them is the stack's to give: `allow_scheduling_retries`)."""
         # Destroyed with the stack (the default is to retain it): its name is fixed, and a retained
         # group would make the next deploy of the stack fail with "already exists".
         self.schedule_group = scheduler.ScheduleGroup(
@@ -110,7 +111,6 @@ class JobEvents(Construct):
             removal_policy=RemovalPolicy.DESTROY,
         )
         self.scheduler_role = self._scheduler_role()
-        self._allow_scheduling_retries(self.job_events_function)
 
     def _alarm_on_failures(self, topic: sns.ITopic) -> None:
         """The DLQ's alarm and each function's errors alarm."""
@@ -152,17 +152,20 @@ class JobEvents(Construct):
         )
         return role
 
-    def _allow_scheduling_retries(self, function: lambda_.Function) -> None:
+    def allow_scheduling_retries(self, function: lambda_.Function, needed: frozenset[str]) -> set[str]:
+        """The scheduler port's actions: its schedules in trainguard's group, and passing the scheduler's own
+        role to EventBridge Scheduler (GetSchedule: a redelivery checks whether an earlier one scheduled the
+        relaunch, adapters/scheduler.py). The actions it placed."""
         schedules_arn = Stack.of(self).format_arn(
             service="scheduler", resource="schedule", resource_name=f"{SCHEDULE_GROUP_NAME}/*"
         )
-        function.add_to_role_policy(
-            iam.PolicyStatement(
-                sid="CreateAndReadRetrySchedules",
-                # GetSchedule: a redelivery checks whether an earlier one scheduled the relaunch (adapters/scheduler.py)
-                actions=["scheduler:CreateSchedule", "scheduler:GetSchedule"],
-                resources=[schedules_arn],
+        actions = sorted(action for action in needed if action.startswith("scheduler:"))
+        if unknown := needed - {*SCHEDULE_ACTIONS, "iam:PassRole"}:
+            raise ValueError(
+                f"the scheduler port needs {sorted(unknown)}, which allow_scheduling_retries does not grant"
             )
+        function.add_to_role_policy(
+            iam.PolicyStatement(sid="CreateAndReadRetrySchedules", actions=actions, resources=[schedules_arn])
         )
         function.add_to_role_policy(
             iam.PolicyStatement(
@@ -179,3 +182,4 @@ class JobEvents(Construct):
             "Each retry gets a one-time schedule named after the failed job, so names are not known in "
             "advance; the grant is limited to creating and reading schedules in trainguard's own schedule group.",
         )
+        return set(needed)

@@ -12,15 +12,12 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from trainguard.adapters.ledger import IAM_ACTIONS as LEDGER_ACTIONS
 from trainguard.adapters.ledger import PARTITION_KEY, SORT_KEY, TTL_ATTRIBUTE
 
-# The keys and the actions are the ledger adapter's: conditional writes, leases it takes and
-# releases, counters, a job's records. No Scan, no batch. The stall ledger
-# (trainguard.adapters.stall_ledger) keeps its records in the same table with the same actions.
-LEDGER_UPDATE = "dynamodb:UpdateItem"
-if LEDGER_UPDATE not in LEDGER_ACTIONS:
-    raise ValueError(f"the ledger adapter no longer declares {LEDGER_UPDATE}; see grant_ledger_updates")
+# The keys are the ledger adapters' (trainguard.adapters.ledger, stall_ledger): one table for leases, steps,
+# counters, lineage, quota waits and the stall watch list. A function gets the item actions its ports
+# declare, on this table; no Scan, no batch, no index.
+TABLE_SERVICE = "dynamodb:"
 
 
 class Ledger(Construct):
@@ -40,11 +37,9 @@ class Ledger(Construct):
             removal_policy=RemovalPolicy.RETAIN,
         )
 
-    def grant_ledger_access(self, grantee: iam.IGrantable) -> None:
-        """Exactly LEDGER_ACTIONS on this table (no index ARNs: the table has none)."""
-        self.table.grant(grantee, *LEDGER_ACTIONS)
-
-    def grant_ledger_updates(self, grantee: iam.IGrantable) -> None:
-        """UpdateItem alone, for a writer that only updates items in place with a condition (the
-        log-activity function: a watched job's newest log line, `StallLedger.record_log_activity`)."""
-        self.table.grant(grantee, LEDGER_UPDATE)
+    def grant_items(self, grantee: iam.IGrantable, needed: frozenset[str]) -> set[str]:
+        """The DynamoDB actions of `needed`, on this table only; the actions it placed."""
+        actions = sorted(action for action in needed if action.startswith(TABLE_SERVICE))
+        if actions:
+            self.table.grant(grantee, *actions)
+        return set(actions)

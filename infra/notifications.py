@@ -24,6 +24,7 @@ from constructs import Construct
 
 CLOUDWATCH_PRINCIPAL = "cloudwatch.amazonaws.com"
 # What a publisher to an SSE topic needs on the key; listed without wildcards for IAM identity policies.
+PUBLISH = "sns:Publish"
 PUBLISHER_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
 
 
@@ -95,9 +96,16 @@ class Notifications(Construct):
     def topic_arns(self) -> list[str]:
         return [topic.topic_arn for topic in (self.topic, self.chat_topic) if topic is not None]
 
+    def grant_publishing(self, grantee: iam.IGrantable, needed: frozenset[str]) -> set[str]:
+        """sns:Publish on the topic(s), if `needed` holds it, with the two key actions an SSE publisher needs."""
+        if PUBLISH not in needed:
+            return set()
+        self.grant_publish(grantee)
+        return {PUBLISH}
+
     def grant_publish(self, grantee: iam.IGrantable) -> None:
         """sns:Publish on the topic(s) and the two key actions an SSE publisher needs, nothing more."""
-        iam.Grant.add_to_principal(grantee=grantee, actions=["sns:Publish"], resource_arns=self.topic_arns)
+        iam.Grant.add_to_principal(grantee=grantee, actions=[PUBLISH], resource_arns=self.topic_arns)
         iam.Grant.add_to_principal(
             grantee=grantee, actions=list(PUBLISHER_KEY_ACTIONS), resource_arns=[self.key.key_arn]
         )

@@ -2,13 +2,15 @@
 
 The functions' environment is one `GuardConfig`, built here once from the constructs' names and
 ARNs (CDK tokens) and passed through `to_env()`, so no variable name is typed in the infrastructure.
-The functions' SageMaker, Service Quotas, CloudWatch, CloudWatch Logs and S3 rights come from the
-adapters' actions, in the groups of infra/action_groups.py; each group's statement is built by
-infra/grants.py, and the stack says here which function gets which groups: those its workflows call.
+Every function's rights come from one declaration: the actions of the adapter methods its ports name
+(trainguard.workflows.function_ports, trainguard.adapters.permissions). The stack reads them from the
+handler each function runs and grants each where its scope is: the ledger's table, the topics, the
+retry schedules, and the statements of infra/grants.py. An action no scope holds stops the synth.
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import fields
 from typing import Any
 
@@ -16,28 +18,32 @@ from aws_cdk import Stack
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from infra.action_groups import check_adapter_actions_are_placed
 from infra.dashboard import GuardDashboard
 from infra.grants import Grants
-from infra.job_events import JobEvents
+from infra.job_events import JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER, JobEvents
 from infra.ledger import Ledger
 from infra.nag import PendingAcknowledgments
 from infra.notifications import Notifications
-from infra.quota_walls import QuotaWalls
+from infra.quota_walls import FAILED_LAUNCHES_HANDLER, QUOTA_WATCH_HANDLER, QuotaWalls
 from infra.settings import Settings
-from infra.stall_detection import StallDetection
+from infra.stall_detection import (
+    LOG_ACTIVITY_HANDLER,
+    STALL_ALARMS_HANDLER,
+    STALL_PROBER_HANDLER,
+    StallDetection,
+)
 from trainguard.config import GuardConfig
+from trainguard.handlers.wiring import needs_by_port, ports_kind_of
 
 
 class TrainGuardStack(Stack):
     def __init__(self, scope: Construct, construct_id: str, *, settings: Settings, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        check_adapter_actions_are_placed()
         self.settings = settings
         self.grants = Grants(stack=self, settings=settings, acknowledgments=PendingAcknowledgments())
         self._build_constructs()
-        self._grant_job_and_quota_functions()
-        self._grant_stall_detection()
+        for function, handler in self.handlers:
+            self._grant_what_it_calls(function, handler)
         self.dashboard = GuardDashboard(
             self,
             "Dashboard",
@@ -55,6 +61,20 @@ class TrainGuardStack(Stack):
     @property
     def functions(self) -> tuple[lambda_.Function, ...]:
         return (*self.job_events.functions, *self.quota_walls.functions, *self.stall_detection.functions)
+
+    @property
+    def handlers(self) -> tuple[tuple[lambda_.Function, str], ...]:
+        """Each function with the handler it runs."""
+        stalls, failed_launches = self.stall_detection, self.quota_walls.failed_launches_function
+        return (
+            (self.job_events.job_events_function, JOB_EVENTS_HANDLER),
+            (self.job_events.retry_launcher_function, RETRY_LAUNCHER_HANDLER),
+            (self.quota_walls.quota_watch_function, QUOTA_WATCH_HANDLER),
+            *(() if failed_launches is None else ((failed_launches, FAILED_LAUNCHES_HANDLER),)),
+            (stalls.stall_alarms_function, STALL_ALARMS_HANDLER),
+            (stalls.stall_prober_function, STALL_PROBER_HANDLER),
+            (stalls.log_activity_function, LOG_ACTIVITY_HANDLER),
+        )
 
     def _build_constructs(self) -> None:
         settings = self.settings
@@ -95,67 +115,24 @@ class TrainGuardStack(Stack):
         for construct in (self.job_events, self.quota_walls, self.stall_detection):
             construct.add_environment(self.guard_config.to_env())
 
-    def _grant_job_and_quota_functions(self) -> None:
-        """The ledger, the topic and quota requests for all four; relaunches for the three that launch."""
-        for function in (*self.job_events.functions, *self.quota_walls.functions):
-            self._allow_ledger_and_topic(function)
-            self._allow_quota_requests(function)
-        for function in self.job_events.functions:
-            self._allow_relaunching_training_jobs(function)
-            self.grants.allow_listing_checkpoint_buckets(function)
-        # The quota watcher launches what waited for a quota (the request is already built: no
-        # checkpoint to read); the failed-launches function only requests quotas and records the launch.
-        self._allow_relaunching_training_jobs(self.quota_walls.quota_watch_function)
-
-    def _grant_stall_detection(self) -> None:
-        """What each function's stall workflows call (trainguard.workflows.stall_watch, stall_alarm,
-        stall_prober; trainguard.handlers.log_activity), and nothing else."""
-        grants, stalls = self.grants, self.stall_detection
-        # Job events: watches a job while it trains (its alarms put, composites too), stops watching when
-        # it ends (deleted). The watch list is in the ledger, which it already has.
-        grants.allow_putting_stall_alarms(self.job_events.job_events_function)
-        grants.allow_putting_composite_alarms(self.job_events.job_events_function)
-        grants.allow_deleting_stall_alarms(self.job_events.job_events_function)
-        # Stall alarms: describes the job, reads its logs and GPU figures, stops it, reads its checkpoint,
-        # rearms an alarm that fired in the startup grace, and deletes the alarms of a job gone or opted out.
-        judge = stalls.stall_alarms_function
-        self._allow_ledger_and_topic(judge)
-        grants.allow_reading_training_jobs(judge)
-        grants.allow_stopping_opted_in_training_jobs(judge)
-        grants.allow_listing_checkpoint_buckets(judge)
-        grants.allow_reading_training_logs(judge, log_group=stalls.training_log_group)
-        grants.allow_reading_gpu_metrics(judge)
-        grants.allow_rearming_stall_alarms(judge)
-        grants.allow_deleting_stall_alarms(judge)
-        # Prober: reads the watch list, publishes log silence, reports stuck stops once (ledger steps and
-        # the topic), and sweeps orphan alarms (lists them, composites included, and deletes them).
-        prober = stalls.stall_prober_function
-        self._allow_ledger_and_topic(prober)
-        grants.allow_publishing_log_silence(prober)
-        grants.allow_listing_alarms(prober)
-        grants.allow_deleting_stall_alarms(prober)
-        # Log activity: one conditional UpdateItem per delivery, nothing else. It is invoked with the log
-        # lines of every training job in the account, so it gets the least of all.
-        self.ledger.grant_ledger_updates(stalls.log_activity_function)
-
-    def _allow_ledger_and_topic(self, function: lambda_.Function) -> None:
-        """The ledger's items (its leases, steps and watch list) and the notification topic(s)."""
-        self.ledger.grant_ledger_access(function)
-        self.notifications.grant_publish(function)
-
-    def _allow_relaunching_training_jobs(self, function: lambda_.Function) -> None:
-        """Re-describe a job and relaunch it, and nothing wider: CreateTrainingJob only with the
-        opt-in tag, PassRole only for the configured execution roles (none when the list is empty)."""
-        self.grants.allow_reading_training_jobs(function)
-        self.grants.allow_launching_opted_in_training_jobs(function)
-        self.grants.allow_launching_on_training_plans(function)
-        self.grants.allow_passing_execution_roles(function)
-
-    def _allow_quota_requests(self, function: lambda_.Function) -> None:
-        """The Service Quotas adapter's actions, each as narrow as AWS allows, and the service-linked role."""
-        self.grants.allow_requesting_sagemaker_quotas(function)
-        self.grants.allow_reading_quotas(function)
-        self.grants.allow_creating_the_service_quotas_role(function)
+    def _grant_what_it_calls(self, function: lambda_.Function, handler: str) -> None:
+        """The actions of the function's ports, each where its scope is; PassRole by the port that passes."""
+        by_port = needs_by_port(ports_kind_of(importlib.import_module(handler.rsplit(".", 1)[0]).handle))
+        needed = frozenset().union(*by_port.values())
+        placed = self.grants.allow_what_it_calls(function, needed, self.stall_detection.training_log_group)
+        placed |= self.ledger.grant_items(function, needed)
+        placed |= self.notifications.grant_publishing(function, needed)
+        if "scheduler" in by_port:  # CreateSchedule, GetSchedule and PassRole of the scheduler's own role
+            placed |= self.job_events.allow_scheduling_retries(function, by_port["scheduler"])
+        if "iam:PassRole" in by_port.get("jobs", ()):  # the execution roles a relaunch may pass
+            self.grants.allow_passing_execution_roles(function)
+            placed.add("iam:PassRole")
+        if unplaced := needed - placed:
+            raise ValueError(
+                f"{handler} needs {sorted(unplaced)}, which no statement of the stack grants: look each up in the "
+                "Service Authorization Reference and add it to the group (infra/action_groups.py) whose resources "
+                "and conditions fit it"
+            )
 
 
 def guard_config(

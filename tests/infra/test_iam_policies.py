@@ -28,11 +28,13 @@ from tests.infra.template_queries import (
     role_of_function,
     statements_of_role,
 )
+from trainguard.handlers.wiring import actions_of_ports, ports_kind_of
 
 pytestmark = pytest.mark.slow
 
-# The functions that relaunch training jobs (the failed-launches function only requests quotas).
-LAUNCHING_HANDLERS = [JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER, QUOTA_WATCH_HANDLER]
+# The functions that launch training jobs: relaunches, and (failed launches) a refused launch on its fallback.
+LAUNCHING_BY_DEFAULT = [JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER, QUOTA_WATCH_HANDLER]
+LAUNCHING_HANDLERS = [*LAUNCHING_BY_DEFAULT, FAILED_LAUNCHES_HANDLER]  # the last one only where the setting is on
 # The functions that read checkpoints: before a relaunch (the quota watcher launches a request built
 # earlier), and in a stall's notification.
 CHECKPOINT_HANDLERS = [JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER, STALL_ALARMS_HANDLER]
@@ -93,72 +95,6 @@ ACTIONS_ONLY_ON_STAR = {
 }
 
 
-# Which adapters each handler's workflows call (handlers/wiring.py builds them all; only job-events
-# schedules, only the functions that relaunch or stop touch SageMaker, only those that relaunch at once or
-# judge a stall read checkpoints; every path that reassesses a Stopped job reads the stall ledger).
-ADAPTERS_BY_HANDLER = {
-    JOB_EVENTS_HANDLER: (
-        "sagemaker",
-        "checkpoints",
-        "ledger",
-        "stall_ledger",
-        "notifier",
-        "scheduler",
-        "service_quotas",
-        "alarms",
-    ),
-    RETRY_LAUNCHER_HANDLER: ("sagemaker", "checkpoints", "ledger", "stall_ledger", "notifier", "service_quotas"),
-    QUOTA_WATCH_HANDLER: ("sagemaker", "ledger", "notifier", "service_quotas"),
-    FAILED_LAUNCHES_HANDLER: ("ledger", "notifier", "service_quotas"),
-    STALL_ALARMS_HANDLER: (
-        "sagemaker",
-        "checkpoints",
-        "ledger",
-        "stall_ledger",
-        "notifier",
-        "alarms",
-        "job_activity",
-    ),
-    STALL_PROBER_HANDLER: ("ledger", "stall_ledger", "notifier", "alarms"),
-    LOG_ACTIVITY_HANDLER: ("stall_ledger",),
-}
-# An adapter declares one IAM_ACTIONS tuple for all its methods; these are the actions of a handler's
-# adapters that its workflows never call, so its role does not get them (read from the workflows:
-# stall_watch, stall_alarm, stall_prober, job_ended, scheduled_relaunch, quota_watch; handlers/log_activity).
-UNCALLED_ACTIONS_BY_HANDLER: dict[str, set[str]] = {
-    # Watches and ends jobs: puts and deletes alarms; never stops a job, reads alarms or publishes metrics.
-    JOB_EVENTS_HANDLER: {
-        "sagemaker:StopTrainingJob",
-        "cloudwatch:DescribeAlarms",
-        "cloudwatch:SetAlarmState",
-        "cloudwatch:PutMetricData",
-    },
-    RETRY_LAUNCHER_HANDLER: {"sagemaker:StopTrainingJob"},
-    QUOTA_WATCH_HANDLER: {"sagemaker:StopTrainingJob"},
-    FAILED_LAUNCHES_HANDLER: set(),
-    # Judges and stops: never launches, passes a role, puts an alarm or publishes a metric.
-    STALL_ALARMS_HANDLER: {
-        "sagemaker:CreateTrainingJob",
-        "sagemaker:AddTags",
-        "iam:PassRole",
-        "cloudwatch:PutMetricAlarm",
-        "cloudwatch:PutCompositeAlarm",
-        "cloudwatch:TagResource",
-        "cloudwatch:PutMetricData",
-    },
-    # Publishes silence, reports stuck stops, sweeps: never puts or rearms an alarm.
-    STALL_PROBER_HANDLER: {
-        "cloudwatch:PutMetricAlarm",
-        "cloudwatch:PutCompositeAlarm",
-        "cloudwatch:TagResource",
-        "cloudwatch:SetAlarmState",
-    },
-    # StallLedger.record_log_activity: one conditional UpdateItem.
-    LOG_ACTIVITY_HANDLER: {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query"},
-}
-# The stall ledger writes the ledger's table with the ledger adapter's actions (its docstring says so)
-# and declares no IAM_ACTIONS of its own; this names the adapter whose tuple stands for it.
-ACTIONS_DECLARED_BY = {"stall_ledger": "ledger"}
 # Granted for the runtime (logs, the async-failure DLQ) and for SSE on the topic, not for an adapter's calls.
 PLATFORM_ACTIONS = {
     "logs:CreateLogStream",
@@ -169,9 +105,6 @@ PLATFORM_ACTIONS = {
     "kms:GenerateDataKey",
     "kms:Decrypt",
 }
-# What AWS does on the caller's behalf during an adapter's call: the first quota request in an account
-# creates Service Quotas' service-linked role, with the caller's iam:CreateServiceLinkedRole.
-IMPLIED_ACTIONS = {"servicequotas:RequestServiceQuotaIncrease": {"iam:CreateServiceLinkedRole"}}
 
 
 def _role_statements(template: dict[str, Any], handler: str) -> list[dict[str, Any]]:
@@ -189,34 +122,24 @@ def _is_kms_key_admin_statement(statement: dict[str, Any]) -> bool:
     return statement["Action"] == "kms:*" and principal == "arn:<AWS::Partition>:iam::<AWS::AccountId>:root"
 
 
-def _declared_actions(adapter: str) -> set[str]:
-    module = importlib.import_module(f"trainguard.adapters.{adapter}")
-    if not hasattr(module, "IAM_ACTIONS"):
-        module = importlib.import_module(f"trainguard.adapters.{ACTIONS_DECLARED_BY[adapter]}")
-    return set(module.IAM_ACTIONS)
+def _needed(handler: str) -> frozenset[str]:
+    """What the function's ports declare (trainguard.handlers.wiring): the one declaration the stack reads."""
+    module = importlib.import_module(handler.rsplit(".", 1)[0])
+    return actions_of_ports(ports_kind_of(module.handle))
 
 
 @pytest.mark.parametrize("handler", ALL_HANDLERS)
-def test_each_role_grants_exactly_what_its_adapters_declare_less_what_it_never_calls(
-    synthesized: Any, handler: str
-) -> None:
-    declared = {action for adapter in ADAPTERS_BY_HANDLER[handler] for action in _declared_actions(adapter)}
-    uncalled = UNCALLED_ACTIONS_BY_HANDLER[handler]
-    # An exception names an action its adapters still declare; a stale one would hide nothing.
-    assert uncalled <= declared, uncalled - declared
-    expected = declared - uncalled
-    implied = {extra for action in expected for extra in IMPLIED_ACTIONS.get(action, ())}
+def test_each_role_grants_exactly_what_its_ports_declare(synthesized: Any, handler: str) -> None:
     granted = {a for s in _role_statements(synthesized.template, handler) for a in as_list(s["Action"])}
-    assert granted - PLATFORM_ACTIONS == expected | implied
+    assert granted - PLATFORM_ACTIONS == _needed(handler)
 
 
-def test_the_stack_places_every_action_the_adapters_declare() -> None:
-    """The synth-time check (infra/action_groups.py) covers every adapter whose actions are granted in groups."""
-    from infra.action_groups import ADAPTER_ACTION_GROUPS, check_adapter_actions_are_placed
-
-    check_adapter_actions_are_placed()
-    for adapter, (declared, _) in ADAPTER_ACTION_GROUPS.items():
-        assert set(declared) == _declared_actions(adapter), adapter
+def test_the_failed_launches_function_may_launch_the_fallback_its_workflow_launches() -> None:
+    """Found by deriving the grants: a user's launch refused for a quota is relaunched on a listed fallback
+    (workflows/quota_wall.py), which the hand-kept grants had not allowed (CreateTrainingJob was denied)."""
+    assert {"sagemaker:CreateTrainingJob", "iam:PassRole"} <= _needed(FAILED_LAUNCHES_HANDLER)
+    assert "sagemaker:StopTrainingJob" not in _needed(FAILED_LAUNCHES_HANDLER)
+    assert _needed(LOG_ACTIVITY_HANDLER) == {"dynamodb:UpdateItem"}
 
 
 @pytest.mark.parametrize("stack", ["template", "defaults_template"])
@@ -277,7 +200,7 @@ def test_pass_role_only_for_configured_roles_and_only_to_sagemaker(synthesized: 
         assert set(each["Condition"]["StringEquals"]) == {"iam:PassedToService"}
 
 
-@pytest.mark.parametrize("handler", LAUNCHING_HANDLERS)
+@pytest.mark.parametrize("handler", LAUNCHING_BY_DEFAULT)
 def test_no_sagemaker_pass_role_or_bucket_listing_when_settings_list_none(synthesized: Any, handler: str) -> None:
     statements = _role_statements(synthesized.defaults_template, handler)
     services = [s["Condition"]["StringEquals"]["iam:PassedToService"] for s in _with_action(statements, "iam:PassRole")]
@@ -298,13 +221,7 @@ def test_ledger_topic_and_key_access_is_exact(synthesized: Any, handler: str) ->
     template = synthesized.template
     statements = _role_statements(template, handler)
     (ledger,) = _with_action(statements, "dynamodb:GetItem")
-    assert sorted(ledger["Action"]) == [
-        "dynamodb:DeleteItem",
-        "dynamodb:GetItem",
-        "dynamodb:PutItem",
-        "dynamodb:Query",
-        "dynamodb:UpdateItem",
-    ]
+    assert sorted(ledger["Action"]) == sorted(a for a in _needed(handler) if a.startswith("dynamodb:"))
     assert as_list(ledger["Resource"]) == [{"Fn::GetAtt": [only_logical_id(template, "AWS::DynamoDB::Table"), "Arn"]}]
     (publish,) = _with_action(statements, "sns:Publish")
     # The email-readable topic and, configured here, the chat topic; nothing else.
@@ -380,7 +297,7 @@ def test_quota_actions_without_a_resource_type_are_alone_on_star_without_a_condi
     statements = _role_statements(synthesized.template, handler)
     (statement,) = _with_action(statements, "servicequotas:ListServiceQuotas")
     assert as_list(statement["Resource"]) == ["*"]
-    assert set(as_list(statement["Action"])) == ACTIONS_WITHOUT_RESOURCE_TYPE
+    assert set(as_list(statement["Action"])) == ACTIONS_WITHOUT_RESOURCE_TYPE & _needed(handler)
     # Reads only; servicequotas:service is not taken by two of them: a condition on it would deny them.
     assert "Condition" not in statement
 
@@ -400,9 +317,11 @@ def test_no_function_may_open_support_cases_itself(synthesized: Any, stack: str)
     assert not {a for a in actions if a.startswith("support:") or a == "servicequotas:CreateSupportCase"}
 
 
-def test_the_failed_launches_function_cannot_touch_sagemaker_or_pass_roles(synthesized: Any) -> None:
+def test_the_failed_launches_function_launches_but_never_stops_schedules_or_reads_checkpoints(synthesized: Any) -> None:
+    """It launches a refused launch on a fallback its tag lists (as an opted-in job only), and nothing more."""
     actions = {a for s in _role_statements(synthesized.template, FAILED_LAUNCHES_HANDLER) for a in as_list(s["Action"])}
-    assert not {a for a in actions if a.startswith(("sagemaker:", "s3:", "scheduler:")) or a == "iam:PassRole"}
+    assert "sagemaker:CreateTrainingJob" in actions
+    assert not {a for a in actions if a.startswith(("s3:", "scheduler:")) or a == "sagemaker:StopTrainingJob"}
 
 
 def test_the_quota_watcher_lists_no_checkpoint_bucket(synthesized: Any) -> None:
@@ -472,7 +391,7 @@ def test_each_function_gets_the_alarm_calls_its_workflows_make(synthesized: Any)
         "cloudwatch:DeleteAlarms": STALL_ALARMS,
     }
     assert on_alarms(STALL_ALARMS_HANDLER) == {
-        "cloudwatch:DescribeAlarms": STALL_ALARMS,  # the GPU parts of one job, by name: metric alarms only
+        "cloudwatch:DescribeAlarms": ["*"],  # the GPU parts of one job, by name: a read, with the sweep's grant
         "cloudwatch:SetAlarmState": STALL_ALARMS,
         "cloudwatch:DeleteAlarms": STALL_ALARMS,
         "cloudwatch:GetMetricData": ["*"],

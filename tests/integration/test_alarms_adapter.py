@@ -22,7 +22,8 @@ from moto import mock_aws
 from moto.cloudwatch.exceptions import ValidationError
 from moto.cloudwatch.responses import CloudWatchResponse
 
-from trainguard.adapters.alarms import IAM_ACTIONS, StallAlarms, delete_batches
+from trainguard.adapters.alarms import StallAlarms, delete_batches
+from trainguard.adapters.permissions import declared_actions
 from trainguard.domain.stall_alarms import is_never_composite, parse_gpu_part_name, plan_stall_alarms
 from trainguard.domain.stalls import StallSignal, StallThresholds, alarm_name
 
@@ -178,7 +179,7 @@ def test_a_log_silence_that_cloudwatch_would_reject_raises(stubbed: tuple[StallA
 
 
 def test_the_declared_permissions_cover_every_call_and_tagging_on_create() -> None:
-    assert set(IAM_ACTIONS) == {
+    assert set(declared_actions(StallAlarms)) == {
         f"cloudwatch:{op}"
         for op in (
             "PutMetricAlarm",

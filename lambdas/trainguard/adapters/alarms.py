@@ -38,7 +38,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from trainguard.adapters.permissions import declared_actions, needs
+from trainguard.adapters.permissions import needs
 from trainguard.domain.stall_alarms import (
     LOG_SILENCE_DIMENSION,
     LOG_SILENCE_METRIC,
@@ -161,7 +161,3 @@ def delete_batches(names: Iterable[str]) -> list[list[str]]:
     rest = fillers + children
     batches.extend(rest[i : i + DELETE_BATCH] for i in range(0, len(rest), DELETE_BATCH))
     return batches
-
-
-# Interim, until the stack derives each function's grants from its ports: the actions the stack groups.
-IAM_ACTIONS = declared_actions(StallAlarms)

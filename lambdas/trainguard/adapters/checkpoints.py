@@ -11,7 +11,7 @@ from urllib.parse import urlparse
 
 from botocore.exceptions import ClientError
 
-from trainguard.adapters.permissions import declared_actions, needs
+from trainguard.adapters.permissions import needs
 from trainguard.domain.checkpoints import CheckpointState
 
 MAX_PAGES = 20  # 20,000 objects: enough to find a checkpoint; a bound on cost and time
@@ -47,7 +47,3 @@ class CheckpointReader:
             error = err.response.get("Error", {})
             return CheckpointState(s3_uri, listing_error=f"{error.get('Code', 'error')}: {error.get('Message', '')}")
         return CheckpointState(s3_uri, newest, count, listing_truncated=True)
-
-
-# Interim, until the stack derives each function's grants from its ports: the actions the stack groups.
-IAM_ACTIONS = declared_actions(CheckpointReader)

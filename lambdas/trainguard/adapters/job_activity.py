@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from trainguard.adapters.permissions import declared_actions, needs
+from trainguard.adapters.permissions import needs
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 GPU_NAMESPACE = "/aws/sagemaker/TrainingJobs"
@@ -89,7 +89,3 @@ class GpuMetrics:
                     break
                 kwargs["NextToken"] = page["NextToken"]
         return found
-
-
-# Interim, until the stack derives each function's grants from its ports: the actions the stack groups.
-IAM_ACTIONS = declared_actions(JobLogs) + declared_actions(GpuMetrics)

@@ -19,7 +19,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from trainguard.adapters.permissions import declared_actions, needs
+from trainguard.adapters.permissions import needs
 from trainguard.domain.outcome import Outcome
 from trainguard.domain.quotas import WaitingLaunch
 from trainguard.workflows.ports import QuotaRequestState, StepInProgress, StepStart, StepState
@@ -231,7 +231,3 @@ class QuotaLedger:
             ConsistentRead=True,
         )
         return [item for page in pages for item in page.get("Items", [])]
-
-
-# Interim, until the stack derives each function's grants from its ports: the actions the stack groups.
-IAM_ACTIONS = tuple(dict.fromkeys(declared_actions(Ledger) + declared_actions(QuotaLedger)))

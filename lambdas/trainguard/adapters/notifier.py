@@ -14,7 +14,7 @@ import json
 import logging
 from typing import Any
 
-from trainguard.adapters.permissions import declared_actions, needs
+from trainguard.adapters.permissions import needs
 from trainguard.domain.chat_messages import compose_chat_message
 from trainguard.domain.messages import Notification
 
@@ -52,7 +52,3 @@ class Notifier:
         except Exception:  # the email-readable copy is out; a chat failure must not redo the action
             self.chat_failures += 1
             logger.exception("could not publish the chat copy of %r", notification.subject)
-
-
-# Interim, until the stack derives each function's grants from its ports: the actions the stack groups.
-IAM_ACTIONS = declared_actions(Notifier)

@@ -9,7 +9,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError, ParamValidationError
 
-from trainguard.adapters.permissions import declared_actions, needs
+from trainguard.adapters.permissions import needs
 from trainguard.domain.model import TrainingJob, instances_of
 from trainguard.events.training_job import job_from_description
 from trainguard.workflows.ports import JobNotFound, LaunchRefused, LaunchResult, NameTaken
@@ -122,7 +122,3 @@ def _says_not_found(message: str) -> bool:
     # AWS: "Requested resource not found."; moto: "Could not find training job ...".
     lowered = message.lower()
     return "not found" in lowered or "could not find" in lowered
-
-
-# Interim, until the stack derives each function's grants from its ports: the actions the stack groups.
-IAM_ACTIONS = declared_actions(SageMakerJobs, ("describe", "create", "stop"))

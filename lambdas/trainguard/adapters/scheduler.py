@@ -24,7 +24,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from trainguard.adapters.permissions import declared_actions, needs
+from trainguard.adapters.permissions import needs
 
 _NAME_LIMIT = 64  # Schedule names: 1-64 characters, [0-9a-zA-Z-_.]+
 
@@ -77,7 +77,3 @@ def schedule_name(failed_job: str) -> str:
     digest = hashlib.sha256(failed_job.encode("utf-8")).hexdigest()[:8]
     readable = re.sub(r"[^0-9a-zA-Z_.-]", "-", failed_job)[: _NAME_LIMIT - len("relaunch--") - len(digest)]
     return f"relaunch-{readable}-{digest}"
-
-
-# Interim, until the stack derives each function's grants from its ports: the actions the stack groups.
-IAM_ACTIONS = declared_actions(RelaunchScheduler)

@@ -14,7 +14,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from trainguard.adapters.permissions import declared_actions, needs
+from trainguard.adapters.permissions import needs
 from trainguard.domain.quotas import normalize_quota_name
 from trainguard.workflows.ports import QuotaInfo, QuotaRequestState
 
@@ -93,7 +93,3 @@ def _state(request: dict[str, Any]) -> QuotaRequestState:
         status=str(request.get("Status", "")),
         case_id=str(request.get("CaseId") or ""),
     )
-
-
-# Interim, until the stack derives each function's grants from its ports: the actions the stack groups.
-IAM_ACTIONS = tuple(a for a in declared_actions(ServiceQuotas) if a != "iam:CreateServiceLinkedRole")

@@ -167,14 +167,17 @@ def port_methods(kind: type) -> dict[str, tuple[str, ...]]:
     }
 
 
-def actions_of_ports(kind: type) -> frozenset[str]:
-    """The IAM actions a function needs: those its ports' methods declare on the adapters that serve them."""
-    return frozenset(
-        action
+def needs_by_port(kind: type) -> dict[str, frozenset[str]]:
+    """The IAM actions each port of a function needs: those its methods declare on the adapter that serves it."""
+    return {
+        port: frozenset(action for method in methods for action in actions_of(ADAPTERS[port].adapter_class(), method))
         for port, methods in port_methods(kind).items()
-        for method in methods
-        for action in actions_of(ADAPTERS[port].adapter_class(), method)
-    )
+    }
+
+
+def actions_of_ports(kind: type) -> frozenset[str]:
+    """The IAM actions a function needs, all ports together."""
+    return frozenset().union(*needs_by_port(kind).values())
 
 
 def _protocol_methods(protocol: type) -> tuple[str, ...]:
