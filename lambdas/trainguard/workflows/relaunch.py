@@ -10,7 +10,7 @@ from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.classification import classify_failure_reason
 from trainguard.domain.fallbacks import FallbackKind, without_the_short_type
 from trainguard.domain.job_end import Assessment, Refusal, RelaunchPlan, RelaunchSettings, plan_relaunch
-from trainguard.domain.model import TrainingJob
+from trainguard.domain.model import Decision, TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.policy import JobPolicy
 from trainguard.domain.quotas import read_quota_error
@@ -85,7 +85,7 @@ def _scheduled_before(ports: JobEventsPorts, job: TrainingJob, plan: RelaunchPla
     return bool(plan.delay) and ports.scheduler.has_schedule(job.name)
 
 
-def relaunch_or_schedule(
+def relaunch(
     ports: JobEventsPorts,
     job: TrainingJob,
     assessment: Assessment,
@@ -93,9 +93,16 @@ def relaunch_or_schedule(
     checkpoint: CheckpointState,
     now: datetime,
 ) -> Outcome:
+    """Plan the relaunch within the hourly budget; then meet its quota wall (a job that failed on a quota), or
+    schedule it (a capacity backoff), or launch it now."""
     plan = planned_within_budget(ports, job, assessment, policy, checkpoint, now)
     if isinstance(plan, Outcome):
         return plan
+    if assessment.decision is Decision.QUOTA:
+        wall = meet_quota_wall(ports, blocked_relaunch(plan, job.failure_reason), policy)
+        if not wall.is_quota:
+            return _not_relaunched(assessment, wall.summary, plan.new_job_name)
+        return quota_wall_outcome(ports, assessment, plan, wall, now)
     if plan.delay:
         launch_at = now + plan.delay
         schedule = ports.scheduler.schedule_relaunch(job.name, launch_at, assessment.reason)
@@ -111,24 +118,6 @@ def relaunch_or_schedule(
             },
         )
     return launch(ports, job, assessment, policy, plan, now)
-
-
-def relaunch_after_quota(
-    ports: JobEventsPorts,
-    job: TrainingJob,
-    assessment: Assessment,
-    policy: JobPolicy,
-    checkpoint: CheckpointState,
-    now: datetime,
-) -> Outcome:
-    """A running job failed on a quota: plan its relaunch, and keep it until the quota is raised."""
-    plan = planned_within_budget(ports, job, assessment, policy, checkpoint, now)
-    if isinstance(plan, Outcome):
-        return plan
-    wall = meet_quota_wall(ports, blocked_relaunch(plan, job.failure_reason), policy)
-    if not wall.is_quota:
-        return _not_relaunched(assessment, wall.summary, plan.new_job_name)
-    return quota_wall_outcome(ports, assessment, plan, wall, now)
 
 
 def launch(

@@ -5,8 +5,8 @@ from __future__ import annotations
 from trainguard.domain.job_end import RelaunchPlan
 from trainguard.domain.model import Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
-from trainguard.workflows.ended_job import already_handled, reassess, tell_job_end
 from trainguard.workflows.function_ports import EndedJobPorts
+from trainguard.workflows.job_ended import already_handled, reassess, tell_job_end
 from trainguard.workflows.once import once
 from trainguard.workflows.relaunch import launch, plan_for
 
