@@ -93,7 +93,7 @@ def assert_nothing_destructive(ports: GuardPorts, *, quota_request_allowed: bool
     assert ports.jobs.created == [] and ports.jobs.stops == []  # type: ignore[attr-defined]
     assert ports.scheduler.schedules == {}  # type: ignore[attr-defined]
     if not quota_request_allowed:
-        assert ports.quotas.requests == [] and ports.quota_ledger.waits == {}  # type: ignore[attr-defined]
+        assert ports.quotas.requests == [] and ports.quota_ledger.waiting() == []  # type: ignore[attr-defined]
 
 
 # --- the real samples that the malformed events start from ---
@@ -254,7 +254,7 @@ def _kept_launches_of_mistyped_record() -> list[dict[str, Any]]:
     event["detail"]["requestParameters"]["resourceConfig"]["instanceCount"] = "4"  # a string, not an integer
     ports = fake_ports()
     failed_launches.handle(event, ports)
-    return [waiting.request for waiting in ports.quota_ledger.waits.values()]  # type: ignore[attr-defined]
+    return [waiting.request for waiting in ports.quota_ledger.waiting()]
 
 
 def test_a_superscript_digit_in_the_attempt_tag_is_read_as_no_attempt_not_a_crash() -> None:
@@ -276,7 +276,7 @@ def test_a_deeply_nested_log_payload_is_read_or_refused() -> None:
 def test_an_opted_in_failed_launch_whose_record_lacks_a_required_member_is_not_a_crash() -> None:
     outcome, ports = _failed_launch_without_role()
     assert outcome.kind in (OutcomeKind.SKIPPED, OutcomeKind.NOTIFIED, OutcomeKind.QUOTA_WALL)
-    assert ports.quota_ledger.waits == {}  # type: ignore[attr-defined]
+    assert ports.quota_ledger.waiting() == []
 
 
 def test_a_launch_kept_for_a_quota_is_a_valid_request_even_from_a_mistyped_record() -> None:
@@ -313,7 +313,7 @@ def test_a_malformed_event_is_skipped_and_nothing_is_done(handler: str, data: st
     count_as(f"result: {result.kind.value if isinstance(result, Outcome) else type(result).__name__}")
     assert_nothing_destructive(ports, quota_request_allowed=allowed)
     assert len(ports.quotas.requests) <= 1  # type: ignore[attr-defined]
-    for waiting in ports.quota_ledger.waits.values():  # type: ignore[attr-defined]
+    for waiting in ports.quota_ledger.waiting():
         # The periodic quota check sends it as it is: boto3 must accept it (SageMaker refusing a bad name
         # later is a LaunchRefused, told to the owner; boto3 refusing it is an exception nobody catches).
         assert _is_valid(waiting.request), ParamValidator().validate(waiting.request, CREATE_INPUT).generate_report()
@@ -346,7 +346,7 @@ def test_an_opted_in_launch_recorded_with_members_missing_is_told_not_a_crash(
     count_as(f"outcome: {outcome.kind.value}")
     assert outcome.kind in (OutcomeKind.QUOTA_WALL, OutcomeKind.NOTIFIED)
     assert len(ports.quotas.requests) <= 1 and ports.jobs.created == []  # type: ignore[attr-defined]
-    for waiting in ports.quota_ledger.waits.values():  # type: ignore[attr-defined]
+    for waiting in ports.quota_ledger.waiting():
         assert _is_valid(waiting.request) and waiting.request["RoleArn"] == ROLE
 
 
