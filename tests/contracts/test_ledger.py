@@ -99,6 +99,17 @@ def test_the_retry_budget_is_counted_per_hour(ledger: LedgerPort) -> None:
     assert ledger.take_retry_budget(NOW, 3) is True  # a higher limit leaves room in the spent hour
 
 
+@pytest.mark.parametrize("limit", [0, 1, 5])
+def test_a_budget_of_n_grants_n_relaunches_an_hour(
+    ledger: LedgerPort, limit: int, request: pytest.FixtureRequest
+) -> None:
+    if isinstance(ledger, Ledger) and limit == 0:
+        # The adapter's condition `attribute_not_exists(used) OR used < :limit` lets the hour's first relaunch
+        # through whatever the limit. Not reachable today: infra/settings.py allows 1 to 1000.
+        request.applymarker(pytest.mark.xfail(strict=True, reason="a budget of 0 grants one relaunch"))
+    assert sum(ledger.take_retry_budget(NOW, limit) for _ in range(limit + 2)) == limit
+
+
 def test_lineage_records_are_kept_per_root_and_the_first_stays(subject: Subject) -> None:
     subject.ledger.record_lineage("job", 1, "job-retry1", "job", NOW)
     subject.ledger.record_lineage("job", 2, "job-retry2", "job-retry1", NOW + timedelta(hours=1))

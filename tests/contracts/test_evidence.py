@@ -1,5 +1,7 @@
-"""JobLogsPort and Checkpoints: FakeJobLogs and FakeCheckpoints, and adapters/job_activity.py's JobLogs and
-adapters/checkpoints.py's CheckpointReader on moto's CloudWatch Logs and S3."""
+"""The evidence ports: JobLogsPort, GpuMetricsPort and Checkpoints. FakeJobLogs, FakeGpuMetrics and FakeCheckpoints,
+and adapters/job_activity.py's JobLogs and GpuMetrics and adapters/checkpoints.py's CheckpointReader on moto's
+CloudWatch Logs, CloudWatch and S3. The fakes answer alike for every job, host and prefix: the contract holds
+them to what the adapters answer for one."""
 
 from __future__ import annotations
 
@@ -11,10 +13,10 @@ import boto3
 import pytest
 
 from tests.contracts.conftest import IMPLEMENTATIONS, REGION
-from tests.fakes import NOW, FakeCheckpoints, FakeJobLogs
+from tests.fakes import NOW, FakeCheckpoints, FakeGpuMetrics, FakeJobLogs
 from trainguard.adapters.checkpoints import CheckpointReader
-from trainguard.adapters.job_activity import LOG_GROUP, JobLogs
-from trainguard.workflows.ports import Checkpoints, JobLogsPort
+from trainguard.adapters.job_activity import GPU_NAMESPACE, LOG_GROUP, GpuMetrics, JobLogs
+from trainguard.workflows.ports import Checkpoints, GpuMetricsPort, JobLogsPort
 
 JOB = "llama-pretrain"
 
@@ -99,3 +101,44 @@ def test_an_empty_prefix_no_uri_and_a_uri_that_is_not_s3(prefixes: Prefixes) -> 
     assert empty.is_empty and empty.newest_object_time is None and not empty.listing_error
     assert not prefixes.checkpoints.read("").configured
     assert prefixes.checkpoints.read("https://ckpt/run/").listing_error == "not an s3:// URI"
+
+
+@dataclass
+class Gpus:
+    metrics: GpuMetricsPort
+    busy: Callable[[int, list[float]], None]  # each of the job's first n hosts publishes these GPUUtilization data
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def gpus(request: pytest.FixtureRequest) -> Gpus:
+    if request.param == "fake":
+        fake = FakeGpuMetrics()
+        return Gpus(fake, lambda hosts, values: setattr(fake, "value", max(values)))
+    request.getfixturevalue("aws")
+    client = boto3.client("cloudwatch", region_name=REGION)
+
+    def publish(hosts: int, values: list[float]) -> None:
+        for host in range(1, hosts + 1):
+            dimensions = [{"Name": "Host", "Value": f"{JOB}/algo-{host}"}]
+            data = [
+                {
+                    "MetricName": "GPUUtilization",
+                    "Dimensions": dimensions,
+                    "Value": value,
+                    "Timestamp": NOW - timedelta(minutes=10 - minute),
+                }
+                for minute, value in enumerate(values)
+            ]
+            client.put_metric_data(Namespace=GPU_NAMESPACE, MetricData=data)
+
+    return Gpus(GpuMetrics(client), publish)
+
+
+def test_hosts_that_published_nothing_are_absent(gpus: Gpus) -> None:
+    assert gpus.metrics.busiest_by_host(JOB, 4, NOW - timedelta(minutes=20), NOW) == {}
+
+
+def test_each_hosts_busiest_minute_is_read(gpus: Gpus) -> None:
+    gpus.busy(4, [10.0, 700.0, 35.5])
+    busiest = gpus.metrics.busiest_by_host(JOB, 4, NOW - timedelta(minutes=20), NOW)
+    assert busiest == {f"{JOB}/algo-{host}": 700.0 for host in range(1, 5)}
