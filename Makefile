@@ -9,13 +9,14 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 export AWS_EC2_METADATA_DISABLED := true
 PYTEST_WORKERS ?= 2
 
-.PHONY: help setup test test-quick lint synth deploy-local demo sandbox bench chaos clean
+.PHONY: help setup test test-quick lint docs synth deploy-local demo sandbox bench chaos clean
 
 help:
 	@echo "make setup       create .venv and node_modules (idempotent)"
 	@echo "make test        the whole suite (runs setup first)"
 	@echo "make test-quick  the suite without the slow tier"
 	@echo "make lint        ruff, mypy, and the IAM policies against AWS's authorization data (offline)"
+	@echo "make docs        the documentation site from docs/ into site/ (MkDocs, strict: a broken link fails)"
 	@echo "make synth       write the CloudFormation template to cdk.out/"
 	@echo "make deploy-local  bootstrap, deploy, update and destroy the stack in moto server (real CDK CLI)"
 	@echo "make demo        watch trainguard work against a local AWS stand-in"
@@ -45,6 +46,12 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 	$(PY) -m trainguard_local.iam_check
+
+# MkDocs in strict mode (mkdocs.yml): a broken link or anchor, or a page left out of the nav, fails the build.
+# Not --quiet: it hides the warnings from strict mode too, and the build then passes whatever they say.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+	@echo "site: site/index.html"
 
 synth: setup
 	rm -rf cdk.out

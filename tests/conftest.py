@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests import iam_calls
+
 FIXTURES = Path(__file__).parent / "fixtures"
 
 # Nothing in the test suite may reach AWS: dummy credentials, a fixed region, no metadata lookups.
@@ -38,3 +40,13 @@ def load_fixture(relative: str) -> Any:
 @pytest.fixture
 def fixture() -> Any:
     return load_fixture
+
+
+iam_calls.install()
+
+
+@pytest.fixture(autouse=True)
+def adapters_call_only_what_they_declare() -> Any:
+    iam_calls.undeclared.clear()
+    yield
+    assert not iam_calls.undeclared, sorted(set(iam_calls.undeclared))

@@ -14,9 +14,9 @@ import copy
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from trainguard.adapters.ledger import LEASE
 from trainguard.adapters.scheduler import schedule_name
@@ -30,8 +30,8 @@ from trainguard.domain.quotas import WaitingLaunch, normalize_quota_name
 from trainguard.domain.stall_alarms import owned_alarm_job, possible_gpu_part_names
 from trainguard.domain.stalls import StallSignal, StallThresholds, WatchedJob, parse_alarm_name
 from trainguard.events.training_job import job_from_description
+from trainguard.workflows.function_ports import Settled
 from trainguard.workflows.ports import (
-    GuardPorts,
     JobNotFound,
     LaunchRefused,
     LaunchResult,
@@ -43,6 +43,7 @@ from trainguard.workflows.ports import (
     StepState,
 )
 
+Ports = TypeVar("Ports")
 ROLE = "arn:aws:iam::123456789012:role/TrainingRole"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
@@ -392,18 +393,36 @@ class FakeGpuMetrics:
         return {f"{job_name}/algo-{n}": self.value for n in range(1, host_count + 1)}
 
 
+@dataclass(frozen=True, kw_only=True)
+class FakePorts(Settled):
+    """Every port, each a fake: it serves as any function's ports (each takes the subset it names)."""
+
+    jobs: FakeJobs
+    checkpoints: FakeCheckpoints
+    ledger: FakeLedger
+    notifier: FakeNotifier
+    scheduler: FakeScheduler
+    quotas: FakeQuotas
+    quota_ledger: FakeQuotaLedger
+    stall_ledger: FakeStallLedger
+    alarms: FakeAlarms
+    job_logs: FakeJobLogs
+    gpu_metrics: FakeGpuMetrics
+    create_request_shape: dict[str, Any]
+
+
 def _seconds(moment: datetime) -> int:
     return int(moment.timestamp())
 
 
-def fake_ports(**config_overrides: Any) -> GuardPorts:
+def fake_ports(**config_overrides: Any) -> FakePorts:
     config = GuardConfig(
         ledger_table_name="ledger",
         topic_arn="arn:aws:sns:us-east-1:123456789012:tg",
         passable_role_arns=(ROLE,),
         **config_overrides,
     )
-    return GuardPorts(
+    return FakePorts(
         jobs=FakeJobs(),
         checkpoints=FakeCheckpoints(),
         ledger=FakeLedger(),
@@ -422,11 +441,16 @@ def fake_ports(**config_overrides: Any) -> GuardPorts:
     )
 
 
-def with_config(ports: GuardPorts, **changes: Any) -> GuardPorts:
+def narrowed(kind: type[Ports], ports: FakePorts) -> Ports:
+    """`ports` as one function's ports: the fakes it names, the same objects."""
+    return kind(**{f.name: getattr(ports, f.name) for f in fields(kind)})  # type: ignore[arg-type]
+
+
+def with_config(ports: FakePorts, **changes: Any) -> FakePorts:
     return replace(ports, config=replace(ports.config, **changes))
 
 
-def after_the_lease(ports: GuardPorts) -> GuardPorts:
+def after_the_lease(ports: FakePorts) -> FakePorts:
     """The same ports once a lease taken now has expired (LEASE): what Lambda's retry of a delivery whose
     process died sees."""
     later = ports.clock() + LEASE + timedelta(seconds=1)

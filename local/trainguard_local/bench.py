@@ -46,9 +46,10 @@ def import_times() -> dict[str, float]:
 def handler_cpu_per_event() -> dict[str, float]:
     """CPU milliseconds per event of the job-events handler on in-memory ports, median of REPEATS x 200,
     each event's metrics flushed as the Lambda decorator does (the EMF lines go to a buffer, not the screen)."""
-    from tests.fakes import FakeJobs, described_job, fake_ports
+    from tests.fakes import FakeJobs, described_job, fake_ports, narrowed
     from trainguard.handlers import job_events
     from trainguard.handlers.observability import metrics
+    from trainguard.workflows.function_ports import JobEventsPorts
     from trainguard_local.demo_stalls import JobScript  # noqa: F401  (imports the local stack once, untimed)
 
     event_of = _failed_event
@@ -65,7 +66,7 @@ def handler_cpu_per_event() -> dict[str, float]:
             warnings.simplefilter("ignore", UserWarning)
             kinds = set()
             for n in range(200):
-                kinds.add(job_events.handle(event_of(f"job-{n}"), ports).kind.value)
+                kinds.add(job_events.handle(event_of(f"job-{n}"), narrowed(JobEventsPorts, ports)).kind.value)
                 metrics.flush_metrics()
         runs.append((time.process_time() - started) / 200)
         if kinds != {"relaunched"}:  # the figure is labelled "relaunching": make sure that is what was timed

@@ -60,11 +60,11 @@ def run_demo(say: Any = print) -> dict[str, Any]:
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     from trainguard.handlers import job_events
-    from trainguard.handlers.wiring import production_ports
+    from trainguard.handlers.wiring import reset_production_ports
 
     report: dict[str, Any] = {"outcomes": [], "notifications": [], "relaunched": {}}
     with local_aws() as aws:
-        production_ports.cache_clear()
+        reset_production_ports()
         say(
             f"Local AWS stand-in: moto at {aws.moto_url}, simulated SageMaker at "
             f"{os.environ['AWS_ENDPOINT_URL_SAGEMAKER']}\n"
@@ -90,7 +90,7 @@ def run_demo(say: Any = print) -> dict[str, Any]:
                 f"  {outcome['job_name']:<16} {outcome['kind']:<16}{new}\n"
                 f"  {'':<16} {textwrap.shorten(outcome['reason'], 110)}"
             )
-        report["stalls"] = act_stalls(aws, say, production_ports())
+        report["stalls"] = act_stalls(aws, say)
         report["quota_wall"] = act_quota_wall(aws, say)
         for message in aws.notifications():
             report["notifications"].append(message)
@@ -118,7 +118,7 @@ def run_demo(say: Any = print) -> dict[str, Any]:
                 f"{job['resource_config']['InstanceCount']} x {job['resource_config']['InstanceType']}"
             )
             say(f"  lineage tags: { {k: v for k, v in job['tags'].items() if k.startswith('trainguard:')} }")
-        production_ports.cache_clear()
+        reset_production_ports()
     return report
 
 

@@ -8,10 +8,12 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from trainguard.handlers.wiring import boto3_ports
+from trainguard.workflows.function_ports import JobEventsPorts, LogActivityPorts, StallAlarmsPorts, StallProberPorts
 from trainguard_local.alarm_evaluator import LocalAlarmEvaluator
 from trainguard_local.stand_in import TRAINING_LOG_GROUP, LocalAWS, training_request
 
@@ -54,10 +56,10 @@ class Timeline:
         self.events.append((minute, job, what))
 
 
-def act_stalls(aws: LocalAWS, say: Any, ports: Any) -> dict[str, Any]:
+def act_stalls(aws: LocalAWS, say: Any) -> dict[str, Any]:
     from trainguard.handlers import job_events, log_activity, stall_alarms, stall_prober
 
-    ports = replace(ports, clock=aws.clock)
+    ports = boto3_ports(clock=aws.clock)
     evaluator = LocalAlarmEvaluator(aws.client("cloudwatch"), aws.client("events"), aws.clock)
     timeline = Timeline()
     say("\n=== Stalls (minutes of simulated time) ===\n")
@@ -69,7 +71,7 @@ def act_stalls(aws: LocalAWS, say: Any, ports: Any) -> dict[str, Any]:
         aws.plane.start_training(name)
         timeline.add(0, name, f"training starts ({script.hosts} x {script.instance_type})")
     for event in aws.receive_rule_events():
-        job_events.handle(event, ports)
+        job_events.handle(event, ports.of(JobEventsPorts))
     streams: dict[str, bool] = {}
     for minute in range(1, MINUTES + 1):
         aws.clock.skip(timedelta(minutes=1))
@@ -81,10 +83,10 @@ def act_stalls(aws: LocalAWS, say: Any, ports: Any) -> dict[str, Any]:
             if script.logs(minute):
                 _log_line(aws, name, minute, now, streams, log_activity, ports)
             _note_crossings(timeline, name, script, minute)
-        stall_prober.handle({}, ports)
+        stall_prober.handle({}, ports.of(StallProberPorts))
         evaluator.evaluate_all()
         for event in aws.receive_stall_alarms():
-            outcome = stall_alarms.handle(event, ports)
+            outcome = stall_alarms.handle(event, ports.of(StallAlarmsPorts))
             timeline.add(
                 minute,
                 outcome.job_name or event["detail"]["alarmName"],
@@ -94,7 +96,7 @@ def act_stalls(aws: LocalAWS, say: Any, ports: Any) -> dict[str, Any]:
         for stopped in aws.plane.settle_all():
             timeline.add(minute, stopped, "Stopped (the stop took effect)")
         for event in aws.receive_rule_events():
-            outcome = job_events.handle(event, ports)
+            outcome = job_events.handle(event, ports.of(JobEventsPorts))
             if outcome.kind.value == "relaunched":
                 timeline.add(minute, outcome.job_name, f"relaunched from its checkpoint as {outcome.new_job_name}")
                 aws.plane.start_training(outcome.new_job_name)
@@ -162,7 +164,7 @@ def _log_line(
         "logEvents": [{"id": str(minute), **event}],
     }
     data = base64.b64encode(gzip.compress(json.dumps(payload).encode())).decode()
-    log_activity.handle({"awslogs": {"data": data}}, ports)
+    log_activity.handle({"awslogs": {"data": data}}, ports.of(LogActivityPorts))
 
 
 def _note_crossings(timeline: Timeline, name: str, script: JobScript, minute: int) -> None:

@@ -21,19 +21,13 @@ import boto3
 from moto import mock_aws
 
 from trainguard.adapters.alarms import StallAlarms
-from trainguard.adapters.checkpoints import CheckpointReader
-from trainguard.adapters.job_activity import GpuMetrics, JobLogs
-from trainguard.adapters.ledger import Ledger, QuotaLedger, create_table_request
-from trainguard.adapters.notifier import Notifier
-from trainguard.adapters.sagemaker import SageMakerJobs
-from trainguard.adapters.scheduler import RelaunchScheduler
-from trainguard.adapters.service_model import create_training_job_shape
-from trainguard.adapters.service_quotas import ServiceQuotas
+from trainguard.adapters.ledger import create_table_request
 from trainguard.adapters.stall_ledger import StallLedger
 from trainguard.config import GuardConfig
 from trainguard.domain.stall_alarms import plan_stall_alarms
 from trainguard.domain.stalls import StallThresholds, WatchedJob
-from trainguard.workflows.ports import GuardPorts
+from trainguard.handlers.wiring import build_ports
+from trainguard.workflows.function_ports import StallProberPorts
 from trainguard.workflows.stall_prober import probe
 from trainguard_local.fleet.prices import (  # us-east-1 list prices, each with its source
     ALARM_METRIC_MONTH,
@@ -101,30 +95,12 @@ def measure(jobs: int, hosts_per_job: int = 8, with_alarms: bool = False, cycles
     }
 
 
-def _ports(dynamodb: Any, cloudwatch: Any, now: datetime) -> GuardPorts:
-    """The production adapters on moto clients; only the prober's ports are called."""
+def _ports(dynamodb: Any, cloudwatch: Any, now: datetime) -> StallProberPorts:
+    """The stall prober's production ports on moto clients."""
     region = "us-east-1"
     config = GuardConfig(ledger_table_name="ledger", topic_arn=f"arn:aws:sns:{region}:123456789012:trainguard")
-    sagemaker = boto3.client("sagemaker", region_name=region)
-    return GuardPorts(
-        jobs=SageMakerJobs(sagemaker),
-        checkpoints=CheckpointReader(boto3.client("s3", region_name=region)),
-        ledger=Ledger(dynamodb, "ledger"),
-        notifier=Notifier(boto3.client("sns", region_name=region), config.topic_arn),
-        scheduler=RelaunchScheduler(
-            boto3.client("scheduler", region_name=region), group_name="trainguard", target_arn="", role_arn=""
-        ),
-        quotas=ServiceQuotas(boto3.client("service-quotas", region_name=region)),
-        quota_ledger=QuotaLedger(dynamodb, "ledger"),
-        stall_ledger=StallLedger(dynamodb, "ledger"),
-        alarms=StallAlarms(cloudwatch),
-        job_logs=JobLogs(boto3.client("logs", region_name=region)),
-        gpu_metrics=GpuMetrics(cloudwatch),
-        config=config,
-        region=region,
-        clock=lambda: now,
-        create_request_shape=create_training_job_shape(sagemaker.meta.service_model),
-    )
+    clients = {"dynamodb": dynamodb, "cloudwatch": cloudwatch, "sns": boto3.client("sns", region_name=region)}
+    return build_ports(StallProberPorts, clients.__getitem__, config, region, lambda: now)
 
 
 def _costs(jobs: int, hosts: int, calls: dict[str, int], seconds: float, watched_bytes: int) -> dict[str, float]:

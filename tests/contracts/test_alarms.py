@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import boto3
 import pytest
@@ -14,7 +15,7 @@ from tests.fakes import NOW, FakeAlarms
 from trainguard.adapters.alarms import StallAlarms
 from trainguard.domain.stall_alarms import gpu_part_name, plan_stall_alarms
 from trainguard.domain.stalls import StallSignal, StallThresholds, alarm_name
-from trainguard.workflows.ports import AlarmsPort
+from trainguard.workflows.ports import AlarmRearmer, AlarmSweeper, AlarmWatch
 from trainguard_local.fleet.trainguard_run.in_process_clients import CompositeAlarmsInMoto
 
 JOB = "llama-pretrain"
@@ -22,6 +23,10 @@ SMALL = plan_stall_alarms(JOB, "ml.p4d.24xlarge", 4, StallThresholds())  # metri
 LARGE = plan_stall_alarms(JOB, "ml.p4d.24xlarge", 12, StallThresholds())  # idle GPU: a composite of 2 parts
 GPU, LOG = alarm_name(StallSignal.IDLE_GPU, JOB), alarm_name(StallSignal.LOG_SILENCE, JOB)
 PART1, PART2 = gpu_part_name(1, JOB), gpu_part_name(2, JOB)
+
+
+class AlarmsPort(AlarmWatch, AlarmRearmer, AlarmSweeper, Protocol):
+    """The adapter's whole surface: every narrow alarm port it serves."""
 
 
 @dataclass

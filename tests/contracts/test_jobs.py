@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -13,12 +13,18 @@ from tests.contracts.conftest import IMPLEMENTATIONS, local_client
 from tests.fakes import NOW, ROLE, FakeJobs
 from trainguard.adapters.sagemaker import SageMakerJobs
 from trainguard.domain.model import TrainingJob
-from trainguard.workflows.ports import JobNotFound, Jobs, LaunchRefused, LaunchResult, NameTaken
+from trainguard.workflows.ports import JobLauncher, JobNotFound, JobStopper, LaunchRefused, LaunchResult, NameTaken
 from trainguard_local.fleet.trainguard_run.clock import FleetClock
 from trainguard_local.sagemaker_control_plane import SimulatedSageMaker
 from trainguard_local.sagemaker_server import SageMakerServer
 
 RETRY_OF = "trainguard:retry-of"
+
+
+class Jobs(JobLauncher, JobStopper, Protocol):
+    """The adapter's whole surface: every narrow jobs port it serves."""
+
+
 LIMIT = "The account-level service limit 'ml.p4d.24xlarge for training job usage' is 0 Instances"
 
 

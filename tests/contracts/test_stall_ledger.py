@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
+from typing import Protocol
 
 import pytest
 
@@ -12,9 +13,15 @@ from tests.fakes import NOW, FakeStallLedger
 from trainguard.adapters.stall_ledger import StallLedger
 from trainguard.domain.policy import TagProblem
 from trainguard.domain.stalls import StallThresholds, WatchedJob
-from trainguard.workflows.ports import StallLedgerPort
+from trainguard.workflows.ports import JobWatch, LogActivityLedger, StallEvidence, WatchList
 
 THRESHOLDS = StallThresholds(stall_minutes=45, problems=(TagProblem("trainguard:stall-minutes", "x", "30"),))
+
+
+class StallLedgerPort(JobWatch, StallEvidence, WatchList, LogActivityLedger, Protocol):
+    """The adapter's whole surface: every narrow stall-ledger port it serves."""
+
+
 JOB = WatchedJob("llama-pretrain", "ml.p4d.24xlarge", 4, THRESHOLDS, NOW - timedelta(hours=2))
 
 

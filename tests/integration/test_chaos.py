@@ -16,8 +16,8 @@ import pytest
 from botocore.exceptions import ClientError, ConnectTimeoutError
 
 from trainguard.config import GuardConfig
-from trainguard.handlers.wiring import production_ports
-from trainguard.workflows.ports import GuardPorts
+from trainguard.handlers.wiring import PortSet, boto3_ports
+from trainguard.workflows.function_ports import JobEventsPorts, StallAlarmsPorts, StallProberPorts
 from trainguard_local.chaos.audit import Audit, audit_run
 from trainguard_local.chaos.error_responses import INTERNAL_FAILURE, SERVICE_UNAVAILABLE, THROTTLING
 from trainguard_local.chaos.faults import (
@@ -40,9 +40,7 @@ SHORT_FORM = ChaosSettings(seed=13, jobs=40, hours=3.0, fault_share=0.7, retry_b
 
 @pytest.fixture(scope="module")
 def chaos() -> Iterator[Audit]:
-    production_ports.cache_clear()
     yield run_chaos(SHORT_FORM, audit_run)
-    production_ports.cache_clear()
 
 
 def test_the_short_form_breaks_no_rule_and_each_figure_holds(chaos: Audit) -> None:
@@ -143,23 +141,27 @@ def unreachable_aws(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(name, value)
 
 
-def ports_answering(kind: str) -> tuple[GuardPorts, FaultInjector]:
+def ports_answering(kind: str) -> tuple[PortSet, FaultInjector]:
     injector = FaultInjector(FaultRates(per_attempt=1.0, storm_start=0.0, process_death=0.0, weights={kind: 1.0}), 1)
-    production_ports.cache_clear()
     with chaos_session(injector):
-        ports = production_ports()
-    production_ports.cache_clear()
+        ports = boto3_ports()
     return ports, injector
 
 
 CALLS = {
-    "dynamodb": lambda ports: ports.ledger.begin_step("job", "end", datetime(2026, 1, 1, tzinfo=UTC)),
-    "sagemaker": lambda ports: ports.jobs.describe("job"),
-    "sns": lambda ports: ports.notifier.publish(type("N", (), {"subject": "s", "body": "b", "attributes": {}})()),
-    "scheduler": lambda ports: ports.scheduler.schedule_relaunch("job", datetime(2026, 1, 1, tzinfo=UTC), "r"),
-    "service-quotas": lambda ports: ports.quotas.current_value("L-1234ABCD"),
-    "cloudwatch": lambda ports: ports.alarms.list_owned(),
-    "logs": lambda ports: ports.job_logs.newest_event("job", datetime(2026, 1, 1, tzinfo=UTC)),
+    "dynamodb": lambda ports: ports.of(JobEventsPorts).ledger.begin_step(
+        "job", "end", datetime(2026, 1, 1, tzinfo=UTC)
+    ),
+    "sagemaker": lambda ports: ports.of(JobEventsPorts).jobs.describe("job"),
+    "sns": lambda ports: ports.of(JobEventsPorts).notifier.publish(
+        type("N", (), {"subject": "s", "body": "b", "attributes": {}})()
+    ),
+    "scheduler": lambda ports: ports.of(JobEventsPorts).scheduler.schedule_relaunch(
+        "job", datetime(2026, 1, 1, tzinfo=UTC), "r"
+    ),
+    "service-quotas": lambda ports: ports.of(JobEventsPorts).quotas.current_value("L-1234ABCD"),
+    "cloudwatch": lambda ports: ports.of(StallProberPorts).alarms.list_owned(),
+    "logs": lambda ports: ports.of(StallAlarmsPorts).job_logs.newest_event("job", datetime(2026, 1, 1, tzinfo=UTC)),
 }
 EXPECTED_CODES = {
     THROTTLING: {"sns": "Throttled", "service-quotas": "TooManyRequestsException"},
@@ -199,5 +201,5 @@ def test_an_unlistable_checkpoint_prefix_is_reported_after_the_retries(unreachab
     """The checkpoint reader turns an S3 error into "age unknown" (adapters/checkpoints.py): S3's SlowDown too."""
     ports, injector = ports_answering(THROTTLING)
     with virtual_backoff():
-        state = ports.checkpoints.read("s3://bucket/prefix/")
+        state = ports.of(JobEventsPorts).checkpoints.read("s3://bucket/prefix/")
     assert injector.attempts == 6 and state.listing_error.startswith("SlowDown")

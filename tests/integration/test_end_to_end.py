@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from trainguard.handlers import job_events, retry_launcher
-from trainguard.handlers.wiring import production_ports
+from trainguard.handlers.wiring import reset_production_ports
 from trainguard_local.demo import JOBS, launch, run_demo
 from trainguard_local.stand_in import LambdaContext, LocalAWS, local_aws
 
@@ -24,10 +24,10 @@ CAPACITY = (
 
 @pytest.fixture
 def aws() -> Iterator[LocalAWS]:
-    production_ports.cache_clear()
+    reset_production_ports()
     with local_aws() as stand_in:
         yield stand_in
-    production_ports.cache_clear()
+    reset_production_ports()
 
 
 def ended(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ from tests.conftest import load_fixture
 from trainguard.adapters.ledger import item_key
 from trainguard.config import GuardConfig
 from trainguard.handlers import failed_launches, job_events, stall_alarms
-from trainguard.handlers.wiring import production_ports
+from trainguard.handlers.wiring import reset_production_ports
 from trainguard_cli import ledger_reader
 from trainguard_cli.ledger_reader import LedgerReader
 from trainguard_cli.main import main
@@ -42,11 +42,11 @@ def deliver(aws: LocalAWS) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def aws() -> Iterator[LocalAWS]:
-    production_ports.cache_clear()
+    reset_production_ports()
     with local_aws() as stand_in:
         _fill_the_ledger(stand_in)
         yield stand_in
-    production_ports.cache_clear()
+    reset_production_ports()
 
 
 def _fill_the_ledger(aws: LocalAWS) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.regex_safety import LINEAR_GROWTH_LIMIT, cost_growth
+from tests.regex_safety import GROWTH_FACTOR, LINEAR_GROWTH_LIMIT, cost_growth
 from tests.unit.test_classification import assert_classified_as_the_fixture_says
 from trainguard.domain.classification import classify_failure_reason
 from trainguard.domain.model import Category, Decision
@@ -106,5 +106,5 @@ def test_what_the_new_rules_leave_to_others(text: str, category: Category) -> No
     ids=["near-miss-read-error", "near-miss-pair", "near-miss-gloo-timeout", "near-miss-mismatch"],
 )
 def test_near_misses_of_the_gloo_rules_cost_linearly(text: str) -> None:
-    growth = cost_growth(classify_failure_reason, lambda size: (text * 4)[:size], len(text) // 4)
-    assert growth < LINEAR_GROWTH_LIMIT, f"4x the text cost {growth:.1f}x"
+    growth = cost_growth(classify_failure_reason, text)
+    assert growth < LINEAR_GROWTH_LIMIT, f"{GROWTH_FACTOR}x the text cost {growth:.1f}x"

@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 from tests import strategies as hs
 from tests.cloudtrail_events import envelope_from_record
 from tests.conftest import load_fixture
-from tests.fakes import ROLE, described_job, fake_ports, with_config
+from tests.fakes import ROLE, FakePorts, described_job, fake_ports, with_config
 from trainguard.adapters.scheduler import schedule_name
 from trainguard.domain.classification import DECISION_BY_CATEGORY, classify_failure_reason, classify_job_end
 from trainguard.domain.model import Category, Decision
@@ -56,7 +56,6 @@ from trainguard.handlers import (
     stall_alarms,
     stall_prober,
 )
-from trainguard.workflows.ports import GuardPorts
 
 HOSTILE = settings(
     max_examples=150,
@@ -89,7 +88,7 @@ def assert_valid_create_request(request: dict[str, Any]) -> None:
     assert is_valid_job_name(request["TrainingJobName"])
 
 
-def assert_nothing_destructive(ports: GuardPorts, *, quota_request_allowed: bool = False) -> None:
+def assert_nothing_destructive(ports: FakePorts, *, quota_request_allowed: bool = False) -> None:
     assert ports.jobs.created == [] and ports.jobs.stops == []  # type: ignore[attr-defined]
     assert ports.scheduler.schedules == {}  # type: ignore[attr-defined]
     if not quota_request_allowed:
@@ -242,7 +241,7 @@ def _log_delivery_at(timestamp: float) -> dict[str, Any]:
     return delivery(encoded({**LOG_PAYLOAD, "logEvents": [{"id": "1", "timestamp": timestamp, "message": "x"}]}))
 
 
-def _failed_launch_without_role() -> tuple[Outcome, GuardPorts]:
+def _failed_launch_without_role() -> tuple[Outcome, FakePorts]:
     event = failed_launch_event([{"key": KEYS.enabled, "value": "true"}])
     del event["detail"]["requestParameters"]["roleArn"]
     ports = fake_ports()
@@ -287,7 +286,7 @@ def test_a_launch_kept_for_a_quota_is_a_valid_request_even_from_a_mistyped_recor
 # --- 1. malformed events, to every handler ---
 
 
-def _opted_in_launch(event: Any, ports: GuardPorts) -> tuple[bool, bool]:
+def _opted_in_launch(event: Any, ports: FakePorts) -> tuple[bool, bool]:
     """(opted in, quota request allowed) for a failed launch, which opts in with its own tags (there is no
     job to describe): a request is fine only for a readable record of an opted-in launch whose message
     names a quota Service Quotas knows."""
@@ -602,7 +601,7 @@ def _readable(description: dict[str, Any]) -> bool:
     return isinstance(name, str) and bool(name) and isinstance(status, str) and bool(status)
 
 
-def _end_described(description: dict[str, Any]) -> GuardPorts:
+def _end_described(description: dict[str, Any]) -> FakePorts:
     """Parse the description; if it parses, run the job-ended workflow on it and check what it sent."""
     try:
         job_from_description(description)

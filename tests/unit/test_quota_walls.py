@@ -9,11 +9,11 @@ from typing import Any
 
 from tests.cloudtrail_events import envelope_from_record
 from tests.conftest import load_fixture
-from tests.fakes import NOW, ROLE, described_job, fake_ports
+from tests.fakes import NOW, ROLE, FakePorts, described_job, fake_ports
 from trainguard.domain.outcome import OutcomeKind
 from trainguard.handlers import failed_launches
 from trainguard.workflows.job_ended import handle_job_end
-from trainguard.workflows.ports import GuardPorts, LaunchRefused
+from trainguard.workflows.ports import LaunchRefused
 from trainguard.workflows.quota_watch import check_quota_walls
 
 OPTED_IN = {"trainguard:enabled": "true"}
@@ -26,14 +26,14 @@ NOT_IN_REGION = "The requested resource training-job/ml.p2.xlarge is not availab
 MEDZEN = load_fixture("events/cloudtrail_record.create_training_job.medzen_sanitized_real.json")
 
 
-def blocked_relaunch(ports: GuardPorts, name: str = "llama-pretrain") -> None:
+def blocked_relaunch(ports: FakePorts, name: str = "llama-pretrain") -> None:
     ports.jobs.refuse_with = LaunchRefused("ResourceLimitExceeded", WALL)
     ports.jobs.add(described_job(name), OPTED_IN)
     assert handle_job_end(ports, name).kind is OutcomeKind.QUOTA_WALL
     ports.jobs.refuse_with = None
 
 
-def at(ports: GuardPorts, delta: timedelta) -> GuardPorts:
+def at(ports: FakePorts, delta: timedelta) -> FakePorts:
     return replace(ports, clock=lambda: NOW + delta)
 
 

@@ -8,12 +8,11 @@ from typing import Any
 
 import pytest
 
-from tests.fakes import NOW, described_job, fake_ports
+from tests.fakes import NOW, FakePorts, described_job, fake_ports
 from trainguard.domain.outcome import OutcomeKind
 from trainguard.domain.stalls import StallSignal, alarm_name
 from trainguard.events.alarm_state_change import AlarmStateChange
 from trainguard.workflows.job_ended import handle_job_end
-from trainguard.workflows.ports import GuardPorts
 from trainguard.workflows.stall_alarm import handle_stall_alarm
 from trainguard.workflows.stall_prober import probe
 from trainguard.workflows.stall_watch import follow_training_state, stop_watching
@@ -22,7 +21,7 @@ OPTED_IN = {"trainguard:enabled": "true"}
 
 
 def training(
-    ports: GuardPorts,
+    ports: FakePorts,
     name: str = "llama-pretrain",
     *,
     for_: timedelta = timedelta(hours=2),
@@ -36,7 +35,7 @@ def training(
     ports.jobs.add(description, tags or OPTED_IN)
 
 
-def at(ports: GuardPorts, delta: timedelta) -> GuardPorts:
+def at(ports: FakePorts, delta: timedelta) -> FakePorts:
     return replace(ports, clock=lambda: NOW + delta)
 
 

@@ -17,7 +17,7 @@ API limits this module keeps to (botocore's CloudWatch model and the CloudWatch 
 Rates: PutMetricAlarm and PutCompositeAlarm 3/s (adjustable), DeleteAlarms 3/s (not adjustable),
 DescribeAlarms 9/s, PutMetricData 500/s (cw_region.html). boto3's own retries absorb throttling.
 
-IAM (IAM_ACTIONS):
+IAM (each method's `needs`; the stack scopes them):
 - cloudwatch:TagResource, because every alarm is tagged on creation: "To be able to associate tags
   with the alarm when you create the alarm, you must have the cloudwatch:TagResource permission"
   (botocore, PutMetricAlarm and PutCompositeAlarm, Tags).
@@ -38,6 +38,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from trainguard.adapters.permissions import declared_actions, needs
 from trainguard.domain.stall_alarms import (
     LOG_SILENCE_DIMENSION,
     LOG_SILENCE_METRIC,
@@ -52,15 +53,6 @@ from trainguard.domain.stall_alarms import (
 )
 from trainguard.domain.stalls import StallSignal, parse_alarm_name
 
-IAM_ACTIONS = (
-    "cloudwatch:PutMetricAlarm",
-    "cloudwatch:PutCompositeAlarm",
-    "cloudwatch:DeleteAlarms",
-    "cloudwatch:DescribeAlarms",
-    "cloudwatch:TagResource",
-    "cloudwatch:PutMetricData",
-    "cloudwatch:SetAlarmState",
-)
 DELETE_BATCH = 100  # DeleteAlarms: AlarmNames holds at most 100 names, at most one of them a composite
 METRICS_PER_PUT = 1000  # PutMetricData: at most 1000 different metrics per call
 
@@ -69,6 +61,7 @@ class StallAlarms:
     def __init__(self, client: Any) -> None:
         self._client = client
 
+    @needs("cloudwatch:PutMetricAlarm", "cloudwatch:PutCompositeAlarm", "cloudwatch:TagResource")
     def create(self, plan: StallAlarmPlan) -> None:
         """Put the plan's alarms, children before the composite that names them. Safe to repeat."""
         for kind, request in plan.creation_order():
@@ -77,6 +70,7 @@ class StallAlarms:
             else:
                 self._client.put_metric_alarm(**request)
 
+    @needs("cloudwatch:DeleteAlarms")
     def delete(self, names: Iterable[str]) -> None:
         """Delete these alarms, composites first. Names already gone are not an error."""
         for batch in delete_batches(names):
@@ -86,6 +80,7 @@ class StallAlarms:
                 if err.response.get("Error", {}).get("Code") != "ResourceNotFound":
                     raise
 
+    @needs("cloudwatch:DescribeAlarms")
     def list_owned(self) -> dict[str, str]:
         """Every stall alarm trainguard owns (signals and GPU parts, of any job): name -> state."""
         states: dict[str, str] = {}
@@ -98,6 +93,7 @@ class StallAlarms:
                         states[alarm["AlarmName"]] = alarm["StateValue"]
         return states
 
+    @needs("cloudwatch:DescribeAlarms", "cloudwatch:SetAlarmState")
     def rearm(self, alarm_name: str, reason: str) -> None:
         """Set the alarm back to OK, so that it fires again (a new state-change event) if its condition
         still holds at the next evaluation; an alarm that stays in ALARM sends no new event.
@@ -126,6 +122,7 @@ class StallAlarms:
             if err.response.get("Error", {}).get("Code") != "ResourceNotFound":
                 raise
 
+    @needs("cloudwatch:PutMetricData")
     def publish_log_silence(self, values: Mapping[str, float], at: datetime) -> None:
         """Publish each job's minutes since its newest log line, as of `at`, in calls of 1000 metrics."""
         data = []
@@ -164,3 +161,7 @@ def delete_batches(names: Iterable[str]) -> list[list[str]]:
     rest = fillers + children
     batches.extend(rest[i : i + DELETE_BATCH] for i in range(0, len(rest), DELETE_BATCH))
     return batches
+
+
+# Interim, until the stack derives each function's grants from its ports: the actions the stack groups.
+IAM_ACTIONS = declared_actions(StallAlarms)

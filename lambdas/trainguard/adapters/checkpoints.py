@@ -1,6 +1,6 @@
 """S3: list a job's checkpoint prefix and find the newest object.
 
-IAM: s3:ListBucket on the checkpoint buckets (setting checkpoint_buckets).
+IAM: `needs` on read (ListObjectsV2 is authorized as s3:ListBucket), granted on the checkpoint buckets.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from urllib.parse import urlparse
 
 from botocore.exceptions import ClientError
 
+from trainguard.adapters.permissions import declared_actions, needs
 from trainguard.domain.checkpoints import CheckpointState
 
-IAM_ACTIONS = ("s3:ListBucket",)
 MAX_PAGES = 20  # 20,000 objects: enough to find a checkpoint; a bound on cost and time
 
 
@@ -21,6 +21,7 @@ class CheckpointReader:
     def __init__(self, client: Any) -> None:
         self._client = client
 
+    @needs("s3:ListBucket")
     def read(self, s3_uri: str) -> CheckpointState:
         if not s3_uri:
             return CheckpointState(s3_uri="")
@@ -46,3 +47,7 @@ class CheckpointReader:
             error = err.response.get("Error", {})
             return CheckpointState(s3_uri, listing_error=f"{error.get('Code', 'error')}: {error.get('Message', '')}")
         return CheckpointState(s3_uri, newest, count, listing_truncated=True)
+
+
+# Interim, until the stack derives each function's grants from its ports: the actions the stack groups.
+IAM_ACTIONS = declared_actions(CheckpointReader)

@@ -6,7 +6,7 @@ Logs: one group for all jobs, `/aws/sagemaker/TrainingJobs`, streams `<job>/algo
 only here, once per alarm, never per job per minute (the prober reads the ledger instead).
 GPU: namespace `/aws/sagemaker/TrainingJobs`, metric GPUUtilization, dimension Host=<job>/algo-<n>.
 
-IAM: logs:FilterLogEvents on the SageMaker training log group; cloudwatch:GetMetricData.
+IAM: each method's `needs`; FilterLogEvents is granted on the SageMaker training log group only.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-IAM_ACTIONS = ("logs:FilterLogEvents", "cloudwatch:GetMetricData")
+from trainguard.adapters.permissions import declared_actions, needs
+
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 GPU_NAMESPACE = "/aws/sagemaker/TrainingJobs"
 MAX_LOG_PAGES = 10
@@ -25,6 +26,7 @@ class JobLogs:
     def __init__(self, client: Any) -> None:
         self._client = client
 
+    @needs("logs:FilterLogEvents")
     def newest_event(self, job_name: str, since: datetime) -> tuple[datetime | None, str]:
         """The newest log event of any of the job's streams after `since`, and its message."""
         kwargs: dict[str, Any] = {
@@ -50,6 +52,7 @@ class GpuMetrics:
     def __init__(self, client: Any) -> None:
         self._client = client
 
+    @needs("cloudwatch:GetMetricData")
     def busiest_by_host(self, job_name: str, host_count: int, since: datetime, now: datetime) -> dict[str, float]:
         """Each host's highest GPUUtilization (1-minute Maximum) between `since` and `now`; hosts that
         published nothing are absent."""
@@ -86,3 +89,7 @@ class GpuMetrics:
                     break
                 kwargs["NextToken"] = page["NextToken"]
         return found
+
+
+# Interim, until the stack derives each function's grants from its ports: the actions the stack groups.
+IAM_ACTIONS = declared_actions(JobLogs) + declared_actions(GpuMetrics)

@@ -7,7 +7,7 @@ whose end is handled (`job#<name>` / `end`), the failed job whose delayed relaun
 later. A lease that outlives its holder (a crash) can be taken over; the deterministic job
 name then keeps CreateTrainingJob from running twice.
 
-IAM: dynamodb:GetItem, PutItem, UpdateItem, DeleteItem, Query on the ledger table.
+IAM: each method's `needs`, granted on the ledger table.
 """
 
 from __future__ import annotations
@@ -19,17 +19,11 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from trainguard.adapters.permissions import declared_actions, needs
 from trainguard.domain.outcome import Outcome
 from trainguard.domain.quotas import WaitingLaunch
 from trainguard.workflows.ports import QuotaRequestState, StepInProgress, StepStart, StepState
 
-IAM_ACTIONS = (
-    "dynamodb:GetItem",
-    "dynamodb:PutItem",
-    "dynamodb:UpdateItem",
-    "dynamodb:DeleteItem",
-    "dynamodb:Query",
-)
 # The table's keys: the CDK construct (infra/ledger.py) and the local stand-in build it from these.
 PARTITION_KEY = "pk"
 SORT_KEY = "sk"
@@ -51,6 +45,7 @@ class Ledger:
         self._client = client
         self._table = table_name
 
+    @needs("dynamodb:PutItem", "dynamodb:GetItem")
     def begin_step(self, job_name: str, step: str, now: datetime) -> StepStart:
         key = item_key(f"job#{job_name}", step)
         try:
@@ -79,6 +74,7 @@ class Ledger:
             return StepStart(StepState.DONE, json.loads(item.get("outcome", {}).get("S", "{}")))
         raise StepInProgress(f"{job_name}/{step} is being handled by another invocation")
 
+    @needs("dynamodb:UpdateItem")
     def finish_step(self, job_name: str, step: str, outcome: Outcome, now: datetime) -> None:
         self._client.update_item(
             TableName=self._table,
@@ -97,6 +93,7 @@ class Ledger:
             },
         )
 
+    @needs("dynamodb:DeleteItem")
     def abandon_step(self, job_name: str, step: str) -> None:
         """Give the lease back after a failure, so a redelivery does not wait for it to expire."""
         self._client.delete_item(
@@ -107,6 +104,7 @@ class Ledger:
             ExpressionAttributeValues={":busy": {"S": "in_progress"}},
         )
 
+    @needs("dynamodb:UpdateItem")
     def take_retry_budget(self, now: datetime, limit: int) -> bool:
         """Count one relaunch against this hour's account-wide budget; False when it is spent."""
         hour = now.strftime("%Y-%m-%dT%H")
@@ -128,6 +126,7 @@ class Ledger:
                 return False
             raise
 
+    @needs("dynamodb:PutItem")
     def record_lineage(self, root_job: str, attempt: int, job_name: str, retry_of: str, now: datetime) -> None:
         """Idempotent: a redelivery that finds the relaunch already created writes it again, and the first
         record (its `created_at`) stays."""
@@ -180,6 +179,7 @@ class QuotaLedger:
         self._client = client
         self._table = table_name
 
+    @needs("dynamodb:PutItem")
     def save_request(self, state: QuotaRequestState, now: datetime) -> None:
         self._client.put_item(
             TableName=self._table,
@@ -192,9 +192,11 @@ class QuotaLedger:
             },
         )
 
+    @needs("dynamodb:Query")
     def requests(self) -> list[QuotaRequestState]:
         return [QuotaRequestState(**json.loads(item["request"]["S"])) for item in self._query(_QUOTA_REQUESTS)]
 
+    @needs("dynamodb:PutItem")
     def save_waiting(self, waiting: WaitingLaunch) -> None:
         data = asdict(waiting)
         data["since"], data["give_up_at"] = waiting.since.isoformat(), waiting.give_up_at.isoformat()
@@ -207,6 +209,7 @@ class QuotaLedger:
             },
         )
 
+    @needs("dynamodb:Query")
     def waiting(self) -> list[WaitingLaunch]:
         found = []
         for item in self._query(_QUOTA_WAITS):
@@ -216,6 +219,7 @@ class QuotaLedger:
             found.append(WaitingLaunch(**data))
         return found
 
+    @needs("dynamodb:DeleteItem")
     def remove_waiting(self, job_name: str) -> None:
         self._client.delete_item(TableName=self._table, Key=item_key(_QUOTA_WAITS, job_name))
 
@@ -227,3 +231,7 @@ class QuotaLedger:
             ConsistentRead=True,
         )
         return [item for page in pages for item in page.get("Items", [])]
+
+
+# Interim, until the stack derives each function's grants from its ports: the actions the stack groups.
+IAM_ACTIONS = tuple(dict.fromkeys(declared_actions(Ledger) + declared_actions(QuotaLedger)))

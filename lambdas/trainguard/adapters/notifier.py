@@ -5,7 +5,7 @@ is configured, the same notification in Amazon Q Developer's custom-notification
 The chat copy is a courtesy: if its publish fails, the failure is logged and counted, and the
 action the notification reports is not redone (the email-readable topic already has it).
 
-IAM: sns:Publish on the topics (and kms:GenerateDataKey/kms:Decrypt on their key).
+IAM: `needs` on publish, granted on the topics (the stack adds kms:GenerateDataKey/kms:Decrypt on their key).
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ import json
 import logging
 from typing import Any
 
+from trainguard.adapters.permissions import declared_actions, needs
 from trainguard.domain.chat_messages import compose_chat_message
 from trainguard.domain.messages import Notification
-
-IAM_ACTIONS = ("sns:Publish",)
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +28,7 @@ class Notifier:
         self._chat_topic_arn = chat_topic_arn
         self.chat_failures = 0
 
+    @needs("sns:Publish")
     def publish(self, notification: Notification) -> str:
         response = self._client.publish(
             TopicArn=self._topic_arn,
@@ -52,3 +52,7 @@ class Notifier:
         except Exception:  # the email-readable copy is out; a chat failure must not redo the action
             self.chat_failures += 1
             logger.exception("could not publish the chat copy of %r", notification.subject)
+
+
+# Interim, until the stack derives each function's grants from its ports: the actions the stack groups.
+IAM_ACTIONS = declared_actions(Notifier)

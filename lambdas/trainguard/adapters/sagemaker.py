@@ -1,7 +1,6 @@
 """SageMaker: describe a job with its tags, and create a relaunch.
 
-IAM: sagemaker:DescribeTrainingJob, sagemaker:ListTags, sagemaker:CreateTrainingJob,
-sagemaker:AddTags (tags on create), iam:PassRole (the job's execution role).
+IAM: each method's `needs` (iam:PassRole for the job's execution role, AddTags for its tags on create).
 """
 
 from __future__ import annotations
@@ -10,28 +9,19 @@ from typing import Any
 
 from botocore.exceptions import ClientError, ParamValidationError
 
+from trainguard.adapters.permissions import declared_actions, needs
 from trainguard.domain.model import TrainingJob, instances_of
 from trainguard.events.training_job import job_from_description
 from trainguard.workflows.ports import JobNotFound, LaunchRefused, LaunchResult, NameTaken
 
-IAM_ACTIONS = (
-    "sagemaker:DescribeTrainingJob",
-    "sagemaker:StopTrainingJob",
-    "sagemaker:ListTags",
-    "sagemaker:CreateTrainingJob",
-    "sagemaker:AddTags",
-    "iam:PassRole",
-)
-
-
 # Only `trainguard preflight` (run by a person) counts instances in use; the functions never list jobs.
-PREFLIGHT_IAM_ACTIONS = ("sagemaker:ListTrainingJobs", "sagemaker:DescribeTrainingJob")
 
 
 class SageMakerJobs:
     def __init__(self, client: Any) -> None:
         self._client = client
 
+    @needs("sagemaker:DescribeTrainingJob", "sagemaker:ListTags")
     def describe(self, name: str) -> TrainingJob | JobNotFound:
         try:
             description = self._client.describe_training_job(TrainingJobName=name)
@@ -42,6 +32,13 @@ class SageMakerJobs:
         tags = self._list_tags(description["TrainingJobArn"])
         return job_from_description(description, tags)
 
+    @needs(
+        "sagemaker:CreateTrainingJob",
+        "sagemaker:AddTags",
+        "iam:PassRole",
+        "sagemaker:DescribeTrainingJob",
+        "sagemaker:ListTags",
+    )
     def create(self, request: dict[str, Any], retry_of: str, retry_of_tag_key: str) -> LaunchResult:
         """Create the job. A duplicate name is success only if that job is the relaunch of `retry_of`."""
         try:
@@ -63,10 +60,12 @@ class SageMakerJobs:
             return LaunchResult.ALREADY_EXISTS
         raise NameTaken(f"a training job named {name} exists and is not trainguard's relaunch of {retry_of}")
 
+    @needs("sagemaker:AddTags")
     def add_tags(self, arn: str, tags: dict[str, str]) -> None:
         """Tag a job (`trainguard opt-in`, run by a person; the functions never tag an existing job)."""
         self._client.add_tags(ResourceArn=arn, Tags=[{"Key": k, "Value": v} for k, v in tags.items()])
 
+    @needs("sagemaker:StopTrainingJob")
     def stop(self, name: str) -> bool:
         """Stop a job; False when it was no longer InProgress (AWS: ValidationException "...the training
         job is in status Stopped"), which counts as done, not as an error (docs/aws-facts.md)."""
@@ -78,6 +77,7 @@ class SageMakerJobs:
             raise
         return True
 
+    @needs("sagemaker:ListTrainingJobs", "sagemaker:DescribeTrainingJob")
     def instances_in_use(self) -> dict[str, int]:
         """Instances of the training jobs InProgress now, by instance type (ListTrainingJobs gives no
         sizes, so each job is described: ListTrainingJobs allows about 2 calls per second, docs/aws-facts.md)."""
@@ -122,3 +122,7 @@ def _says_not_found(message: str) -> bool:
     # AWS: "Requested resource not found."; moto: "Could not find training job ...".
     lowered = message.lower()
     return "not found" in lowered or "could not find" in lowered
+
+
+# Interim, until the stack derives each function's grants from its ports: the actions the stack groups.
+IAM_ACTIONS = declared_actions(SageMakerJobs, ("describe", "create", "stop"))

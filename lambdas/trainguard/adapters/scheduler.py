@@ -9,7 +9,7 @@ API: https://docs.aws.amazon.com/scheduler/latest/APIReference/API_CreateSchedul
 https://docs.aws.amazon.com/scheduler/latest/APIReference/API_GetSchedule.html (ResourceNotFoundException, 404,
 when there is none).
 
-IAM: scheduler:CreateSchedule and scheduler:GetSchedule on the trainguard schedule group (both take the resource
+IAM: each method's `needs`, on the trainguard schedule group (both scheduler actions take the resource
 type `schedule`: https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoneventbridgescheduler.html);
 iam:PassRole on the scheduler's role.
 """
@@ -24,7 +24,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-IAM_ACTIONS = ("scheduler:CreateSchedule", "scheduler:GetSchedule", "iam:PassRole")
+from trainguard.adapters.permissions import declared_actions, needs
+
 _NAME_LIMIT = 64  # Schedule names: 1-64 characters, [0-9a-zA-Z-_.]+
 
 
@@ -35,6 +36,7 @@ class RelaunchScheduler:
         self._target_arn = target_arn
         self._role_arn = role_arn
 
+    @needs("scheduler:CreateSchedule", "iam:PassRole")
     def schedule_relaunch(self, failed_job: str, at: datetime, reason: str) -> str:
         """Schedule the relaunch of `failed_job` at `at` (UTC); returns the schedule's name."""
         name = schedule_name(failed_job)
@@ -59,6 +61,7 @@ class RelaunchScheduler:
                 raise
         return name
 
+    @needs("scheduler:GetSchedule")
     def has_schedule(self, failed_job: str) -> bool:
         """Whether the relaunch of `failed_job` is scheduled and has not fired yet (it deletes itself then)."""
         try:
@@ -74,3 +77,7 @@ def schedule_name(failed_job: str) -> str:
     digest = hashlib.sha256(failed_job.encode("utf-8")).hexdigest()[:8]
     readable = re.sub(r"[^0-9a-zA-Z_.-]", "-", failed_job)[: _NAME_LIMIT - len("relaunch--") - len(digest)]
     return f"relaunch-{readable}-{digest}"
+
+
+# Interim, until the stack derives each function's grants from its ports: the actions the stack groups.
+IAM_ACTIONS = declared_actions(RelaunchScheduler)

@@ -4,8 +4,8 @@ API: https://docs.aws.amazon.com/servicequotas/2019-06-24/apireference/ (botocor
 `service-quotas`). Quota codes differ between sources, so they are resolved by name with
 ListServiceQuotas, never hard-coded (docs/aws-facts.md); the list is cached for the container's life.
 
-IAM: servicequotas:ListServiceQuotas, GetServiceQuota, RequestServiceQuotaIncrease,
-ListRequestedServiceQuotaChangeHistoryByQuota, GetRequestedServiceQuotaChange.
+IAM: each method's `needs`. The first increase request of an account creates Service Quotas'
+service-linked role with the caller's iam:CreateServiceLinkedRole, so `request_increase` needs it too.
 """
 
 from __future__ import annotations
@@ -14,16 +14,10 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from trainguard.adapters.permissions import declared_actions, needs
 from trainguard.domain.quotas import normalize_quota_name
 from trainguard.workflows.ports import QuotaInfo, QuotaRequestState
 
-IAM_ACTIONS = (
-    "servicequotas:ListServiceQuotas",
-    "servicequotas:GetServiceQuota",
-    "servicequotas:RequestServiceQuotaIncrease",
-    "servicequotas:ListRequestedServiceQuotaChangeHistoryByQuota",
-    "servicequotas:GetRequestedServiceQuotaChange",
-)
 SERVICE_CODE = "sagemaker"
 OPEN_STATUSES = ("PENDING", "CASE_OPENED")
 
@@ -33,6 +27,7 @@ class ServiceQuotas:
         self._client = client
         self._by_name: dict[str, QuotaInfo] | None = None
 
+    @needs("servicequotas:ListServiceQuotas")
     def find(self, quota_name: str) -> QuotaInfo | None:
         if self._by_name is None:
             # Cached only once the whole list is read: a listing that failed half-way (throttled beyond the
@@ -45,10 +40,12 @@ class ServiceQuotas:
             self._by_name = by_name
         return self._by_name.get(normalize_quota_name(quota_name))
 
+    @needs("servicequotas:GetServiceQuota")
     def current_value(self, quota_code: str) -> float:
         quota = self._client.get_service_quota(ServiceCode=SERVICE_CODE, QuotaCode=quota_code)["Quota"]
         return float(quota["Value"])
 
+    @needs("servicequotas:ListRequestedServiceQuotaChangeHistoryByQuota")
     def open_request(self, quota_code: str) -> QuotaRequestState | None:
         for status in OPEN_STATUSES:
             pages = self._client.get_paginator("list_requested_service_quota_change_history_by_quota").paginate(
@@ -59,6 +56,11 @@ class ServiceQuotas:
                     return _state(request)
         return None
 
+    @needs(
+        "servicequotas:RequestServiceQuotaIncrease",
+        "iam:CreateServiceLinkedRole",
+        "servicequotas:ListRequestedServiceQuotaChangeHistoryByQuota",
+    )
     def request_increase(self, quota_code: str, desired_value: float, support_case_allowed: bool) -> QuotaRequestState:
         """File the request; if one is already open for this quota, return that one instead."""
         try:
@@ -77,6 +79,7 @@ class ServiceQuotas:
             return existing
         return _state(response["RequestedQuota"])
 
+    @needs("servicequotas:GetRequestedServiceQuotaChange")
     def request_state(self, request_id: str) -> QuotaRequestState:
         return _state(self._client.get_requested_service_quota_change(RequestId=request_id)["RequestedQuota"])
 
@@ -90,3 +93,7 @@ def _state(request: dict[str, Any]) -> QuotaRequestState:
         status=str(request.get("Status", "")),
         case_id=str(request.get("CaseId") or ""),
     )
+
+
+# Interim, until the stack derives each function's grants from its ports: the actions the stack groups.
+IAM_ACTIONS = tuple(a for a in declared_actions(ServiceQuotas) if a != "iam:CreateServiceLinkedRole")

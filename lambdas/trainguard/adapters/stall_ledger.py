@@ -3,7 +3,7 @@
 `stall-watch` / <job>: one item per watched job (the prober reads them all with one Query);
 `job#<job>` / `stall`: the evidence of a stop, which the job-ended path reads to relaunch.
 
-IAM: dynamodb:GetItem, PutItem, UpdateItem, DeleteItem, Query on the ledger table (as ledger.py).
+IAM: each method's `needs`, granted on the ledger table.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from trainguard.adapters.ledger import RETENTION, TTL_ATTRIBUTE, item_key
+from trainguard.adapters.permissions import needs
 from trainguard.domain.stalls import StallThresholds, WatchedJob
 
 _WATCH = "stall-watch"
@@ -26,6 +27,7 @@ class StallLedger:
         self._client = client
         self._table = table_name
 
+    @needs("dynamodb:UpdateItem")
     def watch(self, job: WatchedJob) -> None:
         """Start (or update) watching a job; keeps the newest log line already recorded."""
         self._client.update_item(
@@ -42,9 +44,11 @@ class StallLedger:
             },
         )
 
+    @needs("dynamodb:DeleteItem")
     def unwatch(self, job_name: str) -> None:
         self._client.delete_item(TableName=self._table, Key=item_key(_WATCH, job_name))
 
+    @needs("dynamodb:Query")
     def watched(self) -> list[WatchedJob]:
         items: list[dict[str, Any]] = []
         kwargs: dict[str, Any] = {
@@ -59,11 +63,13 @@ class StallLedger:
                 return [_watched(item) for item in items]
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
+    @needs("dynamodb:GetItem")
     def watched_job(self, job_name: str) -> list[WatchedJob]:
         """The one watched job of that name, as a list of zero or one."""
         item = self._client.get_item(TableName=self._table, Key=item_key(_WATCH, job_name), ConsistentRead=True)
         return [_watched(item["Item"])] if "Item" in item else []
 
+    @needs("dynamodb:UpdateItem")
     def record_log_activity(self, job_name: str, newest: datetime, last_line: str) -> bool:
         """Keep the newest log event of a watched job. False when the job is not watched or the
         event is not newer than the one recorded (deliveries may come late or twice)."""
@@ -84,6 +90,7 @@ class StallLedger:
             raise
         return True
 
+    @needs("dynamodb:PutItem")
     def record_stall(self, job_name: str, evidence: dict[str, Any], now: datetime) -> None:
         self._client.put_item(
             TableName=self._table,
@@ -95,6 +102,7 @@ class StallLedger:
             },
         )
 
+    @needs("dynamodb:GetItem")
     def stall_record(self, job_name: str) -> dict[str, Any] | None:
         item = self._client.get_item(
             TableName=self._table, Key=item_key(f"job#{job_name}", "stall"), ConsistentRead=True

@@ -181,6 +181,60 @@ def compose_stall_notification(
     )
 
 
+def compose_stuck_stopping_notification(outcome: Outcome, region: str, now: datetime) -> Notification:
+    return compose_notification(
+        headline="{job} is stuck in Stopping",
+        job_name=outcome.job_name,
+        happened=outcome.reason,
+        did="Nothing: it tells you once. Look at the job's logs and its S3 upload.",
+        why="trainguard reports stops that have not finished after 30 minutes.",
+        outcome=outcome.kind.value,
+        decision="notify",
+        region=region,
+        now=now,
+        category="stuck-stopping",
+        event_type=EVENT_TYPE_STALL,
+    )
+
+
+def compose_quota_request_closed_notification(
+    quota_name: str, desired_value: str, request_id: str, case_id: str, status: str, region: str, now: datetime
+) -> Notification:
+    return compose_notification(
+        headline=f"quota request {status.lower()}: {{job}}",
+        job_name=quota_name,
+        happened=f"The request to raise '{quota_name}' to {desired_value} (request {request_id}, case "
+        f"{case_id or 'none'}) is {status}.",
+        did="It launches the jobs that waited for this quota at its next check."
+        if status == "APPROVED"
+        else "It gives up the launches that waited for this quota, and tells you about each.",
+        why="trainguard follows the quota requests it filed until AWS decides them.",
+        outcome=f"quota-request-{status.lower()}",
+        decision="quota",
+        region=region,
+        now=now,
+    )
+
+
+def compose_waiting_launch_notification(
+    launch_name: str, quota_name: str, waited_since: datetime, outcome: Outcome, region: str, now: datetime
+) -> Notification:
+    """A launch that waited for a quota was made, or given up."""
+    launched = outcome.kind is OutcomeKind.RELAUNCHED
+    return compose_notification(
+        headline="launched {job} after a quota wall" if launched else "{job} not launched after a quota wall",
+        job_name=launch_name,
+        happened=f"{launch_name} waited since {waited_since.strftime('%Y-%m-%d %H:%M UTC')} for the quota "
+        f"'{quota_name}'.",
+        did=f"Launched {launch_name}." if launched else "Did not launch it.",
+        why=outcome.reason,
+        outcome=outcome.kind.value,
+        decision="quota",
+        region=region,
+        now=now,
+    )
+
+
 def quotas_console_url(region: str) -> str:
     return f"https://{region}.console.aws.amazon.com/servicequotas/home/services/sagemaker/quotas?region={region}"
 

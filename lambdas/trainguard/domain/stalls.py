@@ -242,3 +242,13 @@ def silence_clock_start(
 def is_stuck_stopping(job: WatchedJob, now: datetime) -> bool:
     """A stop that has not finished in 30 min: users have seen stops hang for a day on a stalled upload."""
     return job.stopping_since is not None and now - job.stopping_since >= STUCK_STOPPING
+
+
+def stuck_stopping_reason(job: WatchedJob, now: datetime) -> str:
+    assert job.stopping_since is not None
+    minutes = int((now - job.stopping_since).total_seconds() // 60)
+    return (
+        f"{job.job_name} has been Stopping for {minutes} min. A stop sends SIGTERM and kills the job after "
+        "120 s, then uploads the model and the checkpoints; a stop that takes this long usually means the upload "
+        "has stalled. The instances may still be billed."
+    )

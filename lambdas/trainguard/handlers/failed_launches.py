@@ -9,16 +9,16 @@ from trainguard.domain.outcome import Outcome
 from trainguard.events.cloudtrail import parse_failed_launch
 from trainguard.handlers.observability import follow_job, logger, metrics, parsed, recorded
 from trainguard.handlers.wiring import ports_or_production
+from trainguard.workflows.function_ports import FailedLaunchesPorts
 from trainguard.workflows.launch_blocked import handle_blocked_launch
-from trainguard.workflows.ports import GuardPorts
 
 
-def handle(event: Any, ports: GuardPorts | None = None) -> Outcome:
+def handle(event: Any, ports: FailedLaunchesPorts | None = None) -> Outcome:
     launch = parsed(parse_failed_launch, event)
     if isinstance(launch, Outcome):
         return launch
     follow_job(launch.job_name, event_id=launch.event_id)
-    return recorded(handle_blocked_launch(ports_or_production(ports), launch))
+    return recorded(handle_blocked_launch(ports_or_production(ports, FailedLaunchesPorts), launch))
 
 
 @metrics.log_metrics

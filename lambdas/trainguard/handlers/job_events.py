@@ -8,28 +8,28 @@ from trainguard.domain.outcome import Outcome, skipped
 from trainguard.events.state_change import parse_state_change
 from trainguard.handlers.observability import follow_job, logger, metrics, parsed, recorded
 from trainguard.handlers.wiring import ports_or_production
+from trainguard.workflows.function_ports import JobEventsPorts
 from trainguard.workflows.job_ended import handle_job_end
-from trainguard.workflows.ports import GuardPorts
 from trainguard.workflows.stall_watch import WATCHED_STATUSES, follow_training_state, stop_watching
 
 ACTIONABLE_STATUSES = ("Failed", "Stopped")
 
 
-def handle(event: Any, ports: GuardPorts | None = None) -> Outcome:
+def handle(event: Any, ports: JobEventsPorts | None = None) -> Outcome:
     change = parsed(parse_state_change, event)
     if isinstance(change, Outcome):
         return change
     follow_job(change.job.name, event_id=change.event_id)
     status = change.job.status
     if status in WATCHED_STATUSES:
-        outcome = follow_training_state(ports_or_production(ports), change.job.name)
+        outcome = follow_training_state(ports_or_production(ports, JobEventsPorts), change.job.name)
     elif status in ACTIONABLE_STATUSES:
-        ended = ports_or_production(ports)
-        follow_job(change.job.name, change.job.tags, ended.config.tag_prefix, event_id=change.event_id)
-        stop_watching(ended, change.job.name)
-        outcome = handle_job_end(ended, change.job.name)
+        ports = ports_or_production(ports, JobEventsPorts)
+        follow_job(change.job.name, change.job.tags, ports.config.tag_prefix, event_id=change.event_id)
+        stop_watching(ports, change.job.name)
+        outcome = handle_job_end(ports, change.job.name)
     elif status == "Completed":
-        stop_watching(ports_or_production(ports), change.job.name)
+        stop_watching(ports_or_production(ports, JobEventsPorts), change.job.name)
         outcome = skipped(change.job.name, "status Completed: nothing to do but stop watching it")
     else:
         outcome = skipped(change.job.name, f"status {status} needs no action")

@@ -9,10 +9,10 @@ from trainguard.events.log_subscription import parse_log_delivery
 from trainguard.events.training_job import MalformedInput
 from trainguard.handlers.observability import logger, metrics, record_malformed
 from trainguard.handlers.wiring import ports_or_production
-from trainguard.workflows.ports import GuardPorts
+from trainguard.workflows.function_ports import LogActivityPorts
 
 
-def handle(event: Any, ports: GuardPorts | None = None) -> dict[str, Any]:
+def handle(event: Any, ports: LogActivityPorts | None = None) -> dict[str, Any]:
     try:
         activity = parse_log_delivery(event)
     except MalformedInput as err:
@@ -20,9 +20,8 @@ def handle(event: Any, ports: GuardPorts | None = None) -> dict[str, Any]:
         return {"recorded": False, "reason": f"malformed delivery: {err}"}
     if activity is None:
         return {"recorded": False, "reason": "nothing to record (control message, empty, or not a training stream)"}
-    recorded = ports_or_production(ports).stall_ledger.record_log_activity(
-        activity.job_name, activity.newest, activity.last_line
-    )
+    ports = ports_or_production(ports, LogActivityPorts)
+    recorded = ports.stall_ledger.record_log_activity(activity.job_name, activity.newest, activity.last_line)
     return {"recorded": recorded, "job_name": activity.job_name, "newest": activity.newest.isoformat()}
 
 

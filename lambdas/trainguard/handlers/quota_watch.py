@@ -6,12 +6,12 @@ from typing import Any
 
 from trainguard.handlers.observability import logger, metrics, record_outcome
 from trainguard.handlers.wiring import ports_or_production
-from trainguard.workflows.ports import GuardPorts
+from trainguard.workflows.function_ports import QuotaWatchPorts
 from trainguard.workflows.quota_watch import check_quota_walls
 
 
-def handle(event: Any, ports: GuardPorts | None = None) -> list[dict[str, Any]]:
-    outcomes = check_quota_walls(ports_or_production(ports))
+def handle(event: Any, ports: QuotaWatchPorts | None = None) -> list[dict[str, Any]]:
+    outcomes = check_quota_walls(ports_or_production(ports, QuotaWatchPorts))
     for outcome in outcomes:
         record_outcome(outcome)
     return [outcome.as_dict() for outcome in outcomes]

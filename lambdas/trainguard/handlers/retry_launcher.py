@@ -11,16 +11,16 @@ from trainguard.domain.outcome import Outcome
 from trainguard.events.training_job import MalformedInput
 from trainguard.handlers.observability import follow_job, logger, metrics, parsed, recorded
 from trainguard.handlers.wiring import ports_or_production
-from trainguard.workflows.ports import GuardPorts
+from trainguard.workflows.function_ports import RetryLauncherPorts
 from trainguard.workflows.scheduled_relaunch import handle_scheduled_relaunch
 
 
-def handle(event: Any, ports: GuardPorts | None = None) -> Outcome:
+def handle(event: Any, ports: RetryLauncherPorts | None = None) -> Outcome:
     name = parsed(failed_job_name, event)
     if isinstance(name, Outcome):
         return name
     follow_job(name)
-    return recorded(handle_scheduled_relaunch(ports_or_production(ports), name))
+    return recorded(handle_scheduled_relaunch(ports_or_production(ports, RetryLauncherPorts), name))
 
 
 def failed_job_name(event: Any) -> str:

@@ -9,18 +9,18 @@ from trainguard.domain.stall_alarms import owned_alarm_job
 from trainguard.events.alarm_state_change import parse_alarm_state_change
 from trainguard.handlers.observability import follow_job, logger, metrics, parsed, recorded
 from trainguard.handlers.wiring import ports_or_production
-from trainguard.workflows.ports import GuardPorts
+from trainguard.workflows.function_ports import StallAlarmsPorts
 from trainguard.workflows.stall_alarm import handle_stall_alarm
 
 
-def handle(event: Any, ports: GuardPorts | None = None) -> Outcome:
+def handle(event: Any, ports: StallAlarmsPorts | None = None) -> Outcome:
     change = parsed(parse_alarm_state_change, event)
     if isinstance(change, Outcome):
         return change
     logger.append_keys(alarm_name=change.alarm_name, event_id=change.event_id)
     if watched_job := owned_alarm_job(change.alarm_name):
         follow_job(watched_job)
-    return recorded(handle_stall_alarm(ports_or_production(ports), change))
+    return recorded(handle_stall_alarm(ports_or_production(ports, StallAlarmsPorts), change))
 
 
 @metrics.log_metrics

@@ -9,12 +9,12 @@ from aws_lambda_powertools.metrics import MetricUnit
 from trainguard.handlers.observability import logger, metrics, record_outcome
 from trainguard.handlers.wiring import ports_or_production
 from trainguard.metric_names import PROBER_CYCLES, WATCHED_JOBS
-from trainguard.workflows.ports import GuardPorts
+from trainguard.workflows.function_ports import StallProberPorts
 from trainguard.workflows.stall_prober import probe
 
 
-def handle(event: Any, ports: GuardPorts | None = None) -> dict[str, Any]:
-    report = probe(ports_or_production(ports))
+def handle(event: Any, ports: StallProberPorts | None = None) -> dict[str, Any]:
+    report = probe(ports_or_production(ports, StallProberPorts))
     for outcome in report.outcomes:
         record_outcome(outcome)
     # The heartbeat the prober-health alarm watches: missing for a few minutes means the prober stopped.

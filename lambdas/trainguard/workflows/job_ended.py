@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.model import Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
-from trainguard.workflows.once import act_once, reassess
-from trainguard.workflows.ports import GuardPorts
+from trainguard.workflows.ended_job import already_handled, reassess, tell_job_end
+from trainguard.workflows.function_ports import JobEventsPorts
+from trainguard.workflows.once import once
 from trainguard.workflows.relaunch import relaunch_after_quota, relaunch_or_schedule
 
 STEP = "end"
 
 
-def handle_job_end(ports: GuardPorts, job_name: str) -> Outcome:
+def handle_job_end(ports: JobEventsPorts, job_name: str) -> Outcome:
     facts = reassess(ports, job_name)
     if isinstance(facts, Outcome):
         return facts
@@ -28,11 +28,16 @@ def handle_job_end(ports: GuardPorts, job_name: str) -> Outcome:
         ports.ledger.finish_step(job.name, STEP, outcome, ports.clock())
         return outcome
 
-    def act(checkpoint: CheckpointState) -> Outcome:
+    now = ports.clock()
+    with once(ports, job.name, STEP, now) as step:
+        if step.done:
+            return already_handled(assessment, step)
+        checkpoint = ports.checkpoints.read(job.checkpoint_s3_uri)
         if assessment.decision is Decision.RETRY:
-            return relaunch_or_schedule(ports, job, assessment, facts.policy, checkpoint, ports.clock())
-        if assessment.decision is Decision.QUOTA:
-            return relaunch_after_quota(ports, job, assessment, facts.policy, checkpoint, ports.clock())
-        return assessment.outcome(OutcomeKind.NOTIFIED)
-
-    return act_once(ports, facts, STEP, act)
+            outcome = relaunch_or_schedule(ports, job, assessment, facts.policy, checkpoint, now)
+        elif assessment.decision is Decision.QUOTA:
+            outcome = relaunch_after_quota(ports, job, assessment, facts.policy, checkpoint, now)
+        else:
+            outcome = assessment.outcome(OutcomeKind.NOTIFIED)
+        tell_job_end(ports, facts, outcome, checkpoint)
+        return step.record(outcome)

@@ -13,11 +13,12 @@ from trainguard.domain.ownership import Parent, decide_for_owned_job, find_paren
 from trainguard.domain.policy import JobPolicy, read_job_policy
 from trainguard.domain.request_builder import RelaunchImpossible
 from trainguard.events.cloudtrail import FailedLaunch
-from trainguard.workflows.ports import GuardPorts, StepState
+from trainguard.workflows.function_ports import FailedLaunchesPorts
+from trainguard.workflows.once import once
 from trainguard.workflows.quota_wall import BlockedLaunch, meet_quota_wall
 
 
-def handle_blocked_launch(ports: GuardPorts, launch: FailedLaunch) -> Outcome:
+def handle_blocked_launch(ports: FailedLaunchesPorts, launch: FailedLaunch) -> Outcome:
     now = ports.clock()
     policy = read_job_policy(launch.tags, ports.config.policy_defaults, ports.keys)
     if not policy.enabled:
@@ -28,20 +29,15 @@ def handle_blocked_launch(ports: GuardPorts, launch: FailedLaunch) -> Outcome:
         return skipped(
             launch.job_name, f"trainguard's own launch (tag {mark}): its quota wall is handled where it was made"
         )
-    step = f"blocked-launch#{launch.event_id}"
-    start = ports.ledger.begin_step(launch.job_name, step, now)
-    if start.state is StepState.DONE:
-        return Outcome(OutcomeKind.ALREADY_HANDLED, launch.job_name, "already handled", Decision.QUOTA, Category.QUOTA)
-    try:
-        outcome = _act(ports, launch, policy)
-        ports.ledger.finish_step(launch.job_name, step, outcome, now)
-    except Exception:
-        ports.ledger.abandon_step(launch.job_name, step)
-        raise
-    return outcome
+    with once(ports, launch.job_name, f"blocked-launch#{launch.event_id}", now) as step:
+        if step.done:
+            return Outcome(
+                OutcomeKind.ALREADY_HANDLED, launch.job_name, "already handled", Decision.QUOTA, Category.QUOTA
+            )
+        return step.record(_act(ports, launch, policy))
 
 
-def _act(ports: GuardPorts, launch: FailedLaunch, policy: JobPolicy) -> Outcome:
+def _act(ports: FailedLaunchesPorts, launch: FailedLaunch, policy: JobPolicy) -> Outcome:
     """Leave a parent's launch to its parent; meet anyone else's wall, and tell."""
     parent = find_parent(job_name=launch.job_name, description={}, tags=launch.tags, caller_arn=launch.requester_arn)
     if parent is not None:
@@ -73,14 +69,14 @@ def _act(ports: GuardPorts, launch: FailedLaunch, policy: JobPolicy) -> Outcome:
     return outcome
 
 
-def _made_by_trainguard(ports: GuardPorts, launch: FailedLaunch) -> str:
+def _made_by_trainguard(ports: FailedLaunchesPorts, launch: FailedLaunch) -> str:
     for key in (ports.keys.retry_of, ports.keys.blocked_launch):
         if key in launch.tags:
             return key
     return ""
 
 
-def _left_to_parent(ports: GuardPorts, launch: FailedLaunch, parent: Parent) -> Outcome:
+def _left_to_parent(ports: FailedLaunchesPorts, launch: FailedLaunch, parent: Parent) -> Outcome:
     """A parent's launch hit the wall: no quota request and no launch later; the owner is told (at most)."""
     reading = classify_failure_reason(f"{launch.error_code}: {launch.error_message}")
     decision, reason = decide_for_owned_job(reading, parent)
@@ -104,7 +100,7 @@ def _left_to_parent(ports: GuardPorts, launch: FailedLaunch, parent: Parent) -> 
     return outcome
 
 
-def _blocked_launch(ports: GuardPorts, launch: FailedLaunch) -> BlockedLaunch:
+def _blocked_launch(ports: FailedLaunchesPorts, launch: FailedLaunch) -> BlockedLaunch:
     try:
         rebuilt = rebuild_create_request(launch.request_parameters, ports.create_request_shape)
     except RelaunchImpossible as err:

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Protocol
 
-from trainguard.config import GuardConfig
 from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.messages import Notification
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome
-from trainguard.domain.policy import TagKeys
 from trainguard.domain.quotas import WaitingLaunch
 from trainguard.domain.stalls import WatchedJob
 
@@ -77,11 +75,22 @@ class QuotaRequestState:
         return self.status in ("PENDING", "CASE_OPENED")
 
 
-class Jobs(Protocol):
+def fresh(found: TrainingJob | JobNotFound) -> TrainingJob | None:
+    """The described job, or None when it no longer exists."""
+    return found if isinstance(found, TrainingJob) else None
+
+
+# Each port names only the methods its callers call: a function is granted the IAM actions of its ports'
+# methods (trainguard.adapters.permissions), so a narrower port is a narrower role.
+class JobReader(Protocol):
     def describe(self, name: str) -> TrainingJob | JobNotFound: ...
 
+
+class JobLauncher(JobReader, Protocol):
     def create(self, request: dict[str, Any], retry_of: str, retry_of_tag_key: str) -> LaunchResult: ...
 
+
+class JobStopper(JobReader, Protocol):
     def stop(self, name: str) -> bool: ...
 
 
@@ -89,13 +98,17 @@ class Checkpoints(Protocol):
     def read(self, s3_uri: str) -> CheckpointState: ...
 
 
-class LedgerPort(Protocol):
+class StepLedger(Protocol):
+    """Leases on steps (trainguard.workflows.once): taken, recorded, or given back for a redelivery to act again."""
+
     def begin_step(self, job_name: str, step: str, now: datetime) -> StepStart: ...
 
     def finish_step(self, job_name: str, step: str, outcome: Outcome, now: datetime) -> None: ...
 
     def abandon_step(self, job_name: str, step: str) -> None: ...
 
+
+class LedgerPort(StepLedger, Protocol):
     def take_retry_budget(self, now: datetime, limit: int) -> bool: ...
 
     def record_lineage(self, root_job: str, attempt: int, job_name: str, retry_of: str, now: datetime) -> None: ...
@@ -105,7 +118,7 @@ class NotifierPort(Protocol):
     def publish(self, notification: Notification) -> str: ...
 
 
-class QuotasPort(Protocol):
+class QuotaWallQuotas(Protocol):
     def find(self, quota_name: str) -> QuotaInfo | None: ...
 
     def current_value(self, quota_code: str) -> float: ...
@@ -116,6 +129,8 @@ class QuotasPort(Protocol):
         self, quota_code: str, desired_value: float, support_case_allowed: bool
     ) -> QuotaRequestState: ...
 
+
+class QuotasPort(QuotaWallQuotas, Protocol):
     def request_state(self, request_id: str) -> QuotaRequestState: ...
 
 
@@ -131,32 +146,58 @@ class QuotaLedgerPort(Protocol):
     def remove_waiting(self, job_name: str) -> None: ...
 
 
-class StallLedgerPort(Protocol):
-    def watch(self, job: WatchedJob) -> None: ...
-
-    def unwatch(self, job_name: str) -> None: ...
-
-    def watched(self) -> list[WatchedJob]: ...
-
-    def watched_job(self, job_name: str) -> list[WatchedJob]: ...
-
+class LogActivityLedger(Protocol):
     def record_log_activity(self, job_name: str, newest: datetime, last_line: str) -> bool: ...
 
-    def record_stall(self, job_name: str, evidence: dict[str, Any], now: datetime) -> None: ...
+
+class StallRecords(Protocol):
+    """The evidence of a stop, read when the stopped job is relaunched."""
 
     def stall_record(self, job_name: str) -> dict[str, Any] | None: ...
 
 
-class AlarmsPort(Protocol):
+class WatchList(Protocol):
+    def watched(self) -> list[WatchedJob]: ...
+
+
+class WatchedJobs(Protocol):
+    """One watched job's entry, and forgetting it."""
+
+    def watched_job(self, job_name: str) -> list[WatchedJob]: ...
+
+    def unwatch(self, job_name: str) -> None: ...
+
+
+class JobWatch(WatchedJobs, StallRecords, Protocol):
+    def watch(self, job: WatchedJob) -> None: ...
+
+
+class StallEvidence(WatchedJobs, StallRecords, Protocol):
+    def record_stall(self, job_name: str, evidence: dict[str, Any], now: datetime) -> None: ...
+
+
+class AlarmRemover(Protocol):
+    def delete(self, names: list[str]) -> None: ...
+
+
+class AlarmWatch(AlarmRemover, Protocol):
+    """Put and delete a watched job's alarms."""
+
     def create(self, plan: Any) -> None: ...
 
-    def delete(self, names: list[str]) -> None: ...
+
+class AlarmRearmer(AlarmRemover, Protocol):
+    """Set a stall alarm back to OK after a false alarm; delete the alarms of a job no longer watched."""
+
+    def rearm(self, alarm_name: str, reason: str) -> None: ...
+
+
+class AlarmSweeper(AlarmRemover, Protocol):
+    """List and delete orphaned alarms; publish the log-silence metric the alarms watch."""
 
     def list_owned(self) -> dict[str, str]: ...
 
     def publish_log_silence(self, values: Mapping[str, float], at: datetime) -> None: ...
-
-    def rearm(self, alarm_name: str, reason: str) -> None: ...
 
 
 class JobLogsPort(Protocol):
@@ -171,30 +212,3 @@ class SchedulerPort(Protocol):
     def schedule_relaunch(self, failed_job: str, at: datetime, reason: str) -> str: ...
 
     def has_schedule(self, failed_job: str) -> bool: ...
-
-
-@dataclass(frozen=True)
-class GuardPorts:
-    jobs: Jobs
-    checkpoints: Checkpoints
-    ledger: LedgerPort
-    notifier: NotifierPort
-    scheduler: SchedulerPort
-    quotas: QuotasPort
-    quota_ledger: QuotaLedgerPort
-    stall_ledger: StallLedgerPort
-    alarms: AlarmsPort
-    job_logs: JobLogsPort
-    gpu_metrics: GpuMetricsPort
-    config: GuardConfig
-    region: str
-    clock: Callable[[], datetime]
-    create_request_shape: dict[str, Any]
-
-    @property
-    def keys(self) -> TagKeys:
-        return TagKeys(self.config.tag_prefix)
-
-    def describe_fresh(self, name: str) -> TrainingJob | None:
-        found = self.jobs.describe(name)
-        return found if isinstance(found, TrainingJob) else None

@@ -19,7 +19,8 @@ from trainguard.domain.quotas import (
     plan_quota_request,
     read_quota_error,
 )
-from trainguard.workflows.ports import GuardPorts, LaunchRefused, NameTaken, QuotaRequestState
+from trainguard.workflows.function_ports import QuotaWallPorts
+from trainguard.workflows.ports import LaunchRefused, NameTaken, QuotaRequestState
 
 QUOTA_ERROR_CODE = "ResourceLimitExceeded"
 
@@ -49,7 +50,7 @@ class QuotaWallResult:
     launched_on: str = ""
 
 
-def meet_quota_wall(ports: GuardPorts, blocked: BlockedLaunch, policy: JobPolicy) -> QuotaWallResult:
+def meet_quota_wall(ports: QuotaWallPorts, blocked: BlockedLaunch, policy: JobPolicy) -> QuotaWallResult:
     now = ports.clock()
     demand = read_quota_error(blocked.error_text)
     if demand is None:
@@ -83,7 +84,7 @@ def meet_quota_wall(ports: GuardPorts, blocked: BlockedLaunch, policy: JobPolicy
 
 
 def _request_and_wait(
-    ports: GuardPorts,
+    ports: QuotaWallPorts,
     blocked: BlockedLaunch,
     demand: QuotaDemand,
     plan: QuotaRequestPlan,
@@ -112,7 +113,7 @@ def _request_and_wait(
     return QuotaWallResult(summary, details, _can_wait(blocked))
 
 
-def _dry_run(ports: GuardPorts, blocked: BlockedLaunch, plan: QuotaRequestPlan | NoQuotaRequest) -> QuotaWallResult:
+def _dry_run(ports: QuotaWallPorts, blocked: BlockedLaunch, plan: QuotaRequestPlan | NoQuotaRequest) -> QuotaWallResult:
     would = (
         f"ask for {format_value(plan.desired_value)} ({plan.reason})"
         if isinstance(plan, QuotaRequestPlan)
@@ -133,7 +134,7 @@ def _dry_run(ports: GuardPorts, blocked: BlockedLaunch, plan: QuotaRequestPlan |
     )
 
 
-def _launch_on_an_alternative(ports: GuardPorts, blocked: BlockedLaunch, policy: JobPolicy) -> str:
+def _launch_on_an_alternative(ports: QuotaWallPorts, blocked: BlockedLaunch, policy: JobPolicy) -> str:
     """While the quota is short, launch on the first alternative the job's tag lists whose quota has room; the
     sentence that says so, or "" when none could be launched (the launch then waits, as without fallbacks).
 
@@ -174,7 +175,7 @@ def _launch_on_an_alternative(ports: GuardPorts, blocked: BlockedLaunch, policy:
     return ""
 
 
-def _quota_allows(ports: GuardPorts, alternative: Alternative, own_count: int, spot: bool) -> bool:
+def _quota_allows(ports: QuotaWallPorts, alternative: Alternative, own_count: int, spot: bool) -> bool:
     count = alternative.count_for(own_count)
     quota = ports.quotas.find(PlannedLaunch(alternative.instance_type, count, spot=spot).type_quota_name)
     return quota is not None and ports.quotas.current_value(quota.code) >= count
@@ -184,12 +185,12 @@ def _can_wait(blocked: BlockedLaunch) -> bool:
     return not blocked.not_launchable
 
 
-def _keep(ports: GuardPorts, blocked: BlockedLaunch, wait: WaitingLaunch) -> None:
+def _keep(ports: QuotaWallPorts, blocked: BlockedLaunch, wait: WaitingLaunch) -> None:
     if _can_wait(blocked):
         ports.quota_ledger.save_waiting(wait)
 
 
-def ask_for_what_is_still_missing(ports: GuardPorts, error_text: str) -> QuotaRequestState | None:
+def ask_for_what_is_still_missing(ports: QuotaWallPorts, error_text: str) -> QuotaRequestState | None:
     """A waiting launch was refused again after its quota request closed (approved, but for less than it
     needs now, e.g. a request filed for another launch on the same quota): file a new request sized to
     this refusal, unless one is open. The ceilings still cap it."""
@@ -211,7 +212,7 @@ def ask_for_what_is_still_missing(ports: GuardPorts, error_text: str) -> QuotaRe
     return state
 
 
-def _known_open_request(ports: GuardPorts, quota_code: str) -> QuotaRequestState | None:
+def _known_open_request(ports: QuotaWallPorts, quota_code: str) -> QuotaRequestState | None:
     """An open request for this quota, whoever filed it: never ask twice."""
     for state in ports.quota_ledger.requests():
         if state.quota_code == quota_code and state.is_open:
@@ -219,7 +220,7 @@ def _known_open_request(ports: GuardPorts, quota_code: str) -> QuotaRequestState
     return ports.quotas.open_request(quota_code)
 
 
-def _waiting(ports: GuardPorts, blocked: BlockedLaunch, demand: QuotaDemand, now: datetime) -> WaitingLaunch:
+def _waiting(ports: QuotaWallPorts, blocked: BlockedLaunch, demand: QuotaDemand, now: datetime) -> WaitingLaunch:
     return WaitingLaunch(
         job_name=blocked.job_name,
         quota_name=demand.quota_name,

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from trainguard.domain.messages import compose_notification
+from trainguard.domain.messages import (
+    compose_quota_request_closed_notification,
+    compose_waiting_launch_notification,
+)
 from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.quotas import (
@@ -14,13 +17,12 @@ from trainguard.domain.quotas import (
     judge_waiting_launch,
     normalize_quota_name,
 )
+from trainguard.workflows.function_ports import QuotaWatchPorts
+from trainguard.workflows.once import once
 from trainguard.workflows.ports import (
-    GuardPorts,
     LaunchRefused,
     NameTaken,
     QuotaRequestState,
-    StepInProgress,
-    StepState,
 )
 from trainguard.workflows.quota_wall import ask_for_what_is_still_missing
 
@@ -28,7 +30,7 @@ STEP = "quota-launch"
 QUOTA_ERROR_CODE = "ResourceLimitExceeded"
 
 
-def check_quota_walls(ports: GuardPorts) -> list[Outcome]:
+def check_quota_walls(ports: QuotaWatchPorts) -> list[Outcome]:
     now = ports.clock()
     requests = {normalize_quota_name(state.quota_name): state for state in _follow_requests(ports, now)}
     outcomes = []
@@ -46,7 +48,7 @@ def check_quota_walls(ports: GuardPorts) -> list[Outcome]:
     return outcomes
 
 
-def _follow_requests(ports: GuardPorts, now: datetime) -> list[QuotaRequestState]:
+def _follow_requests(ports: QuotaWatchPorts, now: datetime) -> list[QuotaRequestState]:
     """Every recorded request, with the open ones read again; a request that closed is told once."""
     states = []
     for recorded in ports.quota_ledger.requests():
@@ -61,81 +63,72 @@ def _follow_requests(ports: GuardPorts, now: datetime) -> list[QuotaRequestState
     return states
 
 
-def _tell_request_closed(ports: GuardPorts, state: QuotaRequestState, now: datetime) -> None:
-    approved = state.status == "APPROVED"
+def _tell_request_closed(ports: QuotaWatchPorts, state: QuotaRequestState, now: datetime) -> None:
+    value = format_value(state.desired_value)
     ports.notifier.publish(
-        compose_notification(
-            headline=f"quota request {state.status.lower()}: {{job}}",
-            job_name=state.quota_name,
-            happened=f"The request to raise '{state.quota_name}' to {format_value(state.desired_value)} "
-            f"(request {state.request_id}, case {state.case_id or 'none'}) is {state.status}.",
-            did="It launches the jobs that waited for this quota at its next check."
-            if approved
-            else "It gives up the launches that waited for this quota, and tells you about each.",
-            why="trainguard follows the quota requests it filed until AWS decides them.",
-            outcome=f"quota-request-{state.status.lower()}",
-            decision="quota",
-            region=ports.region,
-            now=now,
+        compose_quota_request_closed_notification(
+            state.quota_name, value, state.request_id, state.case_id, state.status, ports.region, now
         )
     )
 
 
-def _launch(ports: GuardPorts, waiting: WaitingLaunch, now: datetime) -> Outcome | None:
-    try:
-        start = ports.ledger.begin_step(waiting.job_name, STEP, now)
-    except StepInProgress:
-        return None  # another check is launching it right now
-    if start.state is StepState.DONE:
-        ports.quota_ledger.remove_waiting(waiting.job_name)
-        return None
+def _launch(ports: QuotaWatchPorts, waiting: WaitingLaunch, now: datetime) -> Outcome | None:
+    with once(ports, waiting.job_name, STEP, now, skip_if_busy=True) as step:
+        if step.busy:
+            return None  # another check is launching it right now
+        if not step.done:
+            outcome = _attempt(ports, waiting, now)
+            if outcome is None:
+                step.give_back()  # still short of quota: the next check tries again
+                return None
+            step.record(outcome)
+    # After the record: a check that dies in between leaves the entry, and the next one finds the step done.
+    ports.quota_ledger.remove_waiting(waiting.job_name)
+    return step.outcome
+
+
+def _attempt(ports: QuotaWatchPorts, waiting: WaitingLaunch, now: datetime) -> Outcome | None:
+    """Launch it and tell; None while the quota is still short (and ask for what is still missing)."""
     try:
         # The tag that proves a job of this name is this very launch (a redelivery, not a stranger's job).
         owner_tag = ports.keys.retry_of if waiting.origin == "relaunch" else ports.keys.blocked_launch
         ports.jobs.create(waiting.request, waiting.blocked_job, owner_tag)  # created, or already there: both go on
     except LaunchRefused as refused:
         if refused.code == QUOTA_ERROR_CODE:
-            ports.ledger.abandon_step(waiting.job_name, STEP)  # still short: try again at the next check
             ask_for_what_is_still_missing(ports, refused.message)
             return None
-        return _finish(ports, waiting, OutcomeKind.NOT_RELAUNCHED, f"SageMaker refused the launch: {refused}", now)
+        return _told(ports, waiting, OutcomeKind.NOT_RELAUNCHED, f"SageMaker refused the launch: {refused}", now)
     except NameTaken as taken:
-        return _finish(ports, waiting, OutcomeKind.NOT_RELAUNCHED, str(taken), now)
+        return _told(ports, waiting, OutcomeKind.NOT_RELAUNCHED, str(taken), now)
     if waiting.origin == "relaunch":  # created now or by an earlier check that died before this write
         ports.ledger.record_lineage(waiting.lineage_root, waiting.attempt, waiting.job_name, waiting.blocked_job, now)
-    return _finish(ports, waiting, OutcomeKind.RELAUNCHED, f"the quota '{waiting.quota_name}' now allows it", now)
+    return _told(ports, waiting, OutcomeKind.RELAUNCHED, f"the quota '{waiting.quota_name}' now allows it", now)
 
 
-def _finish(ports: GuardPorts, waiting: WaitingLaunch, kind: OutcomeKind, why: str, now: datetime) -> Outcome:
+def _told(ports: QuotaWatchPorts, waiting: WaitingLaunch, kind: OutcomeKind, why: str, now: datetime) -> Outcome:
     launched = kind is OutcomeKind.RELAUNCHED
     outcome = Outcome(
         kind, waiting.blocked_job, why, Decision.QUOTA, Category.QUOTA, waiting.job_name if launched else ""
     )
     ports.notifier.publish(
-        compose_notification(
-            headline="launched {job} after a quota wall" if launched else "{job} not launched after a quota wall",
-            job_name=waiting.job_name,
-            happened=f"{waiting.job_name} waited since {waiting.since.strftime('%Y-%m-%d %H:%M UTC')} "
-            f"for the quota '{waiting.quota_name}'.",
-            did=f"Launched {waiting.job_name}." if launched else "Did not launch it.",
-            why=why,
-            outcome=kind.value,
-            decision="quota",
-            region=ports.region,
-            now=now,
+        compose_waiting_launch_notification(
+            waiting.job_name, waiting.quota_name, waiting.since, outcome, ports.region, now
         )
     )
-    ports.ledger.finish_step(waiting.job_name, STEP, outcome, now)
-    ports.quota_ledger.remove_waiting(waiting.job_name)
     return outcome
 
 
 def _give_up(
-    ports: GuardPorts, waiting: WaitingLaunch, request: QuotaRequestState | None, verdict: WaitVerdict
+    ports: QuotaWatchPorts, waiting: WaitingLaunch, request: QuotaRequestState | None, verdict: WaitVerdict
 ) -> Outcome:
+    """No lease: giving up twice tells twice and records the same outcome, and launches nothing."""
     if verdict is WaitVerdict.EXPIRE:
         why = f"it waited until {waiting.give_up_at.strftime('%Y-%m-%d %H:%M UTC')} (setting quota_wait_hours)"
     else:
         status = request.status if request else "closed"
         why = f"the quota request for '{waiting.quota_name}' ended {status}"
-    return _finish(ports, waiting, OutcomeKind.NOT_RELAUNCHED, f"trainguard gave up the launch: {why}", ports.clock())
+    now = ports.clock()
+    outcome = _told(ports, waiting, OutcomeKind.NOT_RELAUNCHED, f"trainguard gave up the launch: {why}", now)
+    ports.ledger.finish_step(waiting.job_name, STEP, outcome, now)
+    ports.quota_ledger.remove_waiting(waiting.job_name)
+    return outcome

@@ -14,13 +14,14 @@ from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.policy import JobPolicy
 from trainguard.domain.quotas import read_quota_error
-from trainguard.workflows.ports import GuardPorts, LaunchRefused, NameTaken
+from trainguard.workflows.function_ports import EndedJobPorts, JobEventsPorts
+from trainguard.workflows.ports import LaunchRefused, NameTaken, fresh
 from trainguard.workflows.quota_wall import BlockedLaunch, QuotaWallResult, meet_quota_wall
 
 QUOTA_ERROR_CODE = "ResourceLimitExceeded"
 
 
-def relaunch_settings(ports: GuardPorts) -> RelaunchSettings:
+def relaunch_settings(ports: EndedJobPorts) -> RelaunchSettings:
     return RelaunchSettings(
         passable_role_arns=ports.config.passable_role_arns,
         capacity_backoff_minutes=ports.config.capacity_backoff_minutes,
@@ -30,7 +31,7 @@ def relaunch_settings(ports: GuardPorts) -> RelaunchSettings:
 
 
 def plan_for(
-    ports: GuardPorts,
+    ports: EndedJobPorts,
     job: TrainingJob,
     assessment: Assessment,
     policy: JobPolicy,
@@ -50,7 +51,7 @@ def plan_for(
 
 
 def planned_within_budget(
-    ports: GuardPorts,
+    ports: JobEventsPorts,
     job: TrainingJob,
     assessment: Assessment,
     policy: JobPolicy,
@@ -74,18 +75,18 @@ def planned_within_budget(
     return plan
 
 
-def _launched_before(ports: GuardPorts, job: TrainingJob, plan: RelaunchPlan) -> bool:
-    existing = ports.describe_fresh(plan.new_job_name)
+def _launched_before(ports: JobEventsPorts, job: TrainingJob, plan: RelaunchPlan) -> bool:
+    existing = fresh(ports.jobs.describe(plan.new_job_name))
     return existing is not None and existing.tags.get(ports.keys.retry_of) == job.name
 
 
-def _scheduled_before(ports: GuardPorts, job: TrainingJob, plan: RelaunchPlan) -> bool:
+def _scheduled_before(ports: JobEventsPorts, job: TrainingJob, plan: RelaunchPlan) -> bool:
     # The schedule's name is derived from the failed job: only this failure's relaunch can have it.
     return bool(plan.delay) and ports.scheduler.has_schedule(job.name)
 
 
 def relaunch_or_schedule(
-    ports: GuardPorts,
+    ports: JobEventsPorts,
     job: TrainingJob,
     assessment: Assessment,
     policy: JobPolicy,
@@ -113,7 +114,7 @@ def relaunch_or_schedule(
 
 
 def relaunch_after_quota(
-    ports: GuardPorts,
+    ports: JobEventsPorts,
     job: TrainingJob,
     assessment: Assessment,
     policy: JobPolicy,
@@ -131,7 +132,7 @@ def relaunch_after_quota(
 
 
 def launch(
-    ports: GuardPorts,
+    ports: EndedJobPorts,
     job: TrainingJob,
     assessment: Assessment,
     policy: JobPolicy,
@@ -202,7 +203,7 @@ def blocked_relaunch(plan: RelaunchPlan, error_text: str) -> BlockedLaunch:
 
 
 def quota_wall_outcome(
-    ports: GuardPorts, assessment: Assessment, plan: RelaunchPlan, wall: QuotaWallResult, now: datetime
+    ports: EndedJobPorts, assessment: Assessment, plan: RelaunchPlan, wall: QuotaWallResult, now: datetime
 ) -> Outcome:
     details = {"quota_summary": wall.summary, "quota_request": wall.quota_request, "waiting": wall.waiting}
     if wall.launched_on:  # relaunched meanwhile on an alternative whose quota has room

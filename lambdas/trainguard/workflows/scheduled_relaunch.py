@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.job_end import RelaunchPlan
 from trainguard.domain.model import Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
-from trainguard.workflows.once import act_once, reassess
-from trainguard.workflows.ports import GuardPorts
+from trainguard.workflows.ended_job import already_handled, reassess, tell_job_end
+from trainguard.workflows.function_ports import EndedJobPorts
+from trainguard.workflows.once import once
 from trainguard.workflows.relaunch import launch, plan_for
 
 STEP = "relaunch"
 
 
-def handle_scheduled_relaunch(ports: GuardPorts, failed_job_name: str) -> Outcome:
+def handle_scheduled_relaunch(ports: EndedJobPorts, failed_job_name: str) -> Outcome:
     facts = reassess(ports, failed_job_name)
     if isinstance(facts, Outcome):
         return facts
@@ -21,13 +21,17 @@ def handle_scheduled_relaunch(ports: GuardPorts, failed_job_name: str) -> Outcom
     if not assessment.opted_in or assessment.decision is not Decision.RETRY:
         return skipped(job.name, f"the relaunch is no longer wanted: {assessment.reason}")
 
-    def act(checkpoint: CheckpointState) -> Outcome:
-        plan = plan_for(ports, job, assessment, facts.policy, checkpoint, ports.clock())
+    now = ports.clock()
+    with once(ports, job.name, STEP, now) as step:
+        if step.done:
+            return already_handled(assessment, step)
+        checkpoint = ports.checkpoints.read(job.checkpoint_s3_uri)
+        plan = plan_for(ports, job, assessment, facts.policy, checkpoint, now)
         if isinstance(plan, RelaunchPlan):
-            return launch(ports, job, assessment, facts.policy, plan, ports.clock())
-        return assessment.outcome(
-            OutcomeKind.NOT_RELAUNCHED,
-            f"{assessment.reason} Not relaunched at the scheduled time: {plan.reason}",
-        )
-
-    return act_once(ports, facts, STEP, act)
+            outcome = launch(ports, job, assessment, facts.policy, plan, now)
+        else:
+            outcome = assessment.outcome(
+                OutcomeKind.NOT_RELAUNCHED, f"{assessment.reason} Not relaunched at the scheduled time: {plan.reason}"
+            )
+        tell_job_end(ports, facts, outcome, checkpoint)
+        return step.record(outcome)

@@ -24,20 +24,22 @@ from trainguard.domain.stalls import (
     read_stall_thresholds,
 )
 from trainguard.events.alarm_state_change import AlarmStateChange
-from trainguard.workflows.ports import GuardPorts, StepState
+from trainguard.workflows.function_ports import StallAlarmsPorts
+from trainguard.workflows.once import once
+from trainguard.workflows.ports import fresh
 from trainguard.workflows.stall_watch import stop_watching
 
 STEP = "stall-stop"
 
 
-def handle_stall_alarm(ports: GuardPorts, change: AlarmStateChange) -> Outcome:
+def handle_stall_alarm(ports: StallAlarmsPorts, change: AlarmStateChange) -> Outcome:
     parsed = parse_alarm_name(change.alarm_name)
     if parsed is None:
         return skipped("", f"alarm {change.alarm_name} is not a trainguard stall alarm")
     signal, job_name = parsed
     if change.state != "ALARM":
         return skipped(job_name, f"alarm {change.alarm_name} moved to {change.state}; only ALARM is acted on")
-    job = ports.describe_fresh(job_name)
+    job = fresh(ports.jobs.describe(job_name))
     if job is None:
         stop_watching(ports, job_name)
         return skipped(job_name, "the job no longer exists")
@@ -58,22 +60,18 @@ def handle_stall_alarm(ports: GuardPorts, change: AlarmStateChange) -> Outcome:
             ports.alarms.rearm(change.alarm_name, f"trainguard: not a stall yet: {verdict.reason}"[:1000])
         return skipped(job_name, verdict.reason)
 
-    start = ports.ledger.begin_step(job.name, STEP, now)
-    if start.state is StepState.DONE:
-        return Outcome(
-            OutcomeKind.ALREADY_HANDLED, job.name, "the stall was already handled", Decision.STOP, Category.STALL
-        )
-    try:
+    with once(ports, job.name, STEP, now) as step:
+        if step.done:
+            return Outcome(
+                OutcomeKind.ALREADY_HANDLED, job.name, "the stall was already handled", Decision.STOP, Category.STALL
+            )
         checkpoint = ports.checkpoints.read(job.checkpoint_s3_uri)
-        outcome = _act(ports, job, signal, verdict, evidence, checkpoint, now)
-        ports.ledger.finish_step(job.name, STEP, outcome, now)
-    except Exception:
-        ports.ledger.abandon_step(job.name, STEP)
-        raise
-    return outcome
+        return step.record(_act(ports, job, signal, verdict, evidence, checkpoint, now))
 
 
-def gather_evidence(ports: GuardPorts, job: TrainingJob, thresholds: StallThresholds, now: datetime) -> StallEvidence:
+def gather_evidence(
+    ports: StallAlarmsPorts, job: TrainingJob, thresholds: StallThresholds, now: datetime
+) -> StallEvidence:
     """The newest log line (from the Logs API, and the subscription's record, whichever is newer) and
     each host's GPU peak over the idle window."""
     instance_type, hosts = job_hosts(job)
@@ -86,19 +84,19 @@ def gather_evidence(ports: GuardPorts, job: TrainingJob, thresholds: StallThresh
     return StallEvidence(newest, line, gpu, gpus_per_host(instance_type))
 
 
-def _stop_is_ours(ports: GuardPorts, job_name: str) -> bool:
+def _stop_is_ours(ports: StallAlarmsPorts, job_name: str) -> bool:
     """StopTrainingJob found the job no longer InProgress. When SageMaker's answer to an earlier attempt of the
     call was lost (a read timeout after it acted), botocore's retry finds the job Stopping: that is trainguard's
     stop. The ledger tells it the way job_ended.py does (the job is Stopping or Stopped and the stall record says
     trainguard asked for the stop), so this message and the relaunch that follows agree. A job that failed or
     completed on its own meanwhile has no stop of trainguard's to report."""
-    job = ports.describe_fresh(job_name)
+    job = fresh(ports.jobs.describe(job_name))
     stopping = job is not None and job.status in ("Stopping", "Stopped")
     return stopping and ports.stall_ledger.stall_record(job_name) is not None
 
 
 def _act(
-    ports: GuardPorts,
+    ports: StallAlarmsPorts,
     job: TrainingJob,
     signal: StallSignal,
     verdict: StallVerdict,

@@ -13,12 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from trainguard.domain.messages import EVENT_TYPE_STALL, compose_notification
+from trainguard.domain.messages import compose_stuck_stopping_notification
 from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.stall_alarms import owned_alarm_job
-from trainguard.domain.stalls import WatchedJob, is_stuck_stopping, log_silence_minutes
-from trainguard.workflows.ports import GuardPorts, StepInProgress, StepState
+from trainguard.domain.stalls import WatchedJob, is_stuck_stopping, log_silence_minutes, stuck_stopping_reason
+from trainguard.workflows.function_ports import StallProberPorts
+from trainguard.workflows.once import once
 
 SWEEP_EVERY_MINUTES = 15
 
@@ -31,7 +32,7 @@ class ProbeReport:
     outcomes: list[Outcome] = field(default_factory=list)
 
 
-def probe(ports: GuardPorts) -> ProbeReport:
+def probe(ports: StallProberPorts) -> ProbeReport:
     now = ports.clock()
     watched = ports.stall_ledger.watched()
     silence = {job.job_name: round(log_silence_minutes(job, now), 2) for job in watched}
@@ -47,7 +48,7 @@ def probe(ports: GuardPorts) -> ProbeReport:
     return report
 
 
-def sweep_orphan_alarms(ports: GuardPorts, watched: set[str]) -> list[str]:
+def sweep_orphan_alarms(ports: StallProberPorts, watched: set[str]) -> list[str]:
     """Delete every trainguard alarm whose job is not watched: no alarm outlives its job."""
     owners = {name: owned_alarm_job(name) for name in ports.alarms.list_owned()}
     orphans = [name for name, job in owners.items() if job is not None and job not in watched]
@@ -56,35 +57,12 @@ def sweep_orphan_alarms(ports: GuardPorts, watched: set[str]) -> list[str]:
     return orphans
 
 
-def _report_stuck(ports: GuardPorts, job: WatchedJob, now: datetime) -> Outcome | None:
-    try:
-        start = ports.ledger.begin_step(job.job_name, "stuck-stopping", now)
-    except StepInProgress:
-        return None
-    if start.state is StepState.DONE:
-        return None
-    assert job.stopping_since is not None
-    minutes = int((now - job.stopping_since).total_seconds() // 60)
-    why = (
-        f"{job.job_name} has been Stopping for {minutes} min. A stop sends SIGTERM and kills the job after "
-        "120 s, then uploads the model and the checkpoints; a stop that takes this long usually means the upload "
-        "has stalled. The instances may still be billed."
-    )
-    outcome = Outcome(OutcomeKind.STUCK_STOPPING, job.job_name, why, Decision.NOTIFY, Category.STUCK_STOPPING)
-    ports.notifier.publish(
-        compose_notification(
-            headline="{job} is stuck in Stopping",
-            job_name=job.job_name,
-            happened=why,
-            did="Nothing: it tells you once. Look at the job's logs and its S3 upload.",
-            why="trainguard reports stops that have not finished after 30 minutes.",
-            outcome=outcome.kind.value,
-            decision="notify",
-            region=ports.region,
-            now=now,
-            category="stuck-stopping",
-            event_type=EVENT_TYPE_STALL,
-        )
-    )
-    ports.ledger.finish_step(job.job_name, "stuck-stopping", outcome, now)
-    return outcome
+def _report_stuck(ports: StallProberPorts, job: WatchedJob, now: datetime) -> Outcome | None:
+    """Once per stuck stop (busy: another prober cycle is telling it right now)."""
+    with once(ports, job.job_name, "stuck-stopping", now, skip_if_busy=True) as step:
+        if step.done or step.busy:
+            return None
+        why = stuck_stopping_reason(job, now)
+        outcome = Outcome(OutcomeKind.STUCK_STOPPING, job.job_name, why, Decision.NOTIFY, Category.STUCK_STOPPING)
+        ports.notifier.publish(compose_stuck_stopping_notification(outcome, ports.region, now))
+        return step.record(outcome)

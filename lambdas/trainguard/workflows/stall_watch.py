@@ -7,13 +7,14 @@ from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
 from trainguard.domain.policy import read_job_policy
 from trainguard.domain.stall_alarms import plan_stall_alarms
 from trainguard.domain.stalls import WatchedJob, job_hosts, read_stall_thresholds
-from trainguard.workflows.ports import GuardPorts
+from trainguard.workflows.function_ports import JobEventsPorts, StallWatchPorts
+from trainguard.workflows.ports import fresh
 
 WATCHED_STATUSES = ("InProgress", "Stopping")
 
 
-def follow_training_state(ports: GuardPorts, job_name: str) -> Outcome:
-    job = ports.describe_fresh(job_name)
+def follow_training_state(ports: JobEventsPorts, job_name: str) -> Outcome:
+    job = fresh(ports.jobs.describe(job_name))
     if job is None:
         ports.stall_ledger.unwatch(job_name)
         return skipped(job_name, "the job no longer exists")
@@ -43,7 +44,7 @@ def follow_training_state(ports: GuardPorts, job_name: str) -> Outcome:
     return Outcome(OutcomeKind.WATCHING, job.name, f"watched for stalls ({phase}, {hosts} hosts)")
 
 
-def stop_watching(ports: GuardPorts, job_name: str) -> None:
+def stop_watching(ports: StallWatchPorts, job_name: str) -> None:
     """Delete the job's alarms and forget it; the orphan sweep catches anything missed here."""
     for watched in ports.stall_ledger.watched_job(job_name):
         plan = plan_stall_alarms(watched.job_name, watched.instance_type, watched.host_count, watched.thresholds)

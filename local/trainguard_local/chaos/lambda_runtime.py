@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from trainguard.workflows.ports import GuardPorts
+from trainguard.handlers.wiring import PortSet, boto3_ports
 from trainguard_local.chaos.faults import FaultInjector, ProcessDeath, chaos_session
 from trainguard_local.stand_in import ACCOUNT, REGION
 
@@ -77,7 +77,7 @@ class LambdaRuntime:
         self._clock = clock
         self._sqs = sqs
         self._dead_letter_queues = dead_letter_queues
-        self._ports: GuardPorts | None = None
+        self._ports: PortSet | None = None
         self.cold_starts = 0
         self.dead_letters: list[tuple[datetime, str, Invocation]] = []  # (when, function, invocation)
 
@@ -85,7 +85,7 @@ class LambdaRuntime:
         now = self._clock()
         handle = _handle_of(invocation.function)
         try:
-            result = handle(invocation.payload, self._environment())
+            result = handle(invocation.payload, self._environment().for_handle(handle))
         except ProcessDeath as death:
             self._ports = None  # the execution environment is gone
             return self._failed(invocation, now, "ProcessDeath", str(death))
@@ -95,14 +95,10 @@ class LambdaRuntime:
             _clear_metrics()
         return AttemptResult(invocation, now, result=result)
 
-    def _environment(self) -> GuardPorts:
+    def _environment(self) -> PortSet:
         if self._ports is None:
-            from trainguard.handlers.wiring import production_ports
-
-            production_ports.cache_clear()
-            with chaos_session(self._injector):
-                self._ports = replace(production_ports(), clock=self._clock)
-            production_ports.cache_clear()
+            with chaos_session(self._injector):  # the session, made here, carries the injector
+                self._ports = boto3_ports(clock=self._clock)
             self.cold_starts += 1
         return self._ports
 
@@ -154,9 +150,9 @@ def function_of_arn(arn: str) -> str:
     return name.removeprefix("trainguard-")
 
 
-def _handle_of(function: str) -> Callable[[Any, GuardPorts], Any]:
+def _handle_of(function: str) -> Callable[[Any, Any], Any]:
     module = importlib.import_module(FUNCTIONS[function].rsplit(".", 1)[0])
-    handle: Callable[[Any, GuardPorts], Any] = module.handle
+    handle: Callable[[Any, Any], Any] = module.handle
     return handle
 
 

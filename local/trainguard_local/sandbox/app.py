@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
@@ -49,11 +49,10 @@ def run_sandbox(options: SandboxOptions, *, out: TextIO = sys.stdout, stop: thre
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     logging.getLogger("trainguard").setLevel(logging.WARNING)  # the functions' JSON log: warnings only
     from trainguard.handlers import log_activity
-    from trainguard.handlers.wiring import production_ports
+    from trainguard.handlers.wiring import boto3_ports
 
     with local_aws() as aws:
-        production_ports.cache_clear()
-        ports = replace(production_ports(), clock=aws.clock)
+        ports = boto3_ports(clock=aws.clock)
         say = _teller(aws.clock, aws.clock(), out)
         role_name = TRAINING_ROLE.rsplit("/", 1)[1]
         aws.client("iam").create_role(RoleName=role_name, AssumeRolePolicyDocument=SAGEMAKER_TRUST)
@@ -66,13 +65,10 @@ def run_sandbox(options: SandboxOptions, *, out: TextIO = sys.stdout, stop: thre
         )
         guard = GuardLoop(aws, ports, say)
         control = _control_api(aws, FaultInjector(aws, world, say), world)
-        try:
-            with SandboxEndpoint(aws, control, port=options.port) as endpoint:
-                out.write(banner(endpoint.url, options))
-                out.flush()
-                _run_clock(aws, world, guard, options.speed, stop or threading.Event())
-        finally:
-            production_ports.cache_clear()
+        with SandboxEndpoint(aws, control, port=options.port) as endpoint:
+            out.write(banner(endpoint.url, options))
+            out.flush()
+            _run_clock(aws, world, guard, options.speed, stop or threading.Event())
 
 
 def banner(url: str, options: SandboxOptions) -> str:

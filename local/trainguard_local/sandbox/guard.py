@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from infra.settings import Settings
 from trainguard.handlers import failed_launches, job_events, quota_watch, retry_launcher, stall_alarms, stall_prober
 from trainguard.handlers.observability import metrics
-from trainguard.workflows.ports import GuardPorts
+from trainguard.handlers.wiring import PortSet
 from trainguard_local.alarm_evaluator import LocalAlarmEvaluator
 from trainguard_local.stand_in import LocalAWS
 
@@ -37,7 +37,7 @@ QUIET_OUTCOMES = ("already-handled",)  # a duplicate delivery: logged by the fun
 
 
 class GuardLoop:
-    def __init__(self, aws: LocalAWS, ports: GuardPorts, say: Callable[[str], None]) -> None:
+    def __init__(self, aws: LocalAWS, ports: PortSet, say: Callable[[str], None]) -> None:
         self._aws, self._ports, self._say = aws, ports, say
         self._sqs, self._scheduler = aws.client("sqs"), aws.client("scheduler")
         self._evaluator = LocalAlarmEvaluator(aws.client("cloudwatch"), aws.client("events"), aws.clock)
@@ -56,7 +56,7 @@ class GuardLoop:
                 self._tell("quota-watch", outcome)
         self._print_notifications()
 
-    def _on_schedule(self, function: str, handle: Callable[[Any, GuardPorts], Any], event: dict[str, Any]) -> Any:
+    def _on_schedule(self, function: str, handle: Callable[[Any, Any], Any], event: dict[str, Any]) -> Any:
         """A function on an EventBridge schedule: when it raises, it is told and runs again at its next time."""
         try:
             return invoke(handle, event, self._ports)
@@ -64,7 +64,7 @@ class GuardLoop:
             self._say(f"trainguard {function} raised {type(err).__name__}: {err} (it runs again next time)")
             return None
 
-    def _deliver(self, queue_url: str, function: str, handle: Callable[[Any, GuardPorts], Any]) -> None:
+    def _deliver(self, queue_url: str, function: str, handle: Callable[[Any, Any], Any]) -> None:
         while True:
             batch = self._sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", [])
             if not batch:
@@ -115,11 +115,11 @@ class GuardLoop:
             )
 
 
-def invoke(handle: Callable[[Any, GuardPorts], T], event: Any, ports: GuardPorts) -> T:
+def invoke(handle: Callable[[Any, Any], T], event: Any, ports: PortSet) -> T:
     """One invocation of a function's ``handle``. Lambda's ``@metrics.log_metrics`` flushes the Powertools
     metrics after each invocation; here they are dropped (the sandbox has no EMF log to write them to)."""
     try:
-        return handle(event, ports)
+        return handle(event, ports.for_handle(handle))
     finally:
         metrics.clear_metrics()
 

@@ -35,19 +35,10 @@ from moto import mock_aws
 from moto.events.models import EventPattern
 
 from infra.event_patterns import stall_alarm_pattern, training_job_state_pattern
-from trainguard.adapters.alarms import StallAlarms
-from trainguard.adapters.checkpoints import CheckpointReader
-from trainguard.adapters.job_activity import GpuMetrics, JobLogs
-from trainguard.adapters.ledger import Ledger, QuotaLedger, create_table_request
-from trainguard.adapters.notifier import Notifier
-from trainguard.adapters.sagemaker import SageMakerJobs
-from trainguard.adapters.scheduler import RelaunchScheduler
-from trainguard.adapters.service_model import create_training_job_shape
-from trainguard.adapters.service_quotas import ServiceQuotas
-from trainguard.adapters.stall_ledger import StallLedger
+from trainguard.adapters.ledger import create_table_request
 from trainguard.config import GuardConfig
 from trainguard.domain.outcome import Outcome
-from trainguard.workflows.ports import GuardPorts
+from trainguard.handlers.wiring import PortSet
 from trainguard_local.fleet.catalogue import INSTANCE_OFFERS
 from trainguard_local.fleet.trainguard_run.clock import FleetClock
 from trainguard_local.fleet.trainguard_run.fleet_side import FleetSide
@@ -139,7 +130,8 @@ class FleetWorld:
             schedule_group_name=SCHEDULE_GROUP,
             **config_overrides,
         )
-        self.ports = self._ports()
+        # trainguard's functions, each with the ports handlers/wiring.py builds, on the in-process clients.
+        self.ports = PortSet(self.guard.__getitem__, self.config, REGION, self.clock)
         self.fleet = FleetSide(self.world, self.clock, self.plane, self.quotas)
         self._create_resources()
 
@@ -172,28 +164,6 @@ class FleetWorld:
         if self.on_guard_call is not None:
             self.on_guard_call(call)
 
-    def _ports(self) -> GuardPorts:
-        g = self.guard
-        return GuardPorts(
-            jobs=SageMakerJobs(g["sagemaker"]),
-            checkpoints=CheckpointReader(g["s3"]),
-            ledger=Ledger(g["dynamodb"], TABLE),
-            notifier=Notifier(g["sns"], self.config.topic_arn),
-            scheduler=RelaunchScheduler(
-                g["scheduler"], group_name=SCHEDULE_GROUP, target_arn=RETRY_LAUNCHER_ARN, role_arn=SCHEDULER_ROLE_ARN
-            ),
-            quotas=ServiceQuotas(g["service-quotas"]),
-            quota_ledger=QuotaLedger(g["dynamodb"], TABLE),
-            stall_ledger=StallLedger(g["dynamodb"], TABLE),
-            alarms=StallAlarms(g["cloudwatch"]),
-            job_logs=JobLogs(g["logs"]),
-            gpu_metrics=GpuMetrics(g["cloudwatch"]),
-            config=self.config,
-            region=REGION,
-            clock=self.clock,
-            create_request_shape=create_training_job_shape(g["sagemaker"].meta.service_model),
-        )
-
     def _create_resources(self) -> None:
         w = self.world
         w["dynamodb"].create_table(**create_table_request(TABLE))
@@ -220,7 +190,7 @@ class FleetWorld:
         self.acting = self.roots.get(job, self.acting)
         self.usage.invoked(handler)
         try:
-            result = function(*args, self.ports)
+            result = function(*args, self.ports.for_handle(function))
         except Exception:
             self.problems.append(f"{self.hours:.3f} h {handler} ({job}): {traceback.format_exc(limit=6)}")
             return None
