@@ -45,7 +45,7 @@ test-quick: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
-	$(PY) -m trainguard_local.iam_check
+	$(PY) -m trainguard_local.commands.iam_check
 
 # MkDocs in strict mode (mkdocs.yml): a broken link or anchor, or a page left out of the nav, fails the build.
 # Not --quiet: it hides the warnings from strict mode too, and the build then passes whatever they say.

@@ -100,6 +100,16 @@ def guard_panels(
 ) -> list[Panel]:
     """The dashboard, top to bottom, two panels to a row."""
     return [
+        *decision_panels(),
+        dead_letter_queue_panel(dead_letter_queues),
+        *handler_panels(functions),
+        *guard_health_panels(ledger_table),
+    ]
+
+
+def decision_panels() -> list[Panel]:
+    """What trainguard decided and what it watches."""
+    return [
         ("Decisions (per 5 minutes, by outcome)", [outcome_count(kind) for kind in OutcomeKind]),
         ("Retries and quota requests (per 5 minutes)", [outcome_count(kind) for kind in RETRY_AND_QUOTA_KINDS]),
         (
@@ -111,15 +121,24 @@ def guard_panels(
             [cloudwatch.SearchExpression(expression=LOG_SILENCE_SEARCH, period=PROBE_PERIOD)],
         ),
         ("Stalls: found, stopped, stuck stopping (per 5 minutes)", [outcome_count(kind) for kind in STALL_KINDS]),
-        (
-            "Dead-letter queues: messages waiting",
-            [
-                queue.metric_approximate_number_of_messages_visible(
-                    statistic=cloudwatch.Stats.MAXIMUM, label=label_of(queue), period=DECISION_PERIOD
-                )
-                for queue in dead_letter_queues
-            ],
-        ),
+    ]
+
+
+def dead_letter_queue_panel(dead_letter_queues: Sequence[sqs.IQueue]) -> Panel:
+    return (
+        "Dead-letter queues: messages waiting",
+        [
+            queue.metric_approximate_number_of_messages_visible(
+                statistic=cloudwatch.Stats.MAXIMUM, label=label_of(queue), period=DECISION_PERIOD
+            )
+            for queue in dead_letter_queues
+        ],
+    )
+
+
+def handler_panels(functions: Sequence[lambda_.IFunction]) -> list[Panel]:
+    """Lambda's own figures for every function: errors, throttles, duration."""
+    return [
         (
             "Handler errors",
             [
@@ -138,6 +157,12 @@ def guard_panels(
             "Handler duration, p95 (ms)",
             [fn.metric_duration(statistic="p95", label=label_of(fn), period=DECISION_PERIOD) for fn in functions],
         ),
+    ]
+
+
+def guard_health_panels(ledger_table: dynamodb.ITable) -> list[Panel]:
+    """Whether the guard itself is healthy: the prober runs, events parse, the ledger takes its writes."""
+    return [
         (
             "Stall prober runs (per minute; the prober-health alarm wants 1)",
             [guard_metric(PROBER_HEARTBEAT_METRIC, statistic=cloudwatch.Stats.SUM, period=PROBE_PERIOD)],

@@ -36,6 +36,27 @@ def event_pattern(pattern: dict[str, Any]) -> events.EventPattern:
     return events.EventPattern(**{key.replace("-", "_"): value for key, value in pattern.items()})
 
 
+def _rule_to_function(
+    scope: Construct,
+    construct_id: str,
+    *,
+    description: str,
+    function: lambda_.IFunction,
+    dead_letter_queue: sqs.IQueue,
+    max_event_age: Duration,
+    retry_attempts: int,
+    event_pattern: events.EventPattern | None = None,
+    schedule: events.Schedule | None = None,
+) -> events.Rule:
+    """A rule on events or a schedule whose target retries as told, then parks the event in the DLQ."""
+    target = targets.LambdaFunction(
+        function, dead_letter_queue=dead_letter_queue, max_event_age=max_event_age, retry_attempts=retry_attempts
+    )
+    return events.Rule(
+        scope, construct_id, description=description, event_pattern=event_pattern, schedule=schedule, targets=[target]
+    )
+
+
 def rule_to_function(
     scope: Construct,
     construct_id: str,
@@ -46,16 +67,40 @@ def rule_to_function(
     dead_letter_queue: sqs.IQueue,
 ) -> events.Rule:
     """An EventBridge rule whose target retries for two hours (8 attempts), then parks the event in the DLQ."""
-    return events.Rule(
+    return _rule_to_function(
         scope,
         construct_id,
         description=description,
         event_pattern=event_pattern(pattern),
-        targets=[
-            targets.LambdaFunction(
-                function, dead_letter_queue=dead_letter_queue, max_event_age=Duration.hours(2), retry_attempts=8
-            )
-        ],
+        function=function,
+        dead_letter_queue=dead_letter_queue,
+        max_event_age=Duration.hours(2),
+        retry_attempts=8,
+    )
+
+
+def schedule_to_function(
+    scope: Construct,
+    construct_id: str,
+    *,
+    description: str,
+    expression: str,
+    function: lambda_.IFunction,
+    dead_letter_queue: sqs.IQueue,
+    max_event_age: Duration,
+    retry_attempts: int,
+) -> events.Rule:
+    """An EventBridge schedule (its expression spelled out: `rate(N minutes)`) whose target retries as told,
+    then parks the event in the DLQ; a scheduled run is worth fewer tries than an event, the next one comes."""
+    return _rule_to_function(
+        scope,
+        construct_id,
+        description=description,
+        schedule=events.Schedule.expression(expression),
+        function=function,
+        dead_letter_queue=dead_letter_queue,
+        max_event_age=max_event_age,
+        retry_attempts=retry_attempts,
     )
 
 

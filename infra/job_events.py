@@ -49,8 +49,6 @@ class JobEvents(Construct):
         alarm_topic: sns.ITopic,
     ) -> None:
         super().__init__(scope, construct_id)
-        stack = Stack.of(self)
-
         self.dead_letter_queue = dead_letter_queue(
             self, "DeadLetterQueue", holds="the rule target and both functions' asynchronous invocations"
         )
@@ -63,8 +61,22 @@ class JobEvents(Construct):
             description="trainguard: watches training jobs for stalls; relaunches transient failures, reports the rest",
             dead_letter_queue=self.dead_letter_queue,
         )
-        # A fixed name, so the retry launcher's ARN can go into the environment of both functions
-        # (its own included) without a circular reference to the function resource.
+        self._build_retry_launcher(code)
+        self.rule = rule_to_function(
+            self,
+            "TrainingJobStateRule",
+            description="trainguard: SageMaker training jobs InProgress, Stopping, Completed, Failed or Stopped",
+            pattern=training_job_state_pattern(),
+            function=self.job_events_function,
+            dead_letter_queue=self.dead_letter_queue,
+        )
+        self._build_retry_schedules()
+        self._alarm_on_failures(alarm_topic)
+
+    def _build_retry_launcher(self, code: lambda_.Code) -> None:
+        """The retry launcher, under a fixed name, so its ARN can go into the environment of both
+        functions (its own included) without a circular reference to the function resource."""
+        stack = Stack.of(self)
         retry_launcher_name = f"{stack.stack_name}-retry-launcher"
         if len(retry_launcher_name) > MAX_FUNCTION_NAME_LENGTH:
             raise ValueError(
@@ -86,15 +98,9 @@ class JobEvents(Construct):
             arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )
 
-        self.rule = rule_to_function(
-            self,
-            "TrainingJobStateRule",
-            description="trainguard: SageMaker training jobs InProgress, Stopping, Completed, Failed or Stopped",
-            pattern=training_job_state_pattern(),
-            function=self.job_events_function,
-            dead_letter_queue=self.dead_letter_queue,
-        )
-
+    def _build_retry_schedules(self) -> None:
+        """The schedule group of the one-time relaunch schedules, the role Scheduler invokes the retry
+        launcher with, and the job-events function's right to create them."""
         # Destroyed with the stack (the default is to retain it): its name is fixed, and a retained
         # group would make the next deploy of the stack fail with "already exists".
         self.schedule_group = scheduler.ScheduleGroup(
@@ -106,11 +112,11 @@ class JobEvents(Construct):
         self.scheduler_role = self._scheduler_role()
         self._allow_scheduling_retries(self.job_events_function)
 
-        dead_letter_queue_alarm(self, self.dead_letter_queue, topic=alarm_topic, owner="job events")
-        errors_alarm(self, "JobEventsErrorsAlarm", self.job_events_function, topic=alarm_topic, name="job-events")
-        errors_alarm(
-            self, "RetryLauncherErrorsAlarm", self.retry_launcher_function, topic=alarm_topic, name="retry-launcher"
-        )
+    def _alarm_on_failures(self, topic: sns.ITopic) -> None:
+        """The DLQ's alarm and each function's errors alarm."""
+        dead_letter_queue_alarm(self, self.dead_letter_queue, topic=topic, owner="job events")
+        errors_alarm(self, "JobEventsErrorsAlarm", self.job_events_function, topic=topic, name="job-events")
+        errors_alarm(self, "RetryLauncherErrorsAlarm", self.retry_launcher_function, topic=topic, name="retry-launcher")
 
     @property
     def functions(self) -> tuple[lambda_.Function, lambda_.Function]:

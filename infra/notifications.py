@@ -40,7 +40,20 @@ class Notifications(Construct):
         chat_notifications: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.key = kms.Key(
+        self.key = self._topic_key()
+        self.topic = self._alarm_topic()
+        for email in notification_emails:
+            self.topic.add_subscription(subscriptions.EmailSubscription(email))
+        # Only trainguard's functions publish here; the channel configuration subscribes to it.
+        self.chat_topic: sns.Topic | None = None
+        if chat_notifications:
+            self.chat_topic = sns.Topic(
+                self, "ChatTopic", display_name="trainguard chat", master_key=self.key, enforce_ssl=True
+            )
+
+    def _topic_key(self) -> kms.Key:
+        """The topics' key, which CloudWatch alarms may use to publish."""
+        key = kms.Key(
             self,
             "TopicKey",
             description="trainguard: encrypts the notification topic",
@@ -50,7 +63,7 @@ class Notifications(Construct):
         # The AWS-documented statement, without conditions: KMS calls that CloudWatch makes while
         # publishing are not documented to carry aws:SourceAccount, and a condition that does not
         # match drops notifications silently. The topic policy below carries the account condition.
-        self.key.add_to_resource_policy(
+        key.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="AllowCloudWatchAlarmsToUseTheKey",
                 principals=[iam.ServicePrincipal(CLOUDWATCH_PRINCIPAL)],
@@ -58,34 +71,25 @@ class Notifications(Construct):
                 resources=["*"],
             )
         )
-        self.topic = sns.Topic(
-            self,
-            "Topic",
-            display_name="trainguard",
-            master_key=self.key,
-            enforce_ssl=True,
-        )
+        return key
+
+    def _alarm_topic(self) -> sns.Topic:
+        """The topic trainguard and its alarms report to; CloudWatch alarms of this account may publish."""
+        topic = sns.Topic(self, "Topic", display_name="trainguard", master_key=self.key, enforce_ssl=True)
         alarms_of_this_account = f"arn:{Aws.PARTITION}:cloudwatch:{Aws.REGION}:{Aws.ACCOUNT_ID}:alarm:*"
-        self.topic.add_to_resource_policy(
+        topic.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="AllowCloudWatchAlarmsOfThisAccountToPublish",
                 principals=[iam.ServicePrincipal(CLOUDWATCH_PRINCIPAL)],
                 actions=["sns:Publish"],
-                resources=[self.topic.topic_arn],
+                resources=[topic.topic_arn],
                 conditions={
                     "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
                     "ArnLike": {"aws:SourceArn": alarms_of_this_account},
                 },
             )
         )
-        for email in notification_emails:
-            self.topic.add_subscription(subscriptions.EmailSubscription(email))
-        # Only trainguard's functions publish here; the channel configuration subscribes to it.
-        self.chat_topic: sns.Topic | None = None
-        if chat_notifications:
-            self.chat_topic = sns.Topic(
-                self, "ChatTopic", display_name="trainguard chat", master_key=self.key, enforce_ssl=True
-            )
+        return topic
 
     @property
     def topic_arns(self) -> list[str]:

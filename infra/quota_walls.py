@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from aws_cdk import Duration
 from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from constructs import Construct
@@ -31,6 +30,7 @@ from infra.guard_function import (
     errors_alarm,
     function_for_rule,
     guard_function,
+    schedule_to_function,
 )
 from infra.lambda_asset import guard_code
 
@@ -59,6 +59,15 @@ class QuotaWalls(Construct):
             self, "DeadLetterQueue", holds=f"{rules} and their functions' asynchronous invocations"
         )
         code = guard_code()
+        self._build_quota_watch(code, alarm_topic, check_every_minutes)
+        self.failed_launches_function: lambda_.Function | None = None
+        self.failed_launch_rule: events.Rule | None = None
+        if watch_failed_launches:
+            self._build_failed_launches(code, alarm_topic)
+        dead_letter_queue_alarm(self, self.dead_letter_queue, topic=alarm_topic, owner="quota walls")
+
+    def _build_quota_watch(self, code: lambda_.Code, alarm_topic: sns.ITopic, check_every_minutes: int) -> None:
+        """The quota watcher, its schedule every `check_every_minutes` and its errors alarm."""
         self.quota_watch_function = guard_function(
             self,
             "QuotaWatchFunction",
@@ -67,45 +76,35 @@ class QuotaWalls(Construct):
             description="trainguard: follows quota increase requests and launches what waited for them",
             dead_letter_queue=self.dead_letter_queue,
         )
-        self.schedule_rule = events.Rule(
+        self.schedule_rule = schedule_to_function(
             self,
             "QuotaCheckSchedule",
             description="trainguard: the periodic check of quota requests and waiting launches",
             # Spelled out rather than Schedule.rate(), which writes whole hours as "rate(1 hour)".
-            schedule=events.Schedule.expression(f"rate({check_every_minutes} minutes)"),
-            targets=[
-                targets.LambdaFunction(
-                    self.quota_watch_function,
-                    dead_letter_queue=self.dead_letter_queue,
-                    max_event_age=Duration.minutes(check_every_minutes),
-                    retry_attempts=SCHEDULE_RETRY_ATTEMPTS,
-                )
-            ],
+            expression=f"rate({check_every_minutes} minutes)",
+            function=self.quota_watch_function,
+            dead_letter_queue=self.dead_letter_queue,
+            max_event_age=Duration.minutes(check_every_minutes),
+            retry_attempts=SCHEDULE_RETRY_ATTEMPTS,
         )
         errors_alarm(self, "QuotaWatchErrorsAlarm", self.quota_watch_function, topic=alarm_topic, name="quota-watch")
 
-        self.failed_launches_function: lambda_.Function | None = None
-        self.failed_launch_rule: events.Rule | None = None
-        if watch_failed_launches:
-            self.failed_launches_function, self.failed_launch_rule = function_for_rule(
-                self,
-                "FailedLaunchesFunction",
-                code=code,
-                handler=FAILED_LAUNCHES_HANDLER,
-                description="trainguard: requests the quota a refused CreateTrainingJob needed, and keeps the launch",
-                rule_id="FailedLaunchRule",
-                rule_description="trainguard: CreateTrainingJob calls refused, ResourceLimitExceeded (via CloudTrail)",
-                pattern=failed_training_job_launch_pattern(),
-                dead_letter_queue=self.dead_letter_queue,
-            )
-            errors_alarm(
-                self,
-                "FailedLaunchesErrorsAlarm",
-                self.failed_launches_function,
-                topic=alarm_topic,
-                name="failed-launches",
-            )
-        dead_letter_queue_alarm(self, self.dead_letter_queue, topic=alarm_topic, owner="quota walls")
+    def _build_failed_launches(self, code: lambda_.Code, alarm_topic: sns.ITopic) -> None:
+        """The function on CreateTrainingJob calls refused for a quota (via CloudTrail), and its errors alarm."""
+        self.failed_launches_function, self.failed_launch_rule = function_for_rule(
+            self,
+            "FailedLaunchesFunction",
+            code=code,
+            handler=FAILED_LAUNCHES_HANDLER,
+            description="trainguard: requests the quota a refused CreateTrainingJob needed, and keeps the launch",
+            rule_id="FailedLaunchRule",
+            rule_description="trainguard: CreateTrainingJob calls refused, ResourceLimitExceeded (via CloudTrail)",
+            pattern=failed_training_job_launch_pattern(),
+            dead_letter_queue=self.dead_letter_queue,
+        )
+        errors_alarm(
+            self, "FailedLaunchesErrorsAlarm", self.failed_launches_function, topic=alarm_topic, name="failed-launches"
+        )
 
     @property
     def functions(self) -> tuple[lambda_.Function, ...]:

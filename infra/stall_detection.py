@@ -28,8 +28,6 @@ from __future__ import annotations
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
-from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_logs_destinations as logs_destinations
@@ -45,6 +43,7 @@ from infra.guard_function import (
     errors_alarm,
     function_for_rule,
     guard_function,
+    schedule_to_function,
 )
 from infra.lambda_asset import guard_code
 from trainguard.adapters.job_activity import LOG_GROUP as TRAINING_LOG_GROUP_NAME
@@ -82,7 +81,6 @@ class StallDetection(Construct):
             holds="the stall-alarm rule, the probe schedule and the three functions' asynchronous invocations",
         )
         code = guard_code()
-
         self.stall_alarms_function, self.stall_alarm_rule = function_for_rule(
             self,
             "StallAlarmsFunction",
@@ -94,7 +92,12 @@ class StallDetection(Construct):
             pattern=stall_alarm_pattern(),
             dead_letter_queue=self.dead_letter_queue,
         )
+        self._build_prober(code, alarm_topic)
+        self._build_log_activity(code, subscribe_to_training_logs)
+        self._alarm_on_failures(alarm_topic)
 
+    def _build_prober(self, code: lambda_.Code, alarm_topic: sns.ITopic) -> None:
+        """The stall prober, its schedule every minute, and the alarm on its heartbeat."""
         self.stall_prober_function = guard_function(
             self,
             "StallProberFunction",
@@ -103,22 +106,21 @@ class StallDetection(Construct):
             description="trainguard: every minute, publishes each watched job's log silence and sweeps orphan alarms",
             dead_letter_queue=self.dead_letter_queue,
         )
-        self.probe_schedule = events.Rule(
+        self.probe_schedule = schedule_to_function(
             self,
             "ProbeSchedule",
             description="trainguard: the stall prober, every minute",
-            schedule=events.Schedule.expression(PROBE_SCHEDULE),
-            targets=[
-                targets.LambdaFunction(
-                    self.stall_prober_function,
-                    dead_letter_queue=self.dead_letter_queue,
-                    max_event_age=PROBE_MAX_EVENT_AGE,
-                    retry_attempts=PROBE_RETRY_ATTEMPTS,
-                )
-            ],
+            expression=PROBE_SCHEDULE,
+            function=self.stall_prober_function,
+            dead_letter_queue=self.dead_letter_queue,
+            max_event_age=PROBE_MAX_EVENT_AGE,
+            retry_attempts=PROBE_RETRY_ATTEMPTS,
         )
         self.prober_health_alarm = self._prober_health_alarm(alarm_topic)
 
+    def _build_log_activity(self, code: lambda_.Code, subscribe_to_training_logs: bool) -> None:
+        """The log-activity function and, with `subscribe_to_training_logs`, its subscription to
+        SageMaker's training log group (imported by name: SageMaker creates it)."""
         self.log_activity_function = guard_function(
             self,
             "LogActivityFunction",
@@ -139,10 +141,12 @@ class StallDetection(Construct):
                 filter_pattern=ALL_LOG_EVENTS,
             )
 
-        dead_letter_queue_alarm(self, self.dead_letter_queue, topic=alarm_topic, owner="stall detection")
-        errors_alarm(self, "StallAlarmsErrorsAlarm", self.stall_alarms_function, topic=alarm_topic, name="stall-alarms")
-        errors_alarm(self, "StallProberErrorsAlarm", self.stall_prober_function, topic=alarm_topic, name="stall-prober")
-        errors_alarm(self, "LogActivityErrorsAlarm", self.log_activity_function, topic=alarm_topic, name="log-activity")
+    def _alarm_on_failures(self, topic: sns.ITopic) -> None:
+        """The DLQ's alarm and each function's errors alarm."""
+        dead_letter_queue_alarm(self, self.dead_letter_queue, topic=topic, owner="stall detection")
+        errors_alarm(self, "StallAlarmsErrorsAlarm", self.stall_alarms_function, topic=topic, name="stall-alarms")
+        errors_alarm(self, "StallProberErrorsAlarm", self.stall_prober_function, topic=topic, name="stall-prober")
+        errors_alarm(self, "LogActivityErrorsAlarm", self.log_activity_function, topic=topic, name="log-activity")
 
     @property
     def functions(self) -> tuple[lambda_.Function, lambda_.Function, lambda_.Function]:

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from trainguard_local.cloudtrail import camel_case_record  # noqa: F401  (re-exported for the tests)
+from trainguard_local.stand_in.cloudtrail import camel_case_record  # noqa: F401  (re-exported for the tests)
 
 
 def envelope_from_record(record: Mapping[str, Any], error_code: str, error_message: str) -> dict[str, Any]:

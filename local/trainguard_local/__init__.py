@@ -1,1 +1,1 @@
-"""Local stand-ins for AWS: what moto lacks, and the demo."""
+"""The local tools: the AWS stand-in, the fleet simulator, chaos, sandbox, demo, bench and deploy-local."""

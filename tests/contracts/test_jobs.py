@@ -15,8 +15,8 @@ from trainguard.adapters.sagemaker import SageMakerJobs
 from trainguard.domain.model import TrainingJob
 from trainguard.workflows.ports import JobLauncher, JobNotFound, JobStopper, LaunchRefused, LaunchResult, NameTaken
 from trainguard_local.fleet.trainguard_run.clock import FleetClock
-from trainguard_local.sagemaker_control_plane import SimulatedSageMaker
-from trainguard_local.sagemaker_server import SageMakerServer
+from trainguard_local.stand_in.sagemaker_control_plane import SimulatedSageMaker
+from trainguard_local.stand_in.sagemaker_server import SageMakerServer
 
 RETRY_OF = "trainguard:retry-of"
 

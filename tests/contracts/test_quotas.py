@@ -13,8 +13,8 @@ from tests.fakes import NOW, FakeQuotas
 from trainguard.adapters.service_quotas import ServiceQuotas
 from trainguard.workflows.ports import QuotasPort
 from trainguard_local.fleet.trainguard_run.clock import FleetClock
-from trainguard_local.service_quotas import SimulatedServiceQuotas
-from trainguard_local.service_quotas_server import ServiceQuotasServer
+from trainguard_local.stand_in.service_quotas import SimulatedServiceQuotas
+from trainguard_local.stand_in.service_quotas_server import ServiceQuotasServer
 
 P4D = "ml.p4d.24xlarge for training job usage"
 

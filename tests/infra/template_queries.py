@@ -9,7 +9,7 @@ from typing import Any
 from aws_cdk.assertions import Match
 
 # One reading of a template's IAM statements, shared with make lint's check of them.
-from trainguard_local.iam_check import as_list, identity_statements, render  # noqa: F401  (re-exported)
+from trainguard_local.commands.iam_check import as_list, identity_statements, render  # noqa: F401  (re-exported)
 
 CONFIGURED_STACK = "TrainGuard"
 DEFAULTS_STACK = "TrainGuardDefaults"

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from infra.settings import CONTEXT_KEY
-from trainguard_local.deploy_local import STACK_NAME, local_context, project_context
+from trainguard_local.deploy_local.deploy import STACK_NAME, local_context, project_context
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,5 @@
-"""The synthesized policies against AWS's authorization data, offline (trainguard_local/iam_check.py, make lint)."""
+"""The synthesized policies against AWS's authorization data, offline (trainguard_local/commands/iam_check.py,
+make lint)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from trainguard_local.iam_check import arn_fits, check_action, check_template, key_fits
+from trainguard_local.commands.iam_check import arn_fits, check_action, check_template, key_fits
 
 QUOTA_FORMAT = "arn:${Partition}:servicequotas:${Region}:${Account}:${ServiceCode}/${QuotaCode}"
 

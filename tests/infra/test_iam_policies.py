@@ -37,7 +37,7 @@ LAUNCHING_HANDLERS = [JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER, QUOTA_WATCH_HA
 # earlier), and in a stall's notification.
 CHECKPOINT_HANDLERS = [JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER, STALL_ALARMS_HANDLER]
 TRAINING_JOBS = "arn:<AWS::Partition>:sagemaker:<AWS::Region>:<AWS::AccountId>:training-job/*"
-# A relaunch that carries its job's training plan is authorized on the plan too (infra/stack.py).
+# A relaunch that carries its job's training plan is authorized on the plan too (infra/action_groups.py).
 TRAINING_PLANS = {
     f"arn:<AWS::Partition>:sagemaker:<AWS::Region>:<AWS::AccountId>:{kind}/*"
     for kind in ("training-plan", "reserved-capacity")
@@ -73,7 +73,7 @@ ALARM_SCOPED_ACTIONS = {
     "cloudwatch:TagResource",
 }
 # Service Quotas: the one write takes the `quota` resource type in every source; the reads go on "*", where the
-# sources disagree on two of them (infra/stack.py, UNSCOPED_QUOTA_ACTIONS).
+# sources disagree on two of them (infra/action_groups.py, UNSCOPED_QUOTA_ACTIONS).
 QUOTA_SCOPED_ACTIONS = {"servicequotas:RequestServiceQuotaIncrease"}
 ACTIONS_WITHOUT_RESOURCE_TYPE = {
     "servicequotas:ListServiceQuotas",
@@ -211,8 +211,8 @@ def test_each_role_grants_exactly_what_its_adapters_declare_less_what_it_never_c
 
 
 def test_the_stack_places_every_action_the_adapters_declare() -> None:
-    """The synth-time check (infra/stack.py) covers every adapter whose actions are granted in groups."""
-    from infra.stack import ADAPTER_ACTION_GROUPS, check_adapter_actions_are_placed
+    """The synth-time check (infra/action_groups.py) covers every adapter whose actions are granted in groups."""
+    from infra.action_groups import ADAPTER_ACTION_GROUPS, check_adapter_actions_are_placed
 
     check_adapter_actions_are_placed()
     for adapter, (declared, _) in ADAPTER_ACTION_GROUPS.items():

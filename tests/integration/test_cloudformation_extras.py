@@ -11,7 +11,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from trainguard_local import cloudformation_extras
+from trainguard_local.deploy_local import cloudformation_extras
 
 # The shape trainguard's stack has (infra/job_events.py): a named group, and a role that trusts
 # EventBridge Scheduler only for that group's ARN.

@@ -12,8 +12,8 @@ import pytest
 
 from trainguard.handlers import job_events, retry_launcher
 from trainguard.handlers.wiring import reset_production_ports
-from trainguard_local.demo import JOBS, launch, run_demo
-from trainguard_local.stand_in import LambdaContext, LocalAWS, local_aws
+from trainguard_local.demo.acts import JOBS, launch, run_demo
+from trainguard_local.stand_in.local_aws import LambdaContext, LocalAWS, local_aws
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from trainguard_local.demo_fleet import DEMO_JOBS, FALLBACK_WORDS, ROW_HEIGHT_PX, demo_trace, run_fleet_demo
+from trainguard_local.demo.fleet import DEMO_JOBS, FALLBACK_WORDS, ROW_HEIGHT_PX, demo_trace, run_fleet_demo
 from trainguard_local.fleet.timeline_png import PNG_SIGNATURE, WIDTH
 from trainguard_local.fleet.trace import FaultKind
 

@@ -13,8 +13,12 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from trainguard_local.alarm_evaluation import ALARM, INSUFFICIENT_DATA, OK
-from trainguard_local.alarm_evaluator import LocalAlarmEvaluator, compute_expression, put_composite_alarm_in_moto
+from trainguard_local.stand_in.alarm_evaluation import ALARM, INSUFFICIENT_DATA, OK
+from trainguard_local.stand_in.alarm_evaluator import (
+    LocalAlarmEvaluator,
+    compute_expression,
+    put_composite_alarm_in_moto,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -24,9 +24,9 @@ from trainguard_cli import ledger_reader
 from trainguard_cli.ledger_reader import LedgerReader
 from trainguard_cli.main import main
 from trainguard_cli.operator_commands import TABLE_VARIABLE
-from trainguard_local.demo import JOBS, launch
-from trainguard_local.demo_quotas import user_launch
-from trainguard_local.stand_in import LambdaContext, LocalAWS, local_aws
+from trainguard_local.demo.acts import JOBS, launch
+from trainguard_local.demo.quotas import user_launch
+from trainguard_local.stand_in.local_aws import LambdaContext, LocalAWS, local_aws
 
 pytestmark = pytest.mark.slow
 

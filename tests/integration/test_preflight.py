@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from trainguard_cli.main import main
-from trainguard_local.demo import JOBS, launch
-from trainguard_local.stand_in import LocalAWS, local_aws
+from trainguard_local.demo.acts import JOBS, launch
+from trainguard_local.stand_in.local_aws import LocalAWS, local_aws
 
 pytestmark = pytest.mark.slow
 

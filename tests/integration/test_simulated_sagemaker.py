@@ -16,9 +16,9 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from trainguard_local.sagemaker_control_plane import InvalidTransition, SimulatedSageMaker
-from trainguard_local.sagemaker_events import eventbridge_forwarder
-from trainguard_local.sagemaker_server import SageMakerServer
+from trainguard_local.stand_in.sagemaker_control_plane import InvalidTransition, SimulatedSageMaker
+from trainguard_local.stand_in.sagemaker_events import eventbridge_forwarder
+from trainguard_local.stand_in.sagemaker_server import SageMakerServer
 
 # About 2.5 s with imports: a real HTTP server per test and moto's EventBridge.
 pytestmark = pytest.mark.slow

@@ -16,8 +16,8 @@ from botocore.exceptions import ClientError
 
 from tests.conftest import load_fixture
 from trainguard.adapters.service_quotas import ServiceQuotas
-from trainguard_local.service_quotas import SimulatedServiceQuotas
-from trainguard_local.service_quotas_server import ENDPOINT_VARIABLE, ServiceQuotasServer
+from trainguard_local.stand_in.service_quotas import SimulatedServiceQuotas
+from trainguard_local.stand_in.service_quotas_server import ENDPOINT_VARIABLE, ServiceQuotasServer
 
 # A real HTTP server per test: about 1 s for the module with imports.
 pytestmark = pytest.mark.slow

@@ -16,7 +16,7 @@ from trainguard.adapters.alarms import StallAlarms
 from trainguard.adapters.ledger import create_table_request
 from trainguard.adapters.stall_ledger import StallLedger
 from trainguard.domain.stalls import StallThresholds, WatchedJob
-from trainguard_local.measure_stalls import measure
+from trainguard_local.bench.measure_stalls import measure
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from trainguard_local.alarm_evaluation import (
+from trainguard_local.stand_in.alarm_evaluation import (
     ALARM,
     INSUFFICIENT_DATA,
     OK,

@@ -49,7 +49,7 @@ CLI = Path(__file__).parents[2] / "cli" / "trainguard_cli"
 
 
 def test_the_operator_commands_import_no_local_tool() -> None:
-    # The local tools add their commands through an entry point (trainguard_local/cli_commands.py).
+    # The local tools add their commands through an entry point (trainguard_local/commands/cli.py).
     for path in CLI.rglob("*.py"):
         assert "trainguard_local" not in imported_modules(path), path
 

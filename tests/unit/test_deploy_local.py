@@ -13,8 +13,7 @@ from botocore.exceptions import ClientError
 
 from infra.event_patterns import failed_training_job_launch_pattern, stall_alarm_pattern, training_job_state_pattern
 from infra.settings import CONTEXT_KEY, Settings, SettingsError
-from trainguard_local.deploy_checks import StackChecker, deployed_resources, expected_rule_patterns, not_created_types
-from trainguard_local.deploy_local import (
+from trainguard_local.deploy_local.deploy import (
     DeployLocalError,
     cdk_command,
     cdk_environment,
@@ -23,8 +22,14 @@ from trainguard_local.deploy_local import (
     project_context,
     update_changes,
 )
-from trainguard_local.deploy_server import shell_exports
-from trainguard_local.resource_checks import DeployCheckError, StackResource, resolve
+from trainguard_local.deploy_local.resource_checks import DeployCheckError, StackResource, resolve
+from trainguard_local.deploy_local.server import shell_exports
+from trainguard_local.deploy_local.stack_checks import (
+    StackChecker,
+    deployed_resources,
+    expected_rule_patterns,
+    not_created_types,
+)
 
 CDK_JSON_CONTEXT = json.loads((Path(__file__).resolve().parents[2] / "cdk.json").read_text())["context"][CONTEXT_KEY]
 
@@ -275,7 +280,7 @@ def test_a_resource_left_behind_or_a_stack_still_there_fails_the_destroy_check()
 
 
 def test_a_failing_step_is_printed_and_the_run_exits_1(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
-    from trainguard_local import deploy_local
+    from trainguard_local.deploy_local import deploy as deploy_local
 
     def run(steps: deploy_local.Steps, scratch: Path, *, verbose: bool = False) -> None:
         with steps.step("cdk bootstrap") as step:

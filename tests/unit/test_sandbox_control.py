@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from trainguard_cli.main import main
-from trainguard_local.json_api import JsonApiModel
 from trainguard_local.sandbox.control import DEFAULT_ENDPOINT, SandboxUnreachable, sandbox_endpoint
 from trainguard_local.sandbox.endpoint import SandboxRouter
 from trainguard_local.sandbox.guard import _one_time_at
+from trainguard_local.stand_in.json_api import JsonApiModel
 
 
 def test_the_endpoint_is_the_flag_else_the_exported_endpoint_else_the_default(monkeypatch: pytest.MonkeyPatch) -> None:

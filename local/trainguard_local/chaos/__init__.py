@@ -1,6 +1,8 @@
-"""The chaos suite (docs/local-tools.md): a fleet replayed on the local stand-in, with the production handlers,
-under duplicated and late events, faults on every AWS call, killed processes and a poison event; then an audit
-of what trainguard did against what happened.
+"""The chaos suite: a fleet replayed on the stand-in under faults, then an audit of what trainguard did.
+
+A fleet replayed on the local stand-in (docs/local-tools.md), with the production handlers, under duplicated
+and late events, faults on every AWS call, killed processes and a poison event; then an audit of what
+trainguard did against what happened.
 
 - replay.py: one run, phase by phase; timeline.py: the virtual clock and its actions;
 - world.py: the users and SageMaker (jobs from the fleet trace); evidence.py and stall_truth.py: logs, GPUs

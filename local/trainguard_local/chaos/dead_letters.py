@@ -5,7 +5,7 @@ The alarm is evaluated as CloudWatch would: SQS publishes ApproximateNumberOfMes
 queue every minute (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/
 monitoring-using-cloudwatch.html); those datapoints are put into the stand-in's CloudWatch from the queue's
 depth over time, the alarm is created there with the template's properties, and its state is computed by
-`trainguard_local.alarm_evaluation` (CloudWatch's documented semantics), with the local alarm evaluator's
+`trainguard_local.stand_in.alarm_evaluation` (CloudWatch's documented semantics), with the local alarm evaluator's
 reading of the alarm (`alarm_rule_of`, `queries_of`).
 """
 
@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from trainguard_local.alarm_evaluation import INSUFFICIENT_DATA, evaluate_alarm, period_starts
-from trainguard_local.alarm_evaluator import alarm_rule_of, queries_of
 from trainguard_local.chaos.lambda_runtime import FUNCTIONS, function_of_arn
 from trainguard_local.chaos.stack_wiring import StackWiring
-from trainguard_local.stand_in import LocalAWS
+from trainguard_local.stand_in.alarm_evaluation import INSUFFICIENT_DATA, evaluate_alarm, period_starts
+from trainguard_local.stand_in.alarm_evaluator import alarm_rule_of, queries_of
+from trainguard_local.stand_in.local_aws import LocalAWS
 
 # Which queue takes each function's failed invocations: the construct that owns the function (infra/).
 QUEUE_OF_FUNCTION = {

@@ -24,7 +24,7 @@ from trainguard.domain.stalls import StallSignal, StallThresholds, alarm_name, p
 from trainguard_local.chaos.stall_truth import gpu_per_host, last_log_time, minute_marks
 from trainguard_local.chaos.timeline import Timeline
 from trainguard_local.chaos.world import JobTruth, World
-from trainguard_local.stand_in import TRAINING_LOG_GROUP, LocalAWS
+from trainguard_local.stand_in.local_aws import TRAINING_LOG_GROUP, LocalAWS
 
 FALSE_ALARM_CHANCE = 0.15
 RECHECK = timedelta(minutes=10)

@@ -28,7 +28,7 @@ from trainguard_local.chaos.stack_wiring import StackWiring, finish_synth, known
 from trainguard_local.chaos.timeline import Timeline, step_clock
 from trainguard_local.chaos.world import World
 from trainguard_local.fleet.trace import Fault, FaultKind, JobSpec, generate_trace
-from trainguard_local.stand_in import LocalAWS, local_aws
+from trainguard_local.stand_in.local_aws import LocalAWS, local_aws
 
 TAIL = timedelta(hours=6)  # after the last submission: time for relaunches of relaunches to run
 REDRIVE_TAIL = timedelta(hours=3)

@@ -2,14 +2,14 @@
 
 Receiving from an empty queue is an HTTP round trip, and the replay looks after every step (thousands); so
 it first peeks at the queue's depth in moto's own state (the server runs in this process and shares it, as
-stand_in.py notes) and receives only from a queue that holds something.
+stand_in/local_aws.py notes) and receives only from a queue that holds something.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from trainguard_local.stand_in import ACCOUNT, REGION, LocalAWS
+from trainguard_local.stand_in.local_aws import ACCOUNT, REGION, LocalAWS
 
 
 class RuleQueues:

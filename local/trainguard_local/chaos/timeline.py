@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from trainguard_local.stand_in import VirtualClock
+from trainguard_local.stand_in.local_aws import VirtualClock
 
 
 class SteppedClock(VirtualClock):

@@ -22,14 +22,14 @@ from botocore.exceptions import ClientError
 
 from trainguard_local.chaos.timeline import Timeline
 from trainguard_local.fleet.trace import Fault, FaultKind, JobSpec
-from trainguard_local.stand_in import CHECKPOINT_BUCKET, LocalAWS, training_request
+from trainguard_local.stand_in.local_aws import CHECKPOINT_BUCKET, LocalAWS, training_request
 
 STARTUP = timedelta(minutes=10)
 CAPACITY_REFUSAL = timedelta(minutes=5)
 PERSON_STOPS_HUNG_AFTER = timedelta(hours=2)
 SETTLE_STOP = (1, 5)  # minutes from Stopping to Stopped
 MAX_HOSTS = 8
-WALL_TYPES = ("ml.p4d.24xlarge", "ml.trn1.32xlarge")  # quota 0 in the stand-in's account (stand_in.py)
+WALL_TYPES = ("ml.p4d.24xlarge", "ml.trn1.32xlarge")  # quota 0 in the stand-in's account (stand_in/local_aws.py)
 REPEAT_FAILURE_CHANCE = 0.4  # a relaunch of an internal/hardware/NCCL failure fails again the same way
 REPEATING = frozenset({FaultKind.INTERNAL_ERROR, FaultKind.HARDWARE_FAULT, FaultKind.NCCL_TIMEOUT})
 FAILURE_KINDS = REPEATING | {FaultKind.USER_CODE_ERROR, FaultKind.OUT_OF_MEMORY}

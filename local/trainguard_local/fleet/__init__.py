@@ -1,5 +1,7 @@
-"""The fleet simulator: a seeded trace of training jobs and faults, the strategies a team has today as
-models, trainguard itself, and the report that compares them on the same trace (issue 5).
+"""The fleet simulator: trainguard against the strategies a team has today, on one seeded trace of jobs.
+
+A seeded trace of training jobs and faults, the strategies a team has today as models, trainguard itself,
+and the report that compares them on the same trace (issue 5).
 
 - `trace`: the seeded trace (jobs, faults); `catalogue`: instance types, prices and failure texts.
 - `model`: one job's life on a virtual clock, in hours; the per-job record (`JobOutcome`); `Strategy`.

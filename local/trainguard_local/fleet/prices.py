@@ -1,7 +1,7 @@
 """List prices of what trainguard itself uses, us-east-1, in dollars, each with its source.
 
 Used by the fleet simulator's `guard_cost` (guard_cost.py) and by the stall prober's measurement at
-scale (measure_stalls.py). Free tiers are left out: the figures are what a fleet pays once past them.
+scale (bench/measure_stalls.py). Free tiers are left out: the figures are what a fleet pays once past them.
 Where docs/aws-facts.md gives a price it is used (docs/aws-facts.md calls them third-party figures,
 unconfirmed); the others were looked up and their source is named next to them. The official pages
 (https://aws.amazon.com/<service>/pricing/) were not reachable from here: recheck before quoting.

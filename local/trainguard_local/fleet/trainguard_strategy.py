@@ -37,8 +37,9 @@ from trainguard_local.fleet.model import JobOutcome
 from trainguard_local.fleet.person import PersonOnCall, person_rng
 from trainguard_local.fleet.trace import FaultKind, Trace
 from trainguard_local.fleet.trainguard_run.clock import run_started_at
-from trainguard_local.fleet.trainguard_run.job_life import JobLife, LifeSettings
+from trainguard_local.fleet.trainguard_run.job_life import JobLife
 from trainguard_local.fleet.trainguard_run.kernel import Kernel, QuotaChecks, Ticker
+from trainguard_local.fleet.trainguard_run.life_state import LifeSettings
 from trainguard_local.fleet.trainguard_run.usage import Notification
 from trainguard_local.fleet.trainguard_run.world import FleetWorld, GuardCall, fleet_world
 

@@ -24,12 +24,12 @@ from urllib.parse import parse_qs
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from trainguard_local.json_api import JsonApiModel
-from trainguard_local.json_api_server import LOOPBACK, JsonApiPlane, answer_json_request, response_headers
-from trainguard_local.sagemaker_api_model import SAGEMAKER_API
 from trainguard_local.sandbox.control import CONTROL_PREFIX
-from trainguard_local.service_quotas_catalogue import SERVICE_QUOTAS_API
-from trainguard_local.stand_in import LocalAWS
+from trainguard_local.stand_in.json_api import JsonApiModel
+from trainguard_local.stand_in.json_api_server import LOOPBACK, JsonApiPlane, answer_json_request, response_headers
+from trainguard_local.stand_in.local_aws import LocalAWS
+from trainguard_local.stand_in.sagemaker_api_model import SAGEMAKER_API
+from trainguard_local.stand_in.service_quotas_catalogue import SERVICE_QUOTAS_API
 
 StartResponse = Callable[[str, list[tuple[str, str]]], Any]
 # (method, action, payload or None) -> (HTTP status, JSON answer)

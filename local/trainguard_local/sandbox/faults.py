@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from trainguard_local.sagemaker_control_plane import InvalidTransition
 from trainguard_local.sandbox.control import FAULTS
 from trainguard_local.sandbox.world import SimulatedTraining
-from trainguard_local.stand_in import LocalAWS
+from trainguard_local.stand_in.local_aws import LocalAWS
+from trainguard_local.stand_in.sagemaker_control_plane import InvalidTransition
 
 # https://github.com/aws/sagemaker-python-sdk/issues/70 (also aws/sagemaker-spark#76)
 INTERNAL_ERROR = "InternalServerError: We encountered an internal error. Please try again."

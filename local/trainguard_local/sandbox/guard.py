@@ -27,8 +27,8 @@ from infra.settings import Settings
 from trainguard.handlers import failed_launches, job_events, quota_watch, retry_launcher, stall_alarms, stall_prober
 from trainguard.handlers.observability import metrics
 from trainguard.handlers.wiring import PortSet
-from trainguard_local.alarm_evaluator import LocalAlarmEvaluator
-from trainguard_local.stand_in import LocalAWS
+from trainguard_local.stand_in.alarm_evaluator import LocalAlarmEvaluator
+from trainguard_local.stand_in.local_aws import LocalAWS
 
 QUOTA_CHECK_MINUTES = Settings.quota_check_minutes  # the stack's default schedule for quota_watch
 SCHEDULE_ATTEMPTS = 10  # the RetryPolicy trainguard's schedules carry (adapters/scheduler.py)

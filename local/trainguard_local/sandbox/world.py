@@ -28,8 +28,8 @@ from urllib.parse import urlparse
 from botocore.exceptions import ClientError
 
 from trainguard.domain.instance_types import gpus_per_host
-from trainguard_local.sagemaker_control_plane import InvalidTransition
-from trainguard_local.stand_in import ACCOUNT, TRAINING_LOG_GROUP, LocalAWS
+from trainguard_local.stand_in.local_aws import ACCOUNT, TRAINING_LOG_GROUP, LocalAWS
+from trainguard_local.stand_in.sagemaker_control_plane import InvalidTransition
 
 GPU_NAMESPACE = "/aws/sagemaker/TrainingJobs"
 HEALTHY_GPU_PERCENT = 85.0  # per GPU, while the job trains

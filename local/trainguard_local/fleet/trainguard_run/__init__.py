@@ -1,5 +1,6 @@
-"""The inside of the trainguard strategy (trainguard_strategy.py): the real handlers and adapters, driven
-over a trace on an in-process stand-in, on a virtual clock.
+"""The inside of the trainguard strategy: the real handlers and adapters over a trace, on a virtual clock.
+
+trainguard_strategy.py drives them on an in-process stand-in.
 
 - `world`: the stand-in of one run (moto in process, the simulated SageMaker and Service Quotas, the
   Lambda handlers called as Lambda would) and trainguard's own clients, whose calls are counted.
@@ -9,8 +10,8 @@ over a trace on an in-process stand-in, on a virtual clock.
   lines, GPU metrics).
 - `kernel`: event-driven time (processes that sleep or park), the minute ticks of the stall windows,
   the quota check's schedule.
-- `job_life`: one trace job's life as a process; `endings`: what follows the end of a launch
-  (trainguard's answer, or the person on call); `stall_windows`: a silent job's window and GPU data;
-  `guard_actions`: trainguard's calls as actions in the job's timeline.
+- `job_life`: one trace job's life as a process; `life_state`: what its steps share; `endings`: what
+  follows the end of a launch (trainguard's answer, or the person on call); `stall_windows`: a silent
+  job's window and GPU data; `guard_actions`: trainguard's calls as actions in the job's timeline.
 - `usage`: what trainguard used in the run, for its cost (`fleet.guard_cost`).
 """

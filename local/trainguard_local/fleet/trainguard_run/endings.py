@@ -7,7 +7,7 @@ there is none)."""
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard_local.fleet.anchors import PARENT_RETRY_MINUTES, parent_retries
@@ -15,9 +15,7 @@ from trainguard_local.fleet.model import ActionKind, State
 from trainguard_local.fleet.trace import USER_ERROR_KINDS, FaultKind
 from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD
 from trainguard_local.fleet.trainguard_run.kernel import Park, Sleep
-
-if TYPE_CHECKING:
-    from trainguard_local.fleet.trainguard_run.job_life import JobLife
+from trainguard_local.fleet.trainguard_run.life_state import LifeState
 
 PERSON = "person"  # the actor of the person's detections and actions in a timeline
 QUOTA_WAIT_MARGIN_HOURS = 1.0
@@ -31,7 +29,7 @@ TOLD = (  # trainguard's outcomes of a launch's end that tell someone
 )
 
 
-def after_end(life: JobLife, end: Outcome | None, kind: FaultKind | None, struck: float, waiting: State) -> Step:
+def after_end(life: LifeState, end: Outcome | None, kind: FaultKind | None, struck: float, waiting: State) -> Step:
     """trainguard's answer to the launch's end, then what follows it."""
     tl = life.tl
     told = end is not None and end.kind in TOLD
@@ -57,7 +55,7 @@ def after_end(life: JobLife, end: Outcome | None, kind: FaultKind | None, struck
     return (yield from person_relaunches(life, None if told else kind, life.kernel.now, struck_at=struck, fix=fix))
 
 
-def parent_relaunches(life: JobLife, kind: FaultKind, struck: float) -> Step:
+def parent_relaunches(life: LifeState, kind: FaultKind, struck: float) -> Step:
     """The job's parent (a pipeline's retry policy, a Batch queue) starts a new job by itself, as in the anchors;
     trainguard left the job to it."""
     tl, owner = life.tl, life.job.owner
@@ -70,7 +68,7 @@ def parent_relaunches(life: JobLife, kind: FaultKind, struck: float) -> Step:
     return life.launch(f"{life.job.name}-o{life.person_launches}", owner)
 
 
-def scheduled_relaunch(life: JobLife, waiting: State) -> Step:
+def scheduled_relaunch(life: LifeState, waiting: State) -> Step:
     """The one-time schedule trainguard created fires: the retry launcher's relaunch."""
     from trainguard.handlers import retry_launcher
 
@@ -92,7 +90,7 @@ def scheduled_relaunch(life: JobLife, waiting: State) -> Step:
     return ""
 
 
-def wait_for_quota(life: JobLife) -> Step:
+def wait_for_quota(life: LifeState) -> Step:
     """The launch waits in trainguard's ledger until the quota check launches it or gives it up."""
     failed = life.name
     life.quota_checks.wait(failed, life.process)
@@ -107,7 +105,7 @@ def wait_for_quota(life: JobLife) -> Step:
     return ""
 
 
-def hang_left_to_the_person(life: JobLife, kind: FaultKind, struck: float, runtime_end: float) -> Step:
+def hang_left_to_the_person(life: LifeState, kind: FaultKind, struck: float, runtime_end: float) -> Step:
     """trainguard did not stop the hang within its window: it bills until the person stops it, or until
     MaxRuntime does if sooner (as in the anchors)."""
     tl, world = life.tl, life.world
@@ -132,7 +130,7 @@ def hang_left_to_the_person(life: JobLife, kind: FaultKind, struck: float, runti
 
 
 def person_relaunches(
-    life: JobLife,
+    life: LifeState,
     kind: FaultKind | None,
     since: float,
     *,
@@ -158,7 +156,7 @@ def person_relaunches(
     return life.launch(f"{life.job.name}-p{life.person_launches}", PERSON)
 
 
-def person_meets_the_quota_wall(life: JobLife) -> Generator[Sleep | Park, Any, None]:
+def person_meets_the_quota_wall(life: LifeState) -> Generator[Sleep | Park, Any, None]:
     """Modelled, as in the anchors (trainguard did not take the quota path): the person's launch is
     refused, they request the quota, wait for it, and come back a response time later."""
     assert life.quota_wall is not None

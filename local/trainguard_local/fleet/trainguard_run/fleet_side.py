@@ -22,8 +22,8 @@ from trainguard_local.fleet.catalogue import training_quota_name
 from trainguard_local.fleet.trace import JobSpec
 from trainguard_local.fleet.trainguard_run.clock import FleetClock
 from trainguard_local.fleet.trainguard_run.simulated_services import FleetSageMaker, QuotaWall
-from trainguard_local.service_quotas import SimulatedServiceQuotas
-from trainguard_local.stand_in import ACCOUNT, REGION, TRAINING_ROLE
+from trainguard_local.stand_in.local_aws import ACCOUNT, REGION, TRAINING_ROLE
+from trainguard_local.stand_in.service_quotas import SimulatedServiceQuotas
 
 CHECKPOINT_BUCKET = "fleet-checkpoints"
 TRAINING_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.5"

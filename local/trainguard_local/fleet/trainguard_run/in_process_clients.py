@@ -21,8 +21,8 @@ import boto3
 from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 
-from trainguard_local.alarm_evaluator import put_composite_alarm_in_moto
-from trainguard_local.json_api import ApiError, JsonApiModel
+from trainguard_local.stand_in.alarm_evaluator import put_composite_alarm_in_moto
+from trainguard_local.stand_in.json_api import ApiError, JsonApiModel
 
 RETRIES = Config(retries={"mode": "standard", "max_attempts": 5})  # as the Lambda wiring builds its clients
 SIMULATED_SERVICES = ("sagemaker", "service-quotas")

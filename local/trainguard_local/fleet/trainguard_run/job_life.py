@@ -34,34 +34,23 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Generator
-from dataclasses import dataclass
 from typing import Any
 
 from trainguard.domain.outcome import Outcome, OutcomeKind
-from trainguard.domain.stalls import StallThresholds
 from trainguard_local.fleet.anchors import CAPACITY_REFUSAL_MINUTES
 from trainguard_local.fleet.catalogue import FAILURE_TEXTS, QUOTA_WALL_FIRST_FAILURE
-from trainguard_local.fleet.model import JobTimeline, State, newest_checkpoint
-from trainguard_local.fleet.person import PersonOnCall
+from trainguard_local.fleet.model import State, newest_checkpoint
 from trainguard_local.fleet.trace import HANG_KINDS, Fault, FaultKind, JobSpec
 from trainguard_local.fleet.trainguard_run.endings import after_end, hang_left_to_the_person
-from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD, GuardActions
+from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD
 from trainguard_local.fleet.trainguard_run.kernel import Kernel, Park, QuotaChecks, Sleep, StallWindow, StopNews, Ticker
+from trainguard_local.fleet.trainguard_run.life_state import Life, LifeSettings, LifeState
 from trainguard_local.fleet.trainguard_run.stall_windows import LEAD_MINUTES, WINDOW_KINDS, open_stall_window
-from trainguard_local.fleet.trainguard_run.world import FleetWorld, GuardCall
-from trainguard_local.sagemaker_control_plane import InvalidTransition
+from trainguard_local.fleet.trainguard_run.world import FleetWorld
+from trainguard_local.stand_in.sagemaker_control_plane import InvalidTransition
 
 _MAX_LAUNCHES = 100
-Life = Generator[Sleep | Park, Any, None]
 Step = Generator[Sleep | Park, Any, str]
-
-
-@dataclass(frozen=True)
-class LifeSettings:
-    person: PersonOnCall
-    thresholds: StallThresholds
-    quota_wait_hours: float
-    healthy_silence_idle_gpu: str  # "first_load", "always" or "never"
 
 
 def failure_text(kind: FaultKind, fault: Fault) -> str:
@@ -75,7 +64,7 @@ def failure_text(kind: FaultKind, fault: Fault) -> str:
 CAPACITY_TEXT = FAILURE_TEXTS["capacity_error"][1][0]
 
 
-class JobLife:
+class JobLife(LifeState):
     def __init__(
         self,
         job: JobSpec,
@@ -87,23 +76,12 @@ class JobLife:
         quota_checks: QuotaChecks,
         settings: LifeSettings,
     ) -> None:
-        self.job, self.rng, self.world, self.kernel = job, rng, world, kernel
-        self.ticker, self.quota_checks, self.settings = ticker, quota_checks, settings
-        self.tl = JobTimeline(job, TRAINGUARD)
-        self.guard_actions = GuardActions(self.tl, world.quotas, owned=bool(job.owner))
+        super().__init__(job, rng, world, kernel, ticker, quota_checks, settings)
         capacity = fault is not None and fault.kind is FaultKind.CAPACITY_ERROR
         self.capacity_refusals = self.capacity_refusals_in_fault = fault.repeats + 1 if fault and capacity else 0
         self.capacity_fault = fault if capacity else None
         self.fault = None if capacity else fault  # pending until it strikes
-        self.name = ""  # the SageMaker job of the running launch
-        self.training_since = 0.0
-        self.end_kind: dict[str, FaultKind | None] = {}  # SageMaker job -> the fault its end came from
-        self.hung: set[str] = set()  # SageMaker jobs hung when stopped
-        self.person_launches = 0
-        self.notes: list[str] = []  # what did not go as the drive expects (a refused launch, a stray state)
-        self.modelled: list[str] = []  # where the drive fell back to a model, and why
-        self.quota_wall: tuple[str, float] | None = None  # (quota, approval hours): the trace's wall, standing
-        self.process: Life = self.run()
+        self.process = self.run()
 
     # ---- the lineage ------------------------------------------------------------------------------
 
@@ -116,14 +94,6 @@ class JobLife:
             if self.tl.completed_at is not None:
                 return
         raise RuntimeError(f"{self.job.name}: no completion after {_MAX_LAUNCHES} launches")
-
-    def launch(self, name: str, actor: str) -> str:
-        """A launch of the job named `name`, by the user or the person (trainguard's are its own)."""
-        error = self.world.fleet.launch(self.job, name, root=self.job.name)
-        if error:
-            self.notes.append(f"{actor}'s launch of {name} refused: {error}")
-        self.world.pump()
-        return name
 
     def _run_launch(self) -> Step:
         """Run the launch `self.name` (created now) to its end; the next launch's name ('' when done)."""
@@ -318,11 +288,3 @@ class JobLife:
         if newest > self.tl.kept:
             written_at = self.tl.now - (self.tl.progress - newest)
             self.world.fleet.write_checkpoint(self.job, newest, written_at)
-
-    # ---- trainguard's calls, as actions --------------------------------------------------------------
-
-    def take(self, call: GuardCall) -> None:
-        self.guard_actions.take(call)
-
-    def flush_guard_calls(self) -> None:
-        self.guard_actions.flush(self.end_kind, self.hung)

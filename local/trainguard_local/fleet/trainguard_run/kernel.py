@@ -30,8 +30,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from trainguard.domain.outcome import Outcome, OutcomeKind
-from trainguard_local.alarm_evaluator import LocalAlarmEvaluator
 from trainguard_local.fleet.trainguard_run.world import FleetWorld
+from trainguard_local.stand_in.alarm_evaluator import LocalAlarmEvaluator
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from trainguard_local.alarm_evaluator import LocalAlarmEvaluator
 from trainguard_local.fleet.catalogue import resource_limit_exceeded
-from trainguard_local.sagemaker_api_model import SageMakerApiError
-from trainguard_local.sagemaker_control_plane import SimulatedSageMaker
-from trainguard_local.sagemaker_training_job import TrainingJobRecord
-from trainguard_local.service_quotas import SimulatedServiceQuotas
+from trainguard_local.stand_in.alarm_evaluator import LocalAlarmEvaluator
+from trainguard_local.stand_in.sagemaker_api_model import SageMakerApiError
+from trainguard_local.stand_in.sagemaker_control_plane import SimulatedSageMaker
+from trainguard_local.stand_in.sagemaker_training_job import TrainingJobRecord
+from trainguard_local.stand_in.service_quotas import SimulatedServiceQuotas
 
 
 @dataclass(frozen=True)

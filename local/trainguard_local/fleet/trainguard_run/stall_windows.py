@@ -4,15 +4,12 @@ hosts' GPUUtilization written for the whole window, so that the alarms and the p
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
 from trainguard.domain.instance_types import gpus_per_host
 from trainguard.domain.stall_alarms import plan_stall_alarms
 from trainguard_local.fleet.trace import HANG_KINDS, Fault, FaultKind
 from trainguard_local.fleet.trainguard_run.kernel import StallWindow, minute_index
-
-if TYPE_CHECKING:
-    from trainguard_local.fleet.trainguard_run.job_life import JobLife
+from trainguard_local.fleet.trainguard_run.life_state import LifeState
 
 WINDOW_KINDS = frozenset({*HANG_KINDS, FaultKind.NCCL_TIMEOUT, FaultKind.SLOW_BUT_HEALTHY})
 LEAD_MINUTES = 3  # a window opens this long before the silence: the job's recent lines reach the ledger
@@ -21,7 +18,7 @@ HANG_MARGIN_MINUTES = 15  # past the latest threshold crossing, for a hang's win
 BUSY_GPU_PER_GPU, SPIN_GPU_PER_GPU = 90.0, 100.0  # GPUUtilization per GPU: training; a collective spinning
 
 
-def open_stall_window(life: JobLife, fault: Fault, quiet_from_hours: float) -> StallWindow:
+def open_stall_window(life: LifeState, fault: Fault, quiet_from_hours: float) -> StallWindow:
     """Open the fault's stall window, and write its hosts' GPUUtilization for the whole window."""
     th, clock = life.settings.thresholds, life.world.clock
     quiet_from = clock.at_hours(quiet_from_hours)
@@ -61,7 +58,7 @@ def open_stall_window(life: JobLife, fault: Fault, quiet_from_hours: float) -> S
     return window
 
 
-def quiet_gpu(life: JobLife, fault: Fault, quiet_from_hours: float) -> float:
+def quiet_gpu(life: LifeState, fault: Fault, quiet_from_hours: float) -> float:
     """GPUUtilization per GPU while the job is silent."""
     if fault.kind is FaultKind.HANG_IDLE_GPU:
         return 0.0

@@ -50,10 +50,10 @@ from trainguard_local.fleet.trainguard_run.in_process_clients import (
 )
 from trainguard_local.fleet.trainguard_run.simulated_services import FleetSageMaker, JobAlarmEvaluator
 from trainguard_local.fleet.trainguard_run.usage import GuardUsage
-from trainguard_local.sagemaker_api_model import SAGEMAKER_API
-from trainguard_local.service_quotas import SimulatedServiceQuotas
-from trainguard_local.service_quotas_catalogue import DEFAULT_INSTANCE_TYPES, SERVICE_QUOTAS_API
-from trainguard_local.stand_in import ACCOUNT, REGION, TRAINING_ROLE, _teach_moto_stream_prefixes
+from trainguard_local.stand_in.local_aws import ACCOUNT, REGION, TRAINING_ROLE, _teach_moto_stream_prefixes
+from trainguard_local.stand_in.sagemaker_api_model import SAGEMAKER_API
+from trainguard_local.stand_in.service_quotas import SimulatedServiceQuotas
+from trainguard_local.stand_in.service_quotas_catalogue import DEFAULT_INSTANCE_TYPES, SERVICE_QUOTAS_API
 
 TABLE = "trainguard-ledger"
 TOPIC = "trainguard"

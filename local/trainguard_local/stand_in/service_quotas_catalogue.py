@@ -24,7 +24,7 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from trainguard_local.json_api import JsonApiModel
+from trainguard_local.stand_in.json_api import JsonApiModel
 
 SERVICE_CODE = "sagemaker"
 SERVICE_NAME = "Amazon SageMaker"  # ListServices' name for "sagemaker" (a public list-services output)

@@ -1,6 +1,6 @@
 """One deployed resource, checked against its template properties by asking the endpoint with boto3.
 
-The checks `make deploy-local` makes per resource type (trainguard_local.deploy_checks runs them over a
+The checks `make deploy-local` makes per resource type (trainguard_local.deploy_local.stack_checks runs them over a
 stack), and the probes that tell whether a resource still exists after the destroy.
 """
 

@@ -10,9 +10,9 @@ service id "Service Quotas"), or ``endpoint_url=``.
 
 from __future__ import annotations
 
-from trainguard_local.json_api_server import JsonApiServer
-from trainguard_local.service_quotas import SimulatedServiceQuotas
-from trainguard_local.service_quotas_catalogue import SERVICE_QUOTAS_API
+from trainguard_local.stand_in.json_api_server import JsonApiServer
+from trainguard_local.stand_in.service_quotas import SimulatedServiceQuotas
+from trainguard_local.stand_in.service_quotas_catalogue import SERVICE_QUOTAS_API
 
 ENDPOINT_VARIABLE = "AWS_ENDPOINT_URL_SERVICE_QUOTAS"
 

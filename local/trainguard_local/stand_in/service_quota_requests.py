@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from trainguard_local.service_quotas_catalogue import SERVICE_CODE, SERVICE_NAME, UNIT, Quota
+from trainguard_local.stand_in.service_quotas_catalogue import SERVICE_CODE, SERVICE_NAME, UNIT, Quota
 
 OPEN_STATUSES = frozenset({"PENDING", "CASE_OPENED"})
 FINAL_STATUSES = frozenset({"APPROVED", "DENIED", "NOT_APPROVED", "CASE_CLOSED", "INVALID_REQUEST"})

@@ -1,4 +1,4 @@
-"""Measure the stall prober at scale: `python -m trainguard_local.measure_stalls --jobs 2000`.
+"""Measure the stall prober at scale: `python -m trainguard_local.bench.measure_stalls --jobs 2000`.
 
 It builds a watch list of N jobs in the ledger (moto, in process), runs one prober cycle with the
 production adapters, and counts every AWS call by operation (botocore's before-call event). It then

@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 
 from infra.event_patterns import failed_training_job_launch_pattern, stall_alarm_pattern, training_job_state_pattern
 from infra.settings import Settings
-from trainguard_local.resource_checks import DeployCheckError, ResourceChecks, StackResource, require
+from trainguard_local.deploy_local.resource_checks import DeployCheckError, ResourceChecks, StackResource, require
 
 # What trainguard cannot work without: a deploy that leaves one of these out has failed.
 MUST_CREATE = frozenset(

@@ -1,11 +1,11 @@
 """moto server for deploying trainguard's stack on this machine with the real CDK CLI.
 
-It is moto server with one CloudFormation type added (trainguard_local.cloudformation_extras: without
+It is moto server with one CloudFormation type added (trainguard_local.deploy_local.cloudformation_extras: without
 AWS::Scheduler::ScheduleGroup, moto fails the stack). `make deploy-local` starts it for its run; to follow
 the steps of docs/deploying.md by hand instead, start it here, export what it prints in another shell, and run
 `cdk bootstrap`, `cdk deploy`, ... as docs/deploying.md says:
 
-    .venv/bin/python -m trainguard_local.deploy_server [--port 5055]
+    .venv/bin/python -m trainguard_local.deploy_local.server [--port 5055]
 
 It listens on 127.0.0.1 only. The endpoint is spelled `localhost`: with 127.0.0.1 the CDK CLI cannot find
 its asset bucket (docs/local-aws.md).
@@ -55,7 +55,7 @@ def moto_server(port: int = 0) -> Iterator[str]:
     yields its endpoint, spelled with `localhost`. Stopped on the way out, whatever happened."""
     from moto.server import ThreadedMotoServer
 
-    from trainguard_local import cloudformation_extras
+    from trainguard_local.deploy_local import cloudformation_extras
 
     cloudformation_extras.register()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # the access log

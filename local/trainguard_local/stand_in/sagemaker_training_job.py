@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from trainguard_local.sagemaker_api_model import output_member_names, sagemaker_service_model
+from trainguard_local.stand_in.sagemaker_api_model import output_member_names, sagemaker_service_model
 
 # StatusMessage of each SecondaryStatusTransition. Sources, from tests/fixtures/secondary_status.json:
 #   documented: botocore's SecondaryStatusTransition.StatusMessage documentation (same text at

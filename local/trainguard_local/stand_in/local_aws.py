@@ -28,13 +28,13 @@ from infra.event_patterns import failed_training_job_launch_pattern, stall_alarm
 from trainguard.adapters.job_activity import LOG_GROUP as TRAINING_LOG_GROUP
 from trainguard.adapters.ledger import create_table_request
 from trainguard.config import GuardConfig
-from trainguard_local.cloudtrail import cloudtrail_forwarder
-from trainguard_local.sagemaker_control_plane import SimulatedSageMaker
-from trainguard_local.sagemaker_events import eventbridge_forwarder
-from trainguard_local.sagemaker_server import SageMakerServer
-from trainguard_local.service_quotas import SimulatedServiceQuotas
-from trainguard_local.service_quotas_server import ENDPOINT_VARIABLE as QUOTAS_ENDPOINT_VARIABLE
-from trainguard_local.service_quotas_server import ServiceQuotasServer
+from trainguard_local.stand_in.cloudtrail import cloudtrail_forwarder
+from trainguard_local.stand_in.sagemaker_control_plane import SimulatedSageMaker
+from trainguard_local.stand_in.sagemaker_events import eventbridge_forwarder
+from trainguard_local.stand_in.sagemaker_server import SageMakerServer
+from trainguard_local.stand_in.service_quotas import SimulatedServiceQuotas
+from trainguard_local.stand_in.service_quotas_server import ENDPOINT_VARIABLE as QUOTAS_ENDPOINT_VARIABLE
+from trainguard_local.stand_in.service_quotas_server import ServiceQuotasServer
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"

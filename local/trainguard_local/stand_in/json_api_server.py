@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Generic, Protocol, Self, TypeVar
 
-from trainguard_local.json_api import ApiError, JsonApiModel
+from trainguard_local.stand_in.json_api import ApiError, JsonApiModel
 
 LOOPBACK = "127.0.0.1"
 CONTENT_TYPE = "application/x-amz-json-1.1"

@@ -12,7 +12,7 @@ from typing import Any
 
 from botocore.model import OperationModel, ServiceModel
 
-from trainguard_local.json_api import ApiError, JsonApiModel, decode_wire_timestamps
+from trainguard_local.stand_in.json_api import ApiError, JsonApiModel, decode_wire_timestamps
 
 PATTERN_CHECKED_SHAPES = frozenset({"TrainingJobName"})
 SAGEMAKER_API = JsonApiModel("sagemaker", pattern_checked_shapes=PATTERN_CHECKED_SHAPES)

@@ -11,7 +11,7 @@ policy statement of the synthesized stack (with every setting filled, so every g
 - each condition key is one its action takes; global `aws:` keys pass, except the tag keys
   (aws:RequestTag/..., aws:ResourceTag/..., aws:TagKeys), which an action either supports or not.
 
-`python -m trainguard_local.iam_check [template.json ...]`: with no file, it synthesizes the app itself.
+`python -m trainguard_local.commands.iam_check [template.json ...]`: with no file, it synthesizes the app itself.
 Exit 0 when nothing is found, 1 with one line per finding.
 """
 

@@ -18,7 +18,7 @@ from typing import Any
 import botocore.session
 from botocore.model import ListShape, MapShape, Shape, StructureShape
 
-from trainguard_local.json_api import ApiError
+from trainguard_local.stand_in.json_api import ApiError
 
 _SAGEMAKER = botocore.session.get_session().get_service_model("sagemaker")
 

@@ -10,7 +10,7 @@ telemetry, notices or version check. The cloud assembly goes to a temporary dire
 moto server stands in for CloudFormation with two gaps this works around (docs/local-aws.md):
 updates through a change set fail, so the update uses `--method=direct`, which needs a template
 without the bootstrap-version rule (the setting `local_deploy`, on here only); and moto's CloudFormation
-has no AWS::Scheduler::ScheduleGroup, which trainguard_local.cloudformation_extras adds. This is a smoke
+has no AWS::Scheduler::ScheduleGroup, which trainguard_local.deploy_local.cloudformation_extras adds. This is a smoke
 test of the deploy path: moto accepts some resource types without creating them, and the run says which.
 """
 
@@ -34,10 +34,10 @@ import boto3
 
 from infra.settings import CONTEXT_KEY, Settings
 from trainguard.adapters.job_activity import LOG_GROUP as TRAINING_LOG_GROUP
-from trainguard_local.deploy_checks import StackChecker, count_text, require
-from trainguard_local.deploy_server import DUMMY_CREDENTIALS, REGION, local_aws_variables, moto_server
+from trainguard_local.deploy_local.server import DUMMY_CREDENTIALS, REGION, local_aws_variables, moto_server
+from trainguard_local.deploy_local.stack_checks import StackChecker, count_text, require
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 STACK_NAME = "TrainGuard"  # app.STACK_NAME (a test checks they agree)
 BOOTSTRAP_STACK = "CDKToolkit"
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1"})
@@ -242,7 +242,11 @@ def run_against(steps: Steps, local: LocalDeploy, first: dict[str, Any], second:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m trainguard_local.deploy_local",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--verbose", action="store_true", help="show the CDK CLI's output as it runs")
     args = parser.parse_args(argv)
     steps = Steps()

@@ -50,7 +50,7 @@ def handler_cpu_per_event() -> dict[str, float]:
     from trainguard.handlers import job_events
     from trainguard.handlers.observability import metrics
     from trainguard.workflows.function_ports import JobEventsPorts
-    from trainguard_local.demo_stalls import JobScript  # noqa: F401  (imports the local stack once, untimed)
+    from trainguard_local.stand_in import alarm_evaluator, local_aws  # noqa: F401  (the local stack, once, untimed)
 
     event_of = _failed_event
     runs = []
@@ -97,11 +97,11 @@ def main() -> int:
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
     os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "TrainGuardBench")
+    from trainguard_local.bench.measure_stalls import measure
     from trainguard_local.fleet.anchors import anchor_strategies
     from trainguard_local.fleet.report import run_all
     from trainguard_local.fleet.trace import generate_trace
     from trainguard_local.fleet.trainguard_strategy import TrainguardStrategy
-    from trainguard_local.measure_stalls import measure
 
     print("standard trace: 200 jobs, 72 h, seed 7 ...", file=sys.stderr)
     started = time.perf_counter()

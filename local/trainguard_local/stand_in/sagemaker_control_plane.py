@@ -17,15 +17,15 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from trainguard_local.json_api import page_of
-from trainguard_local.sagemaker_api_model import (
+from trainguard_local.stand_in.json_api import page_of
+from trainguard_local.stand_in.sagemaker_api_model import (
     SageMakerApiError,
     operation_model,
     sagemaker_service_model,
     validate_request,
 )
-from trainguard_local.sagemaker_events import StateChangeListener, build_state_change_event
-from trainguard_local.sagemaker_training_job import FAILURE_REASON_LIMIT, TrainingJobRecord
+from trainguard_local.stand_in.sagemaker_events import StateChangeListener, build_state_change_event
+from trainguard_local.stand_in.sagemaker_training_job import FAILURE_REASON_LIMIT, TrainingJobRecord
 
 Clock = Callable[[], datetime]
 FailedCallListener = Callable[[str, dict[str, Any], SageMakerApiError], None]

@@ -24,14 +24,14 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from trainguard_local.json_api import ApiError, page_of
-from trainguard_local.service_quota_requests import (
+from trainguard_local.stand_in.json_api import ApiError, page_of
+from trainguard_local.stand_in.service_quota_requests import (
     QuotaIncreaseRequest,
     ScriptedOutcome,
     new_request_id,
     requester_json,
 )
-from trainguard_local.service_quotas_catalogue import (
+from trainguard_local.stand_in.service_quotas_catalogue import (
     DEFAULT_INSTANCE_TYPES,
     SERVICE_CODE,
     SERVICE_QUOTAS_API,

@@ -4,7 +4,7 @@ moto 5.2.x starts every alarm in OK and never changes it, returns nothing for me
 GetMetricData, and has no PutCompositeAlarm (NotImplementedError); see /work/shared/LOCAL_AWS.md.
 `LocalAlarmEvaluator.evaluate_all()` does what CloudWatch does each minute: it reads the alarms
 (DescribeAlarms), the datapoints (GetMetricStatistics), computes each metric alarm's state with
-`trainguard_local.alarm_evaluation` (CloudWatch's documented semantics, cited there), then each
+`trainguard_local.stand_in.alarm_evaluation` (CloudWatch's documented semantics, cited there), then each
 composite alarm, children first. The states live here, starting in INSUFFICIENT_DATA as in AWS ("When
 this operation creates an alarm, the alarm state is immediately set to INSUFFICIENT_DATA",
 API_PutMetricAlarm). A change is written back with SetAlarmState, so DescribeAlarms shows it, and sent
@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from trainguard_local.alarm_definitions import (
+from trainguard_local.stand_in.alarm_definitions import (
     Series,
     alarm_name_of,
     alarm_rule_of,
@@ -49,7 +49,7 @@ from trainguard_local.alarm_definitions import (
     compute_expression,
     queries_of,
 )
-from trainguard_local.alarm_evaluation import (
+from trainguard_local.stand_in.alarm_evaluation import (
     ALARM,
     INSUFFICIENT_DATA,
     AlarmRule,
@@ -58,7 +58,7 @@ from trainguard_local.alarm_evaluation import (
     parse_alarm_rule,
     period_starts,
 )
-from trainguard_local.alarm_state_events import (
+from trainguard_local.stand_in.alarm_state_events import (
     EVENT_DETAIL_TYPE,
     EVENT_SOURCE,
     INITIAL_REASON,

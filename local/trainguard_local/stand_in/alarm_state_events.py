@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from trainguard_local.alarm_definitions import queries_of
-from trainguard_local.alarm_evaluation import AlarmEvaluation, AlarmRule
+from trainguard_local.stand_in.alarm_definitions import queries_of
+from trainguard_local.stand_in.alarm_evaluation import AlarmEvaluation, AlarmRule
 
 EVENT_SOURCE = "aws.cloudwatch"
 EVENT_DETAIL_TYPE = "CloudWatch Alarm State Change"

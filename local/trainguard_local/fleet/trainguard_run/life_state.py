@@ -1,0 +1,71 @@
+"""What one trace job's life holds that its steps share: the job, the stand-in, the kernel, the timeline, the
+running launch and what the person did. `job_life.JobLife` drives it; the steps after a launch's end
+(endings.py) and the stall windows (stall_windows.py) take it, so that neither imports the life itself."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+from trainguard.domain.stalls import StallThresholds
+from trainguard_local.fleet.model import JobTimeline
+from trainguard_local.fleet.person import PersonOnCall
+from trainguard_local.fleet.trace import FaultKind, JobSpec
+from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD, GuardActions
+from trainguard_local.fleet.trainguard_run.kernel import Kernel, Park, QuotaChecks, Sleep, Ticker
+from trainguard_local.fleet.trainguard_run.world import FleetWorld, GuardCall
+
+Life = Generator[Sleep | Park, Any, None]
+
+
+@dataclass(frozen=True)
+class LifeSettings:
+    person: PersonOnCall
+    thresholds: StallThresholds
+    quota_wait_hours: float
+    healthy_silence_idle_gpu: str  # "first_load", "always" or "never"
+
+
+class LifeState:
+    process: Life  # the life's own process on the kernel (set by JobLife)
+
+    def __init__(
+        self,
+        job: JobSpec,
+        rng: random.Random,
+        world: FleetWorld,
+        kernel: Kernel,
+        ticker: Ticker,
+        quota_checks: QuotaChecks,
+        settings: LifeSettings,
+    ) -> None:
+        self.job, self.rng, self.world, self.kernel = job, rng, world, kernel
+        self.ticker, self.quota_checks, self.settings = ticker, quota_checks, settings
+        self.tl = JobTimeline(job, TRAINGUARD)
+        self.guard_actions = GuardActions(self.tl, world.quotas, owned=bool(job.owner))
+        self.name = ""  # the SageMaker job of the running launch
+        self.training_since = 0.0
+        self.end_kind: dict[str, FaultKind | None] = {}  # SageMaker job -> the fault its end came from
+        self.hung: set[str] = set()  # SageMaker jobs hung when stopped
+        self.person_launches = 0
+        self.notes: list[str] = []  # what did not go as the drive expects (a refused launch, a stray state)
+        self.modelled: list[str] = []  # where the drive fell back to a model, and why
+        self.quota_wall: tuple[str, float] | None = None  # (quota, approval hours): the trace's wall, standing
+
+    def launch(self, name: str, actor: str) -> str:
+        """A launch of the job named `name`, by the user or the person (trainguard's are its own)."""
+        error = self.world.fleet.launch(self.job, name, root=self.job.name)
+        if error:
+            self.notes.append(f"{actor}'s launch of {name} refused: {error}")
+        self.world.pump()
+        return name
+
+    # ---- trainguard's calls, as actions --------------------------------------------------------------
+
+    def take(self, call: GuardCall) -> None:
+        self.guard_actions.take(call)
+
+    def flush_guard_calls(self) -> None:
+        self.guard_actions.flush(self.end_kind, self.hung)

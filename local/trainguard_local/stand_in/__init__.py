@@ -1,0 +1,1 @@
+"""The AWS stand-in on this machine: moto, with a simulated SageMaker, Service Quotas and CloudWatch alarms."""
