@@ -1,21 +1,34 @@
-"""In-memory fakes of the workflow ports, for handler and workflow tests with the network off."""
+"""In-memory fakes of the workflow ports, for handler and workflow tests with the network off.
+
+Each fake is held to its adapter's contract: tests/contracts runs the same tests on both. Tests arrange a
+fake with its constructor or its documented arrange methods (`add`, `refused_types`, `decide`, `add_alarm`)
+and observe it through the port's own methods, or through the documented observation records (what a
+fake was asked to do, which no port method reads back): FakeJobs.created/attempts/stops,
+FakeNotifier.sent, FakeScheduler.scheduled_at, FakeQuotas.requests, FakeLedger.lineage,
+FakeAlarms.published/rearmed.
+"""
 
 from __future__ import annotations
 
 import copy
+import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
+from trainguard.adapters.ledger import LEASE
+from trainguard.adapters.scheduler import schedule_name
 from trainguard.adapters.service_model import create_training_job_shape
 from trainguard.config import GuardConfig
 from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.messages import Notification
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome
-from trainguard.domain.quotas import WaitingLaunch
-from trainguard.domain.stalls import WatchedJob
+from trainguard.domain.quotas import WaitingLaunch, normalize_quota_name
+from trainguard.domain.stall_alarms import owned_alarm_job, possible_gpu_part_names
+from trainguard.domain.stalls import StallSignal, StallThresholds, WatchedJob, parse_alarm_name
 from trainguard.events.training_job import job_from_description
 from trainguard.workflows.function_ports import Settled
 from trainguard.workflows.ports import (
@@ -121,6 +134,8 @@ class FakeJobs:
 
 @dataclass
 class FakeCheckpoints:
+    """Every s3:// prefix holds `count` objects, the newest at `newest`; `error` is a listing that failed."""
+
     newest: datetime | None = NOW
     count: int = 3
     error: str = ""
@@ -128,6 +143,8 @@ class FakeCheckpoints:
     def read(self, s3_uri: str) -> CheckpointState:
         if not s3_uri:
             return CheckpointState("")
+        if not s3_uri.startswith("s3://") or len(s3_uri) == len("s3://"):
+            return CheckpointState(s3_uri, listing_error="not an s3:// URI")
         if self.error:
             return CheckpointState(s3_uri, listing_error=self.error)
         return CheckpointState(s3_uri, self.newest if self.count else None, self.count)
@@ -135,29 +152,40 @@ class FakeCheckpoints:
 
 @dataclass
 class FakeLedger:
+    """The ledger as adapters/ledger.py keeps it: a lease of LEASE on a step (whole seconds, as the table
+    stores it) that a later delivery takes over once it has expired, outcomes as JSON, and one retry budget
+    per hour. Observation: `lineage`, the records written, (root, attempt, job, retry_of), first one kept."""
+
     steps: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
-    budget_used: int = 0
+    budget_used: dict[str, int] = field(default_factory=dict)  # by hour, as the adapter's budget item
     lineage: list[tuple[str, int, str, str]] = field(default_factory=list)
 
     def begin_step(self, job_name: str, step: str, now: datetime) -> StepStart:
         record = self.steps.get((job_name, step))
-        if record is None:
-            self.steps[(job_name, step)] = {"status": "in_progress"}
+        expired = record is not None and record["status"] == "in_progress" and record["lease_until"] < _seconds(now)
+        if record is None or expired:
+            self.steps[(job_name, step)] = {"status": "in_progress", "lease_until": _seconds(now + LEASE)}
             return StepStart(StepState.FIRST, {})
         if record["status"] == "done":
-            return StepStart(StepState.DONE, record["outcome"])
-        raise StepInProgress(job_name)
+            return StepStart(StepState.DONE, copy.deepcopy(record["outcome"]))
+        raise StepInProgress(f"{job_name}/{step} is being handled by another invocation")
 
     def finish_step(self, job_name: str, step: str, outcome: Outcome, now: datetime) -> None:
-        self.steps[(job_name, step)] = {"status": "done", "outcome": outcome.as_dict()}
+        recorded = json.loads(json.dumps(outcome.as_dict(), default=str))
+        self.steps[(job_name, step)] = {"status": "done", "outcome": recorded}
 
     def abandon_step(self, job_name: str, step: str) -> None:
-        self.steps.pop((job_name, step), None)
+        """Only a step still in progress is given back. (The adapter's conditional delete raises
+        ConditionalCheckFailedException on a finished or missing step; the workflows abandon only a step
+        they hold.)"""
+        if self.steps.get((job_name, step), {}).get("status") == "in_progress":
+            del self.steps[(job_name, step)]
 
     def take_retry_budget(self, now: datetime, limit: int) -> bool:
-        if self.budget_used >= limit:
+        hour = now.strftime("%Y-%m-%dT%H")
+        if self.budget_used.get(hour, 0) >= limit:
             return False
-        self.budget_used += 1
+        self.budget_used[hour] = self.budget_used.get(hour, 0) + 1
         return True
 
     def record_lineage(self, root_job: str, attempt: int, job_name: str, retry_of: str, now: datetime) -> None:
@@ -176,18 +204,26 @@ class FakeNotifier:
 
 @dataclass
 class FakeScheduler:
+    """One schedule per failed job, named as the adapter names it; the first one stays."""
+
     schedules: dict[str, tuple[datetime, str]] = field(default_factory=dict)
 
     def schedule_relaunch(self, failed_job: str, at: datetime, reason: str) -> str:
         self.schedules.setdefault(failed_job, (at, reason))
-        return f"relaunch-{failed_job}"
+        return schedule_name(failed_job)
 
     def has_schedule(self, failed_job: str) -> bool:
         return failed_job in self.schedules
 
+    def scheduled_at(self, failed_job: str) -> datetime | None:
+        """Observation: when the relaunch of `failed_job` is scheduled to fire (None: not scheduled)."""
+        scheduled = self.schedules.get(failed_job)
+        return None if scheduled is None else scheduled[0]
+
 
 class FakeQuotas:
-    """Service Quotas in memory: quotas by name, requests by id, at most one open request per quota."""
+    """Service Quotas in memory: quotas by name, requests by id, at most one open request per quota.
+    `decide` is AWS deciding a request; `requests` (observation) every request filed, in order."""
 
     def __init__(self, values: dict[str, float] | None = None) -> None:
         self.values = dict(values or {"ml.p4d.24xlarge for training job usage": 0})
@@ -197,8 +233,10 @@ class FakeQuotas:
         return "L-" + format(abs(hash(name)) % 16**8, "08X")
 
     def find(self, quota_name: str) -> QuotaInfo | None:
-        value = self.values.get(quota_name)
-        return None if value is None else QuotaInfo(self.code(quota_name), quota_name, value)
+        """By name, compared as the adapter compares it (normalize_quota_name: case and spacing ignored)."""
+        wanted = normalize_quota_name(quota_name)
+        name = next((name for name in self.values if normalize_quota_name(name) == wanted), None)
+        return None if name is None else QuotaInfo(self.code(name), name, self.values[name])
 
     def _name(self, code: str) -> str:
         return next(name for name in self.values if self.code(name) == code)
@@ -238,13 +276,13 @@ class FakeQuotaLedger:
         self.saved_requests[state.quota_name] = state
 
     def requests(self) -> list[QuotaRequestState]:
-        return list(self.saved_requests.values())
+        return [self.saved_requests[name] for name in sorted(self.saved_requests)]  # the table's sort key order
 
     def save_waiting(self, waiting: WaitingLaunch) -> None:
         self.waits[waiting.job_name] = waiting
 
     def waiting(self) -> list[WaitingLaunch]:
-        return list(self.waits.values())
+        return [self.waits[name] for name in sorted(self.waits)]  # the table's sort key order
 
     def remove_waiting(self, job_name: str) -> None:
         self.waits.pop(job_name, None)
@@ -252,33 +290,40 @@ class FakeQuotaLedger:
 
 @dataclass
 class FakeStallLedger:
+    """As adapters/stall_ledger.py stores it: `watch` keeps the log activity already recorded (and records
+    none of its own), thresholds without their tag problems, log times to the millisecond, evidence as JSON."""
+
     jobs: dict[str, WatchedJob] = field(default_factory=dict)
     stalls: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def watch(self, job: WatchedJob) -> None:
         old = self.jobs.get(job.job_name)
-        if old is not None:
-            job = replace(job, last_log_time=old.last_log_time, last_log_line=old.last_log_line)
+        thresholds = replace(job.thresholds, problems=StallThresholds().problems)
+        if old is None:
+            job = replace(job, thresholds=thresholds, last_log_time=None, last_log_line="")
+        else:
+            job = replace(job, thresholds=thresholds, last_log_time=old.last_log_time, last_log_line=old.last_log_line)
         self.jobs[job.job_name] = job
 
     def unwatch(self, job_name: str) -> None:
         self.jobs.pop(job_name, None)
 
     def watched(self) -> list[WatchedJob]:
-        return list(self.jobs.values())
+        return [self.jobs[name] for name in sorted(self.jobs)]  # the table's sort key order
 
     def watched_job(self, job_name: str) -> list[WatchedJob]:
         return [self.jobs[job_name]] if job_name in self.jobs else []
 
     def record_log_activity(self, job_name: str, newest: datetime, last_line: str) -> bool:
         job = self.jobs.get(job_name)
+        newest = newest - timedelta(microseconds=newest.microsecond % 1000)  # the table keeps milliseconds
         if job is None or (job.last_log_time is not None and job.last_log_time >= newest):
             return False
         self.jobs[job_name] = replace(job, last_log_time=newest, last_log_line=last_line)
         return True
 
     def record_stall(self, job_name: str, evidence: dict[str, Any], now: datetime) -> None:
-        self.stalls[job_name] = evidence
+        self.stalls[job_name] = json.loads(json.dumps(evidence, default=str))
 
     def stall_record(self, job_name: str) -> dict[str, Any] | None:
         return self.stalls.get(job_name)
@@ -286,9 +331,16 @@ class FakeStallLedger:
 
 @dataclass
 class FakeAlarms:
+    """The account's alarms, name -> state. `add_alarm` arranges one that exists already (anyone's);
+    `list_owned` lists trainguard's only, as the adapter does. Observation: `published`, every call's log
+    silence; `rearmed`, every alarm rearmed."""
+
     alarms: dict[str, str] = field(default_factory=dict)  # name -> state
     published: list[dict[str, float]] = field(default_factory=list)
     rearmed: list[str] = field(default_factory=list)
+
+    def add_alarm(self, name: str, state: str = "OK") -> None:
+        self.alarms[name] = state
 
     def create(self, plan: Any) -> None:
         for name in plan.all_names:
@@ -299,22 +351,35 @@ class FakeAlarms:
             self.alarms.pop(name, None)
 
     def list_owned(self) -> dict[str, str]:
-        return dict(self.alarms)
+        return {name: state for name, state in self.alarms.items() if owned_alarm_job(name) is not None}
 
     def publish_log_silence(self, values: Mapping[str, float], at: datetime) -> None:
+        for job_name, minutes in values.items():
+            if not math.isfinite(minutes):
+                raise ValueError(f"log silence of {job_name} is {minutes}: CloudWatch rejects NaN and infinity")
         self.published.append(dict(values))
 
     def rearm(self, alarm_name: str, reason: str) -> None:
+        """Back to OK, and for the idle-GPU signal its parts in ALARM first; an alarm that is gone stays gone."""
         self.rearmed.append(alarm_name)
+        parsed = parse_alarm_name(alarm_name)
+        parts = possible_gpu_part_names(parsed[1]) if parsed and parsed[0] is StallSignal.IDLE_GPU else []
+        for name in [*parts, alarm_name]:
+            if name in self.alarms and (name == alarm_name or self.alarms[name] == "ALARM"):
+                self.alarms[name] = "OK"
 
 
 @dataclass
 class FakeJobLogs:
+    """Any job's newest log line is `line`, at `newest`; read as the adapter reads it (300 characters)."""
+
     newest: datetime | None = None
     line: str = ""
 
     def newest_event(self, job_name: str, since: datetime) -> tuple[datetime | None, str]:
-        return (self.newest, self.line) if self.newest and self.newest >= since else (None, "")
+        if self.newest is None or self.newest < since:
+            return None, ""
+        return self.newest, self.line[:300].rstrip("\n")
 
 
 @dataclass
@@ -344,6 +409,10 @@ class FakePorts(Settled):
     job_logs: FakeJobLogs
     gpu_metrics: FakeGpuMetrics
     create_request_shape: dict[str, Any]
+
+
+def _seconds(moment: datetime) -> int:
+    return int(moment.timestamp())
 
 
 def fake_ports(**config_overrides: Any) -> FakePorts:
@@ -379,3 +448,10 @@ def narrowed(kind: type[Ports], ports: FakePorts) -> Ports:
 
 def with_config(ports: FakePorts, **changes: Any) -> FakePorts:
     return replace(ports, config=replace(ports.config, **changes))
+
+
+def after_the_lease(ports: FakePorts) -> FakePorts:
+    """The same ports once a lease taken now has expired (LEASE): what Lambda's retry of a delivery whose
+    process died sees."""
+    later = ports.clock() + LEASE + timedelta(seconds=1)
+    return replace(ports, clock=lambda: later)

@@ -1,4 +1,5 @@
-"""The adapters against moto (DynamoDB, SNS, S3, Scheduler) and botocore's Stubber (SageMaker)."""
+"""The adapters against moto (DynamoDB, SNS, S3, Scheduler) and botocore's Stubber (SageMaker). What each adapter
+shares with its in-memory fake (the ledger's steps, leases and budget among it) is in tests/contracts."""
 
 from __future__ import annotations
 
@@ -19,14 +20,11 @@ from trainguard.adapters.notifier import Notifier
 from trainguard.adapters.sagemaker import SageMakerJobs
 from trainguard.adapters.scheduler import RelaunchScheduler, schedule_name
 from trainguard.domain.messages import Notification
-from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.workflows.ports import (
     JobNotFound,
     LaunchRefused,
     LaunchResult,
     NameTaken,
-    StepInProgress,
-    StepState,
 )
 
 REGION = "us-east-1"
@@ -43,43 +41,6 @@ def ledger(aws: None) -> Ledger:
     client = boto3.client("dynamodb", region_name=REGION)
     client.create_table(**create_table_request("ledger"))
     return Ledger(client, "ledger")
-
-
-def test_the_first_delivery_holds_the_step_and_later_ones_see_it_done(ledger: Ledger) -> None:
-    assert ledger.begin_step("job", "end", NOW).state is StepState.FIRST
-    with pytest.raises(StepInProgress):
-        ledger.begin_step("job", "end", NOW + timedelta(seconds=30))
-    ledger.finish_step("job", "end", Outcome(OutcomeKind.RELAUNCHED, "job", "r", new_job_name="job-retry1"), NOW)
-    done = ledger.begin_step("job", "end", NOW + timedelta(minutes=1))
-    assert done.state is StepState.DONE and done.recorded["new_job_name"] == "job-retry1"
-
-
-def test_a_decision_without_action_is_recorded_directly(ledger: Ledger) -> None:
-    ledger.finish_step("job", "end", Outcome(OutcomeKind.SKIPPED, "job", "a person stopped it"), NOW)
-    done = ledger.begin_step("job", "end", NOW)
-    assert done.state is StepState.DONE and done.recorded["reason"] == "a person stopped it"
-
-
-def test_an_expired_lease_can_be_taken_over(ledger: Ledger) -> None:
-    ledger.begin_step("job", "end", NOW)
-    assert ledger.begin_step("job", "end", NOW + timedelta(minutes=6)).state is StepState.FIRST
-
-
-def test_an_abandoned_step_can_be_started_again(ledger: Ledger) -> None:
-    ledger.begin_step("job", "end", NOW)
-    ledger.abandon_step("job", "end")
-    assert ledger.begin_step("job", "end", NOW).state is StepState.FIRST
-
-
-def test_steps_of_different_jobs_and_kinds_are_independent(ledger: Ledger) -> None:
-    assert ledger.begin_step("a", "end", NOW).state is StepState.FIRST
-    assert ledger.begin_step("b", "end", NOW).state is StepState.FIRST
-    assert ledger.begin_step("a", "relaunch", NOW).state is StepState.FIRST
-
-
-def test_the_hourly_budget(ledger: Ledger) -> None:
-    assert [ledger.take_retry_budget(NOW, 2) for _ in range(3)] == [True, True, False]
-    assert ledger.take_retry_budget(NOW + timedelta(hours=1), 2)
 
 
 def test_notifications_carry_filterable_attributes(aws: None) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.fakes import NOW, FakePorts, described_job, fake_ports, with_config
+from tests.fakes import NOW, after_the_lease, described_job, fake_ports, with_config
 from trainguard.domain.outcome import OutcomeKind
 from trainguard.workflows.job_ended import handle_job_end
 from trainguard.workflows.ports import LaunchRefused
@@ -43,11 +43,6 @@ def die_after(monkeypatch: pytest.MonkeyPatch, port: Any, method: str) -> None:
     monkeypatch.setattr(port, method, act_then_die)
 
 
-def redeliver_after_the_lease(ports: FakePorts, job_name: str, step: str = "end") -> None:
-    """The dead process's lease on the step has expired; Lambda's retry may take it."""
-    ports.ledger.steps.pop((job_name, step))
-
-
 def test_a_redelivery_after_a_death_after_create_schedule_reports_the_schedule_when_the_budget_is_spent(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -60,11 +55,11 @@ def test_a_redelivery_after_a_death_after_create_schedule_reports_the_schedule_w
     with pytest.raises(ProcessDied):
         handle_job_end(ports, "llama-pretrain")
     monkeypatch.undo()
-    redeliver_after_the_lease(ports, "llama-pretrain")
+    ports = after_the_lease(ports)
 
     outcome = handle_job_end(ports, "llama-pretrain")
     assert outcome.kind is OutcomeKind.RELAUNCH_SCHEDULED and outcome.new_job_name == "llama-pretrain-retry1"
-    assert ports.ledger.steps[("llama-pretrain", "end")]["outcome"]["kind"] == "relaunch-scheduled"
+    assert ports.ledger.begin_step("llama-pretrain", "end", NOW).recorded["kind"] == "relaunch-scheduled"
     [message] = ports.notifier.sent
     assert "not relaunched" not in message.subject.lower() and "budget" not in message.body
     fired = handle_scheduled_relaunch(ports, "llama-pretrain")
@@ -75,7 +70,7 @@ def test_a_redelivery_after_a_death_after_create_schedule_reports_the_schedule_w
     ports.jobs.add(described_job("bert-finetune", reason=CAPACITY), OPTED_IN)
     refused = handle_job_end(ports, "bert-finetune")
     assert refused.kind is OutcomeKind.NOT_RELAUNCHED and "budget" in refused.reason
-    assert "bert-finetune" not in ports.scheduler.schedules
+    assert not ports.scheduler.has_schedule("bert-finetune")
 
 
 def test_a_redelivery_that_finds_the_relaunch_created_records_its_lineage(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -88,7 +83,7 @@ def test_a_redelivery_that_finds_the_relaunch_created_records_its_lineage(monkey
         handle_job_end(ports, "llama-pretrain")
     monkeypatch.undo()
     assert ports.ledger.lineage == []
-    redeliver_after_the_lease(ports, "llama-pretrain")
+    ports = after_the_lease(ports)
 
     outcome = handle_job_end(ports, "llama-pretrain")
     assert outcome.kind is OutcomeKind.RELAUNCHED and outcome.details["launch"] == "already-exists"
@@ -109,7 +104,7 @@ def test_a_quota_check_that_finds_the_waiting_relaunch_created_records_its_linea
     with pytest.raises(ProcessDied):
         check_quota_walls(later)
     monkeypatch.undo()
-    redeliver_after_the_lease(ports, "llama-pretrain-retry1", "quota-launch")
+    later = after_the_lease(later)
 
     [outcome] = check_quota_walls(later)
     assert outcome.kind is OutcomeKind.RELAUNCHED

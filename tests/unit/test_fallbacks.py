@@ -251,7 +251,7 @@ def test_at_a_quota_wall_the_first_alternative_with_room_runs_while_the_request_
     assert request["CheckpointConfig"]["S3Uri"] == "s3://ckpt-bucket/llama-pretrain/"
     [filed] = ports.quotas.requests  # for the job's own type only, never for an alternative
     assert filed.quota_name == "ml.p4d.24xlarge for training job usage" and filed.status == "PENDING"
-    assert ports.quota_ledger.waits == {}  # nothing waits: the approval launches no second copy
+    assert ports.quota_ledger.waiting() == []  # nothing waits: the approval launches no second copy
     assert ports.ledger.lineage == [("llama-pretrain", 1, "llama-pretrain-retry1", "llama-pretrain")]
     assert "8 x ml.g6e.48xlarge" in ports.notifier.sent[0].body
 
@@ -264,7 +264,7 @@ def test_with_no_alternative_with_room_the_launch_waits_as_before() -> None:
     ports = quota_wall_ports()
     ports.jobs.add(described_job(), {**OPTED_IN, "trainguard:fallback-types": "ml.p5.48xlarge:2"})
     assert handle_job_end(ports, "llama-pretrain").kind is OutcomeKind.QUOTA_WALL
-    assert list(ports.quota_ledger.waits) == ["llama-pretrain-retry1"] and ports.jobs.created == []
+    assert [w.job_name for w in ports.quota_ledger.waiting()] == ["llama-pretrain-retry1"] and ports.jobs.created == []
 
 
 def test_a_dry_run_at_a_quota_wall_launches_no_alternative() -> None:

@@ -7,9 +7,8 @@ responses with members missing, rewrapped quota texts and broken log deliveries.
 derandomized (the same examples on every run, so CI is stable); `--hypothesis-show-statistics` shows
 how many examples each one ran.
 
-The seven bugs this suite found are fixed; their minimal examples stay below as regression tests. The
-`_still_fails` switches let a property tolerate one known bug only while its example still fails (they
-are all off now): pin a new bug the same way, as a strict xfail, until it is fixed.
+The seven bugs this suite found are fixed; their minimal examples stay below as regression tests. Pin a
+new bug as a strict xfail of its minimal example until it is fixed.
 """
 
 from __future__ import annotations
@@ -22,14 +21,13 @@ import json
 import math
 import re
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import botocore.session
 import pytest
 from botocore.validate import ParamValidator
-from hypothesis import HealthCheck, given, reject, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import event as count_as
 from hypothesis import strategies as st
 
@@ -44,7 +42,6 @@ from trainguard.domain.naming import MAX_JOB_NAME_LENGTH, is_valid_job_name, ret
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.policy import KNOWN_ACTIONS, MAX_RETRIES_CEILING, PolicyDefaults, read_job_policy
 from trainguard.domain.quotas import read_quota_error
-from trainguard.domain.request_builder import RelaunchImpossible
 from trainguard.domain.stall_alarms import MAX_GPU_PARTS, gpu_part_name, owned_alarm_job, parse_gpu_part_name
 from trainguard.domain.stalls import StallSignal, StallThresholds, alarm_name, parse_alarm_name, read_stall_thresholds
 from trainguard.events.cloudtrail import parse_failed_launch
@@ -81,20 +78,6 @@ SCHEDULE_NAME_SHAPE = (
 )
 
 
-def _reject_known_bug(label: str) -> None:
-    """Leave out an example that hits a bug pinned below as a strict xfail, and count it."""
-    count_as(f"known bug: {label}")
-    reject()
-
-
-def _still_fails(check: Callable[[], object]) -> bool:
-    try:
-        check()
-    except Exception:
-        return True
-    return False
-
-
 def _is_valid(request: dict[str, Any]) -> bool:
     return not ParamValidator().validate(request, CREATE_INPUT).has_errors()
 
@@ -109,7 +92,7 @@ def assert_nothing_destructive(ports: FakePorts, *, quota_request_allowed: bool 
     assert ports.jobs.created == [] and ports.jobs.stops == []  # type: ignore[attr-defined]
     assert ports.scheduler.schedules == {}  # type: ignore[attr-defined]
     if not quota_request_allowed:
-        assert ports.quotas.requests == [] and ports.quota_ledger.waits == {}  # type: ignore[attr-defined]
+        assert ports.quotas.requests == [] and ports.quota_ledger.waiting() == []  # type: ignore[attr-defined]
 
 
 # --- the real samples that the malformed events start from ---
@@ -254,17 +237,6 @@ def _end_with_attempt_tag(value: str) -> Outcome:
     return job_events.handle(failed_event(), ports)
 
 
-def _newest_log_time_unreadable(event: Any) -> bool:
-    """True when the delivery decodes and its newest event's timestamp is no datetime (the log-time bug)."""
-    try:
-        payload = json.loads(gzip.decompress(base64.b64decode(event["awslogs"]["data"], validate=True)))
-        timed = [e["timestamp"] for e in payload["logEvents"] if isinstance(e.get("timestamp"), int | float)]
-        datetime.fromtimestamp(max(timed) / 1000, tz=UTC)
-    except Exception:
-        return True
-    return False
-
-
 def _log_delivery_at(timestamp: float) -> dict[str, Any]:
     return delivery(encoded({**LOG_PAYLOAD, "logEvents": [{"id": "1", "timestamp": timestamp, "message": "x"}]}))
 
@@ -276,37 +248,12 @@ def _failed_launch_without_role() -> tuple[Outcome, FakePorts]:
     return failed_launches.handle(event, ports), ports
 
 
-ATTEMPT_TAG_BUG = _still_fails(lambda: _end_with_attempt_tag("²"))
-LOG_TIME_BUG = _still_fails(lambda: parse_log_delivery(_log_delivery_at(1e300)))
-FAILED_LAUNCH_BUG = _still_fails(_failed_launch_without_role)
-
-
 def _kept_launches_of_mistyped_record() -> list[dict[str, Any]]:
     event = failed_launch_event([{"key": KEYS.enabled, "value": "true"}])
     event["detail"]["requestParameters"]["resourceConfig"]["instanceCount"] = "4"  # a string, not an integer
     ports = fake_ports()
     failed_launches.handle(event, ports)
-    return [waiting.request for waiting in ports.quota_ledger.waits.values()]  # type: ignore[attr-defined]
-
-
-MISTYPED_RECORD_BUG = not all(_is_valid(request) for request in _kept_launches_of_mistyped_record())
-
-
-def _is_known_bug(handler: str, event: Any, err: Exception) -> bool:
-    if handler == "log_activity":
-        return (
-            LOG_TIME_BUG
-            and isinstance(err, OverflowError | ValueError | OSError)
-            and _newest_log_time_unreadable(event)
-        )
-    if handler == "failed_launches":
-        return FAILED_LAUNCH_BUG and isinstance(err, RelaunchImpossible)
-    return False
-
-
-def _is_attempt_tag_bug(tags: dict[str, str], err: Exception) -> bool:
-    value = tags.get(KEYS.attempt, "0").strip()
-    return ATTEMPT_TAG_BUG and isinstance(err, ValueError) and value.isdigit() and not value.isdecimal()
+    return [waiting.request for waiting in ports.quota_ledger.waiting()]
 
 
 def test_a_superscript_digit_in_the_attempt_tag_is_read_as_no_attempt_not_a_crash() -> None:
@@ -328,7 +275,7 @@ def test_a_deeply_nested_log_payload_is_read_or_refused() -> None:
 def test_an_opted_in_failed_launch_whose_record_lacks_a_required_member_is_not_a_crash() -> None:
     outcome, ports = _failed_launch_without_role()
     assert outcome.kind in (OutcomeKind.SKIPPED, OutcomeKind.NOTIFIED, OutcomeKind.QUOTA_WALL)
-    assert ports.quota_ledger.waits == {}  # type: ignore[attr-defined]
+    assert ports.quota_ledger.waiting() == []
 
 
 def test_a_launch_kept_for_a_quota_is_a_valid_request_even_from_a_mistyped_record() -> None:
@@ -360,19 +307,12 @@ def test_a_malformed_event_is_skipped_and_nothing_is_done(handler: str, data: st
     module, events = HANDLERS[handler]
     event = data.draw(events, label="event")
     ports = fake_ports()
-    try:
-        result = module.handle(event, ports)
-    except Exception as err:
-        if _is_known_bug(handler, event, err):
-            _reject_known_bug(type(err).__name__)
-        raise
+    result = module.handle(event, ports)
     opted_in, allowed = _opted_in_launch(event, ports) if handler == "failed_launches" else (False, False)
     count_as(f"result: {result.kind.value if isinstance(result, Outcome) else type(result).__name__}")
     assert_nothing_destructive(ports, quota_request_allowed=allowed)
     assert len(ports.quotas.requests) <= 1  # type: ignore[attr-defined]
-    if MISTYPED_RECORD_BUG and not all(_is_valid(w.request) for w in ports.quota_ledger.waits.values()):  # type: ignore[attr-defined]
-        _reject_known_bug("kept launch of a mistyped record")
-    for waiting in ports.quota_ledger.waits.values():  # type: ignore[attr-defined]
+    for waiting in ports.quota_ledger.waiting():
         # The periodic quota check sends it as it is: boto3 must accept it (SageMaker refusing a bad name
         # later is a LaunchRefused, told to the owner; boto3 refusing it is an exception nobody catches).
         assert _is_valid(waiting.request), ParamValidator().validate(waiting.request, CREATE_INPUT).generate_report()
@@ -401,16 +341,11 @@ def test_an_opted_in_launch_recorded_with_members_missing_is_told_not_a_crash(
     for member in dropped:
         del parameters[member]
     ports = fake_ports()
-    try:
-        outcome = failed_launches.handle(event, ports)
-    except Exception as err:
-        if _is_known_bug("failed_launches", event, err):
-            _reject_known_bug(type(err).__name__)
-        raise
+    outcome = failed_launches.handle(event, ports)
     count_as(f"outcome: {outcome.kind.value}")
     assert outcome.kind in (OutcomeKind.QUOTA_WALL, OutcomeKind.NOTIFIED)
     assert len(ports.quotas.requests) <= 1 and ports.jobs.created == []  # type: ignore[attr-defined]
-    for waiting in ports.quota_ledger.waits.values():  # type: ignore[attr-defined]
+    for waiting in ports.quota_ledger.waiting():
         assert _is_valid(waiting.request) and waiting.request["RoleArn"] == ROLE
 
 
@@ -512,12 +447,7 @@ def test_a_failed_job_with_hostile_tags_is_relaunched_only_within_its_policy(
         tags.pop(KEYS.actions, None), tags.pop(KEYS.dry_run, None)
     ports = fake_ports()
     ports.jobs.add(described_job(name, reason=reason, checkpoint=f"s3://ckpt/{name}/"), tags)  # type: ignore[attr-defined]
-    try:
-        outcome = job_events.handle(failed_event(name), ports)
-    except Exception as err:
-        if _is_attempt_tag_bug(tags, err):
-            _reject_known_bug("attempt tag")
-        raise
+    outcome = job_events.handle(failed_event(name), ports)
     count_as(f"outcome: {outcome.kind.value}")
     policy = read_job_policy(tags, ports.config.policy_defaults, ports.keys)
     created, schedules = ports.jobs.created, ports.scheduler.schedules  # type: ignore[attr-defined]
@@ -542,12 +472,7 @@ def test_hostile_lineage_tags_never_crash_a_relaunch_nor_pass_its_limit(attempt:
     tags = {**OPTED_IN, KEYS.attempt: attempt, KEYS.root_job: root}
     ports = fake_ports()
     ports.jobs.add(described_job(), tags)  # type: ignore[attr-defined]
-    try:
-        outcome = job_events.handle(failed_event(), ports)
-    except Exception as err:
-        if _is_attempt_tag_bug(tags, err):
-            _reject_known_bug("attempt tag")
-        raise
+    outcome = job_events.handle(failed_event(), ports)
     count_as(f"outcome: {outcome.kind.value}")
     assert outcome.kind in (OutcomeKind.RELAUNCHED, OutcomeKind.NOT_RELAUNCHED)
     for request in ports.jobs.created:  # type: ignore[attr-defined]
@@ -575,9 +500,6 @@ def test_relaunch_names_of_roots_of_every_length_are_valid(length: int) -> None:
             assert_sagemaker_name(retry_job_name(root, attempt))
 
 
-EMPTY_ROOT_BUG = _still_fails(lambda: assert_sagemaker_name(retry_job_name("", 1)))
-
-
 def test_an_empty_root_still_gets_a_valid_relaunch_name() -> None:
     assert_sagemaker_name(retry_job_name("", 1))
 
@@ -585,10 +507,6 @@ def test_an_empty_root_still_gets_a_valid_relaunch_name() -> None:
 @HOSTILE
 @given(root=hs.LINEAGE_ROOTS, attempt=st.integers(min_value=1, max_value=1000))
 def test_a_relaunch_name_is_always_a_valid_job_name(root: str, attempt: int) -> None:
-    if not root and EMPTY_ROOT_BUG:
-        # A lineage root is never empty (an empty root tag falls back to the job's name); an empty one
-        # is still handled (see the regression test above).
-        _reject_known_bug("empty root")
     name = retry_job_name(root, attempt)
     assert_sagemaker_name(name)
     assert name == retry_job_name(root, attempt) and name.endswith(f"-retry{attempt}")
@@ -702,18 +620,8 @@ def _end_described(description: dict[str, Any]) -> FakePorts:
     if not isinstance(description.get("FailureReason"), str) or not description["FailureReason"]:
         assert outcome.kind is OutcomeKind.NOTIFIED  # no reason, no retry: a person looks
     for request in ports.jobs.created:  # type: ignore[attr-defined]
-        if EMPTY_LIST_BUG and _only_empty_lists_wrong(request):
-            _reject_known_bug("emptied list")
         assert_valid_create_request(request)
     return ports
-
-
-EMPTIED_LIST = re.compile(r"Invalid length for parameter .*, value: 0, valid min length: 1")
-
-
-def _only_empty_lists_wrong(request: dict[str, Any]) -> bool:
-    errors = ParamValidator().validate(request, CREATE_INPUT).generate_report().splitlines()
-    return bool(errors) and all(EMPTIED_LIST.match(error) for error in errors)
 
 
 def _relaunches_of_channel_without_name() -> list[dict[str, Any]]:
@@ -722,9 +630,6 @@ def _relaunches_of_channel_without_name() -> list[dict[str, Any]]:
     ports.jobs.add({**described_job(), "InputDataConfig": [channel]}, OPTED_IN)  # type: ignore[attr-defined]
     job_events.handle(failed_event(), ports)
     return ports.jobs.created  # type: ignore[attr-defined, no-any-return]
-
-
-EMPTY_LIST_BUG = not all(_is_valid(request) for request in _relaunches_of_channel_without_name())
 
 
 def test_a_relaunch_never_sends_a_list_emptied_by_the_projection() -> None:
@@ -788,10 +693,6 @@ def test_a_log_delivery_is_read_or_refused_as_malformed(event: Any) -> None:
     except MalformedInput:
         count_as("MalformedInput")
         return
-    except Exception as err:
-        if _is_known_bug("log_activity", event, err):
-            _reject_known_bug(type(err).__name__)
-        raise
     count_as("None" if activity is None else "LogActivity")
     if activity is not None:
         assert isinstance(activity, LogActivity) and is_valid_job_name(activity.job_name)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.fakes import NOW, ROLE, described_job, fake_ports, with_config
+from tests.fakes import NOW, ROLE, after_the_lease, described_job, fake_ports, with_config
 from trainguard.domain.outcome import OutcomeKind
 from trainguard.workflows.job_ended import handle_job_end
 from trainguard.workflows.ports import LaunchRefused, StepInProgress
@@ -105,9 +105,8 @@ def test_a_crash_mid_action_gives_the_step_back_and_a_redelivery_acts() -> None:
     ports.notifier.publish = _raise  # type: ignore[method-assign]
     with pytest.raises(ConnectionError):
         handle_job_end(ports, "llama-pretrain")
-    assert ("llama-pretrain", "end") not in ports.ledger.steps
     del ports.notifier.publish
-    again = handle_job_end(ports, "llama-pretrain")
+    again = handle_job_end(ports, "llama-pretrain")  # at the same instant: the step was given back, no lease left
     # the job was created before the crash: the same deterministic name finds it
     assert again.kind is OutcomeKind.RELAUNCHED and again.details["launch"] == "already-exists"
     assert len(ports.jobs.created) == 1
@@ -122,7 +121,7 @@ def test_capacity_errors_wait_for_a_backoff_that_grows_with_each_attempt() -> No
     ports.jobs.add(described_job(reason=CAPACITY), OPTED_IN)
     first = handle_job_end(ports, "llama-pretrain")
     assert first.kind is OutcomeKind.RELAUNCH_SCHEDULED
-    assert ports.scheduler.schedules["llama-pretrain"][0] == NOW + timedelta(minutes=10)
+    assert ports.scheduler.scheduled_at("llama-pretrain") == NOW + timedelta(minutes=10)
     assert ports.jobs.created == []
 
     later = fake_ports()
@@ -131,7 +130,7 @@ def test_capacity_errors_wait_for_a_backoff_that_grows_with_each_attempt() -> No
         {**OPTED_IN, "trainguard:root-job": "llama-pretrain", "trainguard:attempt": "2"},
     )
     handle_job_end(later, "llama-pretrain-retry2")
-    assert later.scheduler.schedules["llama-pretrain-retry2"][0] == NOW + timedelta(minutes=40)
+    assert later.scheduler.scheduled_at("llama-pretrain-retry2") == NOW + timedelta(minutes=40)
 
 
 def test_the_scheduled_relaunch_launches_once() -> None:
@@ -259,8 +258,9 @@ def test_a_relaunch_blocked_by_a_quota_requests_the_increase_and_waits() -> None
     assert outcome.kind is OutcomeKind.QUOTA_WALL
     [request] = ports.quotas.requests
     assert (request.quota_name, request.desired_value) == ("ml.p4d.24xlarge for training job usage", 8)
-    waiting = ports.quota_ledger.waits["llama-pretrain-retry1"]
-    assert waiting.origin == "relaunch" and waiting.request["TrainingJobName"] == "llama-pretrain-retry1"
+    [waiting] = ports.quota_ledger.waiting()
+    assert waiting.job_name == "llama-pretrain-retry1" and waiting.origin == "relaunch"
+    assert waiting.request["TrainingJobName"] == "llama-pretrain-retry1"
     [message] = ports.notifier.sent
     assert "blocked by a quota" in message.subject and "req-1" in message.body
 
@@ -277,7 +277,7 @@ def test_a_job_stopped_by_a_person_is_left_alone() -> None:
     ports.jobs.add(described_job(status="Stopped", secondary="Stopped"), OPTED_IN)
     assert handle_job_end(ports, "llama-pretrain").kind is OutcomeKind.SKIPPED
     assert ports.notifier.sent == []
-    recorded = ports.ledger.steps[("llama-pretrain", "end")]["outcome"]
+    recorded = ports.ledger.begin_step("llama-pretrain", "end", NOW).recorded
     assert recorded["kind"] == "skipped" and recorded["category"] == "stopped" and recorded["reason"]
 
 
@@ -318,7 +318,7 @@ def test_a_redelivery_after_a_death_finishes_the_relaunch_even_when_the_budget_i
     with pytest.raises(ProcessDied):
         handle_job_end(ports, "llama-pretrain")
     monkeypatch.setattr(ports.jobs, "create", create)
-    ports.ledger.steps.pop(("llama-pretrain", "end"))  # the dead process's lease has expired
+    ports = after_the_lease(ports)  # the dead process's lease has expired
     outcome = handle_job_end(ports, "llama-pretrain")
     assert outcome.kind is OutcomeKind.RELAUNCHED and outcome.details["launch"] == "already-exists"
     assert [r["TrainingJobName"] for r in ports.jobs.created] == ["llama-pretrain-retry1"]

@@ -94,7 +94,7 @@ def test_a_parents_failed_job_is_never_relaunched_and_the_ledger_says_why(
     parent = find_parent(job_name=name, description=fields, tags=tags)
     assert parent is not None
     assert parent.kind.name in outcome.reason and parent.kind.own_retry in outcome.reason
-    recorded = ports.ledger.steps[(name, "end")]["outcome"]
+    recorded = ports.ledger.begin_step(name, "end", NOW).recorded
     assert recorded["details"]["owner"] == parent.describe() and recorded["reason"] == outcome.reason
     if told:
         assert outcome.kind is OutcomeKind.NOTIFIED and outcome.decision == "notify"
@@ -138,7 +138,8 @@ def test_a_parents_hung_job_is_told_never_stopped(
     change = AlarmStateChange("evt-1", alarm_name(StallSignal.LOG_SILENCE, name), "ALARM", "OK", "Threshold", NOW)
     outcome = handle_stall_alarm(ports, change)
     assert outcome.kind is OutcomeKind.STALL_FOUND and ports.jobs.stops == []
-    assert ports.stall_ledger.stalls == {}  # no stall record: its Stopped event, if any, is not trainguard's
+    # No stall record: its Stopped event, if any, is not trainguard's.
+    assert ports.stall_ledger.stall_record(name) is None
     [message] = ports.notifier.sent
     assert "left to its owner" in message.subject and "stop it there" in message.body
 
@@ -163,7 +164,7 @@ def test_a_pipelines_launch_at_a_quota_wall_gets_no_request_and_no_launch() -> N
     ]
     outcome = failed_launches.handle(blocked_parent_launch(tags), ports)
     assert outcome.kind is OutcomeKind.NOTIFIED and "SageMaker Pipelines" in outcome.reason
-    assert ports.quotas.requests == [] and ports.quota_ledger.waits == {}
+    assert ports.quotas.requests == [] and ports.quota_ledger.waiting() == []
     [message] = ports.notifier.sent
     assert "left to its owner" in message.subject and "SageMaker.RESOURCE_LIMIT" in message.body
     assert failed_launches.handle(blocked_parent_launch(tags), ports).kind is OutcomeKind.ALREADY_HANDLED
@@ -173,7 +174,7 @@ def test_a_launch_by_batchs_service_linked_role_is_left_to_batch() -> None:
     ports = fake_ports()
     role = f"arn:aws:sts::{ACCOUNT}:assumed-role/AWSServiceRoleForAWSBatchWithSagemaker/batch-session"
     outcome = failed_launches.handle(blocked_parent_launch([], arn=role), ports)
-    assert "AWS Batch" in outcome.reason and ports.quotas.requests == [] and ports.quota_ledger.waits == {}
+    assert "AWS Batch" in outcome.reason and ports.quotas.requests == [] and ports.quota_ledger.waiting() == []
 
 
 @pytest.mark.parametrize("parent", PARENT_KINDS, ids=lambda p: p.name)

@@ -63,7 +63,7 @@ def test_a_denied_request_gives_up_the_launch_and_says_so() -> None:
     ports.quotas.decide("req-1", "DENIED")
     [outcome] = check_quota_walls(at(ports, timedelta(hours=5)))
     assert outcome.kind is OutcomeKind.NOT_RELAUNCHED and "ended DENIED" in outcome.reason
-    assert ports.jobs.created == [] and ports.quota_ledger.waits == {}
+    assert ports.jobs.created == [] and ports.quota_ledger.waiting() == []
     assert "quota request denied" in ports.notifier.sent[-2].subject
 
 
@@ -72,7 +72,7 @@ def test_a_launch_that_waits_too_long_expires() -> None:
     blocked_relaunch(ports)
     [outcome] = check_quota_walls(at(ports, timedelta(hours=73)))
     assert outcome.kind is OutcomeKind.NOT_RELAUNCHED and "quota_wait_hours" in outcome.reason
-    assert ports.quota_ledger.waits == {}
+    assert ports.quota_ledger.waiting() == []
 
 
 def test_still_short_after_approval_keeps_waiting() -> None:
@@ -81,7 +81,7 @@ def test_still_short_after_approval_keeps_waiting() -> None:
     ports.quotas.decide("req-1", "APPROVED")
     ports.jobs.refuse_with = LaunchRefused("ResourceLimitExceeded", WALL)
     assert check_quota_walls(at(ports, timedelta(hours=5))) == []
-    assert list(ports.quota_ledger.waits) == ["llama-pretrain-retry1"]
+    assert [w.job_name for w in ports.quota_ledger.waiting()] == ["llama-pretrain-retry1"]
     ports.jobs.refuse_with = None
     [outcome] = check_quota_walls(at(ports, timedelta(hours=6)))
     assert outcome.kind is OutcomeKind.RELAUNCHED
@@ -112,7 +112,7 @@ def test_duplicate_events_and_a_second_blocked_job_ask_once() -> None:
     ports.jobs.add(described_job("job-b"), OPTED_IN)
     assert handle_job_end(ports, "job-b").kind is OutcomeKind.QUOTA_WALL
     assert len(ports.quotas.requests) == 1
-    assert sorted(ports.quota_ledger.waits) == ["job-a-retry1", "job-b-retry1"]
+    assert [w.job_name for w in ports.quota_ledger.waiting()] == ["job-a-retry1", "job-b-retry1"]
     assert "Found an open request" in ports.notifier.sent[-1].body
 
 
@@ -122,14 +122,14 @@ def test_a_job_without_the_quota_action_only_tells() -> None:
     ports.jobs.add(described_job(), {**OPTED_IN, "trainguard:actions": "retry"})
     outcome = handle_job_end(ports, "llama-pretrain")
     assert outcome.kind is OutcomeKind.QUOTA_WALL and "dry run" in outcome.details["quota_summary"]
-    assert ports.quotas.requests == [] and ports.quota_ledger.waits == {}
+    assert ports.quotas.requests == [] and ports.quota_ledger.waiting() == []
 
 
 def test_a_running_job_that_fails_on_a_quota_is_relaunched_when_the_quota_allows() -> None:
     ports = fake_ports()
     ports.jobs.add(described_job(reason=f"ResourceLimitExceeded: {WALL}"), OPTED_IN)
     assert handle_job_end(ports, "llama-pretrain").kind is OutcomeKind.QUOTA_WALL
-    assert list(ports.quota_ledger.waits) == ["llama-pretrain-retry1"]
+    assert [w.job_name for w in ports.quota_ledger.waiting()] == ["llama-pretrain-retry1"]
 
 
 def failed_launch(tags: list[dict[str, str]] | None = None, message: str = WALL, **changes: Any) -> dict[str, Any]:
@@ -145,7 +145,7 @@ def test_a_blocked_user_launch_is_requested_kept_and_launched_with_its_own_reque
     outcome = failed_launches.handle(failed_launch(), ports)
     assert outcome.kind is OutcomeKind.QUOTA_WALL
     assert failed_launches.handle(failed_launch(), ports).kind is OutcomeKind.ALREADY_HANDLED
-    [waiting] = ports.quota_ledger.waits.values()
+    [waiting] = ports.quota_ledger.waiting()
     assert waiting.origin == "user-launch" and waiting.job_name == "medzen-b5-b5-universal-arm1-2026-005"
     assert "disableEFA" not in waiting.request and waiting.request["CheckpointConfig"]["S3Uri"].startswith("s3://")
     ports.quotas.decide("req-1", "APPROVED")
@@ -165,14 +165,14 @@ def test_a_user_launch_with_a_role_trainguard_may_not_pass_gets_the_request_but_
     ports = fake_ports()
     outcome = failed_launches.handle(failed_launch(roleArn="arn:aws:iam::123456789012:role/Other"), ports)
     assert outcome.kind is OutcomeKind.QUOTA_WALL and len(ports.quotas.requests) == 1
-    assert ports.quota_ledger.waits == {} and "passable_role_arns" in outcome.reason
+    assert ports.quota_ledger.waiting() == [] and "passable_role_arns" in outcome.reason
 
 
 def test_a_user_launch_whose_request_cloudtrail_hid_is_not_launched_by_trainguard() -> None:
     ports = fake_ports()
     outcome = failed_launches.handle(failed_launch(hyperParameters={"token": "HIDDEN_DUE_TO_SECURITY_REASONS"}), ports)
     assert outcome.kind is OutcomeKind.QUOTA_WALL and "CloudTrail hid" in outcome.reason
-    assert ports.quota_ledger.waits == {}
+    assert ports.quota_ledger.waiting() == []
 
 
 def test_a_region_error_with_the_same_code_requests_nothing() -> None:

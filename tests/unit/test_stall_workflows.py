@@ -48,7 +48,7 @@ def test_a_training_job_is_watched_and_its_alarms_exist() -> None:
     training(ports)
     outcome = follow_training_state(ports, "llama-pretrain")
     assert outcome.kind is OutcomeKind.WATCHING
-    assert set(ports.alarms.alarms) == {
+    assert set(ports.alarms.list_owned()) == {
         alarm_name(StallSignal.LOG_SILENCE, "llama-pretrain"),
         alarm_name(StallSignal.IDLE_GPU, "llama-pretrain"),
     }
@@ -64,14 +64,14 @@ def test_a_job_that_is_not_training_yet_is_watched_without_alarms() -> None:
     ports = fake_ports()
     training(ports, secondary="Downloading")
     follow_training_state(ports, "llama-pretrain")
-    assert ports.alarms.alarms == {} and ports.stall_ledger.watched()[0].training_since is None
+    assert ports.alarms.list_owned() == {} and ports.stall_ledger.watched()[0].training_since is None
 
 
 def test_a_job_that_is_not_opted_in_is_not_watched() -> None:
     ports = fake_ports()
     training(ports, tags={"team": "x"})
     assert follow_training_state(ports, "llama-pretrain").kind is OutcomeKind.SKIPPED
-    assert ports.stall_ledger.watched() == [] and ports.alarms.alarms == {}
+    assert ports.stall_ledger.watched() == [] and ports.alarms.list_owned() == {}
 
 
 def test_a_job_that_ends_loses_its_alarms() -> None:
@@ -79,7 +79,7 @@ def test_a_job_that_ends_loses_its_alarms() -> None:
     training(ports)
     follow_training_state(ports, "llama-pretrain")
     stop_watching(ports, "llama-pretrain")
-    assert ports.stall_ledger.watched() == [] and ports.alarms.alarms == {}
+    assert ports.stall_ledger.watched() == [] and ports.alarms.list_owned() == {}
 
 
 def test_the_prober_publishes_silence_but_zero_in_the_grace() -> None:
@@ -98,9 +98,7 @@ def test_the_prober_reports_a_stop_stuck_for_30_minutes_once() -> None:
     ports = fake_ports()
     training(ports)
     follow_training_state(ports, "llama-pretrain")
-    ports.jobs.jobs["llama-pretrain"] = replace(
-        ports.jobs.jobs["llama-pretrain"], status="Stopping", secondary_status="Stopping"
-    )
+    training(ports, secondary="Stopping", TrainingJobStatus="Stopping")  # a person stopped it
     follow_training_state(ports, "llama-pretrain")
     assert probe(at(ports, timedelta(minutes=10))).outcomes == []
     [stuck] = probe(at(ports, timedelta(minutes=31))).outcomes
@@ -111,16 +109,13 @@ def test_the_prober_reports_a_stop_stuck_for_30_minutes_once() -> None:
 
 def test_the_sweep_deletes_alarms_whose_job_is_not_watched() -> None:
     ports = fake_ports()
-    ports.alarms.alarms = {
-        alarm_name(StallSignal.LOG_SILENCE, "gone-job"): "OK",
-        "trainguard-gpu-part-1-gone": "OK",
-        "someone-elses-alarm": "OK",
-    }
+    for name in (alarm_name(StallSignal.LOG_SILENCE, "gone-job"), "trainguard-gpu-part-1-gone", "someone-elses-alarm"):
+        ports.alarms.add_alarm(name)
     report = probe(replace(ports, clock=lambda: NOW.replace(minute=15)))
     assert sorted(report.swept) == sorted(
         [alarm_name(StallSignal.LOG_SILENCE, "gone-job"), "trainguard-gpu-part-1-gone"]
     )
-    assert list(ports.alarms.alarms) == ["someone-elses-alarm"]
+    assert ports.alarms.list_owned() == {}  # and someone else's alarm is not trainguard's to delete
 
 
 def test_a_verified_stall_is_stopped_once_recorded_and_told() -> None:
@@ -136,7 +131,7 @@ def test_a_verified_stall_is_stopped_once_recorded_and_told() -> None:
     training(ports)  # a duplicate that still sees InProgress (describe lags the stop): the ledger says done
     assert handle_stall_alarm(ports, alarm()).kind is OutcomeKind.ALREADY_HANDLED
     assert ports.jobs.stops == ["llama-pretrain"]
-    evidence = ports.stall_ledger.stalls["llama-pretrain"]
+    evidence = ports.stall_ledger.stall_record("llama-pretrain")
     assert (
         evidence["last_log_line"] == "step 9000 loss 1.71" and evidence["gpu_by_host"]["llama-pretrain/algo-1"] == 800
     )
@@ -268,4 +263,4 @@ def test_an_alarm_for_a_job_that_opted_out_removes_its_alarms() -> None:
     follow_training_state(ports, "llama-pretrain")
     training(ports, tags={"trainguard:enabled": "false"})
     assert handle_stall_alarm(ports, alarm()).kind is OutcomeKind.SKIPPED
-    assert ports.alarms.alarms == {} and ports.jobs.stops == []
+    assert ports.alarms.list_owned() == {} and ports.jobs.stops == []

@@ -1,0 +1,83 @@
+"""StallLedgerPort: FakeStallLedger and adapters/stall_ledger.py's StallLedger on moto's DynamoDB."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+from typing import Protocol
+
+import pytest
+
+from tests.contracts.conftest import IMPLEMENTATIONS, TABLE
+from tests.fakes import NOW, FakeStallLedger
+from trainguard.adapters.stall_ledger import StallLedger
+from trainguard.domain.policy import TagProblem
+from trainguard.domain.stalls import StallThresholds, WatchedJob
+from trainguard.workflows.ports import JobWatch, LogActivityLedger, StallEvidence, WatchList
+
+THRESHOLDS = StallThresholds(stall_minutes=45, problems=(TagProblem("trainguard:stall-minutes", "x", "30"),))
+
+
+class StallLedgerPort(JobWatch, StallEvidence, WatchList, LogActivityLedger, Protocol):
+    """The adapter's whole surface: every narrow stall-ledger port it serves."""
+
+
+JOB = WatchedJob("llama-pretrain", "ml.p4d.24xlarge", 4, THRESHOLDS, NOW - timedelta(hours=2))
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def stall_ledger(request: pytest.FixtureRequest) -> StallLedgerPort:
+    if request.param == "fake":
+        return FakeStallLedger()
+    return StallLedger(request.getfixturevalue("dynamodb"), TABLE)
+
+
+def test_a_watched_job_is_listed_as_watched_without_its_tag_problems(stall_ledger: StallLedgerPort) -> None:
+    assert stall_ledger.watched() == [] and stall_ledger.watched_job(JOB.job_name) == []
+    stall_ledger.watch(replace(JOB, job_name="b-job"))
+    stall_ledger.watch(JOB)
+    kept = replace(JOB, thresholds=replace(THRESHOLDS, problems=()))  # the ledger keeps the numbers only
+    assert stall_ledger.watched() == [replace(kept, job_name="b-job"), kept]  # by name
+    assert stall_ledger.watched_job(JOB.job_name) == [kept]
+
+
+def test_unwatching_removes_the_job_only(stall_ledger: StallLedgerPort) -> None:
+    stall_ledger.watch(JOB)
+    stall_ledger.watch(replace(JOB, job_name="other"))
+    stall_ledger.unwatch(JOB.job_name)
+    stall_ledger.unwatch("never-watched")
+    assert [job.job_name for job in stall_ledger.watched()] == ["other"]
+    assert stall_ledger.watched_job(JOB.job_name) == []
+
+
+def test_log_activity_is_kept_for_watched_jobs_and_older_activity_does_not_overwrite(
+    stall_ledger: StallLedgerPort,
+) -> None:
+    assert stall_ledger.record_log_activity(JOB.job_name, NOW, "step 1") is False  # not watched
+    stall_ledger.watch(JOB)
+    newer = NOW - timedelta(minutes=1, microseconds=1500)  # the ledger keeps milliseconds
+    assert stall_ledger.record_log_activity(JOB.job_name, newer, "step 10") is True
+    assert stall_ledger.record_log_activity(JOB.job_name, NOW - timedelta(minutes=5), "step 2") is False
+    assert stall_ledger.record_log_activity(JOB.job_name, newer, "step 10 again") is False  # not newer
+    [job] = stall_ledger.watched_job(JOB.job_name)
+    assert (job.last_log_time, job.last_log_line) == (newer - timedelta(microseconds=500), "step 10")
+
+
+def test_watching_again_updates_the_job_and_keeps_its_log_activity(stall_ledger: StallLedgerPort) -> None:
+    stall_ledger.watch(replace(JOB, last_log_time=NOW, last_log_line="not recorded by watch"))
+    assert stall_ledger.watched_job(JOB.job_name)[0].last_log_time is None  # watch records no log activity
+    stall_ledger.record_log_activity(JOB.job_name, NOW - timedelta(minutes=3), "step 7")
+    stopping = replace(JOB, stopping_since=NOW, host_count=8)
+    stall_ledger.watch(stopping)
+    [job] = stall_ledger.watched_job(JOB.job_name)
+    assert (job.stopping_since, job.host_count, job.last_log_line) == (NOW, 8, "step 7")
+
+
+def test_a_stall_record_holds_its_evidence_as_json(stall_ledger: StallLedgerPort) -> None:
+    assert stall_ledger.stall_record(JOB.job_name) is None
+    evidence = {"last_log_line": "step 9000", "gpu_by_host": {"llama-pretrain/algo-1": 800.0}, "since": NOW}
+    stall_ledger.record_stall(JOB.job_name, evidence, NOW)
+    assert stall_ledger.stall_record(JOB.job_name) == {**evidence, "since": str(NOW)}
+    stall_ledger.record_stall(JOB.job_name, {"last_log_line": "again"}, NOW + timedelta(minutes=1))
+    assert stall_ledger.stall_record(JOB.job_name) == {"last_log_line": "again"}
+    assert stall_ledger.stall_record("other") is None
