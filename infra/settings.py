@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
+from trainguard.config import FunctionSettings
+
 CONTEXT_KEY = "trainguard"
 _EMAIL = re.compile(r"^[^@\s,]+@[^@\s,]+\.[^@\s,]+$")
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
@@ -37,40 +39,25 @@ class SettingsError(ValueError):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Settings:
-    tag_prefix: str = "trainguard"
-    default_max_retries: int = 3
-    retry_budget_per_hour: int = 20
-    dry_run: bool = False
+class Settings(FunctionSettings):
+    """The functions' settings (trainguard.config.FunctionSettings, where their defaults are) and those only the
+    stack reads."""
+
     notification_emails: tuple[str, ...] = ()
     # A second topic that carries each notification in Amazon Q Developer's (AWS Chatbot's)
     # custom-notification format, for a Slack or Teams channel configuration to subscribe to.
     chat_notifications: bool = False
-    passable_role_arns: tuple[str, ...] = ()
     checkpoint_buckets: tuple[str, ...] = ()
-    capacity_backoff_minutes: int = 10
-    capacity_backoff_max_minutes: int = 120
-    # Relaunches after a hardware fault or a collective timeout ask SageMaker for its infrastructure health
-    # check (CreateTrainingJob InfraCheckConfig.EnableInfraCheck) before training starts (docs/deploying.md).
-    infra_check_after_host_faults: bool = False
-    # Quota walls: RequestServiceQuotaIncrease's SupportCaseAllowed, the most trainguard asks for (per
-    # quota name, else the default), how long a blocked launch waits, and how often the quotas are checked.
-    quota_support_case_allowed: bool = True
-    default_quota_ceiling: int = 64
+    # Quota walls: the most trainguard asks for per quota name (else the default ceiling), and how often
+    # the quotas are checked.
     quota_ceilings: Mapping[str, int] = field(default_factory=_no_ceilings)
-    quota_wait_hours: int = 72
     quota_check_minutes: int = 15
     # The rule on CreateTrainingJob calls refused for a quota; it needs a CloudTrail trail (docs/deploying.md).
     watch_failed_launches: bool = False
-    # Stall detection: the defaults a job's own tags can override (trainguard.domain.stalls), and whether
-    # the stack subscribes to SageMaker's training log group (it must exist before the deploy, and takes
-    # one of the group's two subscription-filter slots).
-    stall_minutes: int = 30
-    gpu_idle_minutes: int = 20
-    gpu_idle_percent: int = 5
-    startup_grace_minutes: int = 20
+    # Whether the stack subscribes to SageMaker's training log group (it must exist before the deploy, and
+    # takes one of the group's two subscription-filter slots).
     subscribe_to_training_logs: bool = True
-    # Local deploys into moto server cannot use the bootstrap-version rule (LOCAL_AWS.md).
+    # Local deploys into moto server cannot use the bootstrap-version rule (docs/local-aws.md).
     local_deploy: bool = False
 
     def __post_init__(self) -> None:

@@ -22,36 +22,46 @@ class ConfigError(RuntimeError):
 
 
 @dataclass(frozen=True, kw_only=True)
-class GuardConfig:
+class FunctionSettings:
+    """The settings the functions read, with their defaults: the one place they are written. The deploy's
+    Settings (infra/settings.py) adds those only the stack reads, GuardConfig the deployed resources' names;
+    cdk.json states them all (tested). The stall thresholds and the policy's defaults are the domain's own."""
+
+    tag_prefix: str = "trainguard"
+    default_max_retries: int = PolicyDefaults.max_retries
+    retry_budget_per_hour: int = 20
+    dry_run: bool = PolicyDefaults.dry_run
+    capacity_backoff_minutes: int = 10
+    capacity_backoff_max_minutes: int = 120
+    # Relaunches after a hardware fault or a collective timeout ask SageMaker for its infrastructure health
+    # check (CreateTrainingJob InfraCheckConfig.EnableInfraCheck) before training starts (docs/deploying.md).
+    infra_check_after_host_faults: bool = False
+    # The only execution roles a relaunch may pass to SageMaker (in the environment: space-separated).
+    passable_role_arns: tuple[str, ...] = ()
+    # Quota walls: RequestServiceQuotaIncrease's SupportCaseAllowed, the most trainguard asks for by default,
+    # and how long a blocked launch waits for its quota before it is given up.
+    quota_support_case_allowed: bool = True
+    default_quota_ceiling: int = 64
+    quota_wait_hours: int = 72
+    # Stall detection: the defaults a job's own tags can override (trainguard.domain.stalls).
+    stall_minutes: int = StallThresholds.stall_minutes
+    gpu_idle_minutes: int = StallThresholds.gpu_idle_minutes
+    gpu_idle_percent: int = StallThresholds.gpu_idle_percent
+    startup_grace_minutes: int = StallThresholds.startup_grace_minutes
+
+
+@dataclass(frozen=True, kw_only=True)
+class GuardConfig(FunctionSettings):
     ledger_table_name: str
     topic_arn: str
     # A second topic for Amazon Q Developer in chat applications (Slack, Teams); empty: none.
     chat_topic_arn: str = ""
-    tag_prefix: str = "trainguard"
-    default_max_retries: int = 3
-    retry_budget_per_hour: int = 20
-    dry_run: bool = False
-    capacity_backoff_minutes: int = 10
-    capacity_backoff_max_minutes: int = 120
-    infra_check_after_host_faults: bool = False
     # EventBridge Scheduler: where delayed retries go, and the role it uses to invoke.
     retry_launcher_arn: str = ""
     scheduler_role_arn: str = ""
     schedule_group_name: str = "trainguard"
-    # Space-separated: the only execution roles a relaunch may pass to SageMaker.
-    passable_role_arns: tuple[str, ...] = ()
-    # Quota walls: RequestServiceQuotaIncrease's SupportCaseAllowed, the most trainguard asks for
-    # (a JSON object {quota name: ceiling}; other quotas get the default), and how long a blocked
-    # launch waits for its quota before it is given up.
-    quota_support_case_allowed: bool = True
-    default_quota_ceiling: int = 64
+    # The quota ceilings as a JSON object {quota name: ceiling}; other quotas get the default ceiling.
     quota_ceilings_json: str = "{}"
-    quota_wait_hours: int = 72
-    # Stall detection defaults (each can be overridden per job by tag, see domain/stalls.py).
-    stall_minutes: int = 30
-    gpu_idle_minutes: int = 20
-    gpu_idle_percent: int = 5
-    startup_grace_minutes: int = 20
 
     @property
     def stall_defaults(self) -> StallThresholds:

@@ -33,13 +33,30 @@ def test_no_context_gives_the_defaults() -> None:
     assert settings.subscribe_to_training_logs is True
 
 
-def test_stall_settings_are_guard_config_defaults() -> None:
-    """cdk.json, Settings and the functions' own defaults (GuardConfig) agree on the stall thresholds."""
-    from trainguard.config import GuardConfig
+def test_the_functions_settings_and_their_defaults_are_declared_once() -> None:
+    """Settings (the deploy) and GuardConfig (the functions) both take FunctionSettings' fields, and no
+    subclass declares one again with a default of its own; the stall and policy defaults are the domain's."""
+    from dataclasses import fields
 
-    settings, config = Settings(), GuardConfig(ledger_table_name="t", topic_arn="a")
-    for name in ("stall_minutes", "gpu_idle_minutes", "gpu_idle_percent", "startup_grace_minutes"):
-        assert getattr(settings, name) == getattr(config, name), name
+    from trainguard.config import FunctionSettings, GuardConfig
+    from trainguard.domain.policy import PolicyDefaults
+    from trainguard.domain.stalls import StallThresholds
+
+    shared = {f.name: f.default for f in fields(FunctionSettings)}
+    for subclass in (Settings, GuardConfig):
+        assert {f.name: f.default for f in fields(subclass) if f.name in shared} == shared
+        assert not set(vars(subclass)["__annotations__"]) & set(shared), subclass
+    thresholds = StallThresholds()
+    assert [shared[n] for n in ("stall_minutes", "gpu_idle_minutes", "gpu_idle_percent", "startup_grace_minutes")] == [
+        thresholds.stall_minutes,
+        thresholds.gpu_idle_minutes,
+        thresholds.gpu_idle_percent,
+        thresholds.startup_grace_minutes,
+    ]
+    assert (shared["default_max_retries"], shared["dry_run"]) == (
+        PolicyDefaults().max_retries,
+        PolicyDefaults().dry_run,
+    )
 
 
 def test_cdk_json_context_is_valid_and_states_the_defaults() -> None:

@@ -4,7 +4,7 @@
   EventBridge Scheduler: no HTTP, no server thread.
 - The simulated SageMaker and Service Quotas (`trainguard_local`), reached by ordinary boto3 clients
   without HTTP (in_process_clients.py).
-- Two sets of clients. trainguard's own (`guard`), built into `GuardPorts` the way the Lambda wiring
+- Two sets of clients. trainguard's own (`guard`), built into each function's ports (`PortSet`) the way the Lambda wiring
   builds them, with every call counted (usage.py: by operation and handler, in the units AWS bills); and the
   world's (`world`): users and persons launching jobs, SageMaker writing logs and GPU metrics, S3
   receiving checkpoints, CloudWatch evaluating alarms, the scheduler deleting a schedule that fired
