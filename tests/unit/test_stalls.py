@@ -127,6 +127,16 @@ def test_no_verdict_within_the_startup_grace() -> None:
     assert grace_reason(running_job(timedelta(minutes=21)), DEFAULTS, NOW) == ""
 
 
+def test_an_alarm_in_the_grace_is_rearmed_and_one_past_it_is_not() -> None:
+    """The domain says whether the alarm goes back to OK: fired in the grace, it would never fire again."""
+    silent = evidence(timedelta(hours=2))
+    in_grace = judge_stall(StallSignal.LOG_SILENCE, running_job(timedelta(minutes=19)), OPTED_IN, DEFAULTS, silent, NOW)
+    assert not in_grace.stalled and in_grace.rearm
+    logging = evidence(timedelta(minutes=1))
+    past = judge_stall(StallSignal.LOG_SILENCE, running_job(timedelta(hours=3)), OPTED_IN, DEFAULTS, logging, NOW)
+    assert not past.stalled and not past.rearm
+
+
 def test_a_spot_restart_starts_the_grace_again() -> None:
     transitions = [
         {"Status": "Training", "StartTime": NOW - timedelta(hours=5), "EndTime": NOW - timedelta(minutes=40)},

@@ -143,6 +143,11 @@ class StallVerdict:
     reason: str
     silence: timedelta | None = None
     owner: str = ""  # the parent that owns the job: a stall is told, never stopped
+    # Set the alarm back to OK: it fired during the startup grace, and would stay in ALARM and send no new
+    # event when the grace ends; back in OK, it fires again if the condition still holds. Other "not a
+    # stall" verdicts clear themselves (the metric moves back) or are covered by the other signal (idle GPUs
+    # while the job logs: if the logs then stop, the log-silence alarm fires).
+    rearm: bool = False
 
 
 def judge_stall(
@@ -158,7 +163,7 @@ def judge_stall(
         return StallVerdict(False, False, f"not opted in: {policy.why_not_enabled}")
     grace = grace_reason(job, thresholds, now)
     if grace:
-        return StallVerdict(False, False, f"no stall verdict: {grace}")
+        return StallVerdict(False, False, f"no stall verdict: {grace}", rearm=job.status == "InProgress")
     assert job.training_since is not None
     silence = now - silence_clock_start(job.training_since, evidence.last_log_time, thresholds)
     if signal is StallSignal.LOG_SILENCE:

@@ -17,7 +17,6 @@ from trainguard.domain.stalls import (
     StallSignal,
     StallThresholds,
     StallVerdict,
-    grace_reason,
     job_hosts,
     judge_stall,
     parse_alarm_name,
@@ -52,11 +51,7 @@ def handle_stall_alarm(ports: StallAlarmsPorts, change: AlarmStateChange) -> Out
     evidence = gather_evidence(ports, job, thresholds, now)
     verdict = judge_stall(signal, job, policy, thresholds, evidence, now)
     if not verdict.stalled:
-        if grace_reason(job, thresholds, now) and job.status == "InProgress":
-            # An alarm that fired during the startup grace would stay in ALARM and send no new event when
-            # the grace ends: set it back to OK, so it fires again if the condition still holds. Other
-            # "not a stall" verdicts clear themselves (the metric moves back) or are covered by the other
-            # signal (idle GPUs while the job logs: if the logs then stop, the log-silence alarm fires).
+        if verdict.rearm:
             ports.alarms.rearm(change.alarm_name, f"trainguard: not a stall yet: {verdict.reason}"[:1000])
         return skipped(job_name, verdict.reason)
 
