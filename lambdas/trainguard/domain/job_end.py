@@ -263,3 +263,12 @@ def _relaunch_tags(job: TrainingJob, keys: TagKeys, root: str, attempt: int) -> 
     tags[keys.attempt] = str(attempt)
     tags[keys.retry_of] = job.name
     return tags
+
+
+@dataclass(frozen=True)
+class EndedJob:
+    """A job that ended, as it is now (described again), with its policy and what its end calls for."""
+
+    job: TrainingJob
+    policy: JobPolicy
+    assessment: Assessment

@@ -4,15 +4,13 @@ The scheduled relaunch (scheduled_relaunch.py) shares the steps below `handle_jo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.fallbacks import read_fallback_options
-from trainguard.domain.job_end import Assessment, assess_job_end
+from trainguard.domain.job_end import Assessment, EndedJob, assess_job_end
 from trainguard.domain.messages import compose_job_end_notification
-from trainguard.domain.model import Decision, TrainingJob
+from trainguard.domain.model import Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
-from trainguard.domain.policy import JobPolicy, read_job_policy
+from trainguard.domain.policy import read_job_policy
 from trainguard.workflows.function_ports import EndedJobPorts, JobEventsPorts
 from trainguard.workflows.once import Step, once
 from trainguard.workflows.ports import fresh
@@ -43,21 +41,14 @@ def handle_job_end(ports: JobEventsPorts, job_name: str) -> Outcome:
             return already_handled(assessment, step)
         checkpoint = ports.checkpoints.read(job.checkpoint_s3_uri)
         if assessment.decision in (Decision.RETRY, Decision.QUOTA):
-            outcome = relaunch(ports, job, assessment, facts.policy, checkpoint, now)
+            outcome = relaunch(ports, facts, checkpoint, now)
         else:
             outcome = assessment.outcome(OutcomeKind.NOTIFIED)
         tell_job_end(ports, facts, outcome, checkpoint)
         return step.record(outcome)
 
 
-@dataclass(frozen=True)
-class Reassessed:
-    job: TrainingJob
-    policy: JobPolicy
-    assessment: Assessment
-
-
-def reassess(ports: EndedJobPorts, job_name: str) -> Reassessed | Outcome:
+def reassess(ports: EndedJobPorts, job_name: str) -> EndedJob | Outcome:
     """The job as it is now (the event was only a hint), its policy, and what its end calls for."""
     job = fresh(ports.jobs.describe(job_name))
     if job is None:
@@ -65,7 +56,7 @@ def reassess(ports: EndedJobPorts, job_name: str) -> Reassessed | Outcome:
     policy = read_job_policy(job.tags, ports.config.policy_defaults, ports.keys)
     stall = ports.stall_ledger.stall_record(job.name) if job.status == "Stopped" else None
     stall_reason = str(stall.get("reason", "stalled")) if stall else ""
-    return Reassessed(job, policy, assess_job_end(job, policy, stall_reason))
+    return EndedJob(job, policy, assess_job_end(job, policy, stall_reason))
 
 
 def already_handled(assessment: Assessment, step: Step) -> Outcome:
@@ -76,7 +67,7 @@ def already_handled(assessment: Assessment, step: Step) -> Outcome:
     )
 
 
-def tell_job_end(ports: EndedJobPorts, facts: Reassessed, outcome: Outcome, checkpoint: CheckpointState) -> None:
+def tell_job_end(ports: EndedJobPorts, facts: EndedJob, outcome: Outcome, checkpoint: CheckpointState) -> None:
     """Told before the step is recorded: a failure in between means told twice, never not told (the
     redelivery acts again idempotently, and tells again)."""
     job = facts.job

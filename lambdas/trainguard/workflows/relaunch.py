@@ -9,10 +9,9 @@ from typing import Any
 from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.classification import classify_failure_reason
 from trainguard.domain.fallbacks import FallbackKind, without_the_short_type
-from trainguard.domain.job_end import Assessment, Refusal, RelaunchPlan, RelaunchSettings, plan_relaunch
+from trainguard.domain.job_end import Assessment, EndedJob, Refusal, RelaunchPlan, RelaunchSettings, plan_relaunch
 from trainguard.domain.model import Decision, TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind
-from trainguard.domain.policy import JobPolicy
 from trainguard.domain.quotas import read_quota_error
 from trainguard.workflows.function_ports import EndedJobPorts, JobEventsPorts
 from trainguard.workflows.ports import LaunchRefused, NameTaken, fresh
@@ -31,17 +30,12 @@ def relaunch_settings(ports: EndedJobPorts) -> RelaunchSettings:
 
 
 def plan_for(
-    ports: EndedJobPorts,
-    job: TrainingJob,
-    assessment: Assessment,
-    policy: JobPolicy,
-    checkpoint: CheckpointState,
-    now: datetime,
+    ports: EndedJobPorts, ended: EndedJob, checkpoint: CheckpointState, now: datetime
 ) -> RelaunchPlan | Refusal:
     return plan_relaunch(
-        job,
-        assessment,
-        policy,
+        ended.job,
+        ended.assessment,
+        ended.policy,
         checkpoint,
         relaunch_settings(ports),
         ports.keys,
@@ -51,15 +45,11 @@ def plan_for(
 
 
 def planned_within_budget(
-    ports: JobEventsPorts,
-    job: TrainingJob,
-    assessment: Assessment,
-    policy: JobPolicy,
-    checkpoint: CheckpointState,
-    now: datetime,
+    ports: JobEventsPorts, ended: EndedJob, checkpoint: CheckpointState, now: datetime
 ) -> RelaunchPlan | Outcome:
     """The relaunch plan, counted against the hourly budget; or the outcome that says why not."""
-    plan = plan_for(ports, job, assessment, policy, checkpoint, now)
+    job, assessment = ended.job, ended.assessment
+    plan = plan_for(ports, ended, checkpoint, now)
     if isinstance(plan, Refusal):
         return _not_relaunched(assessment, plan.reason, plan.would_be_job_name, plan.would_send)
     if not ports.ledger.take_retry_budget(now, ports.config.retry_budget_per_hour):
@@ -85,17 +75,11 @@ def _scheduled_before(ports: JobEventsPorts, job: TrainingJob, plan: RelaunchPla
     return bool(plan.delay) and ports.scheduler.has_schedule(job.name)
 
 
-def relaunch(
-    ports: JobEventsPorts,
-    job: TrainingJob,
-    assessment: Assessment,
-    policy: JobPolicy,
-    checkpoint: CheckpointState,
-    now: datetime,
-) -> Outcome:
+def relaunch(ports: JobEventsPorts, ended: EndedJob, checkpoint: CheckpointState, now: datetime) -> Outcome:
     """Plan the relaunch within the hourly budget; then meet its quota wall (a job that failed on a quota), or
     schedule it (a capacity backoff), or launch it now."""
-    plan = planned_within_budget(ports, job, assessment, policy, checkpoint, now)
+    job, assessment, policy = ended.job, ended.assessment, ended.policy
+    plan = planned_within_budget(ports, ended, checkpoint, now)
     if isinstance(plan, Outcome):
         return plan
     if assessment.decision is Decision.QUOTA:
@@ -117,23 +101,17 @@ def relaunch(
                 **fallback_details(plan),
             },
         )
-    return launch(ports, job, assessment, policy, plan, now)
+    return launch(ports, ended, plan, now)
 
 
-def launch(
-    ports: EndedJobPorts,
-    job: TrainingJob,
-    assessment: Assessment,
-    policy: JobPolicy,
-    plan: RelaunchPlan,
-    now: datetime,
-) -> Outcome:
+def launch(ports: EndedJobPorts, ended: EndedJob, plan: RelaunchPlan, now: datetime) -> Outcome:
+    job, assessment, policy = ended.job, ended.assessment, ended.policy
     try:
         result = ports.jobs.create(plan.request, job.name, ports.keys.retry_of)
     except LaunchRefused as refused:
         narrower = _without_the_short_type(plan, refused)
         if narrower is not None:  # an alternative's quota is short: try the others, never request it
-            return launch(ports, job, assessment, policy, narrower, now)
+            return launch(ports, ended, narrower, now)
         if refused.code == QUOTA_ERROR_CODE:
             wall = meet_quota_wall(ports, blocked_relaunch(plan, refused.message), policy)
             if wall.is_quota:

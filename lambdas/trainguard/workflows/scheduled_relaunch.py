@@ -26,9 +26,9 @@ def handle_scheduled_relaunch(ports: EndedJobPorts, failed_job_name: str) -> Out
         if step.done:
             return already_handled(assessment, step)
         checkpoint = ports.checkpoints.read(job.checkpoint_s3_uri)
-        plan = plan_for(ports, job, assessment, facts.policy, checkpoint, now)
+        plan = plan_for(ports, facts, checkpoint, now)
         if isinstance(plan, RelaunchPlan):
-            outcome = launch(ports, job, assessment, facts.policy, plan, now)
+            outcome = launch(ports, facts, plan, now)
         else:
             outcome = assessment.outcome(
                 OutcomeKind.NOT_RELAUNCHED, f"{assessment.reason} Not relaunched at the scheduled time: {plan.reason}"
