@@ -15,7 +15,9 @@ from typing import Any
 from trainguard.handlers.wiring import boto3_ports
 from trainguard.workflows.function_ports import JobEventsPorts, LogActivityPorts, StallAlarmsPorts, StallProberPorts
 from trainguard_local.stand_in.alarm_evaluator import LocalAlarmEvaluator
-from trainguard_local.stand_in.local_aws import TRAINING_LOG_GROUP, LocalAWS, training_request
+from trainguard_local.stand_in.fleet_side import training_request
+from trainguard_local.stand_in.local_aws import LocalAWS
+from trainguard_local.stand_in.stack_resources import TRAINING_LOG_GROUP
 
 GPU_NAMESPACE = "/aws/sagemaker/TrainingJobs"
 MINUTES = 70

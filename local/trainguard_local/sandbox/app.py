@@ -25,7 +25,9 @@ from trainguard_local.sandbox.endpoint import SandboxEndpoint
 from trainguard_local.sandbox.faults import FaultInjector, FaultRefused
 from trainguard_local.sandbox.guard import GuardLoop, invoke
 from trainguard_local.sandbox.world import SimulatedTraining
-from trainguard_local.stand_in.local_aws import ACCOUNT, CHECKPOINT_BUCKET, REGION, TRAINING_ROLE, LocalAWS, local_aws
+from trainguard_local.stand_in.fleet_side import CHECKPOINT_BUCKET
+from trainguard_local.stand_in.local_aws import LocalAWS, local_aws
+from trainguard_local.stand_in.stack_resources import ACCOUNT, REGION, TRAINING_ROLE
 
 SDK_CONFIG = Path(__file__).with_name("sagemaker_config.yaml")
 SDK_DEFAULT_BUCKET = f"sagemaker-{REGION}-{ACCOUNT}"  # the SDK's name for it; set in SDK_CONFIG
