@@ -19,12 +19,11 @@ import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from trainguard.adapters.job_activity import GPU_NAMESPACE
 from trainguard.domain.stalls import StallSignal, StallThresholds, alarm_name, parse_alarm_name
 from trainguard_local.chaos.stall_truth import gpu_per_host, last_log_time, minute_marks
 from trainguard_local.chaos.timeline import Timeline
 from trainguard_local.chaos.world import JobTruth, World
-from trainguard_local.stand_in.local_aws import TRAINING_LOG_GROUP, LocalAWS
+from trainguard_local.stand_in.local_aws import LocalAWS
 
 FALSE_ALARM_CHANCE = 0.15
 RECHECK = timedelta(minutes=10)
@@ -33,7 +32,7 @@ RECHECK = timedelta(minutes=10)
 class Evidence:
     def __init__(self, aws: LocalAWS, timeline: Timeline, world: World, thresholds: StallThresholds, seed: int):
         self.aws, self.timeline, self.world, self.thresholds, self.seed = aws, timeline, world, thresholds, seed
-        self._logs, self._cloudwatch, self._events = aws.client("logs"), aws.client("cloudwatch"), aws.client("events")
+        self._cloudwatch, self._events = aws.client("cloudwatch"), aws.client("events")
         self._log_written: dict[str, datetime] = {}
         self._gpu_written: dict[str, datetime] = {}
         self.alarm_events = 0
@@ -111,11 +110,7 @@ class Evidence:
         written = self._log_written.get(job.name)
         if newest is None or (written is not None and written >= newest):
             return
-        stream = f"{job.name}/algo-1-{int(job.training_since.timestamp())}"
-        if job.name not in self._log_written:
-            self._logs.create_log_stream(logGroupName=TRAINING_LOG_GROUP, logStreamName=stream)
-        line = {"timestamp": int(newest.timestamp() * 1000), "message": f"step at {newest:%H:%M} loss 1.234"}
-        self._logs.put_log_events(logGroupName=TRAINING_LOG_GROUP, logStreamName=stream, logEvents=[line])
+        self.world.side.write_log_line(job.name, job.training_since, newest, f"step at {newest:%H:%M} loss 1.234")
         self._log_written[job.name] = newest
 
     def _write_gpu(self, job: JobTruth) -> None:
@@ -125,15 +120,6 @@ class Evidence:
         marks = minute_marks(job, start, now)
         if not marks:
             return
-        data = []
-        for mark in marks:
-            value = gpu_per_host(job, mark)
-            for host in range(1, job.hosts + 1):
-                dimensions = [{"Name": "Host", "Value": f"{job.name}/algo-{host}"}]
-                data.append(
-                    {"MetricName": "GPUUtilization", "Dimensions": dimensions, "Timestamp": mark, "Value": value}
-                    | {"Unit": "Percent"}
-                )
-        for first in range(0, len(data), 1000):
-            self._cloudwatch.put_metric_data(Namespace=GPU_NAMESPACE, MetricData=data[first : first + 1000])
+        values = [(mark, value) for mark in marks if (value := gpu_per_host(job, mark)) is not None]
+        self.world.side.put_gpu_utilization(job.name, job.hosts, values)
         self._gpu_written[job.name] = marks[-1]

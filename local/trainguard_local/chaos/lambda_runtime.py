@@ -27,7 +27,7 @@ from typing import Any
 
 from trainguard.handlers.wiring import PortSet, boto3_ports
 from trainguard_local.chaos.faults import FaultInjector, ProcessDeath, chaos_session
-from trainguard_local.stand_in.local_aws import ACCOUNT, REGION
+from trainguard_local.stand_in.stack_resources import ACCOUNT, REGION
 
 RETRY_ATTEMPTS = 2
 RETRY_WAITS = (timedelta(minutes=1), timedelta(minutes=2))

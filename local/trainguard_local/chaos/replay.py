@@ -29,6 +29,7 @@ from trainguard_local.chaos.timeline import Timeline, step_clock
 from trainguard_local.chaos.world import World
 from trainguard_local.fleet.trace import Fault, FaultKind, JobSpec, generate_trace
 from trainguard_local.stand_in.local_aws import LocalAWS, local_aws
+from trainguard_local.stand_in.stack_resources import SCHEDULE_GROUP
 
 TAIL = timedelta(hours=6)  # after the last submission: time for relaunches of relaunches to run
 REDRIVE_TAIL = timedelta(hours=3)
@@ -165,11 +166,11 @@ def _quota_check(run: ChaosRun) -> None:
 def _poll_schedules(run: ChaosRun) -> None:
     """EventBridge Scheduler fires each one-time schedule at its time, at least once, then deletes it."""
     scheduler = run.scheduler
-    for summary in scheduler.list_schedules(GroupName="trainguard").get("Schedules", []):
+    for summary in scheduler.list_schedules(GroupName=SCHEDULE_GROUP).get("Schedules", []):
         if summary["Name"] in run.schedules_seen:
             continue
         run.schedules_seen.add(summary["Name"])
-        schedule = scheduler.get_schedule(Name=summary["Name"], GroupName="trainguard")
+        schedule = scheduler.get_schedule(Name=summary["Name"], GroupName=SCHEDULE_GROUP)
         at = datetime.strptime(schedule["ScheduleExpression"], "at(%Y-%m-%dT%H:%M:%S)").replace(tzinfo=UTC)
         run.world.schedule.at(at, _firing(run, summary["Name"], json.loads(schedule["Target"]["Input"])))
 
@@ -178,7 +179,7 @@ def _firing(run: ChaosRun, name: str, payload: dict[str, Any]) -> Callable[[], N
     def fire() -> None:
         run.schedules_fired += 1
         run.deliveries.deliver("retry-launcher", payload, f"schedule {name}")
-        run.scheduler.delete_schedule(Name=name, GroupName="trainguard")  # ActionAfterCompletion=DELETE
+        run.scheduler.delete_schedule(Name=name, GroupName=SCHEDULE_GROUP)  # ActionAfterCompletion=DELETE
 
     return fire
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainguard_local.stand_in.local_aws import ACCOUNT, REGION, LocalAWS
+from trainguard_local.stand_in.local_aws import LocalAWS
+from trainguard_local.stand_in.stack_resources import ACCOUNT, REGION
 
 
 class RuleQueues:

@@ -18,11 +18,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from trainguard_local.chaos.timeline import Timeline
 from trainguard_local.fleet.trace import Fault, FaultKind, JobSpec
-from trainguard_local.stand_in.local_aws import CHECKPOINT_BUCKET, LocalAWS, training_request
+from trainguard_local.stand_in.fleet_side import FleetSide, training_request, with_spot
+from trainguard_local.stand_in.local_aws import LocalAWS
 
 STARTUP = timedelta(minutes=10)
 CAPACITY_REFUSAL = timedelta(minutes=5)
@@ -79,8 +78,8 @@ class World:
         self.seed = seed
         self.fleet = Fleet()
         self.defaults = config_defaults
-        self._sagemaker = aws.client("sagemaker")
-        self._s3 = aws.client("s3")
+        self.side = FleetSide(aws.client)  # the jobs' launches and writes (evidence.py writes their logs and GPUs)
+        self._sagemaker = self.side.client("sagemaker")
         self._quota_decided: set[str] = set()
         # evidence.py plans the alarm hints: when a job starts training, and when it hangs
         self.on_training: list[Callable[[JobTruth], None]] = []
@@ -131,18 +130,16 @@ class World:
         self.fleet.jobs[spec.name] = truth
         request = training_request(spec.name, instance_type, truth.hosts, tags)
         if spec.spot:
-            request["EnableManagedSpotTraining"] = True
-            request["StoppingCondition"]["MaxWaitTimeInSeconds"] = request["StoppingCondition"]["MaxRuntimeInSeconds"]
-        self._s3.put_object(Bucket=CHECKPOINT_BUCKET, Key=f"{spec.name}/step-000000/model.pt", Body=b"w")
+            with_spot(request, extra_wait_seconds=0)
+        self.side.write_checkpoint(request["CheckpointConfig"]["S3Uri"], "step-000000/model.pt", b"w")
         if walled:
             self._script_quota_review(instance_type, rng)
-        try:
-            self._sagemaker.create_training_job(**request)
-        except ClientError as err:  # the quota wall: CloudTrail tells trainguard
+        refused = self.side.launch(request)
+        if refused:  # the quota wall: CloudTrail tells trainguard
             truth.launched = False
             self.fleet.walls[spec.name] = f"{instance_type} for training job usage"
-            if err.response["Error"]["Code"] != "ResourceLimitExceeded":
-                raise
+            if not refused.startswith("ResourceLimitExceeded:"):
+                raise RuntimeError(f"{spec.name}: the launch was refused: {refused}")
             return
         truth.created_at = self.schedule.clock()
         self._run(truth, fault, timedelta(hours=spec.work_hours))

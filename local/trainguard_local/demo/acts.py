@@ -9,7 +9,8 @@ from typing import Any
 
 from trainguard_local.demo.quotas import act_quota_wall
 from trainguard_local.demo.stalls import act_stalls
-from trainguard_local.stand_in.local_aws import CHECKPOINT_BUCKET, LambdaContext, LocalAWS, local_aws, training_request
+from trainguard_local.stand_in.fleet_side import CHECKPOINT_BUCKET, training_request
+from trainguard_local.stand_in.local_aws import LambdaContext, LocalAWS, local_aws
 
 JOBS: dict[str, dict[str, Any]] = {
     "llama-pretrain": {

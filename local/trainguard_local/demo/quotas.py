@@ -9,7 +9,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from trainguard_local.stand_in.local_aws import LambdaContext, LocalAWS, training_request
+from trainguard_local.stand_in.fleet_side import training_request
+from trainguard_local.stand_in.local_aws import LambdaContext, LocalAWS
 
 QUOTA_JOBS: dict[str, dict[str, Any]] = {
     "gpt-finetune": {"instances": ("ml.p4d.24xlarge", 2), "review": ("APPROVED", timedelta(hours=4))},

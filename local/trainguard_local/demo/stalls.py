@@ -5,9 +5,6 @@ what the stand-in delivers; the local alarm evaluator plays CloudWatch (moto nev
 
 from __future__ import annotations
 
-import base64
-import gzip
-import json
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -15,7 +12,9 @@ from typing import Any
 from trainguard.handlers.wiring import boto3_ports
 from trainguard.workflows.function_ports import JobEventsPorts, LogActivityPorts, StallAlarmsPorts, StallProberPorts
 from trainguard_local.stand_in.alarm_evaluator import LocalAlarmEvaluator
-from trainguard_local.stand_in.local_aws import TRAINING_LOG_GROUP, LocalAWS, training_request
+from trainguard_local.stand_in.fleet_side import LogLine, training_request
+from trainguard_local.stand_in.local_aws import LocalAWS
+from trainguard_local.stand_in.stack_resources import TRAINING_LOG_GROUP
 
 GPU_NAMESPACE = "/aws/sagemaker/TrainingJobs"
 MINUTES = 70
@@ -154,17 +153,8 @@ def _log_line(
         "message": f"step {minute * 50} loss {2.5 - minute * 0.01:.3f}",
     }
     logs.put_log_events(logGroupName=TRAINING_LOG_GROUP, logStreamName=stream, logEvents=[event])
-    # What the subscription filter delivers to the log-activity function.
-    payload = {
-        "messageType": "DATA_MESSAGE",
-        "owner": "123456789012",
-        "logGroup": TRAINING_LOG_GROUP,
-        "logStream": stream,
-        "subscriptionFilters": ["trainguard"],
-        "logEvents": [{"id": str(minute), **event}],
-    }
-    data = base64.b64encode(gzip.compress(json.dumps(payload).encode())).decode()
-    log_activity.handle({"awslogs": {"data": data}}, ports.of(LogActivityPorts))
+    # What the subscription filter delivers to the log-activity function (the fleet side's own format).
+    log_activity.handle(LogLine(stream, event).delivery(str(minute)), ports.of(LogActivityPorts))
 
 
 def _note_crossings(timeline: Timeline, name: str, script: JobScript, minute: int) -> None:

@@ -25,7 +25,9 @@ from trainguard_local.sandbox.endpoint import SandboxEndpoint
 from trainguard_local.sandbox.faults import FaultInjector, FaultRefused
 from trainguard_local.sandbox.guard import GuardLoop, invoke
 from trainguard_local.sandbox.world import SimulatedTraining
-from trainguard_local.stand_in.local_aws import ACCOUNT, CHECKPOINT_BUCKET, REGION, TRAINING_ROLE, LocalAWS, local_aws
+from trainguard_local.stand_in.fleet_side import CHECKPOINT_BUCKET
+from trainguard_local.stand_in.local_aws import LocalAWS, local_aws
+from trainguard_local.stand_in.stack_resources import ACCOUNT, LEDGER_TABLE, REGION, TRAINING_ROLE
 
 SDK_CONFIG = Path(__file__).with_name("sagemaker_config.yaml")
 SDK_DEFAULT_BUCKET = f"sagemaker-{REGION}-{ACCOUNT}"  # the SDK's name for it; set in SDK_CONFIG
@@ -81,7 +83,7 @@ In another shell:
 export AWS_ENDPOINT_URL={url}
 export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_DEFAULT_REGION={REGION}
 unset AWS_SESSION_TOKEN AWS_PROFILE AWS_ENDPOINT_URL_SAGEMAKER AWS_ENDPOINT_URL_SERVICE_QUOTAS
-export TRAINGUARD_LEDGER_TABLE_NAME=trainguard-ledger
+export TRAINGUARD_LEDGER_TABLE_NAME={LEDGER_TABLE}
 export SAGEMAKER_USER_CONFIG_OVERRIDE={SDK_CONFIG}
 
   Execution role: {TRAINING_ROLE} (trainguard may pass it)

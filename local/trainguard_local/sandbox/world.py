@@ -8,30 +8,27 @@ every minute, it does what SageMaker and a well-behaved training script do on AW
   filter delivers it (``on_log_delivery``, the log-activity function's event: base64 gzip JSON);
 - every ``checkpoint_minutes`` it writes a checkpoint under its CheckpointConfig.S3Uri;
 - it is stopped at MaxRuntimeInSeconds of training (Stopped/MaxRuntimeExceeded), as on AWS.
-A hung job (``hang``) logs nothing, writes no checkpoint and idles its GPUs. A stop (Stopping) takes
+What a job writes is the fleet side every harness shares (stand_in/fleet_side.py); when it writes it is the
+sandbox's. A hung job (``hang``) logs nothing, writes no checkpoint and idles its GPUs. A stop (Stopping) takes
 effect the next minute. Every state change is told through ``say``.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import gzip
-import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlparse
 
 from botocore.exceptions import ClientError
 
 from trainguard.domain.instance_types import gpus_per_host
-from trainguard_local.stand_in.local_aws import ACCOUNT, TRAINING_LOG_GROUP, LocalAWS
+from trainguard_local.stand_in.fleet_side import FleetSide
+from trainguard_local.stand_in.local_aws import LocalAWS
 from trainguard_local.stand_in.sagemaker_control_plane import InvalidTransition
 
-GPU_NAMESPACE = "/aws/sagemaker/TrainingJobs"
 HEALTHY_GPU_PERCENT = 85.0  # per GPU, while the job trains
 STEPS_PER_MINUTE = 50
 FINISHED = ("Completed", "Failed", "Stopped")
@@ -43,7 +40,6 @@ class JobLife:
 
     seen: str = ""  # "Status/SecondaryStatus" last told
     hung: bool = False
-    stream: str = ""
     minutes_trained: int = 0
     checkpoints: int = 0
     bucket_missing: bool = False
@@ -64,7 +60,7 @@ class SimulatedTraining:
         self._checkpoint_minutes = checkpoint_minutes
         self._lives: dict[str, JobLife] = {}
         self._lock = threading.Lock()
-        self._cloudwatch, self._logs, self._s3 = (aws.client(s) for s in ("cloudwatch", "logs", "s3"))
+        self._side = FleetSide(aws.client)
 
     def hang(self, name: str) -> None:
         with self._lock:
@@ -128,44 +124,25 @@ class SimulatedTraining:
         if not gpus:
             return  # no GPU, no GPUUtilization: only log silence can tell a hang
         value = 0.0 if life.hung else HEALTHY_GPU_PERCENT * gpus
-        self._cloudwatch.put_metric_data(
-            Namespace=GPU_NAMESPACE,
-            MetricData=[
-                {
-                    "MetricName": "GPUUtilization",
-                    "Dimensions": [{"Name": "Host", "Value": f"{name}/algo-{n}"}],
-                    "Timestamp": now - timedelta(seconds=30),
-                    "Value": value,
-                    "Unit": "Percent",
-                }
-                for n in range(1, hosts + 1)
-            ],
-        )
+        self._side.put_gpu_utilization(name, hosts, [(now - timedelta(seconds=30), value)])
 
     def _log_progress(self, name: str, job: dict[str, Any], life: JobLife, now: datetime) -> None:
-        if not life.stream:
-            life.stream = f"{name}/algo-1-{int(job['TrainingStartTime'].timestamp())}"
-            self._logs.create_log_stream(logGroupName=TRAINING_LOG_GROUP, logStreamName=life.stream)
         step = life.minutes_trained * STEPS_PER_MINUTE
-        event = {
-            "timestamp": int((now - timedelta(seconds=20)).timestamp() * 1000),
-            "message": f"step {step} loss {2.5 / (1 + step / 5000):.4f}",
-        }
-        self._logs.put_log_events(logGroupName=TRAINING_LOG_GROUP, logStreamName=life.stream, logEvents=[event])
-        self._deliver(_subscription_delivery(life.stream, event, step))
+        message = f"step {step} loss {2.5 / (1 + step / 5000):.4f}"
+        line = self._side.write_log_line(name, job["TrainingStartTime"], now - timedelta(seconds=20), message)
+        self._deliver(line.delivery(str(step)))
 
     def _write_checkpoint(self, name: str, s3_uri: str, life: JobLife) -> None:
-        parsed = urlparse(s3_uri)
-        prefix = parsed.path.strip("/")
-        key = f"{prefix + '/' if prefix else ''}step-{life.minutes_trained * STEPS_PER_MINUTE:07d}/model.pt"
+        file = f"step-{life.minutes_trained * STEPS_PER_MINUTE:07d}/model.pt"
         try:
-            self._s3.put_object(Bucket=parsed.netloc, Key=key, Body=b"simulated weights")
+            self._side.write_checkpoint(s3_uri, file, b"simulated weights")
         except ClientError as err:
             if not life.bucket_missing:
                 life.bucket_missing = True
+                bucket = s3_uri.removeprefix("s3://").split("/", 1)[0]
                 self._say(
                     f"{name}: cannot write its checkpoint to {s3_uri} ({err.response['Error']['Code']}); "
-                    f"create the bucket: aws s3 mb s3://{parsed.netloc}"
+                    f"create the bucket: aws s3 mb s3://{bucket}"
                 )
             return
         life.checkpoints += 1
@@ -181,16 +158,3 @@ class SimulatedTraining:
         life.seen = state
         reason = f": {job['FailureReason']}" if job.get("FailureReason") else ""
         self._say(f"{name}: {state}{reason}")
-
-
-def _subscription_delivery(stream: str, event: dict[str, Any], event_id: int) -> dict[str, Any]:
-    """What a CloudWatch Logs subscription filter hands a Lambda function: base64 of gzipped JSON."""
-    payload = {
-        "messageType": "DATA_MESSAGE",
-        "owner": ACCOUNT,
-        "logGroup": TRAINING_LOG_GROUP,
-        "logStream": stream,
-        "subscriptionFilters": ["trainguard"],
-        "logEvents": [{"id": str(event_id), **event}],
-    }
-    return {"awslogs": {"data": base64.b64encode(gzip.compress(json.dumps(payload).encode())).decode()}}

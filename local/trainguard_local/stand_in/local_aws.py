@@ -1,8 +1,9 @@
 """An embedded AWS stand-in on 127.0.0.1: moto server for what it covers, our simulated SageMaker
 control plane for the job lifecycle, and a dispatcher that plays EventBridge -> Lambda.
 
-The resources mirror the stack (infra/): the ledger table, the topic, the schedule group, and the
-rule with the stack's own event pattern (infra/event_patterns.py). moto cannot invoke a Lambda
+The resources mirror the stack (infra/), from the one description the fleet simulator's world shares
+(stack_resources.py): the ledger table, the topic, the schedule group, the training log group, and the
+rules with the stack's own event patterns (infra/event_patterns.py). moto cannot invoke a Lambda
 target (LOCAL_AWS.md), so the rule targets an SQS queue and `deliver_events()` hands what arrives
 to the production handler, as Lambda would. The production adapters run unmodified: only the
 endpoints differ (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_SAGEMAKER).
@@ -24,22 +25,26 @@ from typing import Any
 import boto3
 from moto.server import ThreadedMotoServer
 
-from infra.event_patterns import failed_training_job_launch_pattern, stall_alarm_pattern, training_job_state_pattern
-from trainguard.adapters.job_activity import LOG_GROUP as TRAINING_LOG_GROUP
-from trainguard.adapters.ledger import create_table_request
 from trainguard.config import GuardConfig
 from trainguard_local.stand_in.cloudtrail import cloudtrail_forwarder
+from trainguard_local.stand_in.fleet_side import CHECKPOINT_BUCKET
 from trainguard_local.stand_in.sagemaker_control_plane import SimulatedSageMaker
 from trainguard_local.stand_in.sagemaker_events import eventbridge_forwarder
 from trainguard_local.stand_in.sagemaker_server import SageMakerServer
 from trainguard_local.stand_in.service_quotas import SimulatedServiceQuotas
 from trainguard_local.stand_in.service_quotas_server import ENDPOINT_VARIABLE as QUOTAS_ENDPOINT_VARIABLE
 from trainguard_local.stand_in.service_quotas_server import ServiceQuotasServer
+from trainguard_local.stand_in.stack_resources import (
+    ACCOUNT,
+    FAILED_LAUNCHES_RULE,
+    JOB_EVENTS_RULE,
+    REGION,
+    STALL_ALARMS_RULE,
+    create_stack_resources,
+    rule_pattern,
+    stack_config,
+)
 
-REGION = "us-east-1"
-ACCOUNT = "123456789012"
-TRAINING_ROLE = f"arn:aws:iam::{ACCOUNT}:role/TrainingRole"
-CHECKPOINT_BUCKET = "demo-checkpoints"
 # The stand-in account: room for the demo's ordinary jobs; p4d and trn1 at 0, as in a new account.
 ACCOUNT_QUOTAS = {
     "Number of instances across all training jobs": 64,
@@ -49,24 +54,6 @@ ACCOUNT_QUOTAS = {
     "ml.p4d.24xlarge for training job usage": 0,
     "ml.trn1.32xlarge for training job usage": 0,
 }
-
-
-def training_request(name: str, instance_type: str, count: int, tags: dict[str, str]) -> dict[str, Any]:
-    """A CreateTrainingJob request like a user's: PyTorch image, checkpoints under the demo bucket."""
-    return {
-        "TrainingJobName": name,
-        "RoleArn": TRAINING_ROLE,
-        "AlgorithmSpecification": {
-            "TrainingImage": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.5",
-            "TrainingInputMode": "File",
-        },
-        "OutputDataConfig": {"S3OutputPath": f"s3://{CHECKPOINT_BUCKET}/output"},
-        "ResourceConfig": {"InstanceType": instance_type, "InstanceCount": count, "VolumeSizeInGB": 200},
-        "StoppingCondition": {"MaxRuntimeInSeconds": 432000},
-        "CheckpointConfig": {"S3Uri": f"s3://{CHECKPOINT_BUCKET}/{name}/", "LocalPath": "/opt/ml/checkpoints"},
-        "HyperParameters": {"epochs": "3"},
-        "Tags": [{"Key": k, "Value": v} for k, v in tags.items()],
-    }
 
 
 @dataclass
@@ -233,35 +220,35 @@ def _create_stack_resources(
     clock: VirtualClock,
     overrides: dict[str, Any],
 ) -> LocalAWS:
-    ddb, sns, sqs = (boto3.client(s, region_name=REGION) for s in ("dynamodb", "sns", "sqs"))
-    events, s3, scheduler = (boto3.client(s, region_name=REGION) for s in ("events", "s3", "scheduler"))
-    ddb.create_table(**create_table_request("trainguard-ledger"))
-    topic = sns.create_topic(Name="trainguard")["TopicArn"]
+    """The stack's resources (stack_resources.py); each rule targets an SQS queue, which `drain` reads, and
+    the topic has an SQS subscriber (`notifications`)."""
+    topic = create_stack_resources(
+        lambda service: boto3.client(service, region_name=REGION), checkpoint_bucket=CHECKPOINT_BUCKET
+    )
+    sqs, sns, events = (boto3.client(s, region_name=REGION) for s in ("sqs", "sns", "events"))
     inbox = sqs.create_queue(QueueName="trainguard-inbox")["QueueUrl"]
     sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=_queue_arn(sqs, inbox))
-    rule_queue = sqs.create_queue(QueueName="trainguard-job-events")["QueueUrl"]
-    events.put_rule(Name="trainguard-job-ended", EventPattern=json.dumps(training_job_state_pattern()))
-    events.put_targets(Rule="trainguard-job-ended", Targets=[{"Id": "handler", "Arn": _queue_arn(sqs, rule_queue)}])
-    failures_queue = sqs.create_queue(QueueName="trainguard-failed-launches")["QueueUrl"]
-    events.put_rule(Name="trainguard-failed-launches", EventPattern=json.dumps(failed_training_job_launch_pattern()))
-    events.put_targets(
-        Rule="trainguard-failed-launches", Targets=[{"Id": "handler", "Arn": _queue_arn(sqs, failures_queue)}]
+    queues = {}
+    for rule, queue in (
+        (JOB_EVENTS_RULE, "trainguard-job-events"),
+        (FAILED_LAUNCHES_RULE, "trainguard-failed-launches"),
+        (STALL_ALARMS_RULE, "trainguard-stall-alarms"),
+    ):
+        queues[rule] = sqs.create_queue(QueueName=queue)["QueueUrl"]
+        events.put_rule(Name=rule, EventPattern=rule_pattern(rule))
+        events.put_targets(Rule=rule, Targets=[{"Id": "handler", "Arn": _queue_arn(sqs, queues[rule])}])
+    config = stack_config(topic, **overrides)
+    return LocalAWS(
+        moto_url,
+        plane,
+        quotas,
+        clock,
+        config,
+        queues[JOB_EVENTS_RULE],
+        queues[FAILED_LAUNCHES_RULE],
+        inbox,
+        queues[STALL_ALARMS_RULE],
     )
-    stall_queue = sqs.create_queue(QueueName="trainguard-stall-alarms")["QueueUrl"]
-    events.put_rule(Name="trainguard-stall-alarms", EventPattern=json.dumps(stall_alarm_pattern()))
-    events.put_targets(Rule="trainguard-stall-alarms", Targets=[{"Id": "handler", "Arn": _queue_arn(sqs, stall_queue)}])
-    boto3.client("logs", region_name=REGION).create_log_group(logGroupName=TRAINING_LOG_GROUP)
-    scheduler.create_schedule_group(Name="trainguard")
-    s3.create_bucket(Bucket=CHECKPOINT_BUCKET)
-    config = GuardConfig(
-        ledger_table_name="trainguard-ledger",
-        topic_arn=topic,
-        passable_role_arns=(TRAINING_ROLE,),
-        retry_launcher_arn=f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:trainguard-retry-launcher",
-        scheduler_role_arn=f"arn:aws:iam::{ACCOUNT}:role/trainguard-scheduler",
-        **overrides,
-    )
-    return LocalAWS(moto_url, plane, quotas, clock, config, rule_queue, failures_queue, inbox, stall_queue)
 
 
 def _queue_arn(sqs: Any, url: str) -> str:

@@ -6,8 +6,9 @@ trainguard_strategy.py drives them on an in-process stand-in.
   Lambda handlers called as Lambda would) and trainguard's own clients, whose calls are counted.
   `clock`: the virtual clock. `in_process_clients`: boto3 clients that reach the simulated services
   without HTTP. `simulated_services`: SageMaker with the trace's quota walls; one job's alarms,
-  evaluated. `fleet_side`: what users, training scripts and SageMaker do (launches, checkpoints, log
-  lines, GPU metrics).
+  evaluated. `trace_side`: what the trace's users, training scripts and SageMaker do (launches,
+  checkpoints, log lines, GPU metrics), on the fleet side the chaos suite and the sandbox share
+  (stand_in/fleet_side.py).
 - `kernel`: event-driven time (processes that sleep or park), the minute ticks of the stall windows,
   the quota check's schedule.
 - `job_life`: one trace job's life as a process; `life_state`: what its steps share; `endings`: what

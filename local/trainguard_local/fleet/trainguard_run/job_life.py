@@ -287,4 +287,4 @@ class JobLife(LifeState):
         newest = newest_checkpoint(min(self.tl.progress, no_checkpoint_after), every)
         if newest > self.tl.kept:
             written_at = self.tl.now - (self.tl.progress - newest)
-            self.world.fleet.write_checkpoint(self.job, newest, written_at)
+            self.world.fleet.write_progress_checkpoint(self.job, newest, written_at)

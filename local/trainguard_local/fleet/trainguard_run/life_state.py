@@ -56,7 +56,7 @@ class LifeState:
 
     def launch(self, name: str, actor: str) -> str:
         """A launch of the job named `name`, by the user or the person (trainguard's are its own)."""
-        error = self.world.fleet.launch(self.job, name, root=self.job.name)
+        error = self.world.fleet.launch_spec(self.job, name, root=self.job.name)
         if error:
             self.notes.append(f"{actor}'s launch of {name} refused: {error}")
         self.world.pump()

@@ -53,7 +53,7 @@ def open_stall_window(life: LifeState, fault: Fault, quiet_from_hours: float) ->
         moment = clock.base + timedelta(minutes=minute, seconds=30)
         silent = moment >= quiet_from and (quiet_until is None or moment < quiet_until)
         values.append((moment, quiet if silent else BUSY_GPU_PER_GPU * gpus))
-    life.world.fleet.gpu_datapoints(life.name, hosts, values)
+    life.world.fleet.put_gpu_utilization(life.name, hosts, values)
     life.ticker.open(window)
     return window
 

@@ -8,14 +8,15 @@
   builds them, with every call counted (usage.py: by operation and handler, in the units AWS bills); and the
   world's (`world`): users and persons launching jobs, SageMaker writing logs and GPU metrics, S3
   receiving checkpoints, CloudWatch evaluating alarms, the scheduler deleting a schedule that fired
-  (fleet_side.py). Only the first set is trainguard's cost.
+  (trace_side.py, on stand_in/fleet_side.py). Only the first set is trainguard's cost.
 - The state-change events the plane emits are kept in an outbox and handed to `job_events.handle`
   in order (`pump`), as the stack's rule would deliver them: filtered by the stack's own event
   pattern, some delivered twice, the second copy after the events that follow it.
 
 What differs from AWS is listed where it is done: moto lacks PutCompositeAlarm (in_process_clients.py);
 moto's FilterLogEvents ignores logStreamNamePrefix (the stand-in's patch); S3 stamps and moto's metric
-store (fleet_side.py).
+store (stand_in/fleet_side.py, trace_side.py). The resources are the stand-in's one description of
+the stack (stand_in/stack_resources.py), as local_aws creates them.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import json
 import random
 import traceback
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -34,14 +36,11 @@ import boto3
 from moto import mock_aws
 from moto.events.models import EventPattern
 
-from infra.event_patterns import stall_alarm_pattern, training_job_state_pattern
-from trainguard.adapters.ledger import create_table_request
 from trainguard.config import GuardConfig
 from trainguard.domain.outcome import Outcome
 from trainguard.handlers.wiring import PortSet
 from trainguard_local.fleet.catalogue import INSTANCE_OFFERS
 from trainguard_local.fleet.trainguard_run.clock import FleetClock
-from trainguard_local.fleet.trainguard_run.fleet_side import FleetSide
 from trainguard_local.fleet.trainguard_run.in_process_clients import (
     CompositeAlarmsInMoto,
     OnAnswer,
@@ -49,21 +48,32 @@ from trainguard_local.fleet.trainguard_run.in_process_clients import (
     fleet_client,
 )
 from trainguard_local.fleet.trainguard_run.simulated_services import FleetSageMaker, JobAlarmEvaluator
+from trainguard_local.fleet.trainguard_run.trace_side import CHECKPOINT_BUCKET, TraceSide
 from trainguard_local.fleet.trainguard_run.usage import GuardUsage
-from trainguard_local.stand_in.local_aws import ACCOUNT, REGION, TRAINING_ROLE, _teach_moto_stream_prefixes
+from trainguard_local.stand_in.local_aws import _teach_moto_stream_prefixes
 from trainguard_local.stand_in.sagemaker_api_model import SAGEMAKER_API
 from trainguard_local.stand_in.service_quotas import SimulatedServiceQuotas
 from trainguard_local.stand_in.service_quotas_catalogue import DEFAULT_INSTANCE_TYPES, SERVICE_QUOTAS_API
+from trainguard_local.stand_in.stack_resources import (
+    ACCOUNT,
+    REGION,
+    RETRY_LAUNCHER_ARN,
+    SCHEDULE_GROUP,
+    SCHEDULER_ROLE_ARN,
+    STALL_ALARMS_RULE,
+    TOPIC,
+    TRAINING_ROLE,
+    create_stack_resources,
+    rule_pattern,
+)
+from trainguard_local.stand_in.stack_resources import JOB_EVENTS_RULE as _JOB_EVENTS_RULE
+from trainguard_local.stand_in.stack_resources import LEDGER_TABLE as TABLE
 
-TABLE = "trainguard-ledger"
-TOPIC = "trainguard"
-SCHEDULE_GROUP = "trainguard"
-RETRY_LAUNCHER_ARN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:trainguard-retry-launcher"
-SCHEDULER_ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/trainguard-scheduler"
 _GUARD_SERVICES = ("sagemaker", "s3", "dynamodb", "sns", "scheduler", "service-quotas", "cloudwatch", "logs")
 _WORLD_SERVICES = ("sagemaker", "s3", "dynamodb", "sns", "scheduler", "service-quotas", "cloudwatch", "logs", "events")
-_JOB_EVENTS = EventPattern.load(json.dumps(training_job_state_pattern()))
-_STALL_ALARMS = EventPattern.load(json.dumps(stall_alarm_pattern()))
+# The stack's rules, matched in process (local_aws puts the same rules on moto's EventBridge).
+_JOB_EVENTS = EventPattern.load(rule_pattern(_JOB_EVENTS_RULE))
+_STALL_ALARMS = EventPattern.load(rule_pattern(STALL_ALARMS_RULE))
 
 
 @dataclass(frozen=True)
@@ -132,7 +142,7 @@ class FleetWorld:
         )
         # trainguard's functions, each with the ports handlers/wiring.py builds, on the in-process clients.
         self.ports = PortSet(self.guard.__getitem__, self.config, REGION, self.clock)
-        self.fleet = FleetSide(self.world, self.clock, self.plane, self.quotas)
+        self.fleet = TraceSide(self.world, self.clock, self.plane, self.quotas)
         self._create_resources()
 
     # ---- wiring ---------------------------------------------------------------------------------
@@ -165,11 +175,7 @@ class FleetWorld:
             self.on_guard_call(call)
 
     def _create_resources(self) -> None:
-        w = self.world
-        w["dynamodb"].create_table(**create_table_request(TABLE))
-        w["sns"].create_topic(Name=TOPIC)
-        w["scheduler"].create_schedule_group(Name=SCHEDULE_GROUP)
-        self.fleet.create_buckets_and_groups()
+        create_stack_resources(self.world.__getitem__, checkpoint_bucket=CHECKPOINT_BUCKET)
 
     @property
     def calls(self) -> Counter[str]:
@@ -203,8 +209,8 @@ class FleetWorld:
 
     def log_line(self, job_name: str, at: datetime, message: str, log_activity: Any) -> None:
         """A line in the job's first host's stream, and the subscription's delivery of it."""
-        event = self.fleet.write_log_line(job_name, at, message)
-        self.call("log_activity", job_name, log_activity.handle, event)
+        line = self.fleet.write_log_line(job_name, self.clock.base, at, message)
+        self.call("log_activity", job_name, log_activity.handle, line.delivery(str(uuid.uuid4().int)[:20]))
 
     def pump(self) -> list[tuple[dict[str, Any], Outcome | None]]:
         """Deliver what the plane emitted to the job-events handler, in order, through the stack's rule;
