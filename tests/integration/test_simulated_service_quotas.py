@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -15,6 +13,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from tests.conftest import load_fixture
+from tests.integration.stand_in_wire import error_of, post_raw
 from trainguard.adapters.service_quotas import ServiceQuotas
 from trainguard_local.stand_in.service_quotas import SimulatedServiceQuotas
 from trainguard_local.stand_in.service_quotas_server import ENDPOINT_VARIABLE, ServiceQuotasServer
@@ -85,11 +84,6 @@ def request_increase(client: Any, code: str, desired: float, **extra: Any) -> di
 def history_of(client: Any, code: str) -> list[dict[str, Any]]:
     answer = client.list_requested_service_quota_change_history_by_quota(ServiceCode="sagemaker", QuotaCode=code)
     return answer["RequestedQuotas"]  # type: ignore[no-any-return]
-
-
-def error_of(excinfo: pytest.ExceptionInfo[ClientError]) -> tuple[str, str]:
-    error = excinfo.value.response["Error"]
-    return error["Code"], error["Message"]
 
 
 def test_quotas_are_listed_by_their_aws_names_with_the_documented_defaults(quotas: Any) -> None:
@@ -249,20 +243,6 @@ def test_unknown_codes_services_and_requests_are_no_such_resource(quotas: Any) -
     with pytest.raises(missing) as excinfo:
         quotas.list_service_quotas(ServiceCode="SageMaker")
     assert error_of(excinfo)[1] == "The request failed because the specified service does not exist."
-
-
-def post_raw(server: ServiceQuotasServer, target: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    request = urllib.request.Request(
-        server.endpoint_url + "/",
-        data=json.dumps(body).encode(),
-        headers={"X-Amz-Target": target, "Content-Type": "application/x-amz-json-1.1"},
-        method="POST",
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=5) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
 
 
 def test_the_server_checks_what_botocore_leaves_to_it_and_names_unsimulated_operations(
