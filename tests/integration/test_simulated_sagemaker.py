@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from tests.integration.stand_in_wire import error_of, post_raw
+from tests.integration.simulated_services import START, SteppingClock, error_of, post_raw
 from trainguard_local.stand_in.sagemaker_control_plane import InvalidTransition, SimulatedSageMaker
 from trainguard_local.stand_in.sagemaker_events import eventbridge_forwarder
 from trainguard_local.stand_in.sagemaker_server import SageMakerServer
@@ -22,22 +22,8 @@ from trainguard_local.stand_in.sagemaker_server import SageMakerServer
 # About 2.5 s with imports: a real HTTP server per test and moto's EventBridge.
 pytestmark = pytest.mark.slow
 
-START = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 ACCOUNT = "123456789012"
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-
-
-class SteppingClock:
-    """Time moves only when a test says so."""
-
-    def __init__(self, start: datetime = START) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> None:
-        self.now += timedelta(**delta)
 
 
 def job_request(name: str = "llama-finetune-1", **overrides: Any) -> dict[str, Any]:

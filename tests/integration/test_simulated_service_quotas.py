@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import boto3
@@ -13,7 +13,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from tests.conftest import load_fixture
-from tests.integration.stand_in_wire import error_of, post_raw
+from tests.integration.simulated_services import START, SteppingClock, error_of, post_raw
 from trainguard.adapters.service_quotas import ServiceQuotas
 from trainguard_local.stand_in.service_quotas import SimulatedServiceQuotas
 from trainguard_local.stand_in.service_quotas_server import ENDPOINT_VARIABLE, ServiceQuotasServer
@@ -21,23 +21,9 @@ from trainguard_local.stand_in.service_quotas_server import ENDPOINT_VARIABLE, S
 # A real HTTP server per test: about 1 s for the module with imports.
 pytestmark = pytest.mark.slow
 
-START = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 ACCOUNT = "123456789012"
 P4D = "ml.p4d.24xlarge for training job usage"
 G5 = "ml.g5.12xlarge for training job usage"
-
-
-class SteppingClock:
-    """Time moves only when a test says so."""
-
-    def __init__(self, start: datetime = START) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> None:
-        self.now += timedelta(**delta)
 
 
 @pytest.fixture
