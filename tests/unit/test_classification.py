@@ -150,26 +150,16 @@ def test_a_cause_at_the_end_of_a_long_log_is_found() -> None:
     assert classify_failure_reason(log).category == Category.OOM
 
 
+# The failure reasons of the job ends below.
+INTERNAL_ERROR = "InternalServerError: We encountered an internal error."
+MORE_MEMORY = "ClientError: Please use an instance type with more memory"
+NO_CAPACITY = "CapacityError: Unable to provision requested ML compute capacity."
 JOB_ENDS: list[tuple[str, str, str, str, Category, Decision]] = [
     ("completed", "Completed", "Completed", "", Category.COMPLETED, Decision.IGNORE),
     ("in-progress", "InProgress", "Training", "", Category.IN_PROGRESS, Decision.IGNORE),
     ("stopping", "Stopping", "Stopping", "", Category.IN_PROGRESS, Decision.IGNORE),
-    (
-        "failed-internal",
-        "Failed",
-        "Failed",
-        "InternalServerError: We encountered an internal error.",
-        Category.INTERNAL,
-        Decision.RETRY,
-    ),
-    (
-        "failed-oom",
-        "Failed",
-        "Failed",
-        "ClientError: Please use an instance type with more memory",
-        Category.OOM,
-        Decision.NOTIFY,
-    ),
+    ("failed-internal", "Failed", "Failed", INTERNAL_ERROR, Category.INTERNAL, Decision.RETRY),
+    ("failed-oom", "Failed", "Failed", MORE_MEMORY, Category.OOM, Decision.NOTIFY),
     ("failed-without-reason", "Failed", "Failed", "", Category.UNKNOWN, Decision.NOTIFY),
     ("max-runtime", "Stopped", "MaxRuntimeExceeded", "", Category.MAX_RUNTIME, Decision.NOTIFY),
     ("max-wait", "Stopped", "MaxWaitTimeExceeded", "", Category.SPOT_INTERRUPTION, Decision.RETRY),
@@ -178,14 +168,7 @@ JOB_ENDS: list[tuple[str, str, str, str, Category, Decision]] = [
     ("spot-interrupted", "Stopped", "Interrupted", "", Category.SPOT_INTERRUPTION, Decision.RETRY),
     ("stopped-on-purpose", "Stopped", "Stopped", "", Category.STOPPED, Decision.IGNORE),
     ("stopped-no-secondary", "Stopped", "", "", Category.STOPPED, Decision.IGNORE),
-    (
-        "status-case-and-spaces",
-        " failed ",
-        "",
-        "CapacityError: Unable to provision requested ML compute capacity.",
-        Category.CAPACITY,
-        Decision.RETRY,
-    ),
+    ("status-case-and-spaces", " failed ", "", NO_CAPACITY, Category.CAPACITY, Decision.RETRY),
     ("unknown-status", "Deleting", "", "", Category.UNKNOWN, Decision.NOTIFY),
     ("empty-status", "", "", "", Category.UNKNOWN, Decision.NOTIFY),
 ]
