@@ -69,6 +69,11 @@ def only_logical_id(template: dict[str, Any], resource_type: str, **properties: 
     return found[0]
 
 
+def topic_logical_id(template: dict[str, Any]) -> str:
+    """The topic trainguard tells people on."""
+    return only_logical_id(template, "AWS::SNS::Topic", DisplayName="trainguard")
+
+
 def function_logical_id(template: dict[str, Any], handler: str) -> str:
     return only_logical_id(template, "AWS::Lambda::Function", Handler=handler)
 

@@ -1,29 +1,23 @@
-"""Stall detection: the alarm rule, the probe schedule, the prober's health alarm, the log subscription,
-their targets, queue and alarms. (Their IAM: test_iam_policies.py; the patterns in moto:
-test_event_pattern_in_moto.py.)"""
+"""Stall detection: the alarm rule, the probe schedule, the prober's health alarm, the log subscription.
+(Their targets, queue and alarms, wired alike in every part: test_rule_targets_and_dead_letter_queues.py;
+their IAM: test_iam_policies.py; the patterns in moto: test_event_pattern_in_moto.py.)"""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from aws_cdk.assertions import Match
 
 from infra.event_patterns import stall_alarm_pattern
 from tests.infra.template_queries import (
-    DENY_INSECURE_TRANSPORT,
-    JOB_EVENTS_HANDLER,
     LOG_ACTIVITY_HANDLER,
-    QUOTA_WATCH_HANDLER,
     STALL_ALARMS_HANDLER,
-    STALL_HANDLERS,
     STALL_PROBER_HANDLER,
-    dead_letter_queue_of,
     function_logical_id,
-    only_logical_id,
     render,
     resources_of_type,
     rule_targeting,
+    topic_logical_id,
 )
 
 pytestmark = pytest.mark.slow
@@ -40,14 +34,6 @@ def _function(template: dict[str, Any], handler: str) -> str:
 
 def _rule(template: dict[str, Any], handler: str) -> dict[str, Any]:
     return dict(template["Resources"][rule_targeting(template, _function(template, handler))]["Properties"])
-
-
-def _stall_dlq(template: dict[str, Any]) -> str:
-    return dead_letter_queue_of(template, _function(template, STALL_ALARMS_HANDLER))
-
-
-def _topic(template: dict[str, Any]) -> str:
-    return only_logical_id(template, "AWS::SNS::Topic", DisplayName="trainguard")
 
 
 def _subscription_filters(template: dict[str, Any]) -> list[dict[str, Any]]:
@@ -73,130 +59,12 @@ def test_stall_alarm_rule_matches_exactly_the_shared_pattern(synthesized: Any, s
     assert rule["State"] == "ENABLED"
 
 
-def test_stall_alarm_rule_target_has_retries_and_the_dlq(synthesized: Any, template: Any) -> None:
-    synthesized_template = synthesized.template
-    function = _function(synthesized_template, STALL_ALARMS_HANDLER)
-    (target,) = _rule(synthesized_template, STALL_ALARMS_HANDLER)["Targets"]
-    assert target["Arn"] == {"Fn::GetAtt": [function, "Arn"]}
-    assert target["RetryPolicy"] == {"MaximumEventAgeInSeconds": 7200, "MaximumRetryAttempts": 8}
-    assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [_stall_dlq(synthesized_template), "Arn"]}}
-    template.has_resource_properties(
-        "AWS::Lambda::Permission",
-        {
-            "Action": "lambda:InvokeFunction",
-            "FunctionName": {"Fn::GetAtt": [function, "Arn"]},
-            "Principal": "events.amazonaws.com",
-            "SourceArn": {"Fn::GetAtt": [rule_targeting(synthesized_template, function), "Arn"]},
-        },
-    )
-
-
 @pytest.mark.parametrize("stack", ["template", "defaults_template"])
 def test_the_prober_runs_every_minute(synthesized: Any, stack: str) -> None:
     rule = _rule(getattr(synthesized, stack), STALL_PROBER_HANDLER)
     assert rule["ScheduleExpression"] == "rate(1 minute)"
     assert rule["State"] == "ENABLED"
     assert "EventPattern" not in rule
-
-
-def test_probe_target_retries_within_its_minute_then_uses_the_dlq(synthesized: Any) -> None:
-    template = synthesized.template
-    (target,) = _rule(template, STALL_PROBER_HANDLER)["Targets"]
-    assert target["Arn"] == {"Fn::GetAtt": [_function(template, STALL_PROBER_HANDLER), "Arn"]}
-    # The next probe comes a minute later: an older delivery is not worth retrying (60 s is EventBridge's least).
-    assert target["RetryPolicy"] == {"MaximumRetryAttempts": 2, "MaximumEventAgeInSeconds": 60}
-    assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [_stall_dlq(template), "Arn"]}}
-
-
-@pytest.mark.parametrize("handler", STALL_HANDLERS)
-def test_stall_functions_reach_their_own_dlq_after_two_async_retries(
-    synthesized: Any, template: Any, handler: str
-) -> None:
-    synthesized_template = synthesized.template
-    dlq = _stall_dlq(synthesized_template)
-    others = {
-        dead_letter_queue_of(synthesized_template, _function(synthesized_template, h))
-        for h in (JOB_EVENTS_HANDLER, QUOTA_WATCH_HANDLER)
-    }
-    assert dlq not in others
-    template.has_resource_properties(
-        "AWS::Lambda::EventInvokeConfig",
-        {
-            "FunctionName": {"Ref": _function(synthesized_template, handler)},
-            "MaximumRetryAttempts": 2,
-            "DestinationConfig": {"OnFailure": {"Destination": {"Fn::GetAtt": [dlq, "Arn"]}}},
-        },
-    )
-
-
-def test_stall_dlq_is_encrypted_ssl_only_and_open_to_both_rules(synthesized: Any, template: Any) -> None:
-    synthesized_template = synthesized.template
-    dlq = _stall_dlq(synthesized_template)
-    properties = synthesized_template["Resources"][dlq]["Properties"]
-    assert (properties["SqsManagedSseEnabled"], properties["MessageRetentionPeriod"]) == (True, 14 * 24 * 3600)
-    rules = [
-        {"Fn::GetAtt": [rule_targeting(synthesized_template, _function(synthesized_template, h)), "Arn"]}
-        for h in (STALL_ALARMS_HANDLER, STALL_PROBER_HANDLER)
-    ]
-    template.has_resource_properties(
-        "AWS::SQS::QueuePolicy",
-        {
-            "Queues": [{"Ref": dlq}],
-            "PolicyDocument": {
-                "Statement": Match.array_with(
-                    [
-                        DENY_INSECURE_TRANSPORT,
-                        *[
-                            Match.object_like(
-                                {
-                                    "Effect": "Allow",
-                                    "Action": "sqs:SendMessage",
-                                    "Principal": {"Service": "events.amazonaws.com"},
-                                    "Condition": {"ArnEquals": {"aws:SourceArn": rule}},
-                                }
-                            )
-                            for rule in rules
-                        ],
-                    ]
-                )
-            },
-        },
-    )
-
-
-def test_alarm_when_anything_waits_in_the_stall_dlq(synthesized: Any, template: Any) -> None:
-    template.has_resource_properties(
-        "AWS::CloudWatch::Alarm",
-        {
-            "Namespace": "AWS/SQS",
-            "MetricName": "ApproximateNumberOfMessagesVisible",
-            "Dimensions": [
-                {"Name": "QueueName", "Value": {"Fn::GetAtt": [_stall_dlq(synthesized.template), "QueueName"]}}
-            ],
-            "Statistic": "Maximum",
-            "ComparisonOperator": "GreaterThanThreshold",
-            "Threshold": 0,
-            "TreatMissingData": "notBreaching",
-            "AlarmActions": [{"Ref": _topic(synthesized.template)}],
-        },
-    )
-
-
-@pytest.mark.parametrize("handler", STALL_HANDLERS)
-def test_alarm_on_each_stall_functions_errors(synthesized: Any, template: Any, handler: str) -> None:
-    template.has_resource_properties(
-        "AWS::CloudWatch::Alarm",
-        {
-            "Namespace": "AWS/Lambda",
-            "MetricName": "Errors",
-            "Dimensions": [{"Name": "FunctionName", "Value": {"Ref": _function(synthesized.template, handler)}}],
-            "Statistic": "Sum",
-            "ComparisonOperator": "GreaterThanThreshold",
-            "Threshold": 0,
-            "TreatMissingData": "notBreaching",
-            "AlarmActions": [{"Ref": _topic(synthesized.template)}],
-        },
-    )
 
 
 def _prober_health_alarm(template: dict[str, Any]) -> dict[str, Any]:
@@ -224,7 +92,7 @@ def test_prober_health_alarm_fires_when_the_heartbeat_stops_and_tells_the_topic(
         "DatapointsToAlarm": 5,
         # A prober that stopped publishes nothing: missing data is what must alarm.
         "TreatMissingData": "breaching",
-        "AlarmActions": [{"Ref": _topic(template)}],
+        "AlarmActions": [{"Ref": topic_logical_id(template)}],
     }
 
 

@@ -89,26 +89,6 @@ def test_the_demo_shows_the_three_jobs_and_the_quota_wall() -> None:
     assert relaunched["checkpoint"]["S3Uri"] == "s3://demo-checkpoints/llama-pretrain/"
     assert relaunched["tags"]["trainguard:retry-of"] == "llama-pretrain"
     assert relaunched["resource_config"]["InstanceCount"] == 4
-    detections = report["stalls"]["detections"]
-    for hung in ("loader-deadlock", "nccl-hang"):  # stopped within the threshold plus 3 minutes, relaunched
-        found = detections[hung]
-        assert found["stopped"] is not None and 0 <= found["stopped"] - found["signal_crossed"] <= 3, found
-        assert found["relaunched"] is not None and found["relaunched"] >= found["stopped"]
-    assert detections["slow-starter"]["stopped"] is None and detections["slow-starter"]["relaunched"] is None
-    wall = report["quota_wall"]
-    assert all(error.startswith("ResourceLimitExceeded") for error in wall["blocked"].values())
-    assert [o["kind"] for o in wall["outcomes"]] == ["quota-wall", "quota-wall"]
-    assert wall["checks"][0]["outcomes"] == []  # +1 h: both requests still open
-    settled = {o["job_name"]: o["kind"] for o in wall["checks"][1]["outcomes"]}
-    assert settled == {"gpt-finetune": "relaunched", "vit-pretrain": "not-relaunched"}
-    assert wall["launched"] == {
-        "gpt-finetune": {
-            "status": "InProgress",
-            "instances": 2,
-            "instance_type": "ml.p4d.24xlarge",
-            "checkpoint": {"S3Uri": "s3://demo-checkpoints/gpt-finetune/", "LocalPath": "/opt/ml/checkpoints"},
-        }
-    }
 
 
 def test_duplicate_and_reordered_delivery_gives_one_relaunch(aws: LocalAWS) -> None:

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +14,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
+from tests.integration.simulated_services import START, SteppingClock, error_of, post_raw
 from trainguard_local.stand_in.sagemaker_control_plane import InvalidTransition, SimulatedSageMaker
 from trainguard_local.stand_in.sagemaker_events import eventbridge_forwarder
 from trainguard_local.stand_in.sagemaker_server import SageMakerServer
@@ -23,22 +22,8 @@ from trainguard_local.stand_in.sagemaker_server import SageMakerServer
 # About 2.5 s with imports: a real HTTP server per test and moto's EventBridge.
 pytestmark = pytest.mark.slow
 
-START = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 ACCOUNT = "123456789012"
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-
-
-class SteppingClock:
-    """Time moves only when a test says so."""
-
-    def __init__(self, start: datetime = START) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> None:
-        self.now += timedelta(**delta)
 
 
 def job_request(name: str = "llama-finetune-1", **overrides: Any) -> dict[str, Any]:
@@ -91,11 +76,6 @@ def sagemaker(server: SageMakerServer) -> Any:
     )
 
 
-def error_of(excinfo: pytest.ExceptionInfo[ClientError]) -> tuple[str, str]:
-    error = excinfo.value.response["Error"]
-    return error["Code"], error["Message"]
-
-
 def test_describe_echoes_the_request_and_adds_the_job_state(sagemaker: Any, plane: SimulatedSageMaker) -> None:
     arn = sagemaker.create_training_job(**job_request())["TrainingJobArn"]
     described = sagemaker.describe_training_job(TrainingJobName="llama-finetune-1")
@@ -132,20 +112,6 @@ def test_unknown_instance_type_is_rejected_with_the_enum_set(sagemaker: Any) -> 
     assert code == "ValidationException"
     assert "Value 'ml.t2.medium' at 'resourceConfig.instanceType' failed to satisfy constraint" in message
     assert "Member must satisfy enum value set: [ml.m4.xlarge, " in message
-
-
-def post_raw(server: SageMakerServer, target: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    request = urllib.request.Request(
-        server.endpoint_url + "/",
-        data=json.dumps(body).encode(),
-        headers={"X-Amz-Target": target, "Content-Type": "application/x-amz-json-1.1"},
-        method="POST",
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=5) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
 
 
 def test_server_rejects_unknown_parameters_that_botocore_would_have_caught(server: SageMakerServer) -> None:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import boto3
@@ -15,6 +13,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from tests.conftest import load_fixture
+from tests.integration.simulated_services import START, SteppingClock, error_of, post_raw
 from trainguard.adapters.service_quotas import ServiceQuotas
 from trainguard_local.stand_in.service_quotas import SimulatedServiceQuotas
 from trainguard_local.stand_in.service_quotas_server import ENDPOINT_VARIABLE, ServiceQuotasServer
@@ -22,23 +21,9 @@ from trainguard_local.stand_in.service_quotas_server import ENDPOINT_VARIABLE, S
 # A real HTTP server per test: about 1 s for the module with imports.
 pytestmark = pytest.mark.slow
 
-START = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 ACCOUNT = "123456789012"
 P4D = "ml.p4d.24xlarge for training job usage"
 G5 = "ml.g5.12xlarge for training job usage"
-
-
-class SteppingClock:
-    """Time moves only when a test says so."""
-
-    def __init__(self, start: datetime = START) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> None:
-        self.now += timedelta(**delta)
 
 
 @pytest.fixture
@@ -85,11 +70,6 @@ def request_increase(client: Any, code: str, desired: float, **extra: Any) -> di
 def history_of(client: Any, code: str) -> list[dict[str, Any]]:
     answer = client.list_requested_service_quota_change_history_by_quota(ServiceCode="sagemaker", QuotaCode=code)
     return answer["RequestedQuotas"]  # type: ignore[no-any-return]
-
-
-def error_of(excinfo: pytest.ExceptionInfo[ClientError]) -> tuple[str, str]:
-    error = excinfo.value.response["Error"]
-    return error["Code"], error["Message"]
 
 
 def test_quotas_are_listed_by_their_aws_names_with_the_documented_defaults(quotas: Any) -> None:
@@ -249,20 +229,6 @@ def test_unknown_codes_services_and_requests_are_no_such_resource(quotas: Any) -
     with pytest.raises(missing) as excinfo:
         quotas.list_service_quotas(ServiceCode="SageMaker")
     assert error_of(excinfo)[1] == "The request failed because the specified service does not exist."
-
-
-def post_raw(server: ServiceQuotasServer, target: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    request = urllib.request.Request(
-        server.endpoint_url + "/",
-        data=json.dumps(body).encode(),
-        headers={"X-Amz-Target": target, "Content-Type": "application/x-amz-json-1.1"},
-        method="POST",
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=5) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
 
 
 def test_the_server_checks_what_botocore_leaves_to_it_and_names_unsimulated_operations(

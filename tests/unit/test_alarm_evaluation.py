@@ -54,21 +54,22 @@ def series(pattern: str, now: datetime = NOW) -> dict[datetime, float]:
 # ---- Comparison operators -----------------------------------------------------------------------
 
 
+# Per operator, the state a value just below, at and just above the threshold 5 gives.
+AROUND_THE_THRESHOLD = (4.9, 5.0, 5.1)
+STATES_AROUND_THE_THRESHOLD = {
+    "GreaterThanThreshold": (OK, OK, ALARM),
+    "GreaterThanOrEqualToThreshold": (OK, ALARM, ALARM),
+    "LessThanThreshold": (ALARM, OK, OK),
+    "LessThanOrEqualToThreshold": (ALARM, ALARM, OK),
+}
+
+
 @pytest.mark.parametrize(
     ("comparison", "value", "state"),
     [
-        ("GreaterThanThreshold", 5.1, ALARM),
-        ("GreaterThanThreshold", 5.0, OK),
-        ("GreaterThanThreshold", 4.9, OK),
-        ("GreaterThanOrEqualToThreshold", 5.1, ALARM),
-        ("GreaterThanOrEqualToThreshold", 5.0, ALARM),
-        ("GreaterThanOrEqualToThreshold", 4.9, OK),
-        ("LessThanThreshold", 4.9, ALARM),
-        ("LessThanThreshold", 5.0, OK),
-        ("LessThanThreshold", 5.1, OK),
-        ("LessThanOrEqualToThreshold", 4.9, ALARM),
-        ("LessThanOrEqualToThreshold", 5.0, ALARM),
-        ("LessThanOrEqualToThreshold", 5.1, OK),
+        (comparison, value, state)
+        for comparison, states in STATES_AROUND_THE_THRESHOLD.items()
+        for value, state in zip(AROUND_THE_THRESHOLD, states, strict=True)
     ],
 )
 def test_each_comparison_operator_against_the_threshold(comparison: str, value: float, state: str) -> None:

@@ -62,334 +62,13 @@ def assert_classified_as_the_fixture_says(entry: dict[str, Any]) -> None:
 
 # Texts that are not in the fixture: AWS, driver and framework wording, quoted or closely modelled on
 # real messages, to show the rules generalise (rewording, wrapping, truncation) and to pin the traps.
-OTHER_TEXTS: list[tuple[str, Category, str]] = [
-    # capacity
-    (
-        "capacity-error-from-ec2",
-        Category.CAPACITY,
-        "CapacityError: Insufficient capacity error from EC2 while launching instances",
-    ),
-    (
-        "capacity-status-message",
-        Category.CAPACITY,
-        "Insufficient capacity error from EC2 while launching instances, retrying!",
-    ),
-    (
-        "capacity-ec2-wording",
-        Category.CAPACITY,
-        "An error occurred (InsufficientInstanceCapacity) when calling the RunInstances operation: We "
-        "currently do not have sufficient p4d.24xlarge capacity in the Availability Zone you requested "
-        "(us-east-1a).",
-    ),
-    ("capacity-cut-mid-word", Category.CAPACITY, "CapacityError: Unable to provision requested ML compute capac"),
-    # internal and throttling
-    (
-        "internal-two-spaces",
-        Category.INTERNAL,
-        "InternalServerError: We encountered an internal error.  Please try again.",
-    ),
-    ("internal-line-wrapped-no-prefix", Category.INTERNAL, "We encountered an\ninternal error. Please try\nagain."),
-    ("internal-cut-mid-word", Category.INTERNAL, "InternalServerError: We encountered an internal err"),
-    (
-        "internal-s3-inside-artifact-upload",
-        Category.INTERNAL,
-        "ClientError: Artifact upload failed:An error occurred (InternalError) when calling the "
-        "CompleteMultipartUpload operation: We encountered an internal error. Please try again.",
-    ),
-    (
-        "service-unavailable",
-        Category.INTERNAL,
-        "An error occurred (ServiceUnavailable) when calling the CreateTrainingJob operation: Service "
-        "is unavailable. Please try again later.",
-    ),
-    (
-        "throttled-list-training-jobs",
-        Category.INTERNAL,
-        "An error occurred (ThrottlingException) when calling the ListTrainingJobs operation (reached "
-        "max retries: 4): Rate exceeded",
-    ),
-    # S3 throttling inside the data-download wrapper is transient, not a data problem.
-    (
-        "s3-slowdown-inside-data-download",
-        Category.INTERNAL,
-        "ClientError: Data download failed:An error occurred (SlowDown) when calling the GetObject "
-        "operation (reached max retries: 4): Please reduce your request rate.",
-    ),
-    # hardware
-    ("cuda-uncorrectable-ecc", Category.HARDWARE, "RuntimeError: CUDA error: uncorrectable ECC error encountered"),
-    (
-        "instance-failed-health-check",
-        Category.HARDWARE,
-        "ClientError: Instance ml.p4d.24xlarge (algo-3) failed health check. Please retry.",
-    ),
-    (
-        "rendezvous-peer-never-joined",
-        Category.COLLECTIVE_TIMEOUT,
-        'AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "torch.distributed.DistStoreError: '
-        'Timed out after 901 seconds waiting for clients. 1/2 clients joined."',
-    ),
-    (
-        "xid-79-fallen-off-the-bus",
-        Category.HARDWARE,
-        "NVRM: Xid (PCI:0000:10:1c): 79, pid=1234, name=python, GPU has fallen off the bus.",
-    ),
-    (
-        "xid-48-short-form",
-        Category.HARDWARE,
-        "kernel: NVRM: Xid 48, An uncorrectable double bit error (DBE) has been detected",
-    ),
-    (
-        "xid-74-nvlink-error",
-        Category.HARDWARE,
-        "NVRM: Xid (PCI:0000:53:00): 74, pid=2042, NVLink: fatal error detected on link 4",
-    ),
-    (
-        "gpu-is-lost",
-        Category.HARDWARE,
-        "Unable to determine the device handle for GPU 0000:A0:1C.0: GPU is lost.  Reboot the system "
-        "to recover this GPU",
-    ),
-    ("cluster-repair", Category.HARDWARE, "Repairing training cluster due to hardware failure"),
-    # collective timeouts and NCCL faults
-    (
-        "nccl-watchdog-timeout",
-        Category.COLLECTIVE_TIMEOUT,
-        "[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=48211, "
-        "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600023 milliseconds "
-        "before timing out.",
-    ),
-    ("nccl-timeout-bare", Category.COLLECTIVE_TIMEOUT, "NCCL timeout"),
-    (
-        "nccl-communicator-aborted",
-        Category.COLLECTIVE_TIMEOUT,
-        "RuntimeError: NCCL communicator was aborted on rank 5.",
-    ),
-    (
-        "nccl-watchdog-stuck",
-        Category.COLLECTIVE_TIMEOUT,
-        "[Rank 0] ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in "
-        "monitoring enqueued collectives.",
-    ),
-    (
-        "nccl-remote-error",
-        Category.COLLECTIVE_TIMEOUT,
-        "torch.distributed.DistBackendError: NCCL error in: "
-        "../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, remote process exited or there was "
-        "a network error, NCCL version 2.20.5\nncclRemoteError: A call failed possibly due to a "
-        "network error or a remote process exiting prematurely.",
-    ),
-    # spot
-    (
-        "spot-interrupted-status",
-        Category.SPOT_INTERRUPTION,
-        "Interrupted - The job stopped because the managed spot training instances were interrupted.",
-    ),
-    ("max-wait-exceeded", Category.SPOT_INTERRUPTION, "MaxWaitTimeExceeded"),
-    # quota
-    (
-        "quota-p4d-service-quotas-wording",
-        Category.QUOTA,
-        "ResourceLimitExceeded: An error occurred (ResourceLimitExceeded) when calling the "
-        "CreateTrainingJob operation: The account-level service limit 'ml.p4d.24xlarge for training "
-        "job usage' is 0 Instances, with current utilization of 0 Instances and a request delta of 1 "
-        "Instances. Please use AWS Service Quotas to request an increase for this quota.",
-    ),
-    (
-        "quota-older-wording",
-        Category.QUOTA,
-        "The account-level service limit for training-job/ml.p2.xlarge is 0 Instances",
-    ),
-    (
-        "quota-spot-usage",
-        Category.QUOTA,
-        "The account-level service limit 'ml.g5.12xlarge for spot training job usage' is 0 Instances, "
-        "with current utilization of 0 Instances and a request delta of 2 Instances.",
-    ),
-    (
-        "quota-cut-mid-word",
-        Category.QUOTA,
-        "The account-level service limit 'Number of instances across all training jobs' is 4 "
-        "Instances, with current utilization of 4 Instan",
-    ),
-    # configuration and permissions
-    (
-        "s3-get-object-denied",
-        Category.CONFIG,
-        "ClientError: Data download failed:AccessDenied (403): User: "
-        "arn:aws:sts::111122223333:assumed-role/SageMakerRole/SageMaker is not authorized to perform: "
-        "s3:GetObject on resource: arn:aws:s3:::my-bucket/train/part-00000",
-    ),
-    # Mentions MaxWaitTime, but it is a rejected request, not a spot stop.
-    (
-        "validation-max-wait",
-        Category.CONFIG,
-        "ClientError: An error occurred (ValidationException) when calling the CreateTrainingJob "
-        "operation: Invalid MaxWaitTimeInSeconds. It must be present and be greater than or equal to "
-        "MaxRuntimeInSeconds",
-    ),
-    (
-        "validation-enum",
-        Category.CONFIG,
-        "ValidationException: 1 validation error detected: Value 'ml.p5.48xlarge' at "
-        "'resourceConfig.instanceType' failed to satisfy constraint",
-    ),
-    ("no-space-left", Category.CONFIG, "OSError: [Errno 28] No space left on device"),
-    # EDQUOT is a disk quota, not a service quota.
-    (
-        "disk-quota-exceeded",
-        Category.CONFIG,
-        "OSError: [Errno 122] Disk quota exceeded: '/opt/ml/checkpoints/step_1200'",
-    ),
-    (
-        "region-p5",
-        Category.CONFIG,
-        "The requested resource training-job/ml.p5.48xlarge is not available in this region",
-    ),
-    (
-        "no-nvidia-driver",
-        Category.CONFIG,
-        "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU "
-        "and installed a driver",
-    ),
-    (
-        "no-route-to-endpoint",
-        Category.CONFIG,
-        "botocore.exceptions.EndpointConnectionError: Could not connect to the endpoint URL: "
-        '"https://sts.us-east-1.amazonaws.com/"',
-    ),
-    (
-        "ofi-register-memory-enomem",
-        Category.CONFIG,
-        "NCCL WARN NET/OFI Unable to register memory (type = 2) for device 0. RC: -12, Error: Cannot allocate memory",
-    ),
-    (
-        "data-download-insufficient-permissions",
-        Category.CONFIG,
-        "ClientError: Data download failed:Insufficient permissions to access s3://my-bucket/train/",
-    ),
-    (
-        "subnet-out-of-ip-addresses",
-        Category.CONFIG,
-        "ClientError: The subnet subnet-0abc does not have enough free IP addresses to launch the instances",
-    ),
-    (
-        "cannot-pull-container",
-        Category.CONFIG,
-        "CannotPullContainerError: ref pull has been retried 5 time(s): failed to resolve reference",
-    ),
-    # out of memory
-    ("bare-killed-line", Category.OOM, "Killed"),
-    ("bash-killed", Category.OOM, "bash: line 1:    47 Killed                  python train.py --epochs 10"),
-    (
-        "exit-code-137",
-        Category.OOM,
-        'AlgorithmError: ExecuteUserScriptError:\nExitCode 137\nErrorMessage ""\nCommand '
-        '"/opt/conda/bin/python3.10 train.py", exit code: 137',
-    ),
-    (
-        "tensorflow-oom",
-        Category.OOM,
-        "ResourceExhaustedError: OOM when allocating tensor with shape[32,1024,1024] and type float on "
-        "/job:localhost/replica:0/task:0/device:GPU:0",
-    ),
-    ("cuda-error-out-of-memory", Category.OOM, "RuntimeError: CUDA error: out of memory"),
-    ("artifact-upload-out-of-memory", Category.OOM, "ClientError: Artifact upload failed:ClientError: Out of Memory"),
-    ("enomem-outside-efa", Category.OOM, "OSError: [Errno 12] Cannot allocate memory"),
-    (
-        "dataloader-worker-killed",
-        Category.OOM,
-        "RuntimeError: DataLoader worker (pid 1234) is killed by signal: Killed.",
-    ),
-    (
-        "oom-wins-over-cudnn",
-        Category.OOM,
-        "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB\nRuntimeError: cuDNN error: "
-        "CUDNN_STATUS_INTERNAL_ERROR",
-    ),
-    # user code
-    # An illegal memory access (cudaErrorIllegalAddress) is almost always an out-of-bounds index or a
-    # kernel bug; a failing GPU reports an Xid or ECC error of its own. Notify: never loop on a bug.
-    (
-        "cuda-illegal-memory-access",
-        Category.USER_CODE,
-        "RuntimeError: CUDA error: an illegal memory access was encountered\nCUDA kernel errors might "
-        "be asynchronously reported at some other API call",
-    ),
-    (
-        "illegal-access-inside-nccl",
-        Category.USER_CODE,
-        "ncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\nCuda failure 'an illegal "
-        "memory access was encountered'",
-    ),
-    ("device-side-assert", Category.USER_CODE, "RuntimeError: CUDA error: device-side assert triggered"),
-    (
-        "name-error-in-wrapper",
-        Category.USER_CODE,
-        "AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage \"NameError: name 'modle' is not defined\"",
-    ),
-    (
-        "nccl-invalid-usage",
-        Category.USER_CODE,
-        "torch.distributed.DistBackendError: NCCL error in: "
-        "../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, invalid usage (run with NCCL_DEBUG=WARN for "
-        "details), NCCL version 2.18.1\nncclInvalidUsage: This usually reflects invalid usage of NCCL "
-        "library.",
-    ),
-    (
-        "value-error-in-wrapper",
-        Category.USER_CODE,
-        'AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "ValueError: Expected input '
-        'batch_size (32) to match target batch_size (16)."',
-    ),
-    (
-        "retry-words-in-a-bug",
-        Category.USER_CODE,
-        'AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "RuntimeError: loading '
-        'failed, please retry"',
-    ),
-    # data
-    (
-        "no-such-key",
-        Category.DATA,
-        "ClientError: Data download failed:NoSuchKey (404): The specified key does not exist.",
-    ),
-    (
-        "pandas-parser-error",
-        Category.DATA,
-        "pandas.errors.ParserError: Error tokenizing data. C error: Expected 5 fields in line 3, saw 7",
-    ),
-    (
-        "missing-channel-file",
-        Category.DATA,
-        "FileNotFoundError: [Errno 2] No such file or directory: '/opt/ml/input/data/train/train.csv'",
-    ),
-    (
-        "unicode-decode",
-        Category.DATA,
-        "UnicodeDecodeError: 'utf-8' codec can't decode byte 0x89 in position 0: invalid start byte",
-    ),
-    # unknown: a person should look
-    # EFA's own "internal error" is not SageMaker's: without a cause we do not relaunch.
-    (
-        "efa-internal-error-without-cause",
-        Category.UNKNOWN,
-        "Libfabric EFA provider has encountered an internal error:\n\nEFA internal error: (4112) "
-        "Failure to post internal receive buffers\n\nYour application will now abort().",
-    ),
-    ("client-error-prefix-alone", Category.UNKNOWN, "ClientError: "),
-    ("artifact-upload-wrapper-alone", Category.UNKNOWN, "ClientError: Artifact upload failed:"),
-    (
-        "stop-refused-completed",
-        Category.UNKNOWN,
-        "An error occurred (ValidationException) when calling the StopTrainingJob operation: The "
-        "request was rejected because the training job is in status Completed.",
-    ),
-    ("training-job-failed", Category.UNKNOWN, "Training job failed"),
-]
+MODELLED = json.loads((FAILURE_REASONS.parent / "failure_reasons_modelled.json").read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize(
-    ("category", "text"), [case[1:] for case in OTHER_TEXTS], ids=[case[0] for case in OTHER_TEXTS]
+    ("category", "text"),
+    [(FIXTURE_CATEGORY[case["category"]], case["text"]) for case in MODELLED],
+    ids=[case["id"] for case in MODELLED],
 )
 def test_texts_outside_the_fixture(category: Category, text: str) -> None:
     result = classify_failure_reason(text)
@@ -471,26 +150,16 @@ def test_a_cause_at_the_end_of_a_long_log_is_found() -> None:
     assert classify_failure_reason(log).category == Category.OOM
 
 
+# The failure reasons of the job ends below.
+INTERNAL_ERROR = "InternalServerError: We encountered an internal error."
+MORE_MEMORY = "ClientError: Please use an instance type with more memory"
+NO_CAPACITY = "CapacityError: Unable to provision requested ML compute capacity."
 JOB_ENDS: list[tuple[str, str, str, str, Category, Decision]] = [
     ("completed", "Completed", "Completed", "", Category.COMPLETED, Decision.IGNORE),
     ("in-progress", "InProgress", "Training", "", Category.IN_PROGRESS, Decision.IGNORE),
     ("stopping", "Stopping", "Stopping", "", Category.IN_PROGRESS, Decision.IGNORE),
-    (
-        "failed-internal",
-        "Failed",
-        "Failed",
-        "InternalServerError: We encountered an internal error.",
-        Category.INTERNAL,
-        Decision.RETRY,
-    ),
-    (
-        "failed-oom",
-        "Failed",
-        "Failed",
-        "ClientError: Please use an instance type with more memory",
-        Category.OOM,
-        Decision.NOTIFY,
-    ),
+    ("failed-internal", "Failed", "Failed", INTERNAL_ERROR, Category.INTERNAL, Decision.RETRY),
+    ("failed-oom", "Failed", "Failed", MORE_MEMORY, Category.OOM, Decision.NOTIFY),
     ("failed-without-reason", "Failed", "Failed", "", Category.UNKNOWN, Decision.NOTIFY),
     ("max-runtime", "Stopped", "MaxRuntimeExceeded", "", Category.MAX_RUNTIME, Decision.NOTIFY),
     ("max-wait", "Stopped", "MaxWaitTimeExceeded", "", Category.SPOT_INTERRUPTION, Decision.RETRY),
@@ -499,14 +168,7 @@ JOB_ENDS: list[tuple[str, str, str, str, Category, Decision]] = [
     ("spot-interrupted", "Stopped", "Interrupted", "", Category.SPOT_INTERRUPTION, Decision.RETRY),
     ("stopped-on-purpose", "Stopped", "Stopped", "", Category.STOPPED, Decision.IGNORE),
     ("stopped-no-secondary", "Stopped", "", "", Category.STOPPED, Decision.IGNORE),
-    (
-        "status-case-and-spaces",
-        " failed ",
-        "",
-        "CapacityError: Unable to provision requested ML compute capacity.",
-        Category.CAPACITY,
-        Decision.RETRY,
-    ),
+    ("status-case-and-spaces", " failed ", "", NO_CAPACITY, Category.CAPACITY, Decision.RETRY),
     ("unknown-status", "Deleting", "", "", Category.UNKNOWN, Decision.NOTIFY),
     ("empty-status", "", "", "", Category.UNKNOWN, Decision.NOTIFY),
 ]

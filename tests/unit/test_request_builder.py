@@ -53,32 +53,32 @@ def fill(shape: Shape, depth: int = 0) -> Any:
     }[shape.type_name]
 
 
-@pytest.mark.parametrize("sample", DESCRIBE_SAMPLES)
-def test_shared_describe_samples_become_valid_requests(sample: str) -> None:
-    description = load_fixture(f"describe_training_job/{sample}")
+def valid_relaunch_request(description: dict[str, Any], attempt: int) -> dict[str, Any]:
+    """The request for that attempt's relaunch of the described job, checked valid for CreateTrainingJob."""
     built = build_relaunch_request(
         description,
         create_training_job_shape(),
-        new_job_name=retry_job_name(description["TrainingJobName"], 1),
+        new_job_name=retry_job_name(description["TrainingJobName"], attempt),
         tags={"trainguard:enabled": "true"},
     )
     assert_valid_create_request(built.request)
-    assert built.request["RoleArn"] == description["RoleArn"]
+    return built.request
+
+
+@pytest.mark.parametrize("sample", DESCRIBE_SAMPLES)
+def test_shared_describe_samples_become_valid_requests(sample: str) -> None:
+    description = load_fixture(f"describe_training_job/{sample}")
+    request = valid_relaunch_request(description, 1)
+    assert request["RoleArn"] == description["RoleArn"]
     for field in ("CheckpointConfig", "HyperParameters", "ResourceConfig", "StoppingCondition"):
         if description.get(field):
-            assert built.request[field] == {k: v for k, v in description[field].items() if v is not None}
+            assert request[field] == {k: v for k, v in description[field].items() if v is not None}
 
 
 def test_a_response_with_every_field_of_the_output_shape_filled() -> None:
     description = fill(DESCRIBE_OUTPUT)
     description["TrainingJobName"] = "n" * 63
-    built = build_relaunch_request(
-        description,
-        create_training_job_shape(),
-        new_job_name=retry_job_name(description["TrainingJobName"], 3),
-        tags={"trainguard:enabled": "true"},
-    )
-    assert_valid_create_request(built.request)
+    request = valid_relaunch_request(description, 3)
     # Everything both shapes share carries over, except the losing side of an exclusive pair (the fill sets
     # InstancePreferences, which excludes spot: test_create_request_rules.py); nothing output-only does.
     shared = (set(DESCRIBE_OUTPUT.members) & set(CREATE_INPUT.members)) - {
@@ -86,9 +86,9 @@ def test_a_response_with_every_field_of_the_output_shape_filled() -> None:
         "Tags",
         "EnableManagedSpotTraining",
     }
-    assert shared <= set(built.request)
-    assert set(built.request) <= set(CREATE_INPUT.members)
-    assert "TrainingJobArn" not in built.request and "FailureReason" not in built.request
+    assert shared <= set(request)
+    assert set(request) <= set(CREATE_INPUT.members)
+    assert "TrainingJobArn" not in request and "FailureReason" not in request
 
 
 def test_checkpoint_config_is_kept_exactly() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -140,14 +141,33 @@ def test_a_verified_stall_is_stopped_once_recorded_and_told() -> None:
     assert "algo-1 800" in message.body and "newest checkpoint" in message.body
 
 
-def test_the_stopped_job_is_relaunched_from_its_checkpoint() -> None:
+def silent_for_40_minutes() -> FakePorts:
+    """An opted-in job in training whose newest log line is 40 minutes old: past the stall threshold."""
     ports = fake_ports()
     training(ports)
     ports.job_logs.newest = NOW - timedelta(minutes=40)
-    handle_stall_alarm(ports, alarm())
+    return ports
+
+
+def instead_of_stop(
+    monkeypatch: pytest.MonkeyPatch, ports: FakePorts, stand_in: Callable[[Callable[[str], bool], str], bool]
+) -> None:
+    """StopTrainingJob as `stand_in` does it, given the fake's own stop and the job's name."""
+    stop = ports.jobs.stop
+    monkeypatch.setattr(ports.jobs, "stop", lambda name: stand_in(stop, name))
+
+
+def assert_relaunched_as_stalled_when_stopped(ports: FakePorts) -> None:
+    """The job's Stopped event comes: the job-end workflow relaunches it, as a stall."""
     ports.jobs.add(described_job(status="Stopped", secondary="Stopped"), OPTED_IN)
     outcome = handle_job_end(ports, "llama-pretrain")
     assert outcome.kind is OutcomeKind.RELAUNCHED and outcome.category == "stall"
+
+
+def test_the_stopped_job_is_relaunched_from_its_checkpoint() -> None:
+    ports = silent_for_40_minutes()
+    handle_stall_alarm(ports, alarm())
+    assert_relaunched_as_stalled_when_stopped(ports)
     assert ports.jobs.created[0]["CheckpointConfig"]["S3Uri"] == "s3://ckpt-bucket/llama-pretrain/"
 
 
@@ -159,21 +179,16 @@ def test_a_process_that_dies_right_after_the_stop_still_gets_the_job_relaunched(
     # Found by the chaos suite (local/trainguard_local/chaos, seed 4, 100 jobs): the stall was recorded after
     # StopTrainingJob, so a process that died between the two left a stopped job without a stall record; its
     # Stopped event then read as a person's stop, and the stalled job was never relaunched.
-    ports = fake_ports()
-    training(ports)
-    ports.job_logs.newest = NOW - timedelta(minutes=40)
-    stop = ports.jobs.stop
+    ports = silent_for_40_minutes()
 
-    def stop_then_die(name: str) -> bool:
+    def stop_then_die(stop: Callable[[str], bool], name: str) -> bool:
         stop(name)
         raise ProcessDied
 
-    monkeypatch.setattr(ports.jobs, "stop", stop_then_die)
+    instead_of_stop(monkeypatch, ports, stop_then_die)
     with pytest.raises(ProcessDied):
         handle_stall_alarm(ports, alarm())
-    ports.jobs.add(described_job(status="Stopped", secondary="Stopped"), OPTED_IN)
-    outcome = handle_job_end(ports, "llama-pretrain")
-    assert outcome.kind is OutcomeKind.RELAUNCHED and outcome.category == "stall"
+    assert_relaunched_as_stalled_when_stopped(ports)
 
 
 def test_a_stop_whose_answer_was_lost_is_told_as_the_stop_it_was(monkeypatch: Any) -> None:
@@ -181,35 +196,27 @@ def test_a_stop_whose_answer_was_lost_is_told_as_the_stop_it_was(monkeypatch: An
     # StopTrainingJob found the job Stopping (ValidationException "...in status Stopping"), read as "no longer
     # InProgress", and the message said trainguard did nothing. The stall record written before the call says
     # the stop was trainguard's, as the relaunch that follows reads it.
-    ports = fake_ports()
-    training(ports)
-    ports.job_logs.newest = NOW - timedelta(minutes=40)
-    stop = ports.jobs.stop
+    ports = silent_for_40_minutes()
 
-    def answer_lost(name: str) -> bool:
+    def answer_lost(stop: Callable[[str], bool], name: str) -> bool:
         stop(name)  # SageMaker acts; its answer never arrives
         return stop(name)  # the retried call finds the job Stopping
 
-    monkeypatch.setattr(ports.jobs, "stop", answer_lost)
+    instead_of_stop(monkeypatch, ports, answer_lost)
     assert handle_stall_alarm(ports, alarm()).kind is OutcomeKind.STALL_STOPPED
     [message] = ports.notifier.sent
     assert "Stopped it (StopTrainingJob)" in message.body and "already left InProgress" not in message.body
-    ports.jobs.add(described_job(status="Stopped", secondary="Stopped"), OPTED_IN)
-    relaunch = handle_job_end(ports, "llama-pretrain")
-    assert relaunch.kind is OutcomeKind.RELAUNCHED and relaunch.category == "stall"
+    assert_relaunched_as_stalled_when_stopped(ports)
 
 
 def test_a_job_that_failed_on_its_own_just_before_the_stop_is_told_so(monkeypatch: Any) -> None:
-    ports = fake_ports()
-    training(ports)
-    ports.job_logs.newest = NOW - timedelta(minutes=40)
-    stop = ports.jobs.stop
+    ports = silent_for_40_minutes()
 
-    def failed_first(name: str) -> bool:
+    def failed_first(stop: Callable[[str], bool], name: str) -> bool:
         ports.jobs.add(described_job(status="Failed"), OPTED_IN)  # it failed between the describe and the stop
         return stop(name)
 
-    monkeypatch.setattr(ports.jobs, "stop", failed_first)
+    instead_of_stop(monkeypatch, ports, failed_first)
     handle_stall_alarm(ports, alarm())
     [message] = ports.notifier.sent
     assert "Nothing: the job had already left InProgress" in message.body and "Stopped it" not in message.body

@@ -9,11 +9,12 @@ import pytest
 from tests.fakes import described_job
 from trainguard.domain.instance_types import gpus_per_host
 from trainguard.domain.model import TrainingJob
-from trainguard.domain.policy import PolicyDefaults, TagKeys, read_job_policy
+from trainguard.domain.policy import JobPolicy, PolicyDefaults, TagKeys, read_job_policy
 from trainguard.domain.stalls import (
     StallEvidence,
     StallSignal,
     StallThresholds,
+    StallVerdict,
     alarm_name,
     grace_reason,
     judge_stall,
@@ -44,6 +45,14 @@ def evidence(log_age: timedelta | None, gpu: float = 0.0, hosts: int = 4, gpus: 
         gpu_by_host={f"llama-pretrain/algo-{n}": gpu for n in range(1, hosts + 1)},
         gpus_per_host=gpus,
     )
+
+
+def judged(
+    signal: StallSignal, seen: StallEvidence, job: TrainingJob | None = None, policy: JobPolicy = OPTED_IN
+) -> StallVerdict:
+    """The verdict, now and under the default thresholds, on the job (by default an opted-in one three hours
+    into training) given what was seen of it."""
+    return judge_stall(signal, running_job(timedelta(hours=3)) if job is None else job, policy, DEFAULTS, seen, NOW)
 
 
 def test_thresholds_come_from_tags_and_bad_values_fall_back() -> None:
@@ -149,76 +158,46 @@ def test_a_spot_restart_starts_the_grace_again() -> None:
 
 
 def test_log_silence_past_the_threshold_is_a_stall() -> None:
-    verdict = judge_stall(
-        StallSignal.LOG_SILENCE,
-        running_job(timedelta(hours=3)),
-        OPTED_IN,
-        DEFAULTS,
-        evidence(timedelta(minutes=31), gpu=800),
-        NOW,
-    )
+    verdict = judged(StallSignal.LOG_SILENCE, evidence(timedelta(minutes=31), gpu=800))
     assert verdict.stalled and verdict.act and "no new log line for 31 min" in verdict.reason
 
 
 def test_a_job_that_logged_recently_is_not_stalled() -> None:
-    verdict = judge_stall(
-        StallSignal.LOG_SILENCE,
-        running_job(timedelta(hours=3)),
-        OPTED_IN,
-        DEFAULTS,
-        evidence(timedelta(minutes=29)),
-        NOW,
-    )
+    verdict = judged(StallSignal.LOG_SILENCE, evidence(timedelta(minutes=29)))
     assert not verdict.stalled and "logged 29 min ago" in verdict.reason
 
 
 def test_a_hung_collective_at_full_gpu_is_caught_by_silence_not_by_idle_gpu() -> None:
     job = running_job(timedelta(hours=3))
     busy = evidence(timedelta(minutes=40), gpu=800)
-    assert not judge_stall(StallSignal.IDLE_GPU, job, OPTED_IN, DEFAULTS, busy, NOW).stalled
-    assert judge_stall(StallSignal.LOG_SILENCE, job, OPTED_IN, DEFAULTS, busy, NOW).stalled
+    assert not judged(StallSignal.IDLE_GPU, busy, job).stalled
+    assert judged(StallSignal.LOG_SILENCE, busy, job).stalled
 
 
 def test_idle_gpus_with_silent_logs_is_a_stall() -> None:
-    verdict = judge_stall(
-        StallSignal.IDLE_GPU,
-        running_job(timedelta(hours=3)),
-        OPTED_IN,
-        DEFAULTS,
-        evidence(timedelta(minutes=21), gpu=3),
-        NOW,
-    )
+    verdict = judged(StallSignal.IDLE_GPU, evidence(timedelta(minutes=21), gpu=3))
     assert verdict.stalled and "GPUs idle for 20 min" in verdict.reason
 
 
 def test_idle_gpus_while_the_job_logs_is_a_cpu_phase() -> None:
-    verdict = judge_stall(
-        StallSignal.IDLE_GPU,
-        running_job(timedelta(hours=3)),
-        OPTED_IN,
-        DEFAULTS,
-        evidence(timedelta(minutes=2), gpu=0),
-        NOW,
-    )
+    verdict = judged(StallSignal.IDLE_GPU, evidence(timedelta(minutes=2), gpu=0))
     assert not verdict.stalled and "CPU phase" in verdict.reason
 
 
 def test_idle_is_per_gpu_on_every_host() -> None:
     job = running_job(timedelta(hours=3))
     # 8 GPUs at 4% each = 32 of 800: idle at the default 5%; one busy host is enough to say not idle
-    assert judge_stall(StallSignal.IDLE_GPU, job, OPTED_IN, DEFAULTS, evidence(timedelta(hours=1), gpu=32), NOW).stalled
+    assert judged(StallSignal.IDLE_GPU, evidence(timedelta(hours=1), gpu=32), job).stalled
     mixed = evidence(timedelta(hours=1), gpu=0)
     mixed.gpu_by_host["llama-pretrain/algo-3"] = 400.0
-    assert not judge_stall(StallSignal.IDLE_GPU, job, OPTED_IN, DEFAULTS, mixed, NOW).stalled
+    assert not judged(StallSignal.IDLE_GPU, mixed, job).stalled
     unknown_type = evidence(timedelta(hours=1), gpu=32, gpus=None)
-    assert not judge_stall(StallSignal.IDLE_GPU, job, OPTED_IN, DEFAULTS, unknown_type, NOW).stalled
+    assert not judged(StallSignal.IDLE_GPU, unknown_type, job).stalled
 
 
 def test_no_gpu_figures_is_not_idle() -> None:
     no_figures = StallEvidence(NOW - timedelta(hours=1), "", {}, 8)
-    assert not judge_stall(
-        StallSignal.IDLE_GPU, running_job(timedelta(hours=3)), OPTED_IN, DEFAULTS, no_figures, NOW
-    ).stalled
+    assert not judged(StallSignal.IDLE_GPU, no_figures).stalled
 
 
 def test_a_job_that_never_logged_counts_silence_from_the_end_of_its_grace() -> None:
@@ -235,27 +214,21 @@ def test_a_job_that_never_logged_counts_silence_from_the_end_of_its_grace() -> N
 
 def test_a_slow_first_load_with_idle_gpus_gets_the_whole_idle_threshold_after_its_grace() -> None:
     job = running_job(timedelta(minutes=38))  # idle and silent since its start: 18 min past the grace
-    assert not judge_stall(StallSignal.IDLE_GPU, job, OPTED_IN, DEFAULTS, evidence(None, gpu=0), NOW).stalled
+    assert not judged(StallSignal.IDLE_GPU, evidence(None, gpu=0), job).stalled
     job = running_job(timedelta(minutes=41))
-    assert judge_stall(StallSignal.IDLE_GPU, job, OPTED_IN, DEFAULTS, evidence(None, gpu=0), NOW).stalled
+    assert judged(StallSignal.IDLE_GPU, evidence(None, gpu=0), job).stalled
 
 
 def test_a_dry_run_job_is_judged_but_not_acted_on() -> None:
-    verdict = judge_stall(
-        StallSignal.LOG_SILENCE, running_job(timedelta(hours=3)), DRY_RUN, DEFAULTS, evidence(timedelta(hours=1)), NOW
-    )
+    verdict = judged(StallSignal.LOG_SILENCE, evidence(timedelta(hours=1)), policy=DRY_RUN)
     assert verdict.stalled and not verdict.act and "dry run" in verdict.reason
 
 
 def test_a_job_that_is_not_opted_in_or_has_ended_is_left_alone() -> None:
     not_in = read_job_policy({}, PolicyDefaults(), KEYS)
-    assert not judge_stall(
-        StallSignal.LOG_SILENCE, running_job(timedelta(hours=3)), not_in, DEFAULTS, evidence(timedelta(hours=1)), NOW
-    ).stalled
+    assert not judged(StallSignal.LOG_SILENCE, evidence(timedelta(hours=1)), policy=not_in).stalled
     ended = job_from_description(described_job(), {"trainguard:enabled": "true"})
-    assert not judge_stall(
-        StallSignal.LOG_SILENCE, ended, OPTED_IN, DEFAULTS, evidence(timedelta(hours=1)), NOW
-    ).stalled
+    assert not judged(StallSignal.LOG_SILENCE, evidence(timedelta(hours=1)), ended).stalled
 
 
 @pytest.mark.parametrize(
