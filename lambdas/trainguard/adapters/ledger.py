@@ -107,24 +107,20 @@ class Ledger:
     @needs("dynamodb:UpdateItem")
     def take_retry_budget(self, now: datetime, limit: int) -> bool:
         """Count one relaunch against this hour's account-wide budget; False when it is spent."""
-        hour = now.strftime("%Y-%m-%dT%H")
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=item_key(_BUDGET_KEY, hour),
-                UpdateExpression="ADD used :one SET expires_at = :expires",
-                ConditionExpression="attribute_not_exists(used) OR used < :limit",
-                ExpressionAttributeValues={
-                    ":one": {"N": "1"},
-                    ":limit": {"N": str(limit)},
-                    ":expires": {"N": str(int((now + timedelta(days=2)).timestamp()))},
-                },
-            )
-            return True
-        except ClientError as err:
-            if err.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                return False
-            raise
+        if limit <= 0:  # the condition below lets the hour's first count through: a budget of none is none
+            return False
+        return conditional_update(
+            self._client,
+            TableName=self._table,
+            Key=item_key(_BUDGET_KEY, now.strftime("%Y-%m-%dT%H")),
+            UpdateExpression="ADD used :one SET expires_at = :expires",
+            ConditionExpression="attribute_not_exists(used) OR used < :limit",
+            ExpressionAttributeValues={
+                ":one": {"N": "1"},
+                ":limit": {"N": str(limit)},
+                ":expires": {"N": str(int((now + timedelta(days=2)).timestamp()))},
+            },
+        )
 
     @needs("dynamodb:PutItem")
     def record_lineage(self, root_job: str, attempt: int, job_name: str, retry_of: str, now: datetime) -> None:
@@ -162,6 +158,17 @@ def create_table_request(table_name: str) -> dict[str, Any]:
             {"AttributeName": SORT_KEY, "KeyType": "RANGE"},
         ],
     }
+
+
+def conditional_update(client: Any, **request: Any) -> bool:
+    """One UpdateItem under its ConditionExpression; False when the condition does not hold."""
+    try:
+        client.update_item(**request)
+    except ClientError as err:
+        if err.response["Error"]["Code"] == "ConditionalCheckFailedException":
+            return False
+        raise
+    return True
 
 
 def item_key(pk: str, sk: str) -> dict[str, dict[str, str]]:

@@ -13,9 +13,7 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from trainguard.adapters.ledger import RETENTION, TTL_ATTRIBUTE, item_key
+from trainguard.adapters.ledger import RETENTION, TTL_ATTRIBUTE, conditional_update, item_key
 from trainguard.adapters.permissions import needs
 from trainguard.domain.stalls import StallThresholds, WatchedJob
 
@@ -73,22 +71,17 @@ class StallLedger:
     def record_log_activity(self, job_name: str, newest: datetime, last_line: str) -> bool:
         """Keep the newest log event of a watched job. False when the job is not watched or the
         event is not newer than the one recorded (deliveries may come late or twice)."""
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=item_key(_WATCH, job_name),
-                UpdateExpression="SET last_log_ms = :ms, last_log_line = :line",
-                ConditionExpression="attribute_exists(pk) AND (attribute_not_exists(last_log_ms) OR last_log_ms < :ms)",
-                ExpressionAttributeValues={
-                    ":ms": {"N": str(int(newest.timestamp() * 1000))},
-                    ":line": {"S": last_line},
-                },
-            )
-        except ClientError as err:
-            if err.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
+        return conditional_update(
+            self._client,
+            TableName=self._table,
+            Key=item_key(_WATCH, job_name),
+            UpdateExpression="SET last_log_ms = :ms, last_log_line = :line",
+            ConditionExpression="attribute_exists(pk) AND (attribute_not_exists(last_log_ms) OR last_log_ms < :ms)",
+            ExpressionAttributeValues={
+                ":ms": {"N": str(int(newest.timestamp() * 1000))},
+                ":line": {"S": last_line},
+            },
+        )
 
     @needs("dynamodb:PutItem")
     def record_stall(self, job_name: str, evidence: dict[str, Any], now: datetime) -> None:

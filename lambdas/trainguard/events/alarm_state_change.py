@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from trainguard.events.times import parse_aws_time
-from trainguard.events.training_job import MalformedInput
+from trainguard.events.training_job import MalformedInput, event_detail
 
 SOURCE = "aws.cloudwatch"
 DETAIL_TYPE = "CloudWatch Alarm State Change"
@@ -30,15 +29,7 @@ class AlarmStateChange:
 
 
 def parse_alarm_state_change(event: object) -> AlarmStateChange:
-    if not isinstance(event, Mapping):
-        raise MalformedInput(f"the event must be a JSON object, not {type(event).__name__}")
-    if event.get("source") != SOURCE or event.get("detail-type") != DETAIL_TYPE:
-        raise MalformedInput(
-            f"not an alarm state change: source={event.get('source')!r}, detail-type={event.get('detail-type')!r}"
-        )
-    detail: Any = event.get("detail")
-    if not isinstance(detail, Mapping):
-        raise MalformedInput("the event has no detail object")
+    event, detail = event_detail(event, SOURCE, DETAIL_TYPE, "an alarm state change")
     name = detail.get("alarmName")
     state = detail.get("state")
     if not isinstance(name, str) or not name:

@@ -18,7 +18,7 @@ from typing import Any
 
 from trainguard.domain.policy import parse_tag_list
 from trainguard.events.times import parse_aws_time
-from trainguard.events.training_job import MalformedInput
+from trainguard.events.training_job import MalformedInput, event_detail
 
 SOURCE = "aws.sagemaker"
 DETAIL_TYPE = "AWS API Call via CloudTrail"
@@ -43,16 +43,7 @@ class FailedLaunch:
 def parse_failed_launch(event: object) -> FailedLaunch:
     """Read one event. Raises `MalformedInput` with a clear message when it is not the record of a
     failed CreateTrainingJob call."""
-    if not isinstance(event, Mapping):
-        raise MalformedInput(f"the event must be a JSON object, not {type(event).__name__}")
-    if event.get("source") != SOURCE or event.get("detail-type") != DETAIL_TYPE:
-        raise MalformedInput(
-            f"not a SageMaker API call via CloudTrail: source={event.get('source')!r}, "
-            f"detail-type={event.get('detail-type')!r}"
-        )
-    detail: Any = event.get("detail")
-    if not isinstance(detail, Mapping):
-        raise MalformedInput("the event has no detail object (the CloudTrail record)")
+    event, detail = event_detail(event, SOURCE, DETAIL_TYPE, "a SageMaker API call via CloudTrail")
     if detail.get("eventSource") != EVENT_SOURCE or detail.get("eventName") != EVENT_NAME:
         raise MalformedInput(
             f"not a {EVENT_NAME} call: eventSource={detail.get('eventSource')!r}, eventName={detail.get('eventName')!r}"

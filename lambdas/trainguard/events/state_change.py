@@ -7,12 +7,10 @@ acting. Tags may come as a {key: value} map or a [{Key, Value}] list (docs/aws-f
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from trainguard.domain.model import TrainingJob
-from trainguard.events.training_job import MalformedInput, job_from_description
+from trainguard.events.training_job import event_detail, job_from_description
 
 SOURCE = "aws.sagemaker"
 DETAIL_TYPE = "SageMaker Training Job State Change"
@@ -28,15 +26,7 @@ class TrainingJobStateChange:
 
 def parse_state_change(event: object) -> TrainingJobStateChange:
     """Read one event. Raises `MalformedInput` with a clear message when it is not one we can read."""
-    if not isinstance(event, Mapping):
-        raise MalformedInput(f"the event must be a JSON object, not {type(event).__name__}")
-    if event.get("source") != SOURCE or event.get("detail-type") != DETAIL_TYPE:
-        raise MalformedInput(
-            f"not a training job state change: source={event.get('source')!r}, detail-type={event.get('detail-type')!r}"
-        )
-    detail: Any = event.get("detail")
-    if not isinstance(detail, Mapping):
-        raise MalformedInput("the event has no detail object")
+    event, detail = event_detail(event, SOURCE, DETAIL_TYPE, "a training job state change")
     job = job_from_description(detail, detail.get("Tags"))
     return TrainingJobStateChange(
         event_id=str(event.get("id", "")),

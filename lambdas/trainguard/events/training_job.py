@@ -18,6 +18,20 @@ class MalformedInput(ValueError):
     """The input is not a training job description or event we can read; the message says what is wrong."""
 
 
+def event_detail(
+    event: object, source: str, detail_type: str, what: str
+) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """An EventBridge event from `source` of `detail_type`, and its `detail` (`what` names it in the error)."""
+    if not isinstance(event, Mapping):
+        raise MalformedInput(f"the event must be a JSON object, not {type(event).__name__}")
+    if event.get("source") != source or event.get("detail-type") != detail_type:
+        raise MalformedInput(f"not {what}: source={event.get('source')!r}, detail-type={event.get('detail-type')!r}")
+    detail: Any = event.get("detail")
+    if not isinstance(detail, Mapping):
+        raise MalformedInput(f"the event has no detail object ({what})")
+    return event, detail
+
+
 def job_from_description(description: Mapping[str, Any], tags: object = None) -> TrainingJob:
     """A `TrainingJob` from a DescribeTrainingJob response (boto3's, or the AWS CLI's JSON) and its tags."""
     if not isinstance(description, Mapping):

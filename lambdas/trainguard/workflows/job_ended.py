@@ -24,8 +24,6 @@ def handle_job_end(ports: JobEventsPorts, job_name: str) -> Outcome:
     if isinstance(facts, Outcome):
         return facts
     job, assessment = facts.job, facts.assessment
-    if not assessment.opted_in:
-        return skipped(job.name, assessment.reason)
     if not job.is_terminal:
         return skipped(job.name, f"the job is {job.status} now; the event was an old or early one")
     if assessment.decision is Decision.IGNORE:
@@ -49,14 +47,18 @@ def handle_job_end(ports: JobEventsPorts, job_name: str) -> Outcome:
 
 
 def reassess(ports: EndedJobPorts, job_name: str) -> EndedJob | Outcome:
-    """The job as it is now (the event was only a hint), its policy, and what its end calls for."""
+    """The job as it is now (the event was only a hint), its policy, and what its end calls for; or the
+    skip that says why it is not trainguard's to act on (gone, or not opted in)."""
     job = fresh(ports.jobs.describe(job_name))
     if job is None:
         return skipped(job_name, "the job no longer exists (DescribeTrainingJob: not found)")
     policy = read_job_policy(job.tags, ports.config.policy_defaults, ports.keys)
     stall = ports.stall_ledger.stall_record(job.name) if job.status == "Stopped" else None
     stall_reason = str(stall.get("reason", "stalled")) if stall else ""
-    return EndedJob(job, policy, assess_job_end(job, policy, stall_reason))
+    assessment = assess_job_end(job, policy, stall_reason)
+    if not assessment.opted_in:
+        return skipped(job.name, assessment.reason)
+    return EndedJob(job, policy, assessment)
 
 
 def already_handled(assessment: Assessment, step: Step) -> Outcome:

@@ -16,9 +16,9 @@ STEP = "relaunch"
 def handle_scheduled_relaunch(ports: EndedJobPorts, failed_job_name: str) -> Outcome:
     facts = reassess(ports, failed_job_name)
     if isinstance(facts, Outcome):
-        return facts
+        return facts  # gone, or no longer opted in
     job, assessment = facts.job, facts.assessment
-    if not assessment.opted_in or assessment.decision is not Decision.RETRY:
+    if assessment.decision is not Decision.RETRY:
         return skipped(job.name, f"the relaunch is no longer wanted: {assessment.reason}")
 
     now = ports.clock()

@@ -107,15 +107,8 @@ class TrainguardStrategy:
             )
             lives = {
                 job.name: JobLife(
-                    job,
-                    trace.fault_of(job.name),
-                    person_rng(trace.seed, job.name),
-                    world,
-                    kernel,
-                    ticker,
-                    checks,
-                    settings,
-                )
+                    job, person_rng(trace.seed, job.name), world, kernel, ticker, checks, settings
+                ).with_fault(trace.fault_of(job.name))
                 for job in trace.jobs
             }
             world.on_guard_call = lambda call: _route(lives, call)

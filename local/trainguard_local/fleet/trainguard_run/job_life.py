@@ -32,7 +32,6 @@ How each fault reaches trainguard:
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Generator
 from typing import Any
 
@@ -40,13 +39,12 @@ from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard_local.fleet.anchors import CAPACITY_REFUSAL_MINUTES
 from trainguard_local.fleet.catalogue import FAILURE_TEXTS, QUOTA_WALL_FIRST_FAILURE
 from trainguard_local.fleet.model import State, newest_checkpoint
-from trainguard_local.fleet.trace import HANG_KINDS, Fault, FaultKind, JobSpec
+from trainguard_local.fleet.trace import HANG_KINDS, Fault, FaultKind
 from trainguard_local.fleet.trainguard_run.endings import after_end, hang_left_to_the_person
 from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD
-from trainguard_local.fleet.trainguard_run.kernel import Kernel, Park, QuotaChecks, Sleep, StallWindow, StopNews, Ticker
-from trainguard_local.fleet.trainguard_run.life_state import Life, LifeSettings, LifeState
+from trainguard_local.fleet.trainguard_run.kernel import Park, Sleep, StallWindow, StopNews
+from trainguard_local.fleet.trainguard_run.life_state import Life, LifeState
 from trainguard_local.fleet.trainguard_run.stall_windows import LEAD_MINUTES, WINDOW_KINDS, open_stall_window
-from trainguard_local.fleet.trainguard_run.world import FleetWorld
 from trainguard_local.stand_in.sagemaker_control_plane import InvalidTransition
 
 _MAX_LAUNCHES = 100
@@ -65,23 +63,14 @@ CAPACITY_TEXT = FAILURE_TEXTS["capacity_error"][1][0]
 
 
 class JobLife(LifeState):
-    def __init__(
-        self,
-        job: JobSpec,
-        fault: Fault | None,
-        rng: random.Random,
-        world: FleetWorld,
-        kernel: Kernel,
-        ticker: Ticker,
-        quota_checks: QuotaChecks,
-        settings: LifeSettings,
-    ) -> None:
-        super().__init__(job, rng, world, kernel, ticker, quota_checks, settings)
+    def with_fault(self, fault: Fault | None) -> JobLife:
+        """This life with its trace's fault (a capacity error refuses launches; any other strikes once)."""
         capacity = fault is not None and fault.kind is FaultKind.CAPACITY_ERROR
         self.capacity_refusals = self.capacity_refusals_in_fault = fault.repeats + 1 if fault and capacity else 0
         self.capacity_fault = fault if capacity else None
         self.fault = None if capacity else fault  # pending until it strikes
         self.process = self.run()
+        return self
 
     # ---- the lineage ------------------------------------------------------------------------------
 

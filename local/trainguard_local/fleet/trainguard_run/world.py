@@ -4,9 +4,9 @@
   EventBridge Scheduler: no HTTP, no server thread.
 - The simulated SageMaker and Service Quotas (`trainguard_local`), reached by ordinary boto3 clients
   without HTTP (in_process_clients.py).
-- Two sets of clients. trainguard's own (`guard`), built into each function's ports (`PortSet`) the way the Lambda wiring
-  builds them, with every call counted (usage.py: by operation and handler, in the units AWS bills); and the
-  world's (`world`): users and persons launching jobs, SageMaker writing logs and GPU metrics, S3
+- Two sets of clients. trainguard's own (`guard`), built into each function's ports (`PortSet`) the way
+  the Lambda wiring builds them, with every call counted (usage.py: by operation and handler, in the units
+  AWS bills); and the world's (`world`): users and persons launching jobs, SageMaker writing logs and GPU metrics, S3
   receiving checkpoints, CloudWatch evaluating alarms, the scheduler deleting a schedule that fired
   (trace_side.py, on stand_in/fleet_side.py). Only the first set is trainguard's cost.
 - The state-change events the plane emits are kept in an outbox and handed to `job_events.handle`
