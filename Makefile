@@ -9,7 +9,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 export AWS_EC2_METADATA_DISABLED := true
 PYTEST_WORKERS ?= 2
 
-.PHONY: help setup test test-quick lint docs synth deploy-local demo sandbox bench chaos clean
+.PHONY: module-map help setup test test-quick lint docs synth deploy-local demo sandbox bench chaos clean
 
 help:
 	@echo "make setup       create .venv and node_modules (idempotent)"
@@ -50,8 +50,13 @@ lint: setup
 # MkDocs in strict mode (mkdocs.yml): a broken link or anchor, or a page left out of the nav, fails the build.
 # Not --quiet: it hides the warnings from strict mode too, and the build then passes whatever they say.
 docs: setup
+	$(PY) -m trainguard_local.commands.module_map
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 	@echo "site: site/index.html"
+
+# The architecture page's map of every module, from the modules' docstrings (make docs checks it).
+module-map: setup
+	$(PY) -m trainguard_local.commands.module_map --write
 
 synth: setup
 	rm -rf cdk.out

@@ -101,3 +101,26 @@ def test_make_docs_builds_strict_without_quiet_and_ci_runs_it() -> None:
     assert "mkdocs build --strict" in recipe
     assert "--quiet" not in recipe and " -q" not in recipe
     assert "make docs" in (REPOSITORY / ".ci" / "run").read_text().splitlines()
+
+
+def test_the_architecture_page_maps_every_module_of_the_tree() -> None:
+    from trainguard_local.commands.module_map import problems
+
+    assert problems() == []
+
+
+def test_a_module_without_a_place_in_the_map_fails_the_check(tmp_path: Path) -> None:
+    from trainguard_local.commands.module_map import END, PACKAGES, START, problems, write
+
+    for package in PACKAGES:
+        (tmp_path / package).mkdir(parents=True)
+        (tmp_path / package / "__init__.py").write_text('"""A package."""\n')
+        (tmp_path / package / "one.py").write_text('"""One module. More after."""\n')
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "architecture.md").write_text(f"# Architecture\n\n{START}\n{END}\n")
+    write(tmp_path)
+    assert problems(tmp_path) == []
+    assert "| `infra/one.py` | One module. |" in (tmp_path / "docs" / "architecture.md").read_text()
+    (tmp_path / "infra" / "two.py").write_text('"""Two."""\n')
+    (tmp_path / "cli/trainguard_cli" / "__init__.py").write_text('"""Two lines\nin its first paragraph."""\n')
+    assert len(problems(tmp_path)) == 2
