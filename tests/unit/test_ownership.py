@@ -195,3 +195,13 @@ def test_the_decision_for_a_parents_quota_wall_is_notify() -> None:
     reading = classify_failure_reason("ResourceLimitExceeded: The account-level service limit 'x' is 0 Instances")
     decision, reason = decide_for_owned_job(reading, parent)
     assert decision is Decision.NOTIFY and "retryStrategy" in reason
+
+
+def test_trainguards_own_launches_are_known_by_their_tags() -> None:
+    from trainguard.domain.ownership import trainguard_mark
+    from trainguard.domain.policy import TagKeys
+
+    keys = TagKeys()
+    assert trainguard_mark({keys.retry_of: "job"}, keys) == keys.retry_of
+    assert trainguard_mark({keys.blocked_launch: "job"}, keys) == keys.blocked_launch
+    assert trainguard_mark({"trainguard:enabled": "true"}, keys) == ""

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainguard.domain.model import Category, Classification, Decision
+from trainguard.domain.policy import TagKeys
 
 
 @dataclass(frozen=True)
@@ -185,3 +186,8 @@ def decide_for_owned_job(classification: Classification, parent: Parent) -> tupl
     else:
         why = f"{parent.kind.name} reports on its own jobs"
     return Decision.IGNORE, f"{classification.reason} Left alone, nobody told ({why}): {owner_sentence(parent)}"
+
+
+def trainguard_mark(tags: Mapping[str, str], keys: TagKeys) -> str:
+    """The tag that shows trainguard made this launch (a relaunch, or a launch that waited for a quota), or ""."""
+    return next((key for key in (keys.retry_of, keys.blocked_launch) if key in tags), "")

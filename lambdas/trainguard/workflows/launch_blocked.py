@@ -9,7 +9,7 @@ from trainguard.domain.cloudtrail_launch import rebuild_create_request
 from trainguard.domain.messages import compose_notification
 from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
-from trainguard.domain.ownership import Parent, decide_for_owned_job, find_parent
+from trainguard.domain.ownership import Parent, decide_for_owned_job, find_parent, trainguard_mark
 from trainguard.domain.policy import JobPolicy, read_job_policy
 from trainguard.domain.request_builder import RelaunchImpossible
 from trainguard.events.cloudtrail import FailedLaunch
@@ -23,7 +23,7 @@ def handle_blocked_launch(ports: FailedLaunchesPorts, launch: FailedLaunch) -> O
     policy = read_job_policy(launch.tags, ports.config.policy_defaults, ports.keys)
     if not policy.enabled:
         return skipped(launch.job_name, f"not opted in: {policy.why_not_enabled}")
-    if mark := _made_by_trainguard(ports, launch):
+    if mark := trainguard_mark(launch.tags, ports.keys):
         # Its wall is met where trainguard made it (a relaunch, a waiting launch, an alternative tried while a quota
         # is short): CloudTrail's copy of the refusal must not file a second request, or one for an alternative.
         return skipped(
@@ -67,13 +67,6 @@ def _act(ports: FailedLaunchesPorts, launch: FailedLaunch, policy: JobPolicy) ->
         )
     )
     return outcome
-
-
-def _made_by_trainguard(ports: FailedLaunchesPorts, launch: FailedLaunch) -> str:
-    for key in (ports.keys.retry_of, ports.keys.blocked_launch):
-        if key in launch.tags:
-            return key
-    return ""
 
 
 def _left_to_parent(ports: FailedLaunchesPorts, launch: FailedLaunch, parent: Parent) -> Outcome:
