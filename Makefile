@@ -85,4 +85,4 @@ chaos: setup
 	$(PY) -m trainguard_local.chaos $(CHAOS_ARGS)
 
 clean:
-	rm -rf cdk.out .pytest_cache demo-out
+	rm -rf cdk.out .pytest_cache demo-out site
