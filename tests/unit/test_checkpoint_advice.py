@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from trainguard.domain.checkpoint_advice import advise, optimal_interval, waste_fraction
+from trainguard.domain.checkpoint_advice import advise, describe_advice, optimal_interval, waste_fraction
 
 MINUTE, HOUR = timedelta(minutes=1), timedelta(hours=1)
 
@@ -37,7 +37,7 @@ def test_advice_is_given_only_when_it_changes_something() -> None:
     assert advise(failures=2, hours_observed=48, current_interval=2 * HOUR, checkpoint_cost=5 * MINUTE, gpus=64) is None
     rare = advise(failures=2, hours_observed=48, current_interval=12 * HOUR, checkpoint_cost=5 * MINUTE, gpus=64)
     assert rare is not None and rare.gpu_hours_saved_per_week > 0
-    assert "instead of every 12.0 h" in rare.describe()
+    assert "instead of every 12.0 h" in describe_advice(rare)
     assert (
         advise(failures=0, hours_observed=48, current_interval=12 * HOUR, checkpoint_cost=5 * MINUTE, gpus=64) is None
     )

@@ -45,15 +45,18 @@ def waste_fraction(interval: timedelta, checkpoint_cost: timedelta, mean_time_be
 
 @dataclass(frozen=True)
 class CheckpointAdvice:
+    """Checkpoint every `best` instead of every `current`, and save this many GPU-hours a week."""
+
     current: timedelta
     best: timedelta
     gpu_hours_saved_per_week: float
 
-    def describe(self) -> str:
-        return (
-            f"checkpointing every {_minutes(self.best)} instead of every {_minutes(self.current)} would save about "
-            f"{self.gpu_hours_saved_per_week:,.0f} GPU-hours a week at this lineage's failure rate (Young/Daly)"
-        )
+
+def describe_advice(advice: CheckpointAdvice) -> str:
+    return (
+        f"checkpointing every {_minutes(advice.best)} instead of every {_minutes(advice.current)} would save about "
+        f"{advice.gpu_hours_saved_per_week:,.0f} GPU-hours a week at this lineage's failure rate (Young/Daly)"
+    )
 
 
 def advise(
