@@ -10,7 +10,6 @@ retry schedules, and the statements of infra/grants.py. An action no scope holds
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import fields
 from typing import Any
 
@@ -33,7 +32,7 @@ from infra.stall_detection import (
     StallDetection,
 )
 from trainguard.config import GuardConfig
-from trainguard.handlers.wiring import needs_by_port, ports_kind_of
+from trainguard.handlers.wiring import needs_by_port, ports_of_handler
 
 
 class TrainGuardStack(Stack):
@@ -117,7 +116,7 @@ class TrainGuardStack(Stack):
 
     def _grant_what_it_calls(self, function: lambda_.Function, handler: str) -> None:
         """The actions of the function's ports, each where its scope is; PassRole by the port that passes."""
-        by_port = needs_by_port(ports_kind_of(importlib.import_module(handler.rsplit(".", 1)[0]).handle))
+        by_port = needs_by_port(ports_of_handler(handler))
         needed = frozenset().union(*by_port.values())
         placed = self.grants.allow_what_it_calls(function, needed, self.stall_detection.training_log_group)
         placed |= self.ledger.grant_items(function, needed)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import pytest
@@ -28,7 +27,7 @@ from tests.infra.template_queries import (
     role_of_function,
     statements_of_role,
 )
-from trainguard.handlers.wiring import actions_of_ports, ports_kind_of
+from trainguard.handlers.wiring import actions_of_ports, ports_of_handler
 
 pytestmark = pytest.mark.slow
 
@@ -124,8 +123,7 @@ def _is_kms_key_admin_statement(statement: dict[str, Any]) -> bool:
 
 def _needed(handler: str) -> frozenset[str]:
     """What the function's ports declare (trainguard.handlers.wiring): the one declaration the stack reads."""
-    module = importlib.import_module(handler.rsplit(".", 1)[0])
-    return actions_of_ports(ports_kind_of(module.handle))
+    return actions_of_ports(ports_of_handler(handler))
 
 
 @pytest.mark.parametrize("handler", ALL_HANDLERS)

@@ -9,7 +9,6 @@ derived from a function's ports (the stack's grants) are exactly those of the ca
 from __future__ import annotations
 
 import ast
-import importlib
 from dataclasses import fields
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 
 import trainguard
 from trainguard.adapters.permissions import actions_of
-from trainguard.handlers.wiring import ADAPTERS, SETTLED_FIELDS, actions_of_ports, port_methods, ports_kind_of
+from trainguard.handlers.wiring import ADAPTERS, SETTLED_FIELDS, actions_of_ports, port_methods, ports_of_handler
 
 PACKAGE = Path(trainguard.__file__).parent
 HANDLERS = [
@@ -86,7 +85,7 @@ def _is_field_of_ports(node: ast.AST) -> bool:
 
 @pytest.mark.parametrize("handler", HANDLERS)
 def test_a_functions_ports_hold_only_the_adapters_its_code_calls(handler: str) -> None:
-    kind = ports_kind_of(importlib.import_module(f"trainguard.handlers.{handler}").handle)
+    kind = ports_of_handler(f"trainguard.handlers.{handler}.handler")
     calls, others = _reach(handler)
     assert {port for port, _ in calls} == set(port_methods(kind)), kind.__name__
     # Its other fields too (settings, region, clock, the request shape), where it has them.
@@ -95,7 +94,7 @@ def test_a_functions_ports_hold_only_the_adapters_its_code_calls(handler: str) -
 
 @pytest.mark.parametrize("handler", HANDLERS)
 def test_a_functions_ports_need_no_action_its_calls_do_not(handler: str) -> None:
-    kind = ports_kind_of(importlib.import_module(f"trainguard.handlers.{handler}").handle)
+    kind = ports_of_handler(f"trainguard.handlers.{handler}.handler")
     calls, _ = _reach(handler)
     called = {action for port, method in calls for action in actions_of(ADAPTERS[port].adapter_class(), method)}
     assert actions_of_ports(kind) == called, kind.__name__

@@ -121,6 +121,11 @@ class PortSet:
         return self.of(ports_kind_of(handle))
 
 
+def ports_of_handler(handler: str) -> type:
+    """The ports class of a Lambda handler string, "trainguard.handlers.<module>.handler"."""
+    return ports_kind_of(importlib.import_module(handler.rsplit(".", 1)[0]).handle)
+
+
 def ports_kind_of(handle: Callable[..., Any]) -> type:
     """The ports class of `handle(event, ports: <Kind> | None = None)`."""
     (kind,) = [arg for arg in typing.get_args(typing.get_type_hints(handle)["ports"]) if arg is not type(None)]
