@@ -6,7 +6,8 @@ one graph each. The guard's own figures are the Powertools metrics of trainguard
 (trainguard.handlers.observability.record_outcome), `MalformedEvents`, and the prober's `ProberCycles`
 and `WatchedJobs` (trainguard.handlers.stall_prober). The rest are AWS's own: Lambda, SQS, DynamoDB.
 
-Log silence is published per job (`TrainGuard/LogSilenceMinutes`, dimension JobName), and the jobs
+Log silence over each job's own limit is published per job (`TrainGuard/LogSilenceOverLimitMinutes`, dimension
+JobName; negative until the limit is reached), and the jobs
 change all the time, so the panel is a SEARCH expression: it finds whichever jobs published in the
 graph's time range. A dashboard may use one, an alarm may not ("Search expressions are a type of math
 expression that you can add to CloudWatch graphs ... You can't create an alarm based on the SEARCH
@@ -122,7 +123,7 @@ def decision_panels() -> list[Panel]:
             [guard_metric(WATCHED_JOBS_METRIC, statistic=cloudwatch.Stats.MAXIMUM, period=PROBE_PERIOD)],
         ),
         (
-            "Log silence per watched job (minutes)",
+            "Log silence over each watched job's limit (minutes; 0 = stall alarm)",
             [cloudwatch.SearchExpression(expression=LOG_SILENCE_SEARCH, period=PROBE_PERIOD)],
         ),
         ("Stalls: found, stopped, stuck stopping (per 5 minutes)", [outcome_count(kind) for kind in STALL_KINDS]),

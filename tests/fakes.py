@@ -23,6 +23,7 @@ from trainguard.adapters.scheduler import schedule_name
 from trainguard.adapters.service_model import create_training_job_shape
 from trainguard.config import GuardConfig
 from trainguard.domain.checkpoints import CheckpointState
+from trainguard.domain.log_rhythm import LogRhythm
 from trainguard.domain.messages import Notification
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome
@@ -288,22 +289,26 @@ class FakeQuotaLedger:
         self.waits.pop(job_name, None)
 
 
+LEARNED_FIELDS = ("last_log_time", "last_log_line", "rhythm", "muted_until", "muted_alarm")  # `watch` keeps them
+
+
 @dataclass
 class FakeStallLedger:
-    """As adapters/stall_ledger.py stores it: `watch` keeps the log activity already recorded (and records
-    none of its own), thresholds without their tag problems, log times to the millisecond, evidence as JSON."""
+    """As adapters/stall_ledger.py stores it: `watch` keeps the log activity, rhythm and mute already recorded
+    (and records none of its own), thresholds without their tag problems, log times to the millisecond,
+    rhythms and evidence as JSON."""
 
     jobs: dict[str, WatchedJob] = field(default_factory=dict)
     stalls: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def watch(self, job: WatchedJob) -> None:
-        old = self.jobs.get(job.job_name)
         thresholds = replace(job.thresholds, problems=StallThresholds().problems)
-        if old is None:
-            job = replace(job, thresholds=thresholds, last_log_time=None, last_log_line="")
-        else:
-            job = replace(job, thresholds=thresholds, last_log_time=old.last_log_time, last_log_line=old.last_log_line)
-        self.jobs[job.job_name] = job
+        kept = self.jobs.get(job.job_name) or WatchedJob(job.job_name, "", 1, thresholds, None)  # what it learned
+        self.jobs[job.job_name] = replace(
+            job,
+            thresholds=thresholds,
+            **{name: getattr(kept, name) for name in LEARNED_FIELDS},
+        )
 
     def unwatch(self, job_name: str) -> None:
         self.jobs.pop(job_name, None)
@@ -320,6 +325,31 @@ class FakeStallLedger:
         if job is None or (job.last_log_time is not None and job.last_log_time >= newest):
             return False
         self.jobs[job_name] = replace(job, last_log_time=newest, last_log_line=last_line)
+        return True
+
+    def record_log_lines(
+        self, job_name: str, newest: datetime, last_line: str, rhythm: LogRhythm, previous: datetime | None
+    ) -> bool:
+        job = self.jobs.get(job_name)
+        if job is None or job.last_log_time != previous:
+            return False
+        stored = LogRhythm.from_json(json.loads(json.dumps(rhythm.to_json())))
+        newest = newest - timedelta(microseconds=newest.microsecond % 1000)
+        self.jobs[job_name] = replace(job, last_log_time=newest, last_log_line=last_line, rhythm=stored)
+        return True
+
+    def mute(self, job_name: str, alarm_name: str, until: datetime) -> bool:
+        job = self.jobs.get(job_name)
+        if job is None:
+            return False
+        self.jobs[job_name] = replace(job, muted_until=until, muted_alarm=alarm_name)
+        return True
+
+    def unmute(self, job_name: str) -> bool:
+        job = self.jobs.get(job_name)
+        if job is None:
+            return False
+        self.jobs[job_name] = replace(job, muted_until=None, muted_alarm="")
         return True
 
     def record_stall(self, job_name: str, evidence: dict[str, Any], now: datetime) -> None:

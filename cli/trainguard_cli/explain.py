@@ -168,7 +168,8 @@ def explain_stall_alarm(
         return answer
     answer["decision"] = "stop" if policy.allows("stop") else Decision.NOTIFY.value
     needed = (
-        f"no new log line for {thresholds.stall_minutes} min"
+        f"no new log line for longer than the job's own limit ({thresholds.stall_minutes} min until its log "
+        "rhythm is known; `trainguard status` shows the limit it has now)"
         if signal is StallSignal.LOG_SILENCE
         else f"every GPU at or below {thresholds.gpu_idle_percent}% and no log line for "
         f"{thresholds.gpu_idle_minutes} min"

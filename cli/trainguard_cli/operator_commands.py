@@ -29,7 +29,8 @@ _OPTIONS: dict[str, dict[str, Any]] = {
 _BOTH = ("--table", "--tag-prefix")
 STATUS_KEYS = """JSON keys (stable): table, generated_at (ISO 8601 UTC, as every time below; null when unknown),
   watched: [{job_name, instance_type, hosts, training_since, last_log_at, minutes_since_last_log,
-             stall_minutes, stopping_since}]
+             stall_minutes, silence_limit_minutes (the job's own limit), silence_limit (where it comes from),
+             stopping_since}]
   open_stalls: [{job_name, kind (stall-stopped|stall-found|stuck-stopping), decision, reason, decided_at,
                  stopped_at}]
   pending_relaunches: [{job_name, new_job_name, waits_for (schedule|quota), origin (relaunch|user-launch),
@@ -131,6 +132,7 @@ def run_status(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 
 def _watched(job: Any, now: datetime) -> dict[str, Any]:
     silence = None if job.last_log_time is None else round((now - job.last_log_time).total_seconds() / 60, 1)
+    limit = job.silence_limit()
     return {
         "job_name": job.job_name,
         "instance_type": job.instance_type,
@@ -139,6 +141,8 @@ def _watched(job: Any, now: datetime) -> dict[str, Any]:
         "last_log_at": job.last_log_time,
         "minutes_since_last_log": silence,
         "stall_minutes": job.thresholds.stall_minutes,
+        "silence_limit_minutes": limit.minutes,  # the job's own limit: its tag, its learned rhythm, or the fixed one
+        "silence_limit": f"{limit.source.value}: {limit.reason}",
         "stopping_since": job.stopping_since,
     }
 
@@ -224,7 +228,8 @@ def status_text(report: dict[str, Any]) -> str:
         training = _ago(w["training_since"], now) if w["training_since"] else "not training yet"
         training = f"stopping ({_ago(w['stopping_since'], now)})" if w["stopping_since"] else training
         hosts, silence = f"{w['hosts']} x {w['instance_type']}", _ago(w["last_log_at"], now, "none yet")
-        rows.append((w["job_name"], hosts, training, silence, f"{w['stall_minutes']} min"))
+        limit = f"{w['silence_limit_minutes']:g} min ({w['silence_limit'].split(':', 1)[0]})"
+        rows.append((w["job_name"], hosts, training, silence, limit))
     lines += _table(rows) if report["watched"] else []
     lines.append(f"\nOpen stalls: {len(report['open_stalls'])}")
     for s in report["open_stalls"]:

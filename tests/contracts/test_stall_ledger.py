@@ -11,6 +11,7 @@ import pytest
 from tests.contracts.conftest import IMPLEMENTATIONS, TABLE
 from tests.fakes import NOW, FakeStallLedger
 from trainguard.adapters.stall_ledger import StallLedger
+from trainguard.domain.log_rhythm import LogRhythm
 from trainguard.domain.policy import TagProblem
 from trainguard.domain.stalls import StallThresholds, WatchedJob
 from trainguard.workflows.ports import JobWatch, LogActivityLedger, StallEvidence, WatchList
@@ -81,3 +82,33 @@ def test_a_stall_record_holds_its_evidence_as_json(stall_ledger: StallLedgerPort
     stall_ledger.record_stall(JOB.job_name, {"last_log_line": "again"}, NOW + timedelta(minutes=1))
     assert stall_ledger.stall_record(JOB.job_name) == {"last_log_line": "again"}
     assert stall_ledger.stall_record("other") is None
+
+
+def test_log_lines_and_their_rhythm_are_kept_only_if_the_newest_line_is_still_the_one_read(
+    stall_ledger: StallLedgerPort,
+) -> None:
+    grace_end = NOW - timedelta(hours=1)
+    lines = [NOW - timedelta(minutes=10, seconds=10 * i) for i in range(6)]
+    rhythm = LogRhythm().with_lines(None, lines, grace_end)
+    assert stall_ledger.record_log_lines(JOB.job_name, max(lines), "step 6", rhythm, None) is False  # not watched
+    stall_ledger.watch(JOB)
+    assert stall_ledger.record_log_lines(JOB.job_name, max(lines), "step 6", rhythm, None) is True
+    # A delivery that read before that write (its `previous` is stale) loses the race, whatever it carries.
+    assert stall_ledger.record_log_lines(JOB.job_name, NOW, "step 7", LogRhythm(), None) is False
+    [job] = stall_ledger.watched_job(JOB.job_name)
+    assert (job.last_log_time, job.last_log_line, job.rhythm) == (max(lines), "step 6", rhythm)
+    later = rhythm.with_lines(max(lines), [NOW], grace_end)
+    assert stall_ledger.record_log_lines(JOB.job_name, NOW, "step 7", later, job.last_log_time) is True
+    stall_ledger.watch(replace(JOB, host_count=8))  # watching again keeps what the job's logs taught
+    assert stall_ledger.watched_job(JOB.job_name)[0].rhythm == later
+
+
+def test_a_muted_alarm_is_remembered_until_unmuted(stall_ledger: StallLedgerPort) -> None:
+    assert stall_ledger.mute(JOB.job_name, "trainguard-stall-log-silence-x", NOW) is False  # not watched
+    stall_ledger.watch(JOB)
+    assert stall_ledger.mute(JOB.job_name, "trainguard-stall-log-silence-x", NOW + timedelta(hours=1)) is True
+    [job] = stall_ledger.watched()
+    assert (job.muted_alarm, job.muted_until) == ("trainguard-stall-log-silence-x", NOW + timedelta(hours=1))
+    assert stall_ledger.unmute(JOB.job_name) is True
+    [job] = stall_ledger.watched()
+    assert (job.muted_alarm, job.muted_until) == ("", None)

@@ -81,7 +81,7 @@ def stubbed() -> Iterator[tuple[StallAlarms, Stubber]]:
 
 def test_a_12_host_job_gets_its_parts_before_the_composite(stubbed: tuple[StallAlarms, Stubber]) -> None:
     alarms, stub = stubbed
-    log_request = {**PLAN.metric_alarms[0], "Threshold": 30.0, "Tags": TAGS}
+    log_request = {**PLAN.metric_alarms[0], "Threshold": 0.0, "Tags": TAGS}
     assert log_request["AlarmName"] == LOG and log_request["Dimensions"] == [{"Name": "JobName", "Value": JOB}]
     stub.add_response("put_metric_alarm", {}, log_request)
     stub.add_response("put_metric_alarm", {}, part_request(PART1, range(1, 11)))
@@ -159,7 +159,7 @@ def test_log_silence_of_2500_jobs_goes_out_in_3_calls(stubbed: tuple[StallAlarms
     values = {f"job-{i}": float(i % 90) for i in range(2500)}
     datum = [
         {
-            "MetricName": "LogSilenceMinutes",
+            "MetricName": "LogSilenceOverLimitMinutes",
             "Dimensions": [{"Name": "JobName", "Value": job}],
             "Timestamp": AT,
             "Value": minutes,

@@ -15,6 +15,7 @@ from moto import mock_aws
 from trainguard.adapters.alarms import StallAlarms
 from trainguard.adapters.ledger import create_table_request
 from trainguard.adapters.stall_ledger import StallLedger
+from trainguard.domain.stall_alarms import LOG_SILENCE_METRIC
 from trainguard.domain.stalls import StallThresholds, WatchedJob
 from trainguard_local.bench.measure_stalls import measure
 
@@ -49,7 +50,7 @@ def test_the_prober_rides_out_5xx_on_put_metric_data() -> None:
         assert throttled["left"] == 0  # two failed attempts, then the retry went through
         stats = cloudwatch.get_metric_statistics(
             Namespace="TrainGuard",
-            MetricName="LogSilenceMinutes",
+            MetricName=LOG_SILENCE_METRIC,
             Dimensions=[{"Name": "JobName", "Value": "job-a"}],
             StartTime=now - timedelta(minutes=5),
             EndTime=now + timedelta(minutes=5),

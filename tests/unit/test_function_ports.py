@@ -103,7 +103,11 @@ def test_a_functions_ports_need_no_action_its_calls_do_not(handler: str) -> None
 
 
 def test_the_reading_sees_a_call_and_would_see_a_port_left_unused() -> None:
-    """The check itself: the log-activity handler calls one method of one port."""
+    """The check itself: the log-activity handler calls three methods of one port, through its workflow."""
     calls, _ = _reach("log_activity")
-    assert calls == {("stall_ledger", "record_log_activity")}
+    assert calls == {
+        ("stall_ledger", "watched_job"),
+        ("stall_ledger", "record_log_lines"),
+        ("stall_ledger", "record_log_activity"),
+    }
     assert {port for port, _ in _reach("stall_prober")[0]} == {"ledger", "notifier", "stall_ledger", "alarms"}

@@ -151,7 +151,8 @@ def test_the_per_host_limit_is_the_percent_times_the_gpus(instance_type: str, pe
         assert alarm["TreatMissingData"] == "notBreaching"
 
 
-def test_the_log_silence_alarm() -> None:
+def test_the_log_silence_alarm_fires_when_the_silence_reaches_the_jobs_own_limit() -> None:
+    """The prober publishes silence minus the job's limit, so the alarm's threshold is 0 whatever the limit."""
     p = plan_stall_alarms("bert-finetune", "ml.g5.xlarge", 1, StallThresholds(stall_minutes=45))
     log_alarm = p.metric_alarms[0]
     assert {k: v for k, v in log_alarm.items() if k != "AlarmDescription"} == {
@@ -163,7 +164,7 @@ def test_the_log_silence_alarm() -> None:
         "Period": 60,
         "EvaluationPeriods": 1,
         "DatapointsToAlarm": 1,
-        "Threshold": 45.0,
+        "Threshold": 0.0,
         "ComparisonOperator": "GreaterThanOrEqualToThreshold",
         "TreatMissingData": "notBreaching",
         "Tags": [{"Key": "trainguard:job", "Value": "bert-finetune"}],

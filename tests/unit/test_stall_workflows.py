@@ -83,7 +83,9 @@ def test_a_job_that_ends_loses_its_alarms() -> None:
     assert ports.stall_ledger.watched() == [] and ports.alarms.list_owned() == {}
 
 
-def test_the_prober_publishes_silence_but_zero_in_the_grace() -> None:
+def test_the_prober_publishes_silence_over_the_limit_and_none_counted_in_the_grace() -> None:
+    """Without rhythm the limit is the fixed 30 min: 12 min of silence is 18 min short of it; a job in its
+    startup grace counts no silence, so it is the whole limit short."""
     ports = fake_ports()
     training(ports, "old-job", for_=timedelta(hours=2))
     training(ports, "new-job", for_=timedelta(minutes=10))
@@ -92,7 +94,7 @@ def test_the_prober_publishes_silence_but_zero_in_the_grace() -> None:
     ports.stall_ledger.record_log_activity("old-job", NOW - timedelta(minutes=12), "step 100")
     report = probe(ports)
     assert report.watched == 2
-    assert ports.alarms.published[-1] == {"old-job": 12.0, "new-job": 0.0}
+    assert ports.alarms.published[-1] == {"old-job": -18.0, "new-job": -30.0}
 
 
 def test_the_prober_reports_a_stop_stuck_for_30_minutes_once() -> None:

@@ -124,7 +124,8 @@ class StallAlarms:
 
     @needs("cloudwatch:PutMetricData")
     def publish_log_silence(self, values: Mapping[str, float], at: datetime) -> None:
-        """Publish each job's minutes since its newest log line, as of `at`, in calls of 1000 metrics."""
+        """Publish each job's log silence over its own limit (minutes; negative: minutes left), as of `at`,
+        in calls of 1000 metrics."""
         data = []
         for job_name, minutes in values.items():
             if not math.isfinite(minutes):

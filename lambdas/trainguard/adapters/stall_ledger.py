@@ -1,6 +1,8 @@
 """DynamoDB: the jobs trainguard watches for stalls, their newest log line, and the stalls it stopped.
 
-`stall-watch` / <job>: one item per watched job (the prober reads them all with one Query);
+`stall-watch` / <job>: one item per watched job (the prober reads them all with one Query), with its
+newest log line, its log rhythm (a JSON string: the gap buckets of domain/log_rhythm.py, about 200 bytes)
+and, while a muted stall alarm waits for its mute window to end, `muted_until` and `muted_alarm`;
 `job#<job>` / `stall`: the evidence of a stop, which the job-ended path reads to relaunch.
 
 IAM: each method's `needs`, granted on the ledger table.
@@ -15,6 +17,7 @@ from typing import Any
 
 from trainguard.adapters.ledger import RETENTION, TTL_ATTRIBUTE, conditional_update, item_key
 from trainguard.adapters.permissions import needs
+from trainguard.domain.log_rhythm import LogRhythm
 from trainguard.domain.stalls import StallThresholds, WatchedJob
 
 _WATCH = "stall-watch"
@@ -71,17 +74,56 @@ class StallLedger:
     def record_log_activity(self, job_name: str, newest: datetime, last_line: str) -> bool:
         """Keep the newest log event of a watched job. False when the job is not watched or the
         event is not newer than the one recorded (deliveries may come late or twice)."""
-        return conditional_update(
-            self._client,
-            TableName=self._table,
-            Key=item_key(_WATCH, job_name),
-            UpdateExpression="SET last_log_ms = :ms, last_log_line = :line",
-            ConditionExpression="attribute_exists(pk) AND (attribute_not_exists(last_log_ms) OR last_log_ms < :ms)",
-            ExpressionAttributeValues={
-                ":ms": {"N": str(int(newest.timestamp() * 1000))},
-                ":line": {"S": last_line},
-            },
+        return self._update_watched(
+            job_name,
+            "SET last_log_ms = :ms, last_log_line = :line",
+            "attribute_not_exists(last_log_ms) OR last_log_ms < :ms",
+            {":ms": {"N": str(_ms(newest))}, ":line": {"S": last_line}},
         )
+
+    @needs("dynamodb:UpdateItem")
+    def record_log_lines(
+        self, job_name: str, newest: datetime, last_line: str, rhythm: LogRhythm, previous: datetime | None
+    ) -> bool:
+        """Keep the newest log event and the rhythm computed from it, if the newest line recorded is still
+        `previous` (read just before): False when another delivery got there first, or the job is not watched."""
+        values: dict[str, Any] = {
+            ":ms": {"N": str(_ms(newest))},
+            ":line": {"S": last_line},
+            ":rhythm": {"S": json.dumps(rhythm.to_json(), separators=(",", ":"))},
+        }
+        if previous is None:
+            condition = "attribute_not_exists(last_log_ms)"
+        else:
+            condition = "last_log_ms = :previous"
+            values[":previous"] = {"N": str(_ms(previous))}
+        return self._update_watched(
+            job_name, "SET last_log_ms = :ms, last_log_line = :line, rhythm = :rhythm", condition, values
+        )
+
+    @needs("dynamodb:UpdateItem")
+    def mute(self, job_name: str, alarm_name: str, until: datetime) -> bool:
+        """Remember a muted stall alarm, to be re-armed when its mute window ends (False: not watched)."""
+        values = {":until": {"S": until.isoformat()}, ":alarm": {"S": alarm_name}}
+        return self._update_watched(job_name, "SET muted_until = :until, muted_alarm = :alarm", "", values)
+
+    @needs("dynamodb:UpdateItem")
+    def unmute(self, job_name: str) -> bool:
+        return self._update_watched(job_name, "REMOVE muted_until, muted_alarm", "")
+
+    def _update_watched(
+        self, job_name: str, expression: str, condition: str, values: dict[str, Any] | None = None
+    ) -> bool:
+        """One UpdateItem of a watched job's entry, only if the entry exists (and `condition` holds)."""
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "Key": item_key(_WATCH, job_name),
+            "UpdateExpression": expression,
+            "ConditionExpression": "attribute_exists(pk)" + (f" AND ({condition})" if condition else ""),
+        }
+        if values:
+            request["ExpressionAttributeValues"] = values
+        return conditional_update(self._client, **request)
 
     @needs("dynamodb:PutItem")
     def record_stall(self, job_name: str, evidence: dict[str, Any], now: datetime) -> None:
@@ -103,6 +145,17 @@ class StallLedger:
         return None if item is None else json.loads(item["evidence"]["S"])
 
 
+def _ms(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+def _rhythm(attribute: dict[str, Any] | None) -> LogRhythm:
+    try:
+        return LogRhythm.from_json(json.loads(attribute["S"])) if attribute and "S" in attribute else LogRhythm()
+    except ValueError:
+        return LogRhythm()
+
+
 def _time_or_null(value: datetime | None) -> dict[str, Any]:
     return {"NULL": True} if value is None else {"S": value.isoformat()}
 
@@ -122,4 +175,7 @@ def _watched(item: dict[str, Any]) -> WatchedJob:
         last_log_time=None if last_ms is None else datetime.fromtimestamp(int(last_ms) / 1000, tz=UTC),
         last_log_line=item.get("last_log_line", {}).get("S", ""),
         stopping_since=_time(item.get("stopping_since")),
+        rhythm=_rhythm(item.get("rhythm")),
+        muted_until=_time(item.get("muted_until")),
+        muted_alarm=item.get("muted_alarm", {}).get("S", ""),
     )

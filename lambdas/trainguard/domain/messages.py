@@ -158,8 +158,11 @@ def compose_stall_notification(
     gpus = ", ".join(f"{host.rsplit('/', 1)[-1]} {value:g}" for host, value in sorted(evidence.gpu_by_host.items()))
     if verdict.act:
         headline = "{job} stalled: stopped"
+    elif verdict.muted_by:
+        headline = "{job} stalled (alarm muted)"
     else:
         headline = "{job} stalled, left to its owner" if verdict.owner else "{job} stalled (dry run)"
+    limit = verdict.limit.describe() if verdict.limit else "not computed"
     return compose_notification(
         headline=headline,
         job_name=job_name,
@@ -175,6 +178,7 @@ def compose_stall_notification(
         now=now,
         sections=(
             ("Last log line", last),
+            ("Log-silence limit for this job", limit),
             ("GPU peak per host over the idle window (100 per GPU)", gpus or "no GPU figures"),
             ("Checkpoint", checkpoint.describe(now)),
         ),

@@ -2,8 +2,10 @@
 
 Two signals (stalls.py), created when training starts and deleted when the job ends:
 
-1. Log silence, on our own metric: the prober publishes `TrainGuard/LogSilenceMinutes` (dimension
-   JobName) every minute. One metric alarm: Maximum over 60 s >= stall-minutes, 1 of 1 datapoints.
+1. Log silence, on our own metric: the prober publishes `TrainGuard/LogSilenceOverLimitMinutes`
+   (dimension JobName) every minute: the job's log silence minus its own limit (stalls.py,
+   log_rhythm.py), negative until the limit is reached. One metric alarm: Maximum over 60 s >= 0, 1 of 1
+   datapoints. The limit lives in the prober, so a job's learned limit changes without PutMetricAlarm.
    Missing data is notBreaching: if the prober stops, no job is stopped for it (the prober's own
    health is alarmed elsewhere).
 2. Idle GPUs, on AWS's own metric `/aws/sagemaker/TrainingJobs` GPUUtilization, dimension
@@ -53,7 +55,7 @@ from trainguard.domain.policy import TagKeys
 from trainguard.domain.stalls import ALARM_PREFIX, StallSignal, StallThresholds, alarm_name, parse_alarm_name
 
 LOG_SILENCE_NAMESPACE = "TrainGuard"
-LOG_SILENCE_METRIC = "LogSilenceMinutes"
+LOG_SILENCE_METRIC = "LogSilenceOverLimitMinutes"
 LOG_SILENCE_DIMENSION = "JobName"
 GPU_NAMESPACE = "/aws/sagemaker/TrainingJobs"
 GPU_METRIC = "GPUUtilization"
@@ -194,8 +196,9 @@ def _log_silence_alarm(job_name: str, thresholds: StallThresholds, tags: list[di
         "AlarmName": alarm_name(StallSignal.LOG_SILENCE, job_name),
         "AlarmDescription": (
             f"trainguard stall alarm (managed by trainguard; do not edit): SageMaker training job {job_name} has "
-            f"written no log line for {thresholds.stall_minutes} min ({LOG_SILENCE_NAMESPACE}/{LOG_SILENCE_METRIC}, "
-            "published each minute by trainguard's prober; missing data is not a stall)."
+            "written no log line for longer than its own limit (its stall-minutes tag, its learned log rhythm, or "
+            f"{thresholds.stall_minutes} min): {LOG_SILENCE_NAMESPACE}/{LOG_SILENCE_METRIC} >= 0, published each "
+            "minute by trainguard's prober; missing data is not a stall."
         ),
         "Namespace": LOG_SILENCE_NAMESPACE,
         "MetricName": LOG_SILENCE_METRIC,
@@ -204,7 +207,7 @@ def _log_silence_alarm(job_name: str, thresholds: StallThresholds, tags: list[di
         "Period": PERIOD_SECONDS,
         "EvaluationPeriods": 1,
         "DatapointsToAlarm": 1,
-        "Threshold": float(thresholds.stall_minutes),
+        "Threshold": 0.0,
         "ComparisonOperator": "GreaterThanOrEqualToThreshold",
         "TreatMissingData": "notBreaching",
         "Tags": tags,

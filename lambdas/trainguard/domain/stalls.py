@@ -1,25 +1,30 @@
 """Stalls: a job that is InProgress but does nothing. Two signals, per job, with a startup grace.
 
-- Log silence: no new log event in any of the job's streams for `stall-minutes` (default 30). The
-  broad signal: a hung NCCL collective often keeps the GPUs at 100% and writes nothing.
+- Log silence: no new log event in any of the job's streams for longer than the job's own limit
+  (log_rhythm.py: its `stall-minutes` tag, else what its own log rhythm says once it has shown enough of
+  it, else the fixed `stall-minutes`, default 30). The broad signal: a hung NCCL collective often keeps
+  the GPUs at 100% and writes nothing.
 - Idle GPUs: GPUUtilization at or below `gpu-idle-percent` of every GPU on every host for
   `gpu-idle-minutes` (default 20). The fast confirmation of a dead data loader. A job whose GPUs are
   idle but whose logs still move is in a CPU phase (evaluation, preprocessing): it is not stopped.
-  So the idle-GPU signal stops a job only when its logs have also been silent that long.
+  So the idle-GPU signal stops a job only when its logs have also been silent that long, and longer
+  than a normal gap of its own rhythm (`idle_gpu_silence_minutes`).
 
 No verdict while the job is not Training (Starting, Downloading, Uploading, ...), nor during
 `startup-grace-minutes` (default 20) after training (re)started: a first checkpoint load or a
 compile step is not a hang. Silence is counted from the end of the grace at the earliest, so a job
-silent from its start is stopped no sooner than grace + threshold.
+silent from its start is stopped no sooner than grace + limit. A stall alarm muted by a CloudWatch
+alarm mute rule is told, never acted on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
+from trainguard.domain.log_rhythm import LogRhythm, SilenceLimit, silence_limit
 from trainguard.domain.model import TrainingJob, instances_of
 from trainguard.domain.ownership import find_parent, owner_sentence
 from trainguard.domain.policy import JobPolicy, TagKeys, TagProblem, read_int_tag
@@ -39,19 +44,23 @@ class StallThresholds:
     gpu_idle_percent: int = 5
     startup_grace_minutes: int = 20
     problems: tuple[TagProblem, ...] = field(default=())
+    stall_minutes_tagged: bool = False  # the job's own stall-minutes tag set stall_minutes: it wins over rhythm
 
 
 def read_stall_thresholds(tags: Mapping[str, str], defaults: StallThresholds, keys: TagKeys) -> StallThresholds:
     """The job's thresholds: the defaults, overridden per job by tag. Bad values fall back and are reported."""
     problems: list[TagProblem] = []
+    stall_key = keys.key("stall-minutes")
+    stall_minutes = read_int_tag(tags, stall_key, defaults.stall_minutes, 5, 1440, problems)
     return StallThresholds(
-        stall_minutes=read_int_tag(tags, keys.key("stall-minutes"), defaults.stall_minutes, 5, 1440, problems),
+        stall_minutes=stall_minutes,
         gpu_idle_minutes=read_int_tag(tags, keys.key("gpu-idle-minutes"), defaults.gpu_idle_minutes, 5, 1440, problems),
         gpu_idle_percent=read_int_tag(tags, keys.key("gpu-idle-percent"), defaults.gpu_idle_percent, 0, 50, problems),
         startup_grace_minutes=read_int_tag(
             tags, keys.key("startup-grace-minutes"), defaults.startup_grace_minutes, 0, 720, problems
         ),
         problems=tuple(problems),
+        stall_minutes_tagged=stall_key in tags and not any(p.key == stall_key for p in problems),
     )
 
 
@@ -134,6 +143,7 @@ class StallEvidence:
     last_log_line: str
     gpu_by_host: dict[str, float]  # each host's highest GPUUtilization over the idle window
     gpus_per_host: int | None  # None when the instance type's GPU count is not known
+    rhythm: LogRhythm = field(default_factory=LogRhythm)  # the job's log rhythm, as the ledger has it
 
 
 @dataclass(frozen=True)
@@ -148,6 +158,20 @@ class StallVerdict:
     # stall" verdicts clear themselves (the metric moves back) or are covered by the other signal (idle GPUs
     # while the job logs: if the logs then stop, the log-silence alarm fires).
     rearm: bool = False
+    limit: SilenceLimit | None = None  # the log silence that makes a stall for this job, and why
+    muted_by: str = ""  # the alarm mute rule that muted the alarm: a stall is told, never stopped
+
+
+def job_silence_limit(thresholds: StallThresholds, rhythm: LogRhythm, newest_line: str) -> SilenceLimit:
+    """The job's log-silence limit: its tag, its own rhythm, or the fixed threshold (log_rhythm.py)."""
+    return silence_limit(thresholds.stall_minutes, rhythm, newest_line, tagged=thresholds.stall_minutes_tagged)
+
+
+def idle_gpu_silence_minutes(thresholds: StallThresholds, limit: SilenceLimit) -> float:
+    """The log silence that idle GPUs need beside them to be a stall: `gpu-idle-minutes`, but never less than
+    what the job's own rhythm calls a normal gap, and never more than its log-silence limit (which stops the
+    job on silence alone). Without rhythm this is today's rule: 20 idle minutes with 20 silent ones."""
+    return min(limit.minutes, max(float(thresholds.gpu_idle_minutes), limit.rhythm_minutes))
 
 
 def judge_stall(
@@ -157,8 +181,11 @@ def judge_stall(
     thresholds: StallThresholds,
     evidence: StallEvidence,
     now: datetime,
+    *,
+    muted_by: str = "",
 ) -> StallVerdict:
-    """Is the job stalled now, by this signal? The alarm is a hint; this is checked on fresh facts."""
+    """Is the job stalled now, by this signal? The alarm is a hint; this is checked on fresh facts.
+    `muted_by`: the mute rule that muted the alarm (the team said "leave it alone for now")."""
     if not policy.enabled:
         return StallVerdict(False, False, f"not opted in: {policy.why_not_enabled}")
     grace = grace_reason(job, thresholds, now)
@@ -166,32 +193,40 @@ def judge_stall(
         return StallVerdict(False, False, f"no stall verdict: {grace}", rearm=job.status == "InProgress")
     assert job.training_since is not None
     silence = now - silence_clock_start(job.training_since, evidence.last_log_time, thresholds)
+    limit = job_silence_limit(thresholds, evidence.rhythm, evidence.last_log_line)
     if signal is StallSignal.LOG_SILENCE:
-        needed = timedelta(minutes=thresholds.stall_minutes)
-        if silence < needed:
-            return StallVerdict(False, False, f"the job logged {_minutes(silence)} ago; not a stall", silence)
-        reason = f"no new log line for {_minutes(silence)} (threshold {thresholds.stall_minutes} min)"
+        if silence < timedelta(minutes=limit.minutes):
+            why = f"the job logged {_minutes(silence)} ago, within its limit of {limit.describe()}; not a stall"
+            return StallVerdict(False, False, why, silence, limit=limit)
+        reason = f"no new log line for {_minutes(silence)} (limit {limit.describe()})"
     else:
         idle, gpu_text = _gpus_idle(evidence, thresholds)
         if not idle:
-            return StallVerdict(False, False, f"the GPUs are not idle now ({gpu_text}); not a stall", silence)
-        needed = timedelta(minutes=thresholds.gpu_idle_minutes)
-        if silence < needed:
             return StallVerdict(
-                False,
-                False,
-                f"the GPUs are idle ({gpu_text}) but the job logged {_minutes(silence)} ago: a CPU phase, not a stall",
-                silence,
+                False, False, f"the GPUs are not idle now ({gpu_text}); not a stall", silence, limit=limit
             )
+        needed = idle_gpu_silence_minutes(thresholds, limit)
+        if silence < timedelta(minutes=needed):
+            why = (
+                f"the GPUs are idle ({gpu_text}) but the job logged {_minutes(silence)} ago (with idle GPUs, "
+                f"{needed:g} min of silence make a stall for this job): a CPU phase, not a stall"
+            )
+            return StallVerdict(False, False, why, silence, limit=limit)
         reason = (
-            f"GPUs idle for {thresholds.gpu_idle_minutes} min ({gpu_text}) and no new log line for {_minutes(silence)}"
+            f"GPUs idle for {thresholds.gpu_idle_minutes} min ({gpu_text}) and no new log line for {_minutes(silence)} "
+            f"(with idle GPUs, {needed:g} min of silence make a stall; its log-silence limit is {limit.describe()})"
         )
     parent = find_parent(job_name=job.name, description=job.description, tags=job.tags)
     if parent is not None:
-        return StallVerdict(True, False, f"{reason}. Not stopped: {owner_sentence(parent)}", silence, parent.describe())
+        why = f"{reason}. Not stopped: {owner_sentence(parent)}"
+        return StallVerdict(True, False, why, silence, parent.describe(), limit=limit)
+    if muted_by:
+        why = f"{reason}. Not stopped: the alarm is muted by {muted_by}, so trainguard only tells"
+        return StallVerdict(True, False, why, silence, limit=limit, muted_by=muted_by)
     if not policy.allows("stop"):
-        return StallVerdict(True, False, f"{reason}; dry run: trainguard would stop it, but does nothing", silence)
-    return StallVerdict(True, True, reason, silence)
+        why = f"{reason}; dry run: trainguard would stop it, but does nothing"
+        return StallVerdict(True, False, why, silence, limit=limit)
+    return StallVerdict(True, True, reason, silence, limit=limit)
 
 
 def _gpus_idle(evidence: StallEvidence, thresholds: StallThresholds) -> tuple[bool, str]:
@@ -219,6 +254,12 @@ class WatchedJob:
     last_log_time: datetime | None = None
     last_log_line: str = ""
     stopping_since: datetime | None = None
+    rhythm: LogRhythm = field(default_factory=LogRhythm)
+    muted_until: datetime | None = None  # a muted stall alarm: re-armed when its mute window ends
+    muted_alarm: str = ""
+
+    def silence_limit(self) -> SilenceLimit:
+        return job_silence_limit(self.thresholds, self.rhythm, self.last_log_line)
 
 
 STUCK_STOPPING = timedelta(minutes=30)
@@ -232,6 +273,20 @@ def log_silence_minutes(job: WatchedJob, now: datetime) -> float:
         return 0.0
     start = silence_clock_start(job.training_since, job.last_log_time, job.thresholds)
     return max(0.0, (now - start).total_seconds() / 60)
+
+
+def log_silence_over_limit(job: WatchedJob, now: datetime) -> float:
+    """The value the log-silence alarm watches (>= 0 fires it): the job's log silence minus its own limit,
+    in minutes. Negative: the minutes left before a verdict. The limit moves with the job's rhythm and its
+    newest line, so the alarm itself never has to be changed."""
+    return log_silence_minutes(job, now) - job.silence_limit().minutes
+
+
+def rhythm_counted_from(job: WatchedJob) -> datetime:
+    """From when a job's log gaps count in its rhythm: the end of its startup grace (never, before it trains)."""
+    if job.training_since is None:
+        return datetime.max.replace(tzinfo=UTC)
+    return job.training_since + timedelta(minutes=job.thresholds.startup_grace_minutes)
 
 
 def silence_clock_start(

@@ -26,6 +26,23 @@ class AlarmStateChange:
     previous_state: str
     reason: str
     timestamp: datetime | None
+    mute: AlarmMute | None = None  # the alarm mute rule that muted this change's actions
+
+
+@dataclass(frozen=True)
+class AlarmMute:
+    """`detail.muteDetail`: the alarm mute rule that muted the alarm, and its window. From AWS's samples
+    (cloudwatch-and-eventbridge.html): {"mutedByArn": "arn:aws:cloudwatch:us-east-1:1234567890:alarm-mute-rule:
+    testMute", "muteWindowStart": "2026-01-01T10:00:00.000+0000", "muteWindowEnd": "2026-01-01T12:00:00.000+0000"},
+    beside `state` in `detail`. A muteDetail that is not an object, or has no rule ARN, still counts as muted:
+    a mute is the team's word to leave the job alone, so doubt falls on the side of not stopping."""
+
+    rule_arn: str
+    window_end: datetime | None
+
+    @property
+    def rule_name(self) -> str:
+        return self.rule_arn.rsplit(":", 1)[-1] if self.rule_arn else "an alarm mute rule"
 
 
 def parse_alarm_state_change(event: object) -> AlarmStateChange:
@@ -44,4 +61,15 @@ def parse_alarm_state_change(event: object) -> AlarmStateChange:
         previous_state=str(previous.get("value", "")) if isinstance(previous, Mapping) else "",
         reason=str(state.get("reason", "")),
         timestamp=parse_aws_time(state.get("timestamp")),
+        mute=_mute(detail.get("muteDetail")),
     )
+
+
+def _mute(raw: object) -> AlarmMute | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        return AlarmMute("", None)
+    arn = raw.get("mutedByArn")
+    end = raw.get("muteWindowEnd")
+    return AlarmMute(arn if isinstance(arn, str) else "", parse_aws_time(end) if isinstance(end, str) else None)

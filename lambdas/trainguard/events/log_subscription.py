@@ -1,4 +1,4 @@
-"""CloudWatch Logs subscription deliveries: the newest event of one log stream, per batch.
+"""CloudWatch Logs subscription deliveries: the newest event of one log stream, and the times of all, per batch.
 
 The payload is `{"awslogs": {"data": <base64 of gzip of JSON>}}`; the JSON has messageType
 (DATA_MESSAGE, or CONTROL_MESSAGE when CloudWatch Logs checks the destination), owner, logGroup,
@@ -32,6 +32,7 @@ class LogActivity:
     host: int
     newest: datetime
     last_line: str  # the newest event's message, cut to LAST_LINE_LIMIT characters
+    times: tuple[datetime, ...] = ()  # every event's time in the batch: the gaps of the job's log rhythm
 
 
 def _event_time(event: Mapping[str, Any]) -> datetime | None:
@@ -74,4 +75,5 @@ def parse_log_delivery(event: object) -> LogActivity | None:
         host=int(stream["host"]),
         newest=moment,
         last_line=str(newest.get("message", ""))[:LAST_LINE_LIMIT].rstrip("\n"),
+        times=tuple(sorted(moment for moment, _ in timed)),
     )

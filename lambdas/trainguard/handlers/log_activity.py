@@ -1,5 +1,5 @@
 """Lambda handler: the CloudWatch Logs subscription on /aws/sagemaker/TrainingJobs. It keeps each
-watched job's newest log line in the ledger, where the stall prober reads it every minute."""
+watched job's newest log line and its log rhythm in the ledger, where the stall prober reads them every minute."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from trainguard.events.training_job import MalformedInput
 from trainguard.handlers.observability import logger, metrics, record_malformed
 from trainguard.handlers.wiring import ports_or_production
 from trainguard.workflows.function_ports import LogActivityPorts
+from trainguard.workflows.log_activity import record_activity
 
 
 def handle(event: Any, ports: LogActivityPorts | None = None) -> dict[str, Any]:
@@ -21,7 +22,7 @@ def handle(event: Any, ports: LogActivityPorts | None = None) -> dict[str, Any]:
     if activity is None:
         return {"recorded": False, "reason": "nothing to record (control message, empty, or not a training stream)"}
     ports = ports_or_production(ports, LogActivityPorts)
-    recorded = ports.stall_ledger.record_log_activity(activity.job_name, activity.newest, activity.last_line)
+    recorded = record_activity(ports, activity)
     return {"recorded": recorded, "job_name": activity.job_name, "newest": activity.newest.isoformat()}
 
 

@@ -9,6 +9,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from trainguard.domain.checkpoints import CheckpointState
+from trainguard.domain.log_rhythm import LogRhythm
 from trainguard.domain.messages import Notification
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome
@@ -147,6 +148,14 @@ class QuotaLedgerPort(Protocol):
 
 
 class LogActivityLedger(Protocol):
+    """A watched job's newest log line and its log rhythm."""
+
+    def watched_job(self, job_name: str) -> list[WatchedJob]: ...
+
+    def record_log_lines(
+        self, job_name: str, newest: datetime, last_line: str, rhythm: LogRhythm, previous: datetime | None
+    ) -> bool: ...
+
     def record_log_activity(self, job_name: str, newest: datetime, last_line: str) -> bool: ...
 
 
@@ -157,7 +166,11 @@ class StallRecords(Protocol):
 
 
 class WatchList(Protocol):
+    """The watched jobs, and the end of a muted stall alarm's wait."""
+
     def watched(self) -> list[WatchedJob]: ...
+
+    def unmute(self, job_name: str) -> bool: ...
 
 
 class WatchedJobs(Protocol):
@@ -174,6 +187,8 @@ class JobWatch(WatchedJobs, StallRecords, Protocol):
 
 class StallEvidence(WatchedJobs, StallRecords, Protocol):
     def record_stall(self, job_name: str, evidence: dict[str, Any], now: datetime) -> None: ...
+
+    def mute(self, job_name: str, alarm_name: str, until: datetime) -> bool: ...
 
 
 class AlarmRemover(Protocol):
@@ -193,7 +208,10 @@ class AlarmRearmer(AlarmRemover, Protocol):
 
 
 class AlarmSweeper(AlarmRemover, Protocol):
-    """List and delete orphaned alarms; publish the log-silence metric the alarms watch."""
+    """List and delete orphaned alarms; publish the log-silence metric the alarms watch; re-arm a muted
+    stall alarm when its mute window has ended."""
+
+    def rearm(self, alarm_name: str, reason: str) -> None: ...
 
     def list_owned(self) -> dict[str, str]: ...
 

@@ -1,5 +1,9 @@
 """A stall alarm went to ALARM: describe the job again, gather the evidence, judge, stop it once, record
-the stall with its evidence, and tell. The job's Stopped event then relaunches it (job_ended.py)."""
+the stall with its evidence, and tell. The job's Stopped event then relaunches it (job_ended.py).
+
+A muted alarm (an alarm mute rule: the team said "leave it alone for now") is judged the same way, but a
+stall is only told, once per mute, and the alarm is left in ALARM until the mute window ends: the prober
+then sets it back to OK, so that it fires again, unmuted, if the job is still stalled."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from typing import Any
 
 from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.instance_types import gpus_per_host
+from trainguard.domain.log_rhythm import LogRhythm
 from trainguard.domain.messages import compose_stall_notification
 from trainguard.domain.model import Category, Decision, TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
@@ -29,6 +34,8 @@ from trainguard.workflows.ports import fresh
 from trainguard.workflows.stall_watch import stop_watching
 
 STEP = "stall-stop"
+MUTED_STEP = "stall-muted"
+MUTE_RECHECK = timedelta(hours=1)  # a mute whose window end is not given is looked at again after this
 
 
 def handle_stall_alarm(ports: StallAlarmsPorts, change: AlarmStateChange) -> Outcome:
@@ -49,11 +56,14 @@ def handle_stall_alarm(ports: StallAlarmsPorts, change: AlarmStateChange) -> Out
     now = ports.clock()
     thresholds = read_stall_thresholds(job.tags, ports.config.stall_defaults, ports.keys)
     evidence = gather_evidence(ports, job, thresholds, now)
-    verdict = judge_stall(signal, job, policy, thresholds, evidence, now)
+    muted_by = change.mute.rule_name if change.mute else ""
+    verdict = judge_stall(signal, job, policy, thresholds, evidence, now, muted_by=muted_by)
     if not verdict.stalled:
         if verdict.rearm:
             ports.alarms.rearm(change.alarm_name, f"trainguard: not a stall yet: {verdict.reason}"[:1000])
         return skipped(job_name, verdict.reason)
+    if verdict.muted_by:
+        return _tell_muted(ports, job, signal, verdict, evidence, change, now)
 
     with once(ports, job.name, STEP, now) as step:
         if step.done:
@@ -70,13 +80,62 @@ def gather_evidence(
     """The newest log line (from the Logs API, and the subscription's record, whichever is newer) and
     each host's GPU peak over the idle window."""
     instance_type, hosts = job_hosts(job)
-    window = timedelta(minutes=max(thresholds.stall_minutes, thresholds.gpu_idle_minutes) + 5)
+    watched = ports.stall_ledger.watched_job(job.name)
+    rhythm = watched[0].rhythm if watched else LogRhythm()
+    limit = watched[0].silence_limit().minutes if watched else 0.0
+    window = timedelta(minutes=max(thresholds.stall_minutes, thresholds.gpu_idle_minutes, limit) + 5)
     newest, line = ports.job_logs.newest_event(job.name, now - window)
-    for watched in ports.stall_ledger.watched_job(job.name):
-        if watched.last_log_time and (newest is None or watched.last_log_time > newest):
-            newest, line = watched.last_log_time, watched.last_log_line
+    for entry in watched:
+        if entry.last_log_time and (newest is None or entry.last_log_time > newest):
+            newest, line = entry.last_log_time, entry.last_log_line
     gpu = ports.gpu_metrics.busiest_by_host(job.name, hosts, now - timedelta(minutes=thresholds.gpu_idle_minutes), now)
-    return StallEvidence(newest, line, gpu, gpus_per_host(instance_type))
+    return StallEvidence(newest, line, gpu, gpus_per_host(instance_type), rhythm)
+
+
+def _tell_muted(
+    ports: StallAlarmsPorts,
+    job: TrainingJob,
+    signal: StallSignal,
+    verdict: StallVerdict,
+    evidence: StallEvidence,
+    change: AlarmStateChange,
+    now: datetime,
+) -> Outcome:
+    """A stall under a mute: told once per mute, never stopped; looked at again when the mute ends."""
+    mute = change.mute
+    assert mute is not None
+    until = mute.window_end if mute.window_end and mute.window_end > now else now + MUTE_RECHECK
+    ports.stall_ledger.mute(job.name, change.alarm_name, until)
+    with once(ports, job.name, f"{MUTED_STEP}#{mute.rule_arn or 'unknown'}#{until.isoformat()}", now) as step:
+        if step.done:
+            return Outcome(
+                OutcomeKind.ALREADY_HANDLED,
+                job.name,
+                "the muted stall was already told",
+                Decision.NOTIFY,
+                Category.STALL,
+            )
+        checkpoint = ports.checkpoints.read(job.checkpoint_s3_uri)
+        did = (
+            f"Nothing: the alarm is muted by {mute.rule_name} until {until.strftime('%Y-%m-%d %H:%M UTC')}. The job "
+            "keeps running, and billing. When the mute ends, trainguard sets the alarm back to OK; if the job is "
+            "still stalled then, it is stopped as usual."
+        )
+        outcome = Outcome(
+            OutcomeKind.STALL_FOUND,
+            job.name,
+            verdict.reason,
+            Decision.NOTIFY,
+            Category.STALL,
+            "",
+            {"muted_by": mute.rule_arn},
+        )
+        ports.notifier.publish(
+            compose_stall_notification(
+                job.name, signal.value, verdict, evidence, checkpoint, did, outcome, ports.region, now
+            )
+        )
+        return step.record(outcome)
 
 
 def _stop_is_ours(ports: StallAlarmsPorts, job_name: str) -> bool:

@@ -1,5 +1,6 @@
-"""The stall prober, every minute: publish each watched job's log silence (the log-silence alarms
-watch it), report stops stuck for 30 minutes, and sweep alarms whose job is no longer watched.
+"""The stall prober, every minute: publish each watched job's log silence over its own limit (the
+log-silence alarms watch it), set a muted stall alarm back to OK when its mute window has ended, report
+stops stuck for 30 minutes, and sweep alarms whose job is no longer watched.
 
 It reads the watch list from the ledger (one Query, where the log subscription keeps each job's
 newest log line), never the Logs read APIs: those allow a few calls per second per account, which
@@ -17,7 +18,7 @@ from trainguard.domain.messages import compose_stuck_stopping_notification
 from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.stall_alarms import owned_alarm_job
-from trainguard.domain.stalls import WatchedJob, is_stuck_stopping, log_silence_minutes, stuck_stopping_reason
+from trainguard.domain.stalls import WatchedJob, is_stuck_stopping, log_silence_over_limit, stuck_stopping_reason
 from trainguard.workflows.function_ports import StallProberPorts
 from trainguard.workflows.once import once
 
@@ -35,10 +36,12 @@ class ProbeReport:
 def probe(ports: StallProberPorts) -> ProbeReport:
     now = ports.clock()
     watched = ports.stall_ledger.watched()
-    silence = {job.job_name: round(log_silence_minutes(job, now), 2) for job in watched}
+    silence = {job.job_name: round(log_silence_over_limit(job, now), 2) for job in watched}
     ports.alarms.publish_log_silence(silence, now)
     report = ProbeReport(watched=len(watched), published=len(silence))
     for job in watched:
+        if job.muted_until is not None and now >= job.muted_until:
+            _end_mute(ports, job)
         if is_stuck_stopping(job, now):
             outcome = _report_stuck(ports, job, now)
             if outcome is not None:
@@ -55,6 +58,14 @@ def sweep_orphan_alarms(ports: StallProberPorts, watched: set[str]) -> list[str]
     if orphans:
         ports.alarms.delete(orphans)
     return orphans
+
+
+def _end_mute(ports: StallProberPorts, job: WatchedJob) -> None:
+    """The mute window of a muted stall alarm has ended: back to OK, so it fires again if the job is still
+    stalled, unmuted this time (an alarm left in ALARM sends no new event)."""
+    if job.muted_alarm:
+        ports.alarms.rearm(job.muted_alarm, "trainguard: the alarm mute window has ended; evaluating again")
+    ports.stall_ledger.unmute(job.job_name)
 
 
 def _report_stuck(ports: StallProberPorts, job: WatchedJob, now: datetime) -> Outcome | None:

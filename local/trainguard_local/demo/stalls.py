@@ -1,11 +1,14 @@
-"""The demo's stalls, minute by minute on the virtual clock: two jobs hang after 30 minutes of healthy
-training (a deadlocked data loader: idle GPUs and no logs; a hung NCCL collective: GPUs at 100% and no
-logs), and a third is quiet through its startup grace, then healthy. The production handlers run on
-what the stand-in delivers; the local alarm evaluator plays CloudWatch (moto never evaluates alarms)."""
+"""The demo's stalls, minute by minute on the virtual clock. A deadlocked data loader (idle GPUs, no logs)
+hangs after 30 minutes, before its log rhythm is known: the fixed thresholds catch it. A chatty job (a
+line every 10 s) hangs in an NCCL collective (GPUs at 100%, no logs) after 85 minutes, when its rhythm is
+known: it is stopped 5 minutes into the silence, not 30. A slow-epoch job (one line per 40-minute epoch)
+is silent for longer than the fixed 30 minutes and is left alone, by its own rhythm. A fourth is quiet
+through its startup grace, then healthy. The production handlers run on what the stand-in delivers; the
+local alarm evaluator plays CloudWatch (moto never evaluates alarms)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
@@ -17,7 +20,7 @@ from trainguard_local.stand_in.local_aws import LocalAWS
 from trainguard_local.stand_in.stack_resources import TRAINING_LOG_GROUP
 
 GPU_NAMESPACE = "/aws/sagemaker/TrainingJobs"
-MINUTES = 70
+MINUTES = 100
 STALL_MINUTES = 30  # the defaults the demo's jobs keep (no threshold tags)
 GPU_IDLE_MINUTES = 20
 
@@ -30,6 +33,8 @@ class JobScript:
     hang_at: int | None = None  # the minute it hangs, if it does
     hang_gpu: float = 0.0
     quiet_until: int = 0  # no logs and idle GPUs until this minute (a compile, a first checkpoint load)
+    log_every_seconds: int = 60
+    epoch_minutes: tuple[int, ...] = ()  # a slow job: its only lines, one per epoch end
 
     def gpu(self, minute: int) -> float:
         if minute < self.quiet_until:
@@ -39,12 +44,22 @@ class JobScript:
     def logs(self, minute: int) -> bool:
         return minute >= self.quiet_until and (self.hang_at is None or minute < self.hang_at)
 
+    def line_seconds(self, minute: int) -> list[int]:
+        """The seconds into the minute ending at `minute` at which the job writes a line."""
+        if not self.logs(minute):
+            return []
+        if self.epoch_minutes:
+            return [40] if minute in self.epoch_minutes else []
+        return list(range(0, 60, self.log_every_seconds)) if self.log_every_seconds < 60 else [40]
+
 
 SCRIPTS = {
     "loader-deadlock": JobScript("ml.g5.12xlarge", 2, healthy_gpu=310.0, hang_at=30, hang_gpu=0.0),
-    "nccl-hang": JobScript("ml.p5.48xlarge", 2, healthy_gpu=720.0, hang_at=30, hang_gpu=800.0),
+    "nccl-hang": JobScript("ml.p5.48xlarge", 2, healthy_gpu=720.0, hang_at=85, hang_gpu=800.0, log_every_seconds=10),
+    "slow-epochs": JobScript("ml.g5.12xlarge", 1, healthy_gpu=330.0, epoch_minutes=(2, 42)),
     "slow-starter": JobScript("ml.g5.xlarge", 1, healthy_gpu=85.0, quiet_until=18),
 }
+LEARNED_LIMIT_MINUTES = 5  # the chatty job's limit once its rhythm is known (the floor of domain/log_rhythm.py)
 
 
 @dataclass
@@ -57,6 +72,7 @@ class Timeline:
 
 def act_stalls(aws: LocalAWS, say: Any) -> dict[str, Any]:
     from trainguard.handlers import job_events, log_activity, stall_alarms, stall_prober
+    from trainguard.handlers.observability import metrics
 
     ports = boto3_ports(clock=aws.clock)
     evaluator = LocalAlarmEvaluator(aws.client("cloudwatch"), aws.client("events"), aws.clock)
@@ -72,17 +88,27 @@ def act_stalls(aws: LocalAWS, say: Any) -> dict[str, Any]:
     for event in aws.receive_rule_events():
         job_events.handle(event, ports.of(JobEventsPorts))
     streams: dict[str, bool] = {}
+    running = dict(SCRIPTS)  # and each relaunch, which trains healthily from its checkpoint
     for minute in range(1, MINUTES + 1):
         aws.clock.skip(timedelta(minutes=1))
         now = aws.clock()
-        for name, script in SCRIPTS.items():
+        for name, script in list(running.items()):
             if aws.plane.describe(name)["TrainingJobStatus"] != "InProgress":
                 continue
             _publish_gpu(aws, name, script, minute, now)
-            if script.logs(minute):
-                _log_line(aws, name, minute, now, streams, log_activity, ports)
+            if seconds := script.line_seconds(minute):
+                _log_lines(aws, name, minute, seconds, now, streams, log_activity, ports)
             _note_crossings(timeline, name, script, minute)
+            if script.epoch_minutes and minute == script.epoch_minutes[-1] + STALL_MINUTES:
+                [watched] = ports.of(StallAlarmsPorts).stall_ledger.watched_job(name)
+                timeline.add(
+                    minute,
+                    name,
+                    f"silent for {STALL_MINUTES} min, past the fixed threshold; not a stall for this job: "
+                    f"its limit is {watched.silence_limit().describe()}",
+                )
         stall_prober.handle({}, ports.of(StallProberPorts))
+        metrics.clear_metrics()  # what the Lambda decorator would flush after each run (its 100-metric limit)
         evaluator.evaluate_all()
         for event in aws.receive_stall_alarms():
             outcome = stall_alarms.handle(event, ports.of(StallAlarmsPorts))
@@ -99,6 +125,7 @@ def act_stalls(aws: LocalAWS, say: Any) -> dict[str, Any]:
             if outcome.kind.value == "relaunched":
                 timeline.add(minute, outcome.job_name, f"relaunched from its checkpoint as {outcome.new_job_name}")
                 aws.plane.start_training(outcome.new_job_name)
+                running[outcome.new_job_name] = replace(running[outcome.job_name], hang_at=None)
     for minute, job, what in sorted(timeline.events, key=lambda event: event[0]):
         say(f"  t+{minute:>2} min  {job:<16} {what}")
     alarms = aws.client("cloudwatch").describe_alarms(AlarmNamePrefix="trainguard-")["MetricAlarms"]
@@ -140,21 +167,33 @@ def _publish_gpu(aws: LocalAWS, name: str, script: JobScript, minute: int, now: 
     )
 
 
-def _log_line(
-    aws: LocalAWS, name: str, minute: int, now: Any, streams: dict[str, bool], log_activity: Any, ports: Any
+def _log_lines(
+    aws: LocalAWS,
+    name: str,
+    minute: int,
+    seconds: list[int],
+    now: Any,
+    streams: dict[str, bool],
+    log_activity: Any,
+    ports: Any,
 ) -> None:
     stream = f"{name}/algo-1-1764417600"
     logs = aws.client("logs")
     if stream not in streams:
         logs.create_log_stream(logGroupName=TRAINING_LOG_GROUP, logStreamName=stream)
         streams[stream] = True
-    event = {
-        "timestamp": int((now - timedelta(seconds=20)).timestamp() * 1000),
-        "message": f"step {minute * 50} loss {2.5 - minute * 0.01:.3f}",
-    }
-    logs.put_log_events(logGroupName=TRAINING_LOG_GROUP, logStreamName=stream, logEvents=[event])
-    # What the subscription filter delivers to the log-activity function (the fleet side's own format).
-    log_activity.handle(LogLine(stream, event).delivery(str(minute)), ports.of(LogActivityPorts))
+    events = [
+        {
+            "timestamp": int((now - timedelta(seconds=60 - second)).timestamp() * 1000),
+            "message": f"step {minute * 50 + i} loss {2.5 - minute * 0.01:.3f}",
+        }
+        for i, second in enumerate(seconds)
+    ]
+    logs.put_log_events(logGroupName=TRAINING_LOG_GROUP, logStreamName=stream, logEvents=events)
+    # What the subscription filter delivers to the log-activity function (the fleet side's own format): one
+    # delivery per line, as a batch of one stream's lines would give the same gaps.
+    for i, event in enumerate(events):
+        log_activity.handle(LogLine(stream, event).delivery(f"{minute}-{i}"), ports.of(LogActivityPorts))
 
 
 def _note_crossings(timeline: Timeline, name: str, script: JobScript, minute: int) -> None:
@@ -167,8 +206,8 @@ def _note_crossings(timeline: Timeline, name: str, script: JobScript, minute: in
     if minute == script.hang_at:
         gpu = "GPUs idle" if script.hang_gpu == 0 else "GPUs at 100%"
         timeline.add(minute, name, f"hangs: no more log lines, {gpu}")
-    if minute == script.hang_at + STALL_MINUTES:
-        timeline.add(minute, name, f"signal: log silence reaches {STALL_MINUTES} min")
+    if minute == script.hang_at + silence_limit_of(script):
+        timeline.add(minute, name, f"signal: log silence reaches its limit, {silence_limit_of(script)} min")
     if script.hang_gpu == 0 and minute == script.hang_at + GPU_IDLE_MINUTES - 1:
         timeline.add(minute, name, f"signal: {GPU_IDLE_MINUTES} idle minutes on every host, logs silent as long")
 
@@ -179,4 +218,10 @@ def crossing_minute(script: JobScript) -> int | None:
         return None
     if script.hang_gpu == 0:
         return script.hang_at + GPU_IDLE_MINUTES - 1
-    return script.hang_at + STALL_MINUTES
+    return script.hang_at + silence_limit_of(script)
+
+
+def silence_limit_of(script: JobScript) -> int:
+    """The log-silence limit the script's job has when it hangs: learned for the chatty job, whose rhythm is
+    known by then (over 60 minutes of lines after its grace); the fixed threshold for the others."""
+    return LEARNED_LIMIT_MINUTES if script.log_every_seconds < 60 else STALL_MINUTES

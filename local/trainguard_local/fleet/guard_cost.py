@@ -60,7 +60,7 @@ class UsageSummary:
     span_hours: float
     handlers: Mapping[str, HandlerUsage]
     alarm_lives: Sequence[AlarmLife]
-    log_silence_metric_hours: float  # each watched job's LogSilenceMinutes, in the hours it is sent
+    log_silence_metric_hours: float  # each watched job's log-silence metric, in the hours it is sent
     powertools_metric_hours: float  # the handlers' EMF metrics, in the hours they are sent
 
     @property

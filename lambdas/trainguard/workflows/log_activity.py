@@ -1,0 +1,32 @@
+"""A delivery of a watched job's log lines: keep its newest line and learn its log rhythm.
+
+Read the job's entry, add the delivery's gaps to its rhythm (domain/log_rhythm.py), and write both on
+the condition that the newest line recorded is still the one read. Deliveries of a job's other streams
+may run at the same moment: the loser reads again (ATTEMPTS in all), and if it still loses, keeps only
+the newest line, as before rhythms were learned. One read and one write per delivery.
+"""
+
+from __future__ import annotations
+
+from trainguard.domain.stalls import rhythm_counted_from
+from trainguard.events.log_subscription import LogActivity
+from trainguard.workflows.function_ports import LogActivityPorts
+
+ATTEMPTS = 3
+
+
+def record_activity(ports: LogActivityPorts, activity: LogActivity) -> bool:
+    """False when the job is not watched, or the delivery holds nothing newer than what is recorded."""
+    for _ in range(ATTEMPTS):
+        found = ports.stall_ledger.watched_job(activity.job_name)
+        if not found:
+            return False
+        job = found[0]
+        if job.last_log_time is not None and activity.newest <= job.last_log_time:
+            return False
+        rhythm = job.rhythm.with_lines(job.last_log_time, activity.times, rhythm_counted_from(job))
+        if ports.stall_ledger.record_log_lines(
+            job.job_name, activity.newest, activity.last_line, rhythm, job.last_log_time
+        ):
+            return True
+    return ports.stall_ledger.record_log_activity(activity.job_name, activity.newest, activity.last_line)

@@ -1,0 +1,168 @@
+"""Stalls judged by each job's own rhythm, with in-memory ports: the log subscription learns the rhythm, the
+prober publishes the silence over the job's own limit, the verdict uses it, and a muted alarm only tells."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from datetime import datetime, timedelta
+
+from tests.fakes import NOW, FakePorts, fake_ports
+from tests.unit.test_stall_workflows import alarm, at, training
+from trainguard.domain.log_rhythm import FLOOR_MINUTES, LimitSource
+from trainguard.domain.outcome import OutcomeKind
+from trainguard.domain.stalls import StallSignal, alarm_name
+from trainguard.events.alarm_state_change import AlarmStateChange, parse_alarm_state_change
+from trainguard.handlers import log_activity
+from trainguard.workflows.function_ports import LogActivityPorts
+from trainguard.workflows.stall_alarm import handle_stall_alarm
+from trainguard.workflows.stall_prober import probe
+from trainguard.workflows.stall_watch import follow_training_state
+
+JOB = "llama-pretrain"
+
+
+def delivery(job: str, times: list[datetime], message: str = "step loss 1.9", host: int = 1) -> dict[str, object]:
+    """A CloudWatch Logs subscription delivery of one stream's lines (events/log_subscription.py)."""
+    payload = {
+        "messageType": "DATA_MESSAGE",
+        "owner": "123456789012",
+        "logGroup": "/aws/sagemaker/TrainingJobs",
+        "logStream": f"{job}/algo-{host}-1764583200",
+        "subscriptionFilters": ["trainguard"],
+        "logEvents": [
+            {"id": str(i), "timestamp": int(t.timestamp() * 1000), "message": f"{message} {i}"}
+            for i, t in enumerate(times)
+        ],
+    }
+    return {"awslogs": {"data": base64.b64encode(gzip.compress(json.dumps(payload).encode())).decode()}}
+
+
+def logs_every(ports: FakePorts, seconds: int, *, from_: datetime, to: datetime, per_delivery: int = 6) -> None:
+    """The job logs a line every `seconds`, delivered by the subscription `per_delivery` lines at a time."""
+    times = []
+    moment = from_
+    while moment <= to:
+        times.append(moment)
+        moment += timedelta(seconds=seconds)
+    for start in range(0, len(times), per_delivery):
+        log_activity.handle(
+            delivery(JOB, times[start : start + per_delivery]), LogActivityPorts(stall_ledger=ports.stall_ledger)
+        )
+
+
+def watched_chatty_job() -> FakePorts:
+    """A job training for 2 h (grace 20 min) that logged every 10 s until 6 min ago."""
+    ports = fake_ports()
+    training(ports, for_=timedelta(hours=2))
+    follow_training_state(ports, JOB)
+    logs_every(ports, 10, from_=NOW - timedelta(minutes=100), to=NOW - timedelta(minutes=6))
+    return ports
+
+
+def test_the_subscription_learns_the_rhythm_across_deliveries() -> None:
+    ports = watched_chatty_job()
+    [job] = ports.stall_ledger.watched()
+    assert job.rhythm.gaps >= 560 and job.rhythm.longest_seconds == 10
+    limit = job.silence_limit()
+    assert (limit.source, limit.minutes) == (LimitSource.LEARNED, FLOOR_MINUTES)
+
+
+def test_a_delivery_for_a_job_not_watched_or_older_than_the_newest_records_nothing() -> None:
+    ports = watched_chatty_job()
+    before = ports.stall_ledger.watched()
+    late = delivery(JOB, [NOW - timedelta(minutes=50)], host=2)
+    assert log_activity.handle(late, LogActivityPorts(stall_ledger=ports.stall_ledger))["recorded"] is False
+    unknown = delivery("someone-else", [NOW])
+    assert log_activity.handle(unknown, LogActivityPorts(stall_ledger=ports.stall_ledger))["recorded"] is False
+    assert ports.stall_ledger.watched() == before
+
+
+def test_a_chatty_job_is_stopped_at_its_learned_limit_well_before_the_fixed_threshold() -> None:
+    ports = watched_chatty_job()
+    ports.job_logs.newest = NOW - timedelta(minutes=6)
+    probe(ports)
+    assert ports.alarms.published[-1][JOB] == 6.0 - FLOOR_MINUTES  # over its limit: the alarm fires
+    outcome = handle_stall_alarm(ports, alarm())
+    assert outcome.kind is OutcomeKind.STALL_STOPPED and ports.jobs.stops == [JOB]
+    [message] = ports.notifier.sent
+    assert "Log-silence limit for this job" in message.body and "learned from the job's rhythm" in message.body
+
+
+def test_a_chatty_job_announcing_an_evaluation_gets_the_fixed_threshold_as_its_grace() -> None:
+    ports = watched_chatty_job()
+    last = NOW - timedelta(minutes=6)
+    log_activity.handle(
+        delivery(JOB, [last + timedelta(seconds=1)], message="***** Running Evaluation *****"),
+        LogActivityPorts(stall_ledger=ports.stall_ledger),
+    )
+    probe(ports)
+    assert ports.alarms.published[-1][JOB] < 0
+    ports.job_logs.newest = None
+    outcome = handle_stall_alarm(ports, alarm())
+    assert outcome.kind is OutcomeKind.SKIPPED and "long phase" in outcome.reason and ports.jobs.stops == []
+
+
+def test_a_slow_epoch_job_is_left_alone_through_a_silence_longer_than_the_fixed_threshold() -> None:
+    """One line per 40-minute epoch: 45 silent minutes would be a stall by the fixed 30, not by its rhythm."""
+    ports = fake_ports()
+    training(ports, for_=timedelta(hours=3))
+    follow_training_state(ports, JOB)
+    for k in range(4):  # epochs end 160, 120, 80, 45 minutes ago
+        ts = [NOW - timedelta(minutes=(160, 120, 80, 45)[k])]
+        log_activity.handle(delivery(JOB, ts, "epoch done"), LogActivityPorts(stall_ledger=ports.stall_ledger))
+    probe(ports)
+    assert ports.alarms.published[-1][JOB] < 0
+    ports.job_logs.newest = None
+    ports.gpu_metrics.value = 0.0  # and its GPUs idle (a CPU phase between epochs): still not a stall
+    for signal in (StallSignal.LOG_SILENCE, StallSignal.IDLE_GPU):
+        outcome = handle_stall_alarm(ports, alarm(signal))
+        assert outcome.kind is OutcomeKind.SKIPPED, outcome.reason
+    assert ports.jobs.stops == []
+
+
+def muted(change: AlarmStateChange, window_end: datetime) -> AlarmStateChange:
+    """The same change, muted by an alarm mute rule, read through the event parser."""
+    event = {
+        "version": "0",
+        "id": "evt-muted",
+        "detail-type": "CloudWatch Alarm State Change",
+        "source": "aws.cloudwatch",
+        "account": "123456789012",
+        "time": NOW.isoformat(),
+        "region": "us-east-1",
+        "resources": [f"arn:aws:cloudwatch:us-east-1:123456789012:alarm:{change.alarm_name}"],
+        "detail": {
+            "alarmName": change.alarm_name,
+            "state": {"value": "ALARM", "reason": "Threshold Crossed", "timestamp": "2026-12-01T10:00:00.000+0000"},
+            "previousState": {"value": "OK"},
+            # The shape of AWS's samples (cloudwatch-and-eventbridge.html), beside `state`.
+            "muteDetail": {
+                "mutedByArn": "arn:aws:cloudwatch:us-east-1:123456789012:alarm-mute-rule:maintenance",
+                "muteWindowStart": "2026-12-01T09:00:00.000+0000",
+                "muteWindowEnd": window_end.strftime("%Y-%m-%dT%H:%M:%S.000+0000"),
+            },
+        },
+    }
+    return parse_alarm_state_change(event)
+
+
+def test_a_muted_stall_alarm_tells_once_and_stops_only_after_the_mute_ends() -> None:
+    ports = watched_chatty_job()
+    ports.job_logs.newest = NOW - timedelta(minutes=40)
+    end = NOW + timedelta(minutes=30)
+    change = muted(alarm(), end)
+    assert change.mute is not None and change.mute.rule_name == "maintenance"
+    first = handle_stall_alarm(ports, change)
+    assert first.kind is OutcomeKind.STALL_FOUND and ports.jobs.stops == []
+    assert handle_stall_alarm(ports, change).kind is OutcomeKind.ALREADY_HANDLED  # a duplicate: told once
+    [message] = ports.notifier.sent
+    assert "alarm muted" in message.subject and "maintenance" in message.body
+    probe(at(ports, timedelta(minutes=10)))  # still muted: nothing re-armed
+    assert ports.alarms.rearmed == []
+    probe(at(ports, timedelta(minutes=31)))  # the window has ended: back to OK, to fire again unmuted
+    assert ports.alarms.rearmed == [alarm_name(StallSignal.LOG_SILENCE, JOB)]
+    assert ports.stall_ledger.watched()[0].muted_until is None
+    later = handle_stall_alarm(at(ports, timedelta(minutes=32)), alarm())
+    assert later.kind is OutcomeKind.STALL_STOPPED and ports.jobs.stops == [JOB]
