@@ -6,6 +6,7 @@ import base64
 import copy
 import gzip
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -25,6 +26,26 @@ def test_the_aws_samples_parse(sample: str) -> None:
     assert change.alarm_name == event["detail"]["alarmName"]
     assert change.state == event["detail"]["state"]["value"] and change.previous_state
     assert change.timestamp is not None and change.timestamp.tzinfo is not None
+
+
+def test_a_muted_alarms_change_names_its_mute_rule_and_window_and_the_others_are_not_muted() -> None:
+    change = parse_alarm_state_change(load_fixture("events/cloudwatch_alarm_state_change.muted.awsdocs.json"))
+    assert change.mute is not None and change.mute.rule_name == "testMute"
+    assert change.mute.window_end == datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    for sample in SAMPLES:
+        assert (
+            parse_alarm_state_change(load_fixture(f"events/cloudwatch_alarm_state_change.{sample}.awsdocs.json")).mute
+            is None
+        )
+
+
+@pytest.mark.parametrize("mute_detail", ["muted", {}, {"mutedByArn": 7, "muteWindowEnd": "soon"}, []])
+def test_a_mute_detail_that_cannot_be_read_still_counts_as_muted(mute_detail: Any) -> None:
+    """A mute is the team's word to leave the job alone: in doubt, trainguard only tells."""
+    event = copy.deepcopy(load_fixture("events/cloudwatch_alarm_state_change.muted.awsdocs.json"))
+    event["detail"]["muteDetail"] = mute_detail
+    change = parse_alarm_state_change(event)
+    assert change.mute is not None and change.mute.rule_name == "an alarm mute rule" and change.mute.window_end is None
 
 
 def _broken(path: tuple[str, ...], value: Any = None) -> dict[str, Any]:
