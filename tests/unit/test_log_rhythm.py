@@ -119,3 +119,14 @@ def test_a_rhythm_survives_its_stored_form_and_bad_stored_forms_read_as_none() -
     assert LogRhythm.from_json(rhythm.to_json()) == rhythm
     for bad in (None, "x", {"counts": [1, 2]}, {"counts": ["a"] * (len(GAP_EDGES_SECONDS) + 1)}, {"counts": [-1] * 22}):
         assert LogRhythm.from_json(bad) == LogRhythm()  # type: ignore[arg-type]
+
+
+def test_the_quantile_is_the_upper_edge_of_the_bucket_that_holds_it() -> None:
+    """99 gaps of 25 s and one of 100 s: the 99th percentile lies in [20 s, 30 s) and reads as 30 s."""
+    lines = every(25, for_minutes=99 * 25 / 60)
+    lines.append(lines[-1] + timedelta(seconds=100))
+    rhythm = learned(lines)
+    assert rhythm.gaps == 100 and rhythm.longest_seconds == 100
+    assert rhythm.quantile_seconds(0.99) == 30.0
+    on_an_edge = learned([T0, T0 + timedelta(seconds=30)])  # a gap on an edge goes in the bucket it opens
+    assert on_an_edge.counts[GAP_EDGES_SECONDS.index(60)] == 1

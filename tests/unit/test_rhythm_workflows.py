@@ -122,7 +122,7 @@ def test_a_slow_epoch_job_is_left_alone_through_a_silence_longer_than_the_fixed_
     assert ports.jobs.stops == []
 
 
-def muted(change: AlarmStateChange, window_end: datetime) -> AlarmStateChange:
+def muted(change: AlarmStateChange, window_end: datetime | None) -> AlarmStateChange:
     """The same change, muted by an alarm mute rule, read through the event parser."""
     event = {
         "version": "0",
@@ -141,7 +141,7 @@ def muted(change: AlarmStateChange, window_end: datetime) -> AlarmStateChange:
             "muteDetail": {
                 "mutedByArn": "arn:aws:cloudwatch:us-east-1:123456789012:alarm-mute-rule:maintenance",
                 "muteWindowStart": "2026-12-01T09:00:00.000+0000",
-                "muteWindowEnd": window_end.strftime("%Y-%m-%dT%H:%M:%S.000+0000"),
+                **({} if window_end is None else {"muteWindowEnd": window_end.strftime("%Y-%m-%dT%H:%M:%S.000+0000")}),
             },
         },
     }
@@ -162,7 +162,26 @@ def test_a_muted_stall_alarm_tells_once_and_stops_only_after_the_mute_ends() -> 
     probe(at(ports, timedelta(minutes=10)))  # still muted: nothing re-armed
     assert ports.alarms.rearmed == []
     probe(at(ports, timedelta(minutes=31)))  # the window has ended: back to OK, to fire again unmuted
-    assert ports.alarms.rearmed == [alarm_name(StallSignal.LOG_SILENCE, JOB)]
+    assert ports.alarms.rearmed == [alarm_name(signal, JOB) for signal in StallSignal]  # each may have fired muted
     assert ports.stall_ledger.watched()[0].muted_until is None
     later = handle_stall_alarm(at(ports, timedelta(minutes=32)), alarm())
     assert later.kind is OutcomeKind.STALL_STOPPED and ports.jobs.stops == [JOB]
+
+
+def test_a_mute_whose_window_has_already_ended_does_not_hold_the_stop_back() -> None:
+    """A late or retried delivery of a muted change: the team's "for now" is over."""
+    ports = watched_chatty_job()
+    ports.job_logs.newest = NOW - timedelta(minutes=40)
+    outcome = handle_stall_alarm(ports, muted(alarm(), NOW - timedelta(minutes=1)))
+    assert outcome.kind is OutcomeKind.STALL_STOPPED and ports.jobs.stops == [JOB]
+
+
+def test_a_mute_without_a_window_end_is_told_once_and_looked_at_again_hourly() -> None:
+    ports = watched_chatty_job()
+    ports.job_logs.newest = NOW - timedelta(minutes=40)
+    assert handle_stall_alarm(ports, muted(alarm(), None)).kind is OutcomeKind.STALL_FOUND
+    assert ports.stall_ledger.watched()[0].muted_until == NOW + timedelta(hours=1)
+    probe(at(ports, timedelta(hours=1)))  # re-armed; it fires again, still muted: nothing new is told
+    later = handle_stall_alarm(at(ports, timedelta(hours=1, minutes=1)), muted(alarm(), None))
+    assert later.kind is OutcomeKind.ALREADY_HANDLED
+    assert len(ports.notifier.sent) == 1 and ports.jobs.stops == []

@@ -230,7 +230,8 @@ def test_a_job_that_logs_again_is_not_stopped() -> None:
     ports.job_logs.newest = NOW - timedelta(minutes=2)
     outcome = handle_stall_alarm(ports, alarm())
     assert outcome.kind is OutcomeKind.SKIPPED and "logged 2 min ago" in outcome.reason
-    assert ports.jobs.stops == [] and ports.alarms.rearmed == []  # the silence metric drops: it clears itself
+    # Re-armed all the same: the prober's view of the job's limit may differ from the fresh one.
+    assert ports.jobs.stops == [] and ports.alarms.rearmed == [alarm_name(StallSignal.LOG_SILENCE, "llama-pretrain")]
 
 
 def test_idle_gpus_while_the_job_logs_are_not_a_stall() -> None:

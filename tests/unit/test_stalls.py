@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -136,14 +137,21 @@ def test_no_verdict_within_the_startup_grace() -> None:
     assert grace_reason(running_job(timedelta(minutes=21)), DEFAULTS, NOW) == ""
 
 
-def test_an_alarm_in_the_grace_is_rearmed_and_one_past_it_is_not() -> None:
-    """The domain says whether the alarm goes back to OK: fired in the grace, it would never fire again."""
+def test_an_alarm_that_would_never_fire_again_is_rearmed_and_one_that_clears_itself_is_not() -> None:
+    """The domain says whether the alarm goes back to OK. Fired in the grace, it would never fire again. A
+    log-silence alarm judged within the job's limit is re-armed too: the prober's view of the limit (the
+    ledger's line and tags) may differ from the fresh one. Idle GPUs while the job logs clear themselves."""
     silent = evidence(timedelta(hours=2))
     in_grace = judge_stall(StallSignal.LOG_SILENCE, running_job(timedelta(minutes=19)), OPTED_IN, DEFAULTS, silent, NOW)
     assert not in_grace.stalled and in_grace.rearm
     logging = evidence(timedelta(minutes=1))
     past = judge_stall(StallSignal.LOG_SILENCE, running_job(timedelta(hours=3)), OPTED_IN, DEFAULTS, logging, NOW)
-    assert not past.stalled and not past.rearm
+    assert not past.stalled and past.rearm
+    idle_but_logging = replace(logging, gpu_by_host={"job/algo-1": 0.0})
+    cpu_phase = judge_stall(
+        StallSignal.IDLE_GPU, running_job(timedelta(hours=3)), OPTED_IN, DEFAULTS, idle_but_logging, NOW
+    )
+    assert not cpu_phase.stalled and not cpu_phase.rearm
 
 
 def test_a_spot_restart_starts_the_grace_again() -> None:

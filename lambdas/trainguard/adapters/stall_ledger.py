@@ -11,7 +11,7 @@ IAM: each method's `needs`, granted on the ledger table.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -149,10 +149,17 @@ def _ms(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
 
 
+def _thresholds(attribute: dict[str, Any] | None) -> StallThresholds:
+    """The stored thresholds; a field this version does not know (written by a newer one) is left out."""
+    stored = json.loads(attribute["S"]) if attribute and "S" in attribute else {}
+    known = {f.name for f in fields(StallThresholds)}
+    return StallThresholds(**{k: v for k, v in stored.items() if k in known})
+
+
 def _rhythm(attribute: dict[str, Any] | None) -> LogRhythm:
     try:
         return LogRhythm.from_json(json.loads(attribute["S"])) if attribute and "S" in attribute else LogRhythm()
-    except ValueError:
+    except (ValueError, RecursionError):
         return LogRhythm()
 
 
@@ -170,7 +177,7 @@ def _watched(item: dict[str, Any]) -> WatchedJob:
         job_name=item["sk"]["S"],
         instance_type=item.get("instance_type", {}).get("S", ""),
         host_count=int(item.get("host_count", {}).get("N", "1")),
-        thresholds=StallThresholds(**json.loads(item.get("thresholds", {}).get("S", "{}"))),
+        thresholds=_thresholds(item.get("thresholds")),
         training_since=_time(item.get("training_since")),
         last_log_time=None if last_ms is None else datetime.fromtimestamp(int(last_ms) / 1000, tz=UTC),
         last_log_line=item.get("last_log_line", {}).get("S", ""),

@@ -197,7 +197,9 @@ def judge_stall(
     if signal is StallSignal.LOG_SILENCE:
         if silence < timedelta(minutes=limit.minutes):
             why = f"the job logged {_minutes(silence)} ago, within its limit of {limit.describe()}; not a stall"
-            return StallVerdict(False, False, why, silence, limit=limit)
+            # Re-armed: the prober's view of the limit (the ledger's line and tags) may differ from this fresh one
+            # (a line the Logs API returns first, a tag changed since); left in ALARM, the alarm would never fire again.
+            return StallVerdict(False, False, why, silence, limit=limit, rearm=True)
         reason = f"no new log line for {_minutes(silence)} (limit {limit.describe()})"
     else:
         idle, gpu_text = _gpus_idle(evidence, thresholds)

@@ -39,6 +39,7 @@ class AlarmMute:
 
     rule_arn: str
     window_end: datetime | None
+    window_start: str = ""  # as the event gives it: with the rule, what tells one mute window from the next
 
     @property
     def rule_name(self) -> str:
@@ -71,5 +72,9 @@ def _mute(raw: object) -> AlarmMute | None:
     if not isinstance(raw, Mapping):
         return AlarmMute("", None)
     arn = raw.get("mutedByArn")
-    end = raw.get("muteWindowEnd")
-    return AlarmMute(arn if isinstance(arn, str) else "", parse_aws_time(end) if isinstance(end, str) else None)
+    end, start = raw.get("muteWindowEnd"), raw.get("muteWindowStart")
+    return AlarmMute(
+        arn if isinstance(arn, str) else "",
+        parse_aws_time(end) if isinstance(end, str) else None,
+        start if isinstance(start, str) else "",
+    )

@@ -7,6 +7,7 @@ then sets it back to OK, so that it fires again, unmuted, if the job is still st
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -56,7 +57,8 @@ def handle_stall_alarm(ports: StallAlarmsPorts, change: AlarmStateChange) -> Out
     now = ports.clock()
     thresholds = read_stall_thresholds(job.tags, ports.config.stall_defaults, ports.keys)
     evidence = gather_evidence(ports, job, thresholds, now)
-    muted_by = change.mute.rule_name if change.mute else ""
+    muted = change.mute is not None and (change.mute.window_end is None or change.mute.window_end > now)
+    muted_by = change.mute.rule_name if muted and change.mute else ""
     verdict = judge_stall(signal, job, policy, thresholds, evidence, now, muted_by=muted_by)
     if not verdict.stalled:
         if verdict.rearm:
@@ -106,7 +108,10 @@ def _tell_muted(
     assert mute is not None
     until = mute.window_end if mute.window_end and mute.window_end > now else now + MUTE_RECHECK
     ports.stall_ledger.mute(job.name, change.alarm_name, until)
-    with once(ports, job.name, f"{MUTED_STEP}#{mute.rule_arn or 'unknown'}#{until.isoformat()}", now) as step:
+    # Once per mute rule and window start: a redelivery, or the same mute firing again after a re-check, tells
+    # nothing new. Hashed: the rule's ARN comes from the event, and the ledger's sort key is bounded.
+    mute_key = hashlib.sha256(f"{mute.rule_arn}#{mute.window_start}".encode()).hexdigest()[:16]
+    with once(ports, job.name, f"{MUTED_STEP}#{mute_key}", now) as step:
         if step.done:
             return Outcome(
                 OutcomeKind.ALREADY_HANDLED,

@@ -18,7 +18,14 @@ from trainguard.domain.messages import compose_stuck_stopping_notification
 from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.stall_alarms import owned_alarm_job
-from trainguard.domain.stalls import WatchedJob, is_stuck_stopping, log_silence_over_limit, stuck_stopping_reason
+from trainguard.domain.stalls import (
+    StallSignal,
+    WatchedJob,
+    alarm_name,
+    is_stuck_stopping,
+    log_silence_over_limit,
+    stuck_stopping_reason,
+)
 from trainguard.workflows.function_ports import StallProberPorts
 from trainguard.workflows.once import once
 
@@ -63,8 +70,8 @@ def sweep_orphan_alarms(ports: StallProberPorts, watched: set[str]) -> list[str]
 def _end_mute(ports: StallProberPorts, job: WatchedJob) -> None:
     """The mute window of a muted stall alarm has ended: back to OK, so it fires again if the job is still
     stalled, unmuted this time (an alarm left in ALARM sends no new event)."""
-    if job.muted_alarm:
-        ports.alarms.rearm(job.muted_alarm, "trainguard: the alarm mute window has ended; evaluating again")
+    for signal in StallSignal:  # both: each may have fired under the mute (a missing alarm is no error)
+        ports.alarms.rearm(alarm_name(signal, job.job_name), "trainguard: the alarm mute window has ended")
     ports.stall_ledger.unmute(job.job_name)
 
 
