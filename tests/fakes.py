@@ -29,7 +29,8 @@ from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome
 from trainguard.domain.quotas import WaitingLaunch, normalize_quota_name
 from trainguard.domain.stall_alarms import owned_alarm_job, possible_gpu_part_names
-from trainguard.domain.stalls import StallSignal, StallThresholds, WatchedJob, parse_alarm_name
+from trainguard.domain.stalls import StallSignal, StallThresholds, parse_alarm_name
+from trainguard.domain.watched_job import WatchedJob
 from trainguard.events.training_job import job_from_description
 from trainguard.workflows.function_ports import Settled
 from trainguard.workflows.ports import (
@@ -289,7 +290,14 @@ class FakeQuotaLedger:
         self.waits.pop(job_name, None)
 
 
-LEARNED_FIELDS = ("last_log_time", "last_log_line", "rhythm", "muted_until", "muted_alarm")  # `watch` keeps them
+LEARNED_FIELDS = (
+    "last_log_time",
+    "last_log_line",
+    "rhythm",
+    "muted_until",
+    "muted_alarm",
+    "deferred_line",
+)  # `watch` keeps them
 
 
 @dataclass
@@ -343,6 +351,14 @@ class FakeStallLedger:
         if job is None:
             return False
         self.jobs[job_name] = replace(job, muted_until=until, muted_alarm=alarm_name)
+        return True
+
+    def defer(self, job_name: str, newest_line: datetime) -> bool:
+        job = self.jobs.get(job_name)
+        if job is None:
+            return False
+        at = newest_line - timedelta(microseconds=newest_line.microsecond % 1000)
+        self.jobs[job_name] = replace(job, deferred_line=at)
         return True
 
     def unmute(self, job_name: str) -> bool:

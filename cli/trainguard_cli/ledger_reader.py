@@ -24,7 +24,7 @@ from botocore.exceptions import ClientError
 from trainguard.adapters.ledger import PARTITION_KEY, SORT_KEY, QuotaLedger, item_key
 from trainguard.adapters.stall_ledger import StallLedger
 from trainguard.domain.quotas import WaitingLaunch
-from trainguard.domain.stalls import WatchedJob
+from trainguard.domain.watched_job import WatchedJob
 from trainguard.workflows.ports import QuotaRequestState
 
 IAM_ACTIONS = ("dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:Scan")

@@ -13,7 +13,8 @@ from tests.fakes import NOW, FakeStallLedger
 from trainguard.adapters.stall_ledger import StallLedger
 from trainguard.domain.log_rhythm import LogRhythm
 from trainguard.domain.policy import TagProblem
-from trainguard.domain.stalls import StallThresholds, WatchedJob
+from trainguard.domain.stalls import StallThresholds
+from trainguard.domain.watched_job import WatchedJob
 from trainguard.workflows.ports import JobWatch, LogActivityLedger, StallEvidence, WatchList
 
 THRESHOLDS = StallThresholds(stall_minutes=45, problems=(TagProblem("trainguard:stall-minutes", "x", "30"),))
@@ -112,3 +113,15 @@ def test_a_muted_alarm_is_remembered_until_unmuted(stall_ledger: StallLedgerPort
     assert stall_ledger.unmute(JOB.job_name) is True
     [job] = stall_ledger.watched()
     assert (job.muted_alarm, job.muted_until) == ("", None)
+
+
+def test_a_deferred_silence_holds_until_a_newer_line_comes(stall_ledger: StallLedgerPort) -> None:
+    assert stall_ledger.defer(JOB.job_name, NOW) is False  # not watched
+    stall_ledger.watch(JOB)
+    stall_ledger.record_log_activity(JOB.job_name, NOW - timedelta(minutes=6), "step 9")
+    assert stall_ledger.defer(JOB.job_name, NOW - timedelta(minutes=6)) is True
+    [job] = stall_ledger.watched()
+    assert job.deferred_line == NOW - timedelta(minutes=6) and job.silence_deferred
+    stall_ledger.record_log_activity(JOB.job_name, NOW, "step 10")
+    [job] = stall_ledger.watched()
+    assert not job.silence_deferred

@@ -71,8 +71,8 @@ def test_the_demo_shows_the_three_jobs_and_the_quota_wall() -> None:
         assert found["stopped"] is not None and 0 <= found["stopped"] - found["signal_crossed"] <= 3, found
         assert found["relaunched"] is not None and found["relaunched"] >= found["stopped"]
     assert detections["slow-starter"]["stopped"] is None and detections["slow-starter"]["relaunched"] is None
-    # The chatty job (a line every 10 s) hangs at t+85 with its rhythm known: stopped in minutes, not after 30.
-    assert detections["nccl-hang"]["stopped"] - 85 <= 10, detections["nccl-hang"]
+    # The chatty job (a line every 10 s) deadlocks at t+85 with its rhythm known: stopped in minutes.
+    assert detections["loader-deadlock"]["stopped"] - 85 <= 10, detections["loader-deadlock"]
     # The slow-epoch job is silent for 58 min, past the fixed 30: its own rhythm keeps it running.
     assert detections["slow-epochs"]["stopped"] is None and detections["slow-epochs"]["relaunched"] is None
     wall = report["quota_wall"]

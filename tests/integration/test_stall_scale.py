@@ -16,7 +16,8 @@ from trainguard.adapters.alarms import StallAlarms
 from trainguard.adapters.ledger import create_table_request
 from trainguard.adapters.stall_ledger import StallLedger
 from trainguard.domain.stall_alarms import LOG_SILENCE_METRIC
-from trainguard.domain.stalls import StallThresholds, WatchedJob
+from trainguard.domain.stalls import StallThresholds
+from trainguard.domain.watched_job import WatchedJob
 from trainguard_local.bench.measure_stalls import measure
 
 pytestmark = pytest.mark.slow

@@ -24,8 +24,8 @@ def every(seconds: float, *, for_minutes: float, start: datetime = T0) -> list[d
     return [start + timedelta(seconds=seconds * i) for i in range(count)]
 
 
-def learned(lines: list[datetime]) -> LogRhythm:
-    return LogRhythm().with_lines(None, lines, GRACE_END)
+def learned(lines: list[datetime], phase_lines: int = 0) -> LogRhythm:
+    return LogRhythm().with_lines(None, lines, GRACE_END, phase_lines)
 
 
 def test_gaps_go_into_log_spaced_buckets_and_the_longest_is_kept() -> None:
@@ -70,31 +70,34 @@ def test_the_quantile_is_the_upper_edge_of_its_bucket_never_above_the_longest_ga
 
 
 @pytest.mark.parametrize(
-    ("name", "lines", "fixed", "newest_line", "source", "minutes"),
+    ("name", "lines", "phase_lines", "newest_line", "source", "minutes"),
     [
-        # A chatty job (a line every 10 s for 90 min): the floor, far below the fixed 30 min.
-        ("chatty", every(10, for_minutes=90), 30, "step 500 loss 1.9", LimitSource.LEARNED, FLOOR_MINUTES),
-        # The same job with a 4-minute checkpoint write in its history: 1.5 x 4 min.
+        # A chatty job (a line every 10 s for 90 min) that has announced a phase before: the floor.
+        ("chatty, announces", every(10, for_minutes=90), 1, "step 500 loss 1.9", LimitSource.LEARNED, FLOOR_MINUTES),
+        # The same job that never announced one: a silent evaluation would look like a hang, so it learns for 4 h.
+        ("chatty, silent phases, 90 min", every(10, for_minutes=90), 0, "step 500", LimitSource.FIXED, 30),
+        ("chatty, silent phases, 5 h", every(10, for_minutes=300), 0, "step 500", LimitSource.LEARNED, FLOOR_MINUTES),
+        # A 4-minute checkpoint write in its history: 1.5 x 4 min.
         (
             "chatty with a checkpoint write",
             every(10, for_minutes=45) + every(10, for_minutes=45, start=T0 + timedelta(minutes=49)),
-            30,
+            1,
             "step 500 loss 1.9",
             LimitSource.LEARNED,
             6.0,
         ),
         # Chatty, but only 20 minutes seen: too little rhythm to go below the fixed threshold.
-        ("chatty, new", every(10, for_minutes=20), 30, "step 10", LimitSource.FIXED, 30),
+        ("chatty, new", every(10, for_minutes=20), 1, "step 10", LimitSource.FIXED, 30),
         # One line per 40-minute epoch, seen twice: raised to 3 x 40 min at once, before the learning period.
-        ("slow epochs", every(2400, for_minutes=80), 30, "epoch 2 loss 1.1", LimitSource.RAISED, 120.0),
+        ("slow epochs", every(2400, for_minutes=80), 0, "epoch 2 loss 1.1", LimitSource.RAISED, 120.0),
         # One line per 3-hour epoch: the cap.
-        ("very slow epochs", every(3 * 3600, for_minutes=18 * 60), 30, "epoch 6", LimitSource.RAISED, CAP_MINUTES),
+        ("very slow epochs", every(3 * 3600, for_minutes=18 * 60), 0, "epoch 6", LimitSource.RAISED, CAP_MINUTES),
         # A chatty job whose newest line announces an evaluation: the fixed threshold is its grace.
-        ("evaluating", every(10, for_minutes=90), 30, "***** Running Evaluation *****", LimitSource.PHASE, 30),
+        ("evaluating", every(10, for_minutes=90), 1, "***** Running Evaluation *****", LimitSource.PHASE, 30),
         (
             "saving",
             every(10, for_minutes=90),
-            30,
+            1,
             "Saving model checkpoint to /opt/ml/checkpoints",
             LimitSource.PHASE,
             30,
@@ -102,9 +105,9 @@ def test_the_quantile_is_the_upper_edge_of_its_bucket_never_above_the_longest_ga
     ],
 )
 def test_the_silence_limit(
-    name: str, lines: list[datetime], fixed: int, newest_line: str, source: LimitSource, minutes: float
+    name: str, lines: list[datetime], phase_lines: int, newest_line: str, source: LimitSource, minutes: float
 ) -> None:
-    limit = silence_limit(fixed, learned(lines), newest_line)
+    limit = silence_limit(30, learned(lines, phase_lines), newest_line)
     assert (limit.source, limit.minutes) == (source, pytest.approx(minutes)), (name, limit.reason)
     assert limit.reason
 

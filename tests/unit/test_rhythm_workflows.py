@@ -53,18 +53,19 @@ def logs_every(ports: FakePorts, seconds: int, *, from_: datetime, to: datetime,
 
 
 def watched_chatty_job() -> FakePorts:
-    """A job training for 2 h (grace 20 min) that logged every 10 s until 6 min ago."""
+    """A job training for 6 h (grace 20 min) that logged every 10 s until 6 min ago, and never announced a
+    phase: its limit goes below the fixed threshold after 4 h of logs."""
     ports = fake_ports()
-    training(ports, for_=timedelta(hours=2))
+    training(ports, for_=timedelta(hours=6))
     follow_training_state(ports, JOB)
-    logs_every(ports, 10, from_=NOW - timedelta(minutes=100), to=NOW - timedelta(minutes=6))
+    logs_every(ports, 10, from_=NOW - timedelta(minutes=340), to=NOW - timedelta(minutes=6), per_delivery=60)
     return ports
 
 
 def test_the_subscription_learns_the_rhythm_across_deliveries() -> None:
     ports = watched_chatty_job()
     [job] = ports.stall_ledger.watched()
-    assert job.rhythm.gaps >= 560 and job.rhythm.longest_seconds == 10
+    assert job.rhythm.gaps >= 1900 and job.rhythm.longest_seconds == 10
     limit = job.silence_limit()
     assert (limit.source, limit.minutes) == (LimitSource.LEARNED, FLOOR_MINUTES)
 
@@ -79,9 +80,10 @@ def test_a_delivery_for_a_job_not_watched_or_older_than_the_newest_records_nothi
     assert ports.stall_ledger.watched() == before
 
 
-def test_a_chatty_job_is_stopped_at_its_learned_limit_well_before_the_fixed_threshold() -> None:
+def test_a_chatty_job_whose_gpus_went_idle_is_stopped_at_its_learned_limit_well_before_the_fixed_one() -> None:
     ports = watched_chatty_job()
     ports.job_logs.newest = NOW - timedelta(minutes=6)
+    ports.gpu_metrics.value = 0.0  # a deadlocked data loader: the GPUs went idle with the logs
     probe(ports)
     assert ports.alarms.published[-1][JOB] == 6.0 - FLOOR_MINUTES  # over its limit: the alarm fires
     outcome = handle_stall_alarm(ports, alarm())
@@ -150,7 +152,7 @@ def muted(change: AlarmStateChange, window_end: datetime | None) -> AlarmStateCh
 
 def test_a_muted_stall_alarm_tells_once_and_stops_only_after_the_mute_ends() -> None:
     ports = watched_chatty_job()
-    ports.job_logs.newest = NOW - timedelta(minutes=40)
+    ports.job_logs.newest, ports.gpu_metrics.value = NOW - timedelta(minutes=40), 0.0  # silent 6 min, GPUs idle
     end = NOW + timedelta(minutes=30)
     change = muted(alarm(), end)
     assert change.mute is not None and change.mute.rule_name == "maintenance"
@@ -171,17 +173,45 @@ def test_a_muted_stall_alarm_tells_once_and_stops_only_after_the_mute_ends() -> 
 def test_a_mute_whose_window_has_already_ended_does_not_hold_the_stop_back() -> None:
     """A late or retried delivery of a muted change: the team's "for now" is over."""
     ports = watched_chatty_job()
-    ports.job_logs.newest = NOW - timedelta(minutes=40)
+    ports.job_logs.newest, ports.gpu_metrics.value = NOW - timedelta(minutes=40), 0.0  # silent 6 min, GPUs idle
     outcome = handle_stall_alarm(ports, muted(alarm(), NOW - timedelta(minutes=1)))
     assert outcome.kind is OutcomeKind.STALL_STOPPED and ports.jobs.stops == [JOB]
 
 
 def test_a_mute_without_a_window_end_is_told_once_and_looked_at_again_hourly() -> None:
     ports = watched_chatty_job()
-    ports.job_logs.newest = NOW - timedelta(minutes=40)
+    ports.job_logs.newest, ports.gpu_metrics.value = NOW - timedelta(minutes=40), 0.0  # silent 6 min, GPUs idle
     assert handle_stall_alarm(ports, muted(alarm(), None)).kind is OutcomeKind.STALL_FOUND
     assert ports.stall_ledger.watched()[0].muted_until == NOW + timedelta(hours=1)
     probe(at(ports, timedelta(hours=1)))  # re-armed; it fires again, still muted: nothing new is told
     later = handle_stall_alarm(at(ports, timedelta(hours=1, minutes=1)), muted(alarm(), None))
     assert later.kind is OutcomeKind.ALREADY_HANDLED
     assert len(ports.notifier.sent) == 1 and ports.jobs.stops == []
+
+
+def test_a_chatty_job_silent_past_its_learned_limit_with_busy_gpus_waits_for_the_fixed_threshold() -> None:
+    """A phase it has not shown before (a silent evaluation) looks like a hung collective: not stopped at
+    the learned limit; the silence is judged at the fixed 30 min, and then the job is stopped."""
+    ports = watched_chatty_job()
+    ports.job_logs.newest = NOW - timedelta(minutes=6)
+    ports.gpu_metrics.value = 640.0
+    outcome = handle_stall_alarm(ports, alarm())
+    assert outcome.kind is OutcomeKind.SKIPPED and "busy" in outcome.reason and ports.jobs.stops == []
+    [job] = ports.stall_ledger.watched()
+    assert job.silence_deferred and job.silence_limit().source is LimitSource.DEFERRED
+    probe(ports)
+    assert ports.alarms.published[-1][JOB] == 6.0 - 30  # the alarm goes back to OK by itself
+    later = at(ports, timedelta(minutes=25))  # 31 min of silence
+    probe(later)
+    assert ports.alarms.published[-1][JOB] == 1.0
+    assert handle_stall_alarm(later, alarm()).kind is OutcomeKind.STALL_STOPPED and ports.jobs.stops == [JOB]
+
+
+def test_a_new_line_ends_the_deferral() -> None:
+    ports = watched_chatty_job()
+    ports.job_logs.newest = NOW - timedelta(minutes=6)
+    ports.gpu_metrics.value = 640.0
+    handle_stall_alarm(ports, alarm())
+    logs_every(ports, 10, from_=NOW - timedelta(seconds=30), to=NOW)
+    [job] = ports.stall_ledger.watched()
+    assert not job.silence_deferred and job.silence_limit().source is LimitSource.LEARNED

@@ -18,7 +18,8 @@ from typing import Any
 from trainguard.adapters.ledger import RETENTION, TTL_ATTRIBUTE, conditional_update, item_key
 from trainguard.adapters.permissions import needs
 from trainguard.domain.log_rhythm import LogRhythm
-from trainguard.domain.stalls import StallThresholds, WatchedJob
+from trainguard.domain.stalls import StallThresholds
+from trainguard.domain.watched_job import WatchedJob
 
 _WATCH = "stall-watch"
 
@@ -108,6 +109,11 @@ class StallLedger:
         return self._update_watched(job_name, "SET muted_until = :until, muted_alarm = :alarm", "", values)
 
     @needs("dynamodb:UpdateItem")
+    def defer(self, job_name: str, newest_line: datetime) -> bool:
+        """The silence since `newest_line` waits for the fixed threshold (stalls.py); False: not watched."""
+        return self._update_watched(job_name, "SET deferred_ms = :ms", "", {":ms": {"N": str(_ms(newest_line))}})
+
+    @needs("dynamodb:UpdateItem")
     def unmute(self, job_name: str) -> bool:
         return self._update_watched(job_name, "REMOVE muted_until, muted_alarm", "")
 
@@ -156,6 +162,10 @@ def _thresholds(attribute: dict[str, Any] | None) -> StallThresholds:
     return StallThresholds(**{k: v for k, v in stored.items() if k in known})
 
 
+def _from_ms(attribute: dict[str, Any] | None) -> datetime | None:
+    return datetime.fromtimestamp(int(attribute["N"]) / 1000, tz=UTC) if attribute and "N" in attribute else None
+
+
 def _rhythm(attribute: dict[str, Any] | None) -> LogRhythm:
     try:
         return LogRhythm.from_json(json.loads(attribute["S"])) if attribute and "S" in attribute else LogRhythm()
@@ -172,17 +182,17 @@ def _time(attribute: dict[str, Any] | None) -> datetime | None:
 
 
 def _watched(item: dict[str, Any]) -> WatchedJob:
-    last_ms = item.get("last_log_ms", {}).get("N")
     return WatchedJob(
         job_name=item["sk"]["S"],
         instance_type=item.get("instance_type", {}).get("S", ""),
         host_count=int(item.get("host_count", {}).get("N", "1")),
         thresholds=_thresholds(item.get("thresholds")),
         training_since=_time(item.get("training_since")),
-        last_log_time=None if last_ms is None else datetime.fromtimestamp(int(last_ms) / 1000, tz=UTC),
+        last_log_time=_from_ms(item.get("last_log_ms")),
         last_log_line=item.get("last_log_line", {}).get("S", ""),
         stopping_since=_time(item.get("stopping_since")),
         rhythm=_rhythm(item.get("rhythm")),
         muted_until=_time(item.get("muted_until")),
         muted_alarm=item.get("muted_alarm", {}).get("S", ""),
+        deferred_line=_from_ms(item.get("deferred_ms")),
     )

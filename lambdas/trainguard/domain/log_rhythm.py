@@ -17,15 +17,23 @@ The limit (`silence_limit`), in order:
 1. The job's `stall-minutes` tag wins.
 2. The newest line announces a phase that is often long and silent (an evaluation, a checkpoint save or
    load: `PHASE_LINE`): the phase gets the fixed threshold as its grace, or the learned limit if longer.
-3. Too little rhythm yet (fewer than MIN_GAPS gaps, or less than MIN_OBSERVED_MINUTES of logs): the fixed
-   threshold, raised to the learned limit if the rhythm already shows gaps that make it unsafe. Raising
-   needs no more evidence than one long gap; lowering needs the whole learning period.
+3. Too little rhythm yet: the fixed threshold, raised to the learned limit if the rhythm already shows
+   gaps that make it unsafe. Raising needs no more evidence than one long gap; lowering needs the whole
+   learning period: MIN_GAPS gaps and MIN_OBSERVED_MINUTES of logs for a job that has announced a phase
+   before (its phases announce themselves, so a silence without an announcement is not one), and
+   SILENT_PHASES_OBSERVED_MINUTES for a job that never has: a silent evaluation looks like a hang until
+   the job has been through one, so its rhythm must span the longest interval at which such a phase is
+   assumed to recur (every few checkpoints, up to four hours).
 4. Otherwise the learned limit: the longer of QUANTILE_FACTOR x the 99th-percentile gap and
    LONGEST_FACTOR x the longest gap seen, never below FLOOR_MINUTES (log delivery, the prober's
    minute and the alarm's one-minute period) and never above CAP_MINUTES.
 
 A slow job (one line per epoch) thus gets a limit above the fixed threshold rather than a second
-signal: its own gaps say how long it may be quiet.
+signal: its own gaps say how long it may be quiet. A limit below the fixed threshold is a quicker verdict,
+not a jumpier one: a silence past it stops the job only if its GPUs are idle as well (stalls.py). A silence
+longer than anything the job has shown, with busy GPUs, is a hung collective or a phase the job has not
+shown before (a silent evaluation, a one-off pause), and nothing tells the two apart: that silence is
+judged at the fixed threshold (`LimitSource.DEFERRED`).
 """
 
 from __future__ import annotations
@@ -49,7 +57,8 @@ LONGEST_FACTOR = 1.5
 FLOOR_MINUTES = 5.0
 CAP_MINUTES = 240.0
 MIN_GAPS = 20
-MIN_OBSERVED_MINUTES = 60.0
+MIN_OBSERVED_MINUTES = 30.0
+SILENT_PHASES_OBSERVED_MINUTES = 240.0  # assumption: a job's phases (evaluations) recur within 4 hours
 
 # A line that announces a long, legitimately silent phase. Broad on purpose: a false match only gives the
 # phase the fixed threshold, never a faster stop.
@@ -65,6 +74,12 @@ class LimitSource(StrEnum):
     RAISED = "raised"  # too little rhythm to lower it, but enough to see that the fixed one is too short
     PHASE = "phase"  # the newest line announces a long phase
     LEARNED = "learned"
+    DEFERRED = "deferred"  # past its learned limit with busy GPUs: this silence is judged at the fixed threshold
+
+
+def lowered(limit: SilenceLimit, fixed_minutes: float) -> bool:
+    """The limit is below the fixed threshold because of the job's rhythm: a stop at it needs idle GPUs too."""
+    return limit.source is LimitSource.LEARNED and limit.minutes < fixed_minutes
 
 
 @dataclass(frozen=True)
@@ -75,6 +90,7 @@ class LogRhythm:
     longest_seconds: float = 0.0
     first_line: datetime | None = None  # the first line counted (after the startup grace)
     newest_line: datetime | None = None
+    phase_lines: int = 0  # lines that announced a long phase (PHASE_LINE): the job announces its phases
 
     @property
     def gaps(self) -> int:
@@ -101,7 +117,7 @@ class LogRhythm:
         return self.longest_seconds
 
     def with_lines(
-        self, previous_newest: datetime | None, lines: Iterable[datetime], counted_from: datetime
+        self, previous_newest: datetime | None, lines: Iterable[datetime], counted_from: datetime, phase_lines: int = 0
     ) -> LogRhythm:
         """This rhythm with a delivery's lines added. `previous_newest`: the newest line recorded before
         (any stream); `counted_from`: the end of the startup grace (a gap counts from there at the earliest)."""
@@ -117,7 +133,14 @@ class LogRhythm:
                 longest = max(longest, gap)
                 first = first or start
             newest = moment
-        return replace(self, counts=tuple(counts), longest_seconds=longest, first_line=first, newest_line=newest)
+        return replace(
+            self,
+            counts=tuple(counts),
+            longest_seconds=longest,
+            first_line=first,
+            newest_line=newest,
+            phase_lines=self.phase_lines + phase_lines,
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -125,6 +148,7 @@ class LogRhythm:
             "longest_s": round(self.longest_seconds, 3),
             "first_ms": _ms(self.first_line),
             "newest_ms": _ms(self.newest_line),
+            "phase_lines": self.phase_lines,
         }
 
     @classmethod
@@ -143,6 +167,7 @@ class LogRhythm:
             longest_seconds=float(longest) if isinstance(longest, int | float) and longest >= 0 else 0.0,
             first_line=_from_ms(data.get("first_ms")),
             newest_line=_from_ms(data.get("newest_ms")),
+            phase_lines=phases if isinstance(phases := data.get("phase_lines"), int) and phases >= 0 else 0,
         )
 
 
@@ -166,11 +191,18 @@ def learned_minutes(rhythm: LogRhythm) -> float:
     return max(QUANTILE_FACTOR * rhythm.quantile_seconds(QUANTILE), LONGEST_FACTOR * rhythm.longest_seconds) / 60
 
 
+def learning_minutes(rhythm: LogRhythm) -> float:
+    """The minutes of logs the job must show before its limit may go below the fixed threshold."""
+    return MIN_OBSERVED_MINUTES if rhythm.phase_lines else SILENT_PHASES_OBSERVED_MINUTES
+
+
 def enough_rhythm(rhythm: LogRhythm) -> bool:
-    return rhythm.gaps >= MIN_GAPS and rhythm.observed_minutes >= MIN_OBSERVED_MINUTES
+    return rhythm.gaps >= MIN_GAPS and rhythm.observed_minutes >= learning_minutes(rhythm)
 
 
-def silence_limit(fixed_minutes: float, rhythm: LogRhythm, newest_line: str, *, tagged: bool = False) -> SilenceLimit:
+def silence_limit(
+    fixed_minutes: float, rhythm: LogRhythm, newest_line: str, *, tagged: bool = False, deferred: bool = False
+) -> SilenceLimit:
     """The log silence that makes a stall for this job now (see the module's docstring for the order)."""
     if tagged:
         return SilenceLimit(fixed_minutes, LimitSource.TAG, f"the job's stall-minutes tag: {fixed_minutes:g} min")
@@ -187,9 +219,14 @@ def silence_limit(fixed_minutes: float, rhythm: LogRhythm, newest_line: str, *, 
             return SilenceLimit(learned, LimitSource.RAISED, why, raw)
         why = (
             f"the fixed threshold: too little rhythm yet ({rhythm.gaps} gaps over "
-            f"{rhythm.observed_minutes:.0f} min; {MIN_GAPS} gaps and {MIN_OBSERVED_MINUTES:g} min needed)"
+            f"{rhythm.observed_minutes:.0f} min; {MIN_GAPS} gaps and {learning_minutes(rhythm):g} min needed"
+            + ("" if rhythm.phase_lines else ", as the job has announced no phase")
+            + ")"
         )
         return SilenceLimit(fixed_minutes, LimitSource.FIXED, why, raw)
+    if deferred and learned < fixed_minutes:
+        why = f"the fixed threshold: silent past its learned {learned:g} min with busy GPUs ({rhythm_text})"
+        return SilenceLimit(fixed_minutes, LimitSource.DEFERRED, why, raw)
     bounds = " (the floor)" if learned == FLOOR_MINUTES else " (the cap)" if learned == CAP_MINUTES else ""
     return SilenceLimit(learned, LimitSource.LEARNED, f"learned from the job's rhythm: {rhythm_text}{bounds}", raw)
 

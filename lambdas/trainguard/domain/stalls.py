@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 
-from trainguard.domain.log_rhythm import LogRhythm, SilenceLimit, silence_limit
+from trainguard.domain.log_rhythm import LogRhythm, SilenceLimit, lowered, silence_limit
 from trainguard.domain.model import TrainingJob, instances_of
 from trainguard.domain.ownership import find_parent, owner_sentence
 from trainguard.domain.policy import JobPolicy, TagKeys, TagProblem, read_int_tag
@@ -144,6 +144,7 @@ class StallEvidence:
     gpu_by_host: dict[str, float]  # each host's highest GPUUtilization over the idle window
     gpus_per_host: int | None  # None when the instance type's GPU count is not known
     rhythm: LogRhythm = field(default_factory=LogRhythm)  # the job's log rhythm, as the ledger has it
+    deferred: bool = False  # this silence was judged busy past the learned limit: the fixed threshold applies
 
 
 @dataclass(frozen=True)
@@ -160,11 +161,19 @@ class StallVerdict:
     rearm: bool = False
     limit: SilenceLimit | None = None  # the log silence that makes a stall for this job, and why
     muted_by: str = ""  # the alarm mute rule that muted the alarm: a stall is told, never stopped
+    # Past a learned limit with busy GPUs: judge this silence at the fixed threshold (the ledger keeps it, the
+    # prober's metric drops below 0, and the alarm fires again at the fixed threshold if no line comes).
+    defer: bool = False
 
 
-def job_silence_limit(thresholds: StallThresholds, rhythm: LogRhythm, newest_line: str) -> SilenceLimit:
-    """The job's log-silence limit: its tag, its own rhythm, or the fixed threshold (log_rhythm.py)."""
-    return silence_limit(thresholds.stall_minutes, rhythm, newest_line, tagged=thresholds.stall_minutes_tagged)
+def job_silence_limit(
+    thresholds: StallThresholds, rhythm: LogRhythm, newest_line: str, *, deferred: bool = False
+) -> SilenceLimit:
+    """The job's log-silence limit: its tag, its own rhythm, or the fixed threshold (log_rhythm.py).
+    `deferred`: this silence went past the learned limit with busy GPUs, and waits for the fixed one."""
+    return silence_limit(
+        thresholds.stall_minutes, rhythm, newest_line, tagged=thresholds.stall_minutes_tagged, deferred=deferred
+    )
 
 
 def idle_gpu_silence_minutes(thresholds: StallThresholds, limit: SilenceLimit) -> float:
@@ -193,8 +202,18 @@ def judge_stall(
         return StallVerdict(False, False, f"no stall verdict: {grace}", rearm=job.status == "InProgress")
     assert job.training_since is not None
     silence = now - silence_clock_start(job.training_since, evidence.last_log_time, thresholds)
-    limit = job_silence_limit(thresholds, evidence.rhythm, evidence.last_log_line)
+    limit = job_silence_limit(thresholds, evidence.rhythm, evidence.last_log_line, deferred=evidence.deferred)
     if signal is StallSignal.LOG_SILENCE:
+        fixed = timedelta(minutes=thresholds.stall_minutes)
+        if timedelta(minutes=limit.minutes) <= silence < fixed and lowered(limit, thresholds.stall_minutes):
+            idle, gpu_text = _gpus_idle(evidence, thresholds)
+            if not idle:
+                why = (
+                    f"no new log line for {_minutes(silence)}, past the job's learned limit of {limit.describe()}, "
+                    f"but its GPUs are busy ({gpu_text}): a phase it has not shown before looks the same as a hung "
+                    f"collective, so this silence is judged at the fixed {thresholds.stall_minutes} min"
+                )
+                return StallVerdict(False, False, why, silence, limit=limit, defer=True)
         if silence < timedelta(minutes=limit.minutes):
             why = f"the job logged {_minutes(silence)} ago, within its limit of {limit.describe()}; not a stall"
             # Re-armed: the prober's view of the limit (the ledger's line and tags) may differ from this fresh one
@@ -244,53 +263,6 @@ def _minutes(delta: timedelta) -> str:
     return f"{int(delta.total_seconds() // 60)} min"
 
 
-@dataclass(frozen=True)
-class WatchedJob:
-    """A job trainguard watches for stalls: what the prober needs each minute, kept in the ledger."""
-
-    job_name: str
-    instance_type: str
-    host_count: int
-    thresholds: StallThresholds
-    training_since: datetime | None  # None while the job is not Training (Starting, Downloading, ...)
-    last_log_time: datetime | None = None
-    last_log_line: str = ""
-    stopping_since: datetime | None = None
-    rhythm: LogRhythm = field(default_factory=LogRhythm)
-    muted_until: datetime | None = None  # a muted stall alarm: re-armed when its mute window ends
-    muted_alarm: str = ""
-
-    def silence_limit(self) -> SilenceLimit:
-        return job_silence_limit(self.thresholds, self.rhythm, self.last_log_line)
-
-
-STUCK_STOPPING = timedelta(minutes=30)
-
-
-def log_silence_minutes(job: WatchedJob, now: datetime) -> float:
-    """The value the log-silence alarm watches: minutes since `silence_clock_start`, 0 while the job is
-    not Training or is in its startup grace, so the alarm crosses its threshold only once a verdict is
-    allowed (an alarm that went to ALARM during the grace would send no new event when it ends)."""
-    if job.training_since is None or job.stopping_since is not None:
-        return 0.0
-    start = silence_clock_start(job.training_since, job.last_log_time, job.thresholds)
-    return max(0.0, (now - start).total_seconds() / 60)
-
-
-def log_silence_over_limit(job: WatchedJob, now: datetime) -> float:
-    """The value the log-silence alarm watches (>= 0 fires it): the job's log silence minus its own limit,
-    in minutes. Negative: the minutes left before a verdict. The limit moves with the job's rhythm and its
-    newest line, so the alarm itself never has to be changed."""
-    return log_silence_minutes(job, now) - job.silence_limit().minutes
-
-
-def rhythm_counted_from(job: WatchedJob) -> datetime:
-    """From when a job's log gaps count in its rhythm: the end of its startup grace (never, before it trains)."""
-    if job.training_since is None:
-        return datetime.max.replace(tzinfo=UTC)
-    return job.training_since + timedelta(minutes=job.thresholds.startup_grace_minutes)
-
-
 def silence_clock_start(
     training_since: datetime, last_log_time: datetime | None, thresholds: StallThresholds
 ) -> datetime:
@@ -299,18 +271,3 @@ def silence_clock_start(
     threshold after the grace, not only what is left of it."""
     grace_end = training_since + timedelta(minutes=thresholds.startup_grace_minutes)
     return max(last_log_time or grace_end, grace_end)
-
-
-def is_stuck_stopping(job: WatchedJob, now: datetime) -> bool:
-    """A stop that has not finished in 30 min: users have seen stops hang for a day on a stalled upload."""
-    return job.stopping_since is not None and now - job.stopping_since >= STUCK_STOPPING
-
-
-def stuck_stopping_reason(job: WatchedJob, now: datetime) -> str:
-    assert job.stopping_since is not None
-    minutes = int((now - job.stopping_since).total_seconds() // 60)
-    return (
-        f"{job.job_name} has been Stopping for {minutes} min. A stop sends SIGTERM and kills the job after "
-        "120 s, then uploads the model and the checkpoints; a stop that takes this long usually means the upload "
-        "has stalled. The instances may still be billed."
-    )

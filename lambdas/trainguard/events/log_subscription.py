@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from trainguard.domain.log_rhythm import PHASE_LINE
 from trainguard.events.training_job import MalformedInput
 
 _STREAM = re.compile(r"^(?P<job>[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62})/algo-(?P<host>\d{1,3})-\d+$")
@@ -33,6 +34,7 @@ class LogActivity:
     newest: datetime
     last_line: str  # the newest event's message, cut to LAST_LINE_LIMIT characters
     times: tuple[datetime, ...] = ()  # every event's time in the batch: the gaps of the job's log rhythm
+    phase_lines: int = 0  # events that announce a long phase (domain/log_rhythm.py's PHASE_LINE)
 
 
 def _event_time(event: Mapping[str, Any]) -> datetime | None:
@@ -76,4 +78,5 @@ def parse_log_delivery(event: object) -> LogActivity | None:
         newest=moment,
         last_line=str(newest.get("message", ""))[:LAST_LINE_LIMIT].rstrip("\n"),
         times=tuple(sorted(moment for moment, _ in timed)),
+        phase_lines=sum(1 for _, e in timed if PHASE_LINE.search(str(e.get("message", ""))[:LAST_LINE_LIMIT])),
     )

@@ -8,7 +8,7 @@ the newest line, as before rhythms were learned. One read and one write per deli
 
 from __future__ import annotations
 
-from trainguard.domain.stalls import rhythm_counted_from
+from trainguard.domain.watched_job import rhythm_counted_from
 from trainguard.events.log_subscription import LogActivity
 from trainguard.workflows.function_ports import LogActivityPorts
 
@@ -24,7 +24,9 @@ def record_activity(ports: LogActivityPorts, activity: LogActivity) -> bool:
         job = found[0]
         if job.last_log_time is not None and activity.newest <= job.last_log_time:
             return False
-        rhythm = job.rhythm.with_lines(job.last_log_time, activity.times, rhythm_counted_from(job))
+        rhythm = job.rhythm.with_lines(
+            job.last_log_time, activity.times, rhythm_counted_from(job), activity.phase_lines
+        )
         if ports.stall_ledger.record_log_lines(
             job.job_name, activity.newest, activity.last_line, rhythm, job.last_log_time
         ):

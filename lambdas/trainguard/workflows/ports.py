@@ -14,7 +14,7 @@ from trainguard.domain.messages import Notification
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome
 from trainguard.domain.quotas import WaitingLaunch
-from trainguard.domain.stalls import WatchedJob
+from trainguard.domain.watched_job import WatchedJob
 
 
 @dataclass(frozen=True)
@@ -189,6 +189,8 @@ class StallEvidence(WatchedJobs, StallRecords, Protocol):
     def record_stall(self, job_name: str, evidence: dict[str, Any], now: datetime) -> None: ...
 
     def mute(self, job_name: str, alarm_name: str, until: datetime) -> bool: ...
+
+    def defer(self, job_name: str, newest_line: datetime) -> bool: ...
 
 
 class AlarmRemover(Protocol):

@@ -61,6 +61,8 @@ def handle_stall_alarm(ports: StallAlarmsPorts, change: AlarmStateChange) -> Out
     muted_by = change.mute.rule_name if muted and change.mute else ""
     verdict = judge_stall(signal, job, policy, thresholds, evidence, now, muted_by=muted_by)
     if not verdict.stalled:
+        if verdict.defer and evidence.last_log_time is not None:
+            ports.stall_ledger.defer(job.name, evidence.last_log_time)
         if verdict.rearm:
             ports.alarms.rearm(change.alarm_name, f"trainguard: not a stall yet: {verdict.reason}"[:1000])
         return skipped(job_name, verdict.reason)
@@ -90,8 +92,14 @@ def gather_evidence(
     for entry in watched:
         if entry.last_log_time and (newest is None or entry.last_log_time > newest):
             newest, line = entry.last_log_time, entry.last_log_line
-    gpu = ports.gpu_metrics.busiest_by_host(job.name, hosts, now - timedelta(minutes=thresholds.gpu_idle_minutes), now)
-    return StallEvidence(newest, line, gpu, gpus_per_host(instance_type), rhythm)
+    # The GPUs over the idle window, or over the silence if it is shorter (a silence past a learned limit of a
+    # few minutes is a stall only if the GPUs went idle with it); never less than the last two minutes.
+    since = now - timedelta(minutes=thresholds.gpu_idle_minutes)
+    if newest is not None:
+        since = min(max(since, newest + timedelta(minutes=1)), now - timedelta(minutes=2))
+    gpu = ports.gpu_metrics.busiest_by_host(job.name, hosts, since, now)
+    deferred = bool(watched) and watched[0].silence_deferred and watched[0].last_log_time == newest
+    return StallEvidence(newest, line, gpu, gpus_per_host(instance_type), rhythm, deferred)
 
 
 def _tell_muted(

@@ -18,14 +18,8 @@ from trainguard.domain.messages import compose_stuck_stopping_notification
 from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.stall_alarms import owned_alarm_job
-from trainguard.domain.stalls import (
-    StallSignal,
-    WatchedJob,
-    alarm_name,
-    is_stuck_stopping,
-    log_silence_over_limit,
-    stuck_stopping_reason,
-)
+from trainguard.domain.stalls import StallSignal, alarm_name
+from trainguard.domain.watched_job import WatchedJob, is_stuck_stopping, log_silence_over_limit, stuck_stopping_reason
 from trainguard.workflows.function_ports import StallProberPorts
 from trainguard.workflows.once import once
 

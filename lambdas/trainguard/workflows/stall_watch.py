@@ -6,7 +6,8 @@ from __future__ import annotations
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
 from trainguard.domain.policy import read_job_policy
 from trainguard.domain.stall_alarms import plan_stall_alarms
-from trainguard.domain.stalls import WatchedJob, job_hosts, read_stall_thresholds
+from trainguard.domain.stalls import job_hosts, read_stall_thresholds
+from trainguard.domain.watched_job import WatchedJob
 from trainguard.workflows.function_ports import JobEventsPorts, StallWatchPorts
 from trainguard.workflows.ports import fresh
 

@@ -25,7 +25,8 @@ from trainguard.adapters.ledger import create_table_request
 from trainguard.adapters.stall_ledger import StallLedger
 from trainguard.config import GuardConfig
 from trainguard.domain.stall_alarms import plan_stall_alarms
-from trainguard.domain.stalls import StallThresholds, WatchedJob
+from trainguard.domain.stalls import StallThresholds
+from trainguard.domain.watched_job import WatchedJob
 from trainguard.handlers.wiring import build_ports
 from trainguard.workflows.function_ports import StallProberPorts
 from trainguard.workflows.stall_prober import probe

@@ -1,10 +1,11 @@
-"""The demo's stalls, minute by minute on the virtual clock. A deadlocked data loader (idle GPUs, no logs)
-hangs after 30 minutes, before its log rhythm is known: the fixed thresholds catch it. A chatty job (a
-line every 10 s) hangs in an NCCL collective (GPUs at 100%, no logs) after 85 minutes, when its rhythm is
-known: it is stopped 5 minutes into the silence, not 30. A slow-epoch job (one line per 40-minute epoch)
-is silent for longer than the fixed 30 minutes and is left alone, by its own rhythm. A fourth is quiet
-through its startup grace, then healthy. The production handlers run on what the stand-in delivers; the
-local alarm evaluator plays CloudWatch (moto never evaluates alarms)."""
+"""The demo's stalls, minute by minute on the virtual clock. A hung NCCL collective (GPUs at 100%, no logs)
+in a job that logs every minute, 30 minutes in, before its rhythm is known: the fixed threshold stops it.
+A chatty job (a line every 10 s, which announced a checkpoint save) whose data loader deadlocks 85 minutes
+in (idle GPUs, no logs), when its rhythm is known: stopped 5 minutes into the silence, not 20 or 30. A
+slow-epoch job (one line per 40-minute epoch) is silent for longer than the fixed 30 minutes and is left
+alone, by its own rhythm. A fourth is quiet through its startup grace, then healthy. The production
+handlers run on what the stand-in delivers; the local alarm evaluator plays CloudWatch (moto never
+evaluates alarms)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ class JobScript:
     quiet_until: int = 0  # no logs and idle GPUs until this minute (a compile, a first checkpoint load)
     log_every_seconds: int = 60
     epoch_minutes: tuple[int, ...] = ()  # a slow job: its only lines, one per epoch end
+    announce_at: int | None = None  # the minute whose last line announces a checkpoint save
 
     def gpu(self, minute: int) -> float:
         if minute < self.quiet_until:
@@ -54,11 +56,14 @@ class JobScript:
 
 
 SCRIPTS = {
-    "loader-deadlock": JobScript("ml.g5.12xlarge", 2, healthy_gpu=310.0, hang_at=30, hang_gpu=0.0),
-    "nccl-hang": JobScript("ml.p5.48xlarge", 2, healthy_gpu=720.0, hang_at=85, hang_gpu=800.0, log_every_seconds=10),
+    "nccl-hang": JobScript("ml.p5.48xlarge", 2, healthy_gpu=720.0, hang_at=30, hang_gpu=800.0),
+    "loader-deadlock": JobScript(
+        "ml.g5.12xlarge", 2, healthy_gpu=310.0, hang_at=85, hang_gpu=0.0, log_every_seconds=10, announce_at=40
+    ),
     "slow-epochs": JobScript("ml.g5.12xlarge", 1, healthy_gpu=330.0, epoch_minutes=(2, 42)),
     "slow-starter": JobScript("ml.g5.xlarge", 1, healthy_gpu=85.0, quiet_until=18),
 }
+SAVE_LINE = "Saving model checkpoint to /opt/ml/checkpoints/step-4000"
 LEARNED_LIMIT_MINUTES = 5  # the chatty job's limit once its rhythm is known (the floor of domain/log_rhythm.py)
 
 
@@ -97,7 +102,7 @@ def act_stalls(aws: LocalAWS, say: Any) -> dict[str, Any]:
                 continue
             _publish_gpu(aws, name, script, minute, now)
             if seconds := script.line_seconds(minute):
-                _log_lines(aws, name, minute, seconds, now, streams, log_activity, ports)
+                _log_lines(aws, name, script, minute, seconds, now, streams, log_activity, ports)
             _note_crossings(timeline, name, script, minute)
             if script.epoch_minutes and minute == script.epoch_minutes[-1] + STALL_MINUTES:
                 [watched] = ports.of(StallAlarmsPorts).stall_ledger.watched_job(name)
@@ -170,6 +175,7 @@ def _publish_gpu(aws: LocalAWS, name: str, script: JobScript, minute: int, now: 
 def _log_lines(
     aws: LocalAWS,
     name: str,
+    script: JobScript,
     minute: int,
     seconds: list[int],
     now: Any,
@@ -185,7 +191,9 @@ def _log_lines(
     events = [
         {
             "timestamp": int((now - timedelta(seconds=60 - second)).timestamp() * 1000),
-            "message": f"step {minute * 50 + i} loss {2.5 - minute * 0.01:.3f}",
+            "message": SAVE_LINE
+            if script.announce_at == minute and i == len(seconds) - 1
+            else f"step {minute * 50 + i} loss {2.5 - minute * 0.01:.3f}",
         }
         for i, second in enumerate(seconds)
     ]
@@ -208,7 +216,7 @@ def _note_crossings(timeline: Timeline, name: str, script: JobScript, minute: in
         timeline.add(minute, name, f"hangs: no more log lines, {gpu}")
     if minute == script.hang_at + silence_limit_of(script):
         timeline.add(minute, name, f"signal: log silence reaches its limit, {silence_limit_of(script)} min")
-    if script.hang_gpu == 0 and minute == script.hang_at + GPU_IDLE_MINUTES - 1:
+    if script.hang_gpu == 0 and script.log_every_seconds >= 60 and minute == script.hang_at + GPU_IDLE_MINUTES - 1:
         timeline.add(minute, name, f"signal: {GPU_IDLE_MINUTES} idle minutes on every host, logs silent as long")
 
 
@@ -216,12 +224,13 @@ def crossing_minute(script: JobScript) -> int | None:
     """The minute the first signal crosses its threshold (None for a job that never hangs)."""
     if script.hang_at is None:
         return None
-    if script.hang_gpu == 0:
+    if script.hang_gpu == 0 and script.log_every_seconds >= 60:
         return script.hang_at + GPU_IDLE_MINUTES - 1
     return script.hang_at + silence_limit_of(script)
 
 
 def silence_limit_of(script: JobScript) -> int:
     """The log-silence limit the script's job has when it hangs: learned for the chatty job, whose rhythm is
-    known by then (over 60 minutes of lines after its grace); the fixed threshold for the others."""
+    known by then (it announced a phase, and logged for over 30 minutes after its grace; its GPUs go idle
+    with its logs, so the learned limit stops it); the fixed threshold for the others."""
     return LEARNED_LIMIT_MINUTES if script.log_every_seconds < 60 else STALL_MINUTES

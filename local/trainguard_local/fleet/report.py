@@ -20,6 +20,12 @@ The figures, defined once (docs/local-tools.md copies these definitions):
 - `detect_minutes`: per fault kind, from the moment the fault shows (the job fails or stops, a hang
   starts, a launch is refused) to its first detection, by anyone (a person included). p50 and p95.
   A healthy job's silence is not a fault: a "detection" of it shows up as a wrong stop instead.
+- `detect_minutes_by_cadence`: the hangs' (idle GPU, busy GPU, NCCL) `detect_minutes` by the job's cadence
+  class (its own median log gap, rhythm.py's CADENCE_CLASSES; the bounds in `definitions`), p50, p95 and
+  the number of hangs; `not_parent_owned`, the same without the jobs a parent owns (a guard must leave
+  those to their parent: a person stops them).
+- `wasted_gpu_hours_lost_since_checkpoint_by_fault`: the work lost since the last checkpoint, in GPU-hours,
+  by the kind of each job's fault (`none`: jobs without one).
 - `recover_minutes`: from the moment a transient fault shows (every kind except the user's own
   errors and the healthy job) to the moment training runs again. p50 and p95.
 - `duplicate_actions`: per job (its lineage), actions that succeeded on a target already acted on the
@@ -41,7 +47,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from trainguard_local.fleet.anchors import StalledTrainingRule
 from trainguard_local.fleet.model import JobOutcome, Strategy
-from trainguard_local.fleet.trace import TRANSIENT_KINDS, USER_ERROR_KINDS, Fault, FaultKind, Trace
+from trainguard_local.fleet.rhythm import CADENCE_CLASSES
+from trainguard_local.fleet.trace import HANG_KINDS, TRANSIENT_KINDS, USER_ERROR_KINDS, Fault, FaultKind, Trace
 
 _DECIMALS = 3
 
@@ -126,6 +133,8 @@ def strategy_figures(trace: Trace, outcomes: Sequence[JobOutcome]) -> dict[str, 
         "jobs_completed": sum(1 for o in outcomes if o.completed_at is not None and o.completed_at <= trace.hours),
         "jobs_never_completed": sum(1 for o in outcomes if o.completed_at is None),
         "detect_minutes": detect_minutes(outcomes),
+        "detect_minutes_by_cadence": detect_minutes_by_cadence(outcomes),
+        "wasted_gpu_hours_lost_since_checkpoint_by_fault": lost_since_checkpoint_by_fault(trace, outcomes),
         "recover_minutes": _p50_p95(
             r.minutes for o in outcomes for r in o.recoveries if r.fault_kind in TRANSIENT_KINDS
         ),
@@ -151,6 +160,39 @@ def detect_minutes(outcomes: Iterable[JobOutcome]) -> dict[str, dict[str, float 
     return {
         kind.value: {**_p50_p95(by_kind[kind]), "count": len(by_kind[kind])} for kind in FaultKind if kind in by_kind
     }
+
+
+HANG_DETECTIONS = frozenset({*HANG_KINDS, FaultKind.NCCL_TIMEOUT})
+
+
+def detect_minutes_by_cadence(outcomes: Iterable[JobOutcome]) -> dict[str, dict[str, Any]]:
+    """The hangs' first detection, by the cadence class of the job's log rhythm (see the module's docstring)."""
+    found: dict[str, list[tuple[float, bool]]] = {name: [] for name, _, _ in CADENCE_CLASSES}
+    for outcome in outcomes:
+        hangs = [d for d in outcome.detections if d.fault_kind in HANG_DETECTIONS]
+        if hangs:
+            first = min(hangs, key=lambda d: (d.struck_at, d.detected_at))
+            found[outcome.job.rhythm.cadence_class].append((first.minutes, bool(outcome.job.owner)))
+    return {
+        name: {
+            **_p50_p95(m for m, _ in values),
+            "hangs": len(values),
+            "not_parent_owned": {
+                **_p50_p95(m for m, owned in values if not owned),
+                "hangs": sum(1 for _, owned in values if not owned),
+            },
+        }
+        for name, values in found.items()
+    }
+
+
+def lost_since_checkpoint_by_fault(trace: Trace, outcomes: Iterable[JobOutcome]) -> dict[str, float | None]:
+    totals: dict[str, float] = {}
+    for outcome in outcomes:
+        fault = trace.fault_of(outcome.job.name)
+        kind = fault.kind.value if fault else "none"
+        totals[kind] = totals.get(kind, 0.0) + outcome.lost_work_hours * outcome.job.gpus
+    return {kind: _round(hours) for kind, hours in sorted(totals.items())}
 
 
 def duplicate_actions(outcomes: Iterable[JobOutcome]) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -19,6 +20,7 @@ from typing import Any, Protocol, TextIO
 from trainguard_local.fleet.anchors import anchor_strategies
 from trainguard_local.fleet.model import JobOutcome
 from trainguard_local.fleet.report import run_all
+from trainguard_local.fleet.rhythm import CADENCE_CLASSES
 from trainguard_local.fleet.timeline_png import write_timeline
 from trainguard_local.fleet.trace import HANG_KINDS, Trace, generate_trace
 
@@ -31,6 +33,14 @@ FIGURE_DEFINITIONS: dict[str, str] = {
     "run (p50, p95 over jobs that completed, and the total)",
     "jobs_completed": "jobs whose work is done by the end of the trace's window",
     "detect_minutes": "per fault kind, from the moment the fault shows to its first detection, by anyone",
+    "detect_minutes_by_cadence": "the hangs' (idle GPU, busy GPU, NCCL) detect_minutes by the cadence class of the "
+    "job's own median log gap: "
+    + "; ".join(
+        f"{name}: {low:g} s to {'any' if math.isinf(high) else f'{high:g} s'}" for name, low, high in CADENCE_CLASSES
+    )
+    + " (p50, p95, hangs; not_parent_owned: the same without the jobs a parent owns)",
+    "wasted_gpu_hours_lost_since_checkpoint_by_fault": "the work lost since the last checkpoint (GPU-hours), by the "
+    "kind of each job's fault",
     "recover_minutes": "from the moment a transient fault shows to the moment training runs again",
     "duplicate_actions": "actions that succeeded on a target already acted on the same way",
     "wrong_actions": "a stop of a healthy job, or a relaunch of a user's error unfixed",

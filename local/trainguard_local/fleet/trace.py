@@ -1,9 +1,11 @@
 """A seeded trace: the fleet's jobs and the faults that strike them. Same seed, same trace.
 
-Every draw comes from one `random.Random(seed)`, in a fixed order. Each job has at most one fault; a
-fault strikes when the job's progress reaches `at_work_hours` (a capacity error strikes at launch).
-Every fault kind appears once before the rest are drawn by weight, so a trace with enough faulty
-jobs covers them all. The numbers below are named, with their source or marked as assumptions.
+Every draw comes from one `random.Random(seed)`, in a fixed order (today's SageMaker and the log
+rhythms, rhythm.py, from streams of their own, so that the draws before them give the same trace as
+before). Each job has at most one fault; a fault strikes when the job's progress reaches
+`at_work_hours` (a capacity error strikes at launch). Every fault kind appears once before the rest are
+drawn by weight, so a trace with enough faulty jobs covers them all. The numbers below are named, with
+their source or marked as assumptions.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from trainguard_local.fleet.catalogue import (
     resource_limit_exceeded,
     training_quota_name,
 )
+from trainguard_local.fleet.rhythm import JobRhythm, draw_rhythm
 
 
 class FaultKind(StrEnum):
@@ -121,6 +124,7 @@ class JobSpec:
     fallback_types: tuple[tuple[str, int], ...] = ()  # the alternatives its owner lists, with their counts
     launched_with_preferences: bool = False  # InstancePreferences = its own type, then the alternatives
     on_demand_after: int | None = None  # spot jobs: trainguard:on-demand-after
+    rhythm: JobRhythm = field(default_factory=JobRhythm)  # how often it logs, its silent phases (rhythm.py)
 
     @property
     def gpus(self) -> int:
@@ -194,6 +198,8 @@ def generate_trace(
     drawn = {spec.name: _draw_today(today, spec) for spec in specs}
     specs = tuple(drawn.values())
     faults = tuple(_draw_alternatives(today, drawn[fault.job_name], fault) for fault in faults)
+    rhythms = random.Random(f"{seed}/rhythm")
+    specs = tuple(replace(spec, rhythm=draw_rhythm(rhythms)) for spec in specs)
     parameters = TraceParameters(debugger_share, spot_share, vpc_share, fault_share)
     return Trace(seed, hours, parameters, specs, tuple(sorted(faults, key=lambda f: (f.strikes_at, f.job_name))))
 

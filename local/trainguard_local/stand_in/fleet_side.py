@@ -71,15 +71,21 @@ class LogLine:
 
     def delivery(self, event_id: str) -> dict[str, Any]:
         """What the log group's subscription filter hands the log-activity function: base64 of gzipped JSON."""
-        payload = {
-            "messageType": "DATA_MESSAGE",
-            "owner": ACCOUNT,
-            "logGroup": TRAINING_LOG_GROUP,
-            "logStream": self.stream,
-            "subscriptionFilters": ["trainguard"],
-            "logEvents": [{"id": event_id, **self.event}],
-        }
-        return {"awslogs": {"data": base64.b64encode(gzip.compress(json.dumps(payload).encode())).decode()}}
+        return log_delivery(self.stream, [{"id": event_id, **self.event}])
+
+
+def log_delivery(stream: str, events: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A subscription filter's delivery of one stream's events ({id, timestamp (ms), message}) to a Lambda
+    function: base64 of gzipped JSON (https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/SubscriptionFilters.html)."""
+    payload = {
+        "messageType": "DATA_MESSAGE",
+        "owner": ACCOUNT,
+        "logGroup": TRAINING_LOG_GROUP,
+        "logStream": stream,
+        "subscriptionFilters": ["trainguard"],
+        "logEvents": list(events),
+    }
+    return {"awslogs": {"data": base64.b64encode(gzip.compress(json.dumps(payload).encode())).decode()}}
 
 
 class FleetSide:
@@ -118,14 +124,22 @@ class FleetSide:
     def write_log_line(self, job_name: str, stream_started: datetime, at: datetime, message: str) -> LogLine:
         """A line at `at` in the job's first host's stream (`<job>/algo-1-<epoch of stream_started>`),
         created with its first line."""
+        stream, [event] = self.write_log_lines(job_name, stream_started, [(at, message)])
+        return LogLine(stream, event)
+
+    def write_log_lines(
+        self, job_name: str, stream_started: datetime, lines: Sequence[tuple[datetime, str]]
+    ) -> tuple[str, list[dict[str, Any]]]:
+        """Lines (at, message), in time order, in one PutLogEvents into the job's first host's stream; the
+        stream and the events as written."""
         stream = f"{job_name}/algo-1-{int(stream_started.timestamp())}"
         logs = self.client("logs")
         if stream not in self._streams:
             logs.create_log_stream(logGroupName=TRAINING_LOG_GROUP, logStreamName=stream)
             self._streams.add(stream)
-        event = {"timestamp": int(at.timestamp() * 1000), "message": message}
-        logs.put_log_events(logGroupName=TRAINING_LOG_GROUP, logStreamName=stream, logEvents=[event])
-        return LogLine(stream, event)
+        events = [{"timestamp": int(at.timestamp() * 1000), "message": message} for at, message in lines]
+        logs.put_log_events(logGroupName=TRAINING_LOG_GROUP, logStreamName=stream, logEvents=events)
+        return stream, events
 
     def put_gpu_utilization(self, job_name: str, hosts: int, values: Sequence[tuple[datetime, float]]) -> None:
         """SageMaker's GPUUtilization of every host of the job, one datapoint per (moment, value)."""

@@ -35,10 +35,12 @@ import math
 from collections.abc import Generator
 from typing import Any
 
+from trainguard.domain.log_rhythm import FLOOR_MINUTES
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard_local.fleet.anchors import CAPACITY_REFUSAL_MINUTES
 from trainguard_local.fleet.catalogue import FAILURE_TEXTS, QUOTA_WALL_FIRST_FAILURE
 from trainguard_local.fleet.model import State, newest_checkpoint
+from trainguard_local.fleet.rhythm import phases
 from trainguard_local.fleet.trace import HANG_KINDS, Fault, FaultKind
 from trainguard_local.fleet.trainguard_run.endings import after_end, hang_left_to_the_person
 from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD
@@ -48,6 +50,8 @@ from trainguard_local.fleet.trainguard_run.stall_windows import LEAD_MINUTES, WI
 from trainguard_local.stand_in.sagemaker_control_plane import InvalidTransition
 
 _MAX_LAUNCHES = 100
+RUNTIME_ENDED = "\0runtime ended"  # what _through_phases returns when MaxRuntime stopped the job first
+PHASE_MARGIN_MINUTES = 2.0  # a phase this much shorter than the limit gets a window all the same (minute ticks)
 Step = Generator[Sleep | Park, Any, str]
 
 
@@ -94,10 +98,19 @@ class JobLife(LifeState):
         yield Sleep(tl.now + self.job.startup_minutes / 60)
         tl.start()
         self.training_since = tl.now
+        self.logs.start_launch(tl.now, tl.progress)
         self._drive(self.world.plane.start_training)
         while True:
             fault = self.fault
             target = fault.at_work_hours if fault else self.job.work_hours
+            windowed = fault is not None and fault.kind in WINDOW_KINDS
+            through = yield from self._through_phases(
+                max(target - LEAD_MINUTES / 60, tl.progress) if windowed else target
+            )
+            if through is RUNTIME_ENDED:
+                return (yield from self._stopped_at_max_runtime())
+            if through is not None:
+                return through  # stopped in a healthy phase: the next launch
             window: StallWindow | None = None
             if fault is not None and fault.kind in WINDOW_KINDS:
                 if not (yield from self._train_to(max(target - LEAD_MINUTES / 60, tl.progress))):
@@ -124,6 +137,33 @@ class JobLife(LifeState):
             if fault.kind is FaultKind.SPOT_INTERRUPTION:
                 return (yield from self._spot_interruption(fault))
             return (yield from self._fails(fault, tl.now))
+
+    def _through_phases(self, until: float) -> Generator[Sleep | Park, Any, str | None]:
+        """Train to progress `until` through the job's silent phases (fleet/rhythm.py). A phase long enough
+        to reach the log-silence limit trainguard holds for the job then (read from its ledger: the limit
+        cannot move while no line comes) gets a stall window, like a healthy silence of the trace's own;
+        the others cannot fire an alarm. None: trained to `until`; RUNTIME_ENDED; or the next launch's name,
+        when trainguard stopped the job in a phase (a wrong stop)."""
+        tl, job = self.tl, self.job
+        for phase in phases(job.rhythm, job.checkpoint_every_minutes, tl.progress, until):
+            if phase.minutes < FLOOR_MINUTES - PHASE_MARGIN_MINUTES:
+                continue  # shorter than any limit
+            if not (yield from self._train_to(phase.at_progress)):
+                return RUNTIME_ENDED
+            self.logs.deliver_until(tl.now)
+            limit = self.guard_limit_minutes()
+            if limit is None or phase.minutes < limit - PHASE_MARGIN_MINUTES:
+                continue
+            silence = Fault(
+                job.name, FaultKind.SLOW_BUT_HEALTHY, phase.at_progress, tl.now, None, silent_minutes=phase.minutes
+            )
+            self.phase_windows += 1
+            stopped = yield from self._silent_but_healthy(silence, open_stall_window(self, silence, tl.now))
+            if stopped is not None:
+                return stopped
+        if not (yield from self._train_to(until)):
+            return RUNTIME_ENDED
+        return None
 
     def _finds_capacity(self) -> bool:
         """The launch asks for what has capacity although the job's own type has none: a listed alternative

@@ -110,6 +110,7 @@ class StallWindow:
     evaluator: LocalAlarmEvaluator
     ticks: int = 0
     lines: int = field(default=0)
+    deliver: Callable[[datetime], None] | None = None  # the job's own lines up to a moment (job_logs.py)
 
     def logs_at(self, moment: datetime) -> bool:
         return moment < self.quiet_from or (self.quiet_until is not None and moment >= self.quiet_until)
@@ -152,7 +153,9 @@ class Ticker:
             self.world.clock.now = now
             self.ticks += 1
             for window in list(self.windows.values()):
-                if window.logs_at(now):
+                if window.deliver is not None:
+                    window.deliver(now)
+                elif window.logs_at(now):
                     window.lines += 1
                     line = f"step {window.lines * 50} loss {2.0 + 1.0 / window.lines:.3f}"
                     self.world.log_line(window.job_name, now - timedelta(seconds=20), line, log_activity)

@@ -14,6 +14,7 @@ from trainguard_local.fleet.model import JobTimeline
 from trainguard_local.fleet.person import PersonOnCall
 from trainguard_local.fleet.trace import FaultKind, JobSpec
 from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD, GuardActions
+from trainguard_local.fleet.trainguard_run.job_logs import JobLogs
 from trainguard_local.fleet.trainguard_run.kernel import Kernel, Park, QuotaChecks, Sleep, Ticker
 from trainguard_local.fleet.trainguard_run.world import FleetWorld, GuardCall
 
@@ -53,6 +54,10 @@ class LifeState:
         self.notes: list[str] = []  # what did not go as the drive expects (a refused launch, a stray state)
         self.modelled: list[str] = []  # where the drive fell back to a model, and why
         self.quota_wall: tuple[str, float] | None = None  # (quota, approval hours): the trace's wall, standing
+        self.logs = JobLogs(
+            job, world, lambda: self.name
+        )  # the running launch's log lines, delivered to the guard (job_logs.py)
+        self.phase_windows = 0  # silent phases long enough to reach trainguard's limit (a window each)
 
     def launch(self, name: str, actor: str) -> str:
         """A launch of the job named `name`, by the user or the person (trainguard's are its own)."""
@@ -61,6 +66,14 @@ class LifeState:
             self.notes.append(f"{actor}'s launch of {name} refused: {error}")
         self.world.pump()
         return name
+
+    def guard_limit_minutes(self) -> float | None:
+        """The log-silence limit trainguard holds for the running launch now, read from its ledger the way
+        the prober reads it (None: trainguard does not watch it)."""
+        from trainguard.adapters.stall_ledger import StallLedger
+
+        watched = StallLedger(self.world.world["dynamodb"], self.world.config.ledger_table_name).watched_job(self.name)
+        return watched[0].silence_limit().minutes if watched else None
 
     # ---- trainguard's calls, as actions --------------------------------------------------------------
 

@@ -23,15 +23,21 @@ def open_stall_window(life: LifeState, fault: Fault, quiet_from_hours: float) ->
     th, clock = life.settings.thresholds, life.world.clock
     quiet_from = clock.at_hours(quiet_from_hours)
     grace_end = life.training_since + th.startup_grace_minutes / 60
+    life.logs.deliver_until(clock.hours_of(clock.now))  # the job's lines so far: its rhythm, as the guard learns it
     if fault.kind is FaultKind.SLOW_BUT_HEALTHY:
+        life.logs.silence(quiet_from_hours, fault.silent_minutes)
         quiet_until = quiet_from + timedelta(minutes=fault.silent_minutes)
         last = quiet_until + timedelta(minutes=AFTER_SILENCE_MINUTES)
     elif fault.kind is FaultKind.NCCL_TIMEOUT:
+        life.logs.silence(quiet_from_hours)
         quiet_until = None
         last = quiet_from + timedelta(minutes=fault.hung_minutes + 1)
     else:
+        life.logs.silence(quiet_from_hours)
         quiet_until = None
-        crossing = max(quiet_from_hours, grace_end) + max(th.stall_minutes, th.gpu_idle_minutes) / 60
+        # The latest the alarms can fire: the job's own limit (its rhythm may have raised it), or the fixed ones.
+        limit = max(life.guard_limit_minutes() or 0.0, th.stall_minutes, th.gpu_idle_minutes)
+        crossing = max(quiet_from_hours, grace_end) + limit / 60
         last = clock.at_hours(crossing) + timedelta(minutes=HANG_MARGIN_MINUTES)
     hosts = life.job.instance_count
     names = plan_stall_alarms(life.name, life.job.instance_type, hosts, th).all_names
@@ -43,6 +49,7 @@ def open_stall_window(life: LifeState, fault: Fault, quiet_from_hours: float) ->
         last_tick=minute_index(life.world, last),
         life=life.process,
         evaluator=life.world.evaluator(names),
+        deliver=lambda moment: life.logs.deliver_until(clock.hours_of(moment), write=True),
     )
     gpus = gpus_per_host(life.job.instance_type) or 1
     quiet = quiet_gpu(life, fault, quiet_from_hours) * gpus

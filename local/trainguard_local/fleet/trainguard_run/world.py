@@ -50,6 +50,7 @@ from trainguard_local.fleet.trainguard_run.in_process_clients import (
 from trainguard_local.fleet.trainguard_run.simulated_services import FleetSageMaker, JobAlarmEvaluator
 from trainguard_local.fleet.trainguard_run.trace_side import CHECKPOINT_BUCKET, TraceSide
 from trainguard_local.fleet.trainguard_run.usage import GuardUsage
+from trainguard_local.stand_in.fleet_side import log_delivery
 from trainguard_local.stand_in.local_aws import _teach_moto_stream_prefixes
 from trainguard_local.stand_in.sagemaker_api_model import SAGEMAKER_API
 from trainguard_local.stand_in.service_quotas import SimulatedServiceQuotas
@@ -209,8 +210,13 @@ class FleetWorld:
 
     def log_line(self, job_name: str, at: datetime, message: str, log_activity: Any) -> None:
         """A line in the job's first host's stream, and the subscription's delivery of it."""
-        line = self.fleet.write_log_line(job_name, self.clock.base, at, message)
-        self.call("log_activity", job_name, log_activity.handle, line.delivery(str(uuid.uuid4().int)[:20]))
+        self.log_lines(job_name, [(at, message)], log_activity)
+
+    def log_lines(self, job_name: str, lines: list[tuple[datetime, str]], log_activity: Any) -> None:
+        """Lines in the job's first host's stream, and the subscription's one delivery of them."""
+        stream, events = self.fleet.write_log_lines(job_name, self.clock.base, lines)
+        delivered = [{"id": str(uuid.uuid4().int)[:20], **event} for event in events]
+        self.call("log_activity", job_name, log_activity.handle, log_delivery(stream, delivered))
 
     def pump(self) -> list[tuple[dict[str, Any], Outcome | None]]:
         """Deliver what the plane emitted to the job-events handler, in order, through the stack's rule;
