@@ -136,11 +136,13 @@ class FakeJobs:
 
 @dataclass
 class FakeCheckpoints:
-    """Every s3:// prefix holds `count` objects, the newest at `newest`; `error` is a listing that failed."""
+    """Every s3:// prefix holds `count` objects, the newest at `newest` and the others `every` apart (all at
+    `newest` when `every` is None); `error` is a listing that failed."""
 
     newest: datetime | None = NOW
     count: int = 3
     error: str = ""
+    every: timedelta | None = None
 
     def read(self, s3_uri: str) -> CheckpointState:
         if not s3_uri:
@@ -149,7 +151,11 @@ class FakeCheckpoints:
             return CheckpointState(s3_uri, listing_error="not an s3:// URI")
         if self.error:
             return CheckpointState(s3_uri, listing_error=self.error)
-        return CheckpointState(s3_uri, self.newest if self.count else None, self.count)
+        if not self.count or self.newest is None:
+            return CheckpointState(s3_uri, None, self.count)
+        step = self.every or timedelta(0)
+        times = tuple(sorted(self.newest - step * i for i in range(min(self.count, 500))))
+        return CheckpointState(s3_uri, self.newest, self.count, object_times=times)
 
 
 @dataclass

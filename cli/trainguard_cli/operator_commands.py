@@ -148,8 +148,10 @@ def _watched(job: Any, now: datetime) -> dict[str, Any]:
 
 
 def run_history(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    from trainguard.adapters.checkpoints import CheckpointReader
     from trainguard.adapters.sagemaker import SageMakerJobs
     from trainguard_cli.ledger_reader import LineageAttempt
+    from trainguard_cli.lineage_advice import lineage_advice
 
     reader, keys = _reader(args), TagKeys(args.tag_prefix)
     jobs = SageMakerJobs(_clients("sagemaker")[0])
@@ -179,6 +181,10 @@ def run_history(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
             timeline.append(_event(wait.since, wait.blocked_job, names.get(wait.blocked_job), "quota-wait", what))
     timeline.sort(key=lambda e: (e["time"] or datetime.min.replace(tzinfo=UTC), e["attempt"] or 0))
     report = {"job_name": args.job, "root_job": root, "root_from": root_from, "attempts": rows, "timeline": timeline}
+    if isinstance(asked, TrainingJob):
+        checkpoints = CheckpointReader(_clients("s3")[0]).read(asked.checkpoint_s3_uri)
+        launches = [row["launched_at"] for row in rows]
+        report["checkpoint_advice"] = lineage_advice(asked, launches, checkpoints, datetime.now(UTC))
     return _plain(report), 0
 
 
@@ -273,6 +279,8 @@ def history_text(report: dict[str, Any]) -> str:
         label = e["decision"] if e["category"] in ("", e["decision"]) else f"{e['decision']} ({e['category']})"
         said = ": ".join(x for x in (label, e["reason"]) if x)
         lines += [line, *([f"      {said}"] if said else [])]
+    if advice := report.get("checkpoint_advice"):
+        lines += ["", f"Checkpoints: {advice['advice'] or 'no advice: ' + advice['why']}"]
     return "\n".join(lines)
 
 

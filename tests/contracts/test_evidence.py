@@ -93,6 +93,7 @@ def prefixes(request: pytest.FixtureRequest) -> Prefixes:
 def test_a_checkpoint_prefix_is_read_as_its_count_and_newest_object(prefixes: Prefixes) -> None:
     state = prefixes.checkpoints.read(prefixes.holding(3))
     assert state.configured and state.object_count == 3 and state.newest_object_time is not None
+    assert len(state.object_times) == 3 and max(state.object_times) == state.newest_object_time
     assert not state.is_empty and not state.listing_error
 
 

@@ -177,6 +177,8 @@ def test_history_of_a_relaunch(aws: LocalAWS, capsys: pytest.CaptureFixture[str]
     ]
     times = [e["time"] for e in report["timeline"]]
     assert times == sorted(times)
+    # One checkpoint object in the demo's prefix: no interval, so no advice, and the report says why.
+    assert report["checkpoint_advice"] == {"advice": None, "why": "fewer than 3 checkpoint writes seen"}
 
 
 def test_history_as_text(aws: LocalAWS, capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,6 +12,7 @@ from urllib.parse import urlparse
 from botocore.exceptions import ClientError
 
 from trainguard.adapters.permissions import needs
+from trainguard.domain.checkpoint_health import KEPT_TIMES
 from trainguard.domain.checkpoints import CheckpointState
 
 MAX_PAGES = 20  # 20,000 objects: enough to find a checkpoint; a bound on cost and time
@@ -29,7 +30,7 @@ class CheckpointReader:
         if parsed.scheme != "s3" or not parsed.netloc:
             return CheckpointState(s3_uri=s3_uri, listing_error="not an s3:// URI")
         bucket, prefix = parsed.netloc, parsed.path.lstrip("/")
-        newest: datetime | None = None
+        times: list[datetime] = []
         count = 0
         kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
         try:
@@ -37,13 +38,18 @@ class CheckpointReader:
                 page = self._client.list_objects_v2(**kwargs)
                 for item in page.get("Contents", []):
                     count += 1
-                    modified = item.get("LastModified")
-                    if modified is not None and (newest is None or modified > newest):
-                        newest = modified
+                    if (modified := item.get("LastModified")) is not None:
+                        times.append(modified)
+                times = sorted(times)[-KEPT_TIMES:]
                 if not page.get("IsTruncated"):
-                    return CheckpointState(s3_uri, newest, count)
+                    return _state(s3_uri, times, count, truncated=False)
                 kwargs["ContinuationToken"] = page["NextContinuationToken"]
         except ClientError as err:
             error = err.response.get("Error", {})
             return CheckpointState(s3_uri, listing_error=f"{error.get('Code', 'error')}: {error.get('Message', '')}")
-        return CheckpointState(s3_uri, newest, count, listing_truncated=True)
+        return _state(s3_uri, times, count, truncated=True)
+
+
+def _state(s3_uri: str, times: list[datetime], count: int, *, truncated: bool) -> CheckpointState:
+    newest = times[-1] if times else None
+    return CheckpointState(s3_uri, newest, count, listing_truncated=truncated, object_times=tuple(times))

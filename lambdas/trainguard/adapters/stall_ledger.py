@@ -36,13 +36,14 @@ class StallLedger:
             TableName=self._table,
             Key=item_key(_WATCH, job.job_name),
             UpdateExpression="SET instance_type = :type, host_count = :hosts, thresholds = :thresholds, "
-            "training_since = :since, stopping_since = :stopping",
+            "training_since = :since, stopping_since = :stopping, checkpoint_uri = :uri",
             ExpressionAttributeValues={
                 ":type": {"S": job.instance_type},
                 ":hosts": {"N": str(job.host_count)},
                 ":thresholds": {"S": json.dumps({k: v for k, v in asdict(job.thresholds).items() if k != "problems"})},
                 ":since": _time_or_null(job.training_since),
                 ":stopping": _time_or_null(job.stopping_since),
+                ":uri": {"S": job.checkpoint_uri},
             },
         )
 
@@ -195,4 +196,5 @@ def _watched(item: dict[str, Any]) -> WatchedJob:
         muted_until=_time(item.get("muted_until")),
         muted_alarm=item.get("muted_alarm", {}).get("S", ""),
         deferred_line=_from_ms(item.get("deferred_ms")),
+        checkpoint_uri=item.get("checkpoint_uri", {}).get("S", ""),
     )

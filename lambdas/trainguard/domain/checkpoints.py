@@ -13,6 +13,7 @@ class CheckpointState:
     object_count: int = 0
     listing_error: str = ""  # why the prefix could not be listed (access denied, ...)
     listing_truncated: bool = False  # stopped counting after the listing bound
+    object_times: tuple[datetime, ...] = ()  # the newest objects' LastModified (checkpoint_health.py)
 
     @property
     def configured(self) -> bool:

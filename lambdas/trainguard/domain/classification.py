@@ -40,6 +40,7 @@ DECISION_BY_CATEGORY: dict[Category, Decision] = {
     Category.UNKNOWN: Decision.NOTIFY,
     Category.STOPPED: Decision.IGNORE,
     Category.STUCK_STOPPING: Decision.NOTIFY,
+    Category.CHECKPOINT_STALE: Decision.NOTIFY,
     Category.COMPLETED: Decision.IGNORE,
     Category.IN_PROGRESS: Decision.IGNORE,
 }

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import quote
 
+from trainguard.domain.checkpoint_health import redo_sentence
 from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind
@@ -64,6 +65,9 @@ def compose_job_end_notification(
     lines += ["", "What trainguard did", f"  {_did(outcome)}", "", "Why", f"  {outcome.reason}"]
     if checkpoint is not None:
         lines += ["", "Checkpoint", f"  {checkpoint.describe(now)}"]
+        relaunching = outcome.kind in (OutcomeKind.RELAUNCHED, OutcomeKind.RELAUNCH_SCHEDULED)
+        if relaunching and (redo := redo_sentence(checkpoint, now)):
+            lines.append(f"  {redo}")
     if tag_problems:
         lines += ["", "Tags that could not be read (defaults used)"] + [f"  - {p}" for p in tag_problems]
     lines += [
@@ -182,6 +186,24 @@ def compose_stall_notification(
             ("GPU peak per host over the idle window (100 per GPU)", gpus or "no GPU figures"),
             ("Checkpoint", checkpoint.describe(now)),
         ),
+    )
+
+
+def compose_checkpoint_stale_notification(outcome: Outcome, region: str, now: datetime) -> Notification:
+    return compose_notification(
+        headline="{job}: checkpoints have stopped reaching S3",
+        job_name=outcome.job_name,
+        happened=f"{outcome.reason}.",
+        did="Nothing to the job: it keeps training. trainguard tells you once for this checkpoint.",
+        why="A job whose checkpoint sync has stopped loses all the work since its last checkpoint at its next "
+        "failure. Look at the job's checkpoint upload (the S3 prefix, the role's permissions, the local "
+        "checkpoint directory); a stop, or a relaunch from the newest checkpoint, starts the sync again.",
+        outcome=outcome.kind.value,
+        decision="notify",
+        region=region,
+        now=now,
+        category="checkpoint-stale",
+        event_type=EVENT_TYPE_STALL,
     )
 
 

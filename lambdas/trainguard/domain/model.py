@@ -31,6 +31,7 @@ class Category(StrEnum):
     STALL = "stall"  # trainguard stopped it as stalled (no logs, idle GPUs): resume from the checkpoint
     STOPPED = "stopped"  # stopped by a person or a program
     STUCK_STOPPING = "stuck-stopping"  # a stop that has not finished in 30 minutes
+    CHECKPOINT_STALE = "checkpoint-stale"  # the job trains, but its checkpoints stopped reaching S3
     COMPLETED = "completed"
     IN_PROGRESS = "in-progress"
     UNKNOWN = "unknown"

@@ -19,6 +19,7 @@ class OutcomeKind(StrEnum):
     STALL_STOPPED = "stall-stopped"  # a verified stall: the job was stopped; its end relaunches it
     STALL_FOUND = "stall-found"  # a verified stall in a dry-run job: told, not stopped
     STUCK_STOPPING = "stuck-stopping"  # a stop that has not finished in 30 minutes: told
+    CHECKPOINT_STALE = "checkpoint-stale"  # checkpoints stopped reaching S3 while the job trains: told
     SKIPPED = "skipped"  # not ours, or nothing to do: logged and counted, nobody is told
     ALREADY_HANDLED = "already-handled"  # a duplicate or late delivery of an event already acted on
 
@@ -44,6 +45,7 @@ class Outcome:
             OutcomeKind.STALL_STOPPED,
             OutcomeKind.STALL_FOUND,
             OutcomeKind.STUCK_STOPPING,
+            OutcomeKind.CHECKPOINT_STALE,
         )
 
     def as_dict(self) -> dict[str, Any]:

@@ -26,6 +26,7 @@ class WatchedJob:
     rhythm: LogRhythm = field(default_factory=LogRhythm)
     muted_until: datetime | None = None  # a muted stall alarm: re-armed when its mute window ends
     muted_alarm: str = ""
+    checkpoint_uri: str = ""  # CheckpointConfig.S3Uri: the prefix checkpoint_health.py reads
     deferred_line: datetime | None = None  # the newest line when a busy silence was deferred (stalls.py)
 
     @property

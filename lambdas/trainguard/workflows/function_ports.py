@@ -112,12 +112,14 @@ class StallAlarmsPorts(Settled):
 
 @dataclass(frozen=True, kw_only=True)
 class StallProberPorts(Settled):
-    """Every minute: publish log silence, report stops that do not finish, sweep orphaned alarms."""
+    """Every minute: publish log silence, report stops that do not finish, warn of checkpoints that stopped
+    reaching S3, sweep orphaned alarms."""
 
     ledger: StepLedger
     notifier: NotifierPort
     stall_ledger: WatchList
     alarms: AlarmSweeper
+    checkpoints: Checkpoints
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,6 +1,8 @@
 """The stall prober, every minute: publish each watched job's log silence over its own limit (the
 log-silence alarms watch it), set a muted stall alarm back to OK when its mute window has ended, report
-stops stuck for 30 minutes, and sweep alarms whose job is no longer watched.
+stops stuck for 30 minutes, read the checkpoints of one job in 15 (each job every 15 minutes: a warning
+when they have stopped reaching S3, domain/checkpoint_health.py), and sweep alarms whose job is no
+longer watched.
 
 It reads the watch list from the ledger (one Query, where the log subscription keeps each job's
 newest log line), never the Logs read APIs: those allow a few calls per second per account, which
@@ -12,9 +14,10 @@ metric has an alarm of its own.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from trainguard.domain.messages import compose_stuck_stopping_notification
+from trainguard.domain.checkpoint_health import checked_now, judge_checkpoints
+from trainguard.domain.messages import compose_checkpoint_stale_notification, compose_stuck_stopping_notification
 from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.stall_alarms import owned_alarm_job
@@ -43,10 +46,11 @@ def probe(ports: StallProberPorts) -> ProbeReport:
     for job in watched:
         if job.muted_until is not None and now >= job.muted_until:
             _end_mute(ports, job)
-        if is_stuck_stopping(job, now):
-            outcome = _report_stuck(ports, job, now)
-            if outcome is not None:
-                report.outcomes.append(outcome)
+        told = (
+            _report_stuck(ports, job, now) if is_stuck_stopping(job, now) else None,
+            _check_checkpoints(ports, job, now) if _checkpoints_due(job, now) else None,
+        )
+        report.outcomes += [outcome for outcome in told if outcome is not None]
     if now.minute % SWEEP_EVERY_MINUTES == 0:
         report.swept = sweep_orphan_alarms(ports, {job.job_name for job in watched})
     return report
@@ -67,6 +71,30 @@ def _end_mute(ports: StallProberPorts, job: WatchedJob) -> None:
     for signal in StallSignal:  # both: each may have fired under the mute (a missing alarm is no error)
         ports.alarms.rearm(alarm_name(signal, job.job_name), "trainguard: the alarm mute window has ended")
     ports.stall_ledger.unmute(job.job_name)
+
+
+def _checkpoints_due(job: WatchedJob, now: datetime) -> bool:
+    training = job.training_since is not None and job.stopping_since is None
+    return training and bool(job.checkpoint_uri) and checked_now(job.job_name, now.minute)
+
+
+def _check_checkpoints(ports: StallProberPorts, job: WatchedJob, now: datetime) -> Outcome | None:
+    """Warn once per newest checkpoint when the job's checkpoints have stopped reaching S3; never stop it."""
+    state = ports.checkpoints.read(job.checkpoint_uri)
+    health = judge_checkpoints(state, job.training_since, now)
+    if not health.stale or state.newest_object_time is None:
+        return None
+    with once(ports, job.job_name, f"checkpoint-stale#{int(state.newest_object_time.timestamp())}", now) as step:
+        if step.done:
+            return None
+        details = {
+            "age_minutes": round((health.age or timedelta(0)).total_seconds() / 60, 1),
+            "interval_minutes": round((health.interval or timedelta(0)).total_seconds() / 60, 1),
+        }
+        kind, category = OutcomeKind.CHECKPOINT_STALE, Category.CHECKPOINT_STALE
+        outcome = Outcome(kind, job.job_name, health.reason, Decision.NOTIFY, category, details=details)
+        ports.notifier.publish(compose_checkpoint_stale_notification(outcome, ports.region, now))
+        return step.record(outcome)
 
 
 def _report_stuck(ports: StallProberPorts, job: WatchedJob, now: datetime) -> Outcome | None:

@@ -33,6 +33,7 @@ def follow_training_state(ports: JobEventsPorts, job_name: str) -> Outcome:
         thresholds=thresholds,
         training_since=job.training_since if job.secondary_status == "Training" else None,
         stopping_since=ports.clock() if job.status == "Stopping" else None,
+        checkpoint_uri=job.checkpoint_s3_uri,
     )
     try:
         plan = plan_stall_alarms(job.name, instance_type, hosts, thresholds, keys=ports.keys)

@@ -151,6 +151,7 @@ def _goals_markdown(report: dict[str, Any]) -> list[str]:
         "",
         *_today_goal(strategies),
         "",
+        *_rhythm_goals(strategies),
         "Of trainguard's wasted GPU-hours, "
         f"{guard.get('wasted_gpu_hours_hung_or_idle', 0):,.1f} are hung or idle time and "
         f"{guard.get('wasted_gpu_hours_lost_since_checkpoint', 0):,.1f} are work lost since the last checkpoint "
@@ -168,6 +169,64 @@ def _goals_markdown(report: dict[str, Any]) -> list[str]:
         f"Of trainguard's {own_delay:,.1f} h, {users:,.1f} h are jobs that failed in the user's code (user errors, out "
         "of memory): they wait for a person under every strategy, trainguard included, because retrying them would "
         f"be a wrong action; and {quota:,.1f} h are jobs waiting for a quota increase to be approved.",
+        "",
+    ]
+
+
+def _rhythm_goals(strategies: dict[str, Any]) -> list[str]:
+    """Issue 14's goals: hung time, wrong actions, hang-to-stop by cadence, and the work lost by fault."""
+    guard, none = strategies["trainguard"], strategies["none"]
+    hung, hung_none = guard["wasted_gpu_hours_hung_or_idle"], none["wasted_gpu_hours_hung_or_idle"]
+    own = "wasted_gpu_hours_hung_or_idle_not_parent_owned"
+    chatty = guard["detect_minutes_by_cadence"].get("under 1 min", {})
+    classes = list(guard["detect_minutes_by_cadence"])
+    kinds = sorted({k for f in strategies.values() for k in f["wasted_gpu_hours_lost_since_checkpoint_by_fault"]})
+
+    def sync(figures: dict[str, Any]) -> float:
+        return float(figures["wasted_gpu_hours_lost_since_checkpoint_by_fault"].get("checkpoint_sync_stopped") or 0.0)
+
+    def cell(figures: dict[str, Any]) -> str:
+        mine = figures["not_parent_owned"]
+        return (
+            f"{figures['p50']} / {figures['p95']} ({figures['hangs']}); {mine['p50']} / {mine['p95']} ({mine['hangs']})"
+        )
+
+    return [
+        "Against issue 14's goals (each job has a log rhythm: fleet/rhythm.py):",
+        f"- hung or idle GPU-hours: trainguard {hung:,.1f}, no guard {hung_none:,.1f}: {hung / hung_none:.1%} of no "
+        f"guard's (goal: at most 10%); without the jobs a parent owns, which trainguard leaves to their parent "
+        f"by design: {guard[own]:,.1f} against {none[own]:,.1f}, {guard[own] / none[own]:.1%};",
+        f"- wrong actions {guard['wrong_actions']} (goal: 0);",
+        f"- hang to stop, jobs whose median log gap is under a minute: p95 {chatty.get('p95')} min over "
+        f"{chatty.get('hangs')} hangs; {chatty.get('not_parent_owned', {}).get('p95')} min over the "
+        f"{chatty.get('not_parent_owned', {}).get('hangs')} a parent does not own (goal: at most 10 min);",
+        f"- work lost to checkpoint_sync_stopped: trainguard {sync(guard):,.1f} GPU-h, no guard {sync(none):,.1f}: "
+        f"{sync(guard) / sync(none):.0%} of no guard's (goal: at most 50%). trainguard warns "
+        f"{guard['detect_minutes'].get('checkpoint_sync_stopped', {}).get('p50')} min (p50) after the sync stops; the "
+        "person acts a response time later (median 4 h), and the failure often strikes first.",
+        "",
+        "Hang detection minutes by cadence class (p50 / p95 (hangs); the same without the jobs a parent owns):",
+        "",
+        "| strategy | " + " | ".join(classes) + " |",
+        "|---|" + "---|" * len(classes),
+        *(
+            f"| {name} | " + " | ".join(cell(f["detect_minutes_by_cadence"][c]) for c in classes) + " |"
+            for name, f in strategies.items()
+        ),
+        "",
+        "Work lost since the last checkpoint by fault (GPU-hours):",
+        "",
+        "| fault | " + " | ".join(strategies) + " |",
+        "|---|" + "---|" * len(strategies),
+        *(
+            f"| {kind} | "
+            + " | ".join(
+                f"{f['wasted_gpu_hours_lost_since_checkpoint_by_fault'].get(kind, 0.0):,.1f}"
+                for f in strategies.values()
+            )
+            + " |"
+            for kind in kinds
+        ),
         "",
     ]
 

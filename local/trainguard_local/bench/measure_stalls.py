@@ -100,7 +100,12 @@ def _ports(dynamodb: Any, cloudwatch: Any, now: datetime) -> StallProberPorts:
     """The stall prober's production ports on moto clients."""
     region = "us-east-1"
     config = GuardConfig(ledger_table_name="ledger", topic_arn=f"arn:aws:sns:{region}:123456789012:trainguard")
-    clients = {"dynamodb": dynamodb, "cloudwatch": cloudwatch, "sns": boto3.client("sns", region_name=region)}
+    clients = {
+        "dynamodb": dynamodb,
+        "cloudwatch": cloudwatch,
+        "sns": boto3.client("sns", region_name=region),
+        "s3": boto3.client("s3", region_name=region),
+    }
     return build_ports(StallProberPorts, clients.__getitem__, config, region, lambda: now)
 
 

@@ -27,7 +27,7 @@ from trainguard_local.fleet.simulate import render_summary, simulate_trace
 from trainguard_local.fleet.timeline_png import write_timeline
 from trainguard_local.fleet.trace import ALTERNATIVES, FaultKind, Trace, generate_trace
 
-DEMO_JOBS, DEMO_HOURS, DEMO_SEED = 12, 24.0, 15
+DEMO_JOBS, DEMO_HOURS, DEMO_SEED = 13, 24.0, 15
 DEMO_SPOT_SHARE = 0.3  # enough spot jobs for a spot interruption
 ROW_HEIGHT_PX = 24
 COLOURS = (
@@ -42,7 +42,7 @@ FALLBACK_WORDS = ("InstancePreferences", "on on-demand instances", "whose quota 
 def demo_trace() -> Trace:
     """Every fault kind once (the generator gives each kind a job before drawing more), one healthy job; and the
     three fallbacks of today's SageMaker, each on the job whose wall it meets (fallbacks_shown)."""
-    faulty = (DEMO_JOBS - 1) / DEMO_JOBS
+    faulty = (DEMO_JOBS - 2) / DEMO_JOBS  # the drawn kinds; the checkpoint sync stop takes one of the two left
     trace = generate_trace(DEMO_JOBS, DEMO_HOURS, DEMO_SEED, spot_share=DEMO_SPOT_SHARE, fault_share=faulty)
     return fallbacks_shown(trace)
 

@@ -56,7 +56,7 @@ from typing import Any
 
 from trainguard_local.fleet.model import ActionKind, JobOutcome, JobTimeline, State
 from trainguard_local.fleet.person import PersonOnCall, person_rng
-from trainguard_local.fleet.trace import HANG_KINDS, USER_ERROR_KINDS, Fault, FaultKind, JobSpec, Trace
+from trainguard_local.fleet.trace import HANG_KINDS, USER_ERROR_KINDS, Fault, FaultKind, JobSpec, Trace, sync_failure
 
 PERSON, SAGEMAKER_RETRY, DEBUGGER_RULE, AWS_BATCH = "person", "sagemaker_retry", "debugger_rule", "aws_batch"
 CAPACITY_REFUSAL_MINUTES = 5.0  # a launch refused for capacity fails after this long, without instances (assumption)
@@ -248,6 +248,11 @@ class _JobLife:
 
     def _strike(self, fault: Fault) -> bool:
         """The fault strikes; True when the launch ended."""
+        if fault.kind is FaultKind.CHECKPOINT_SYNC_STOPPED:
+            # Nobody notices: the job trains on, and its hardware failure strikes later (a fault of its own).
+            self.tl.sync_stopped_after = fault.at_work_hours
+            self.fault = sync_failure(fault)
+            return False
         if fault.kind is FaultKind.SLOW_BUT_HEALTHY:
             return self._silent_but_healthy(fault)
         if fault.kind in HANG_KINDS:

@@ -155,6 +155,7 @@ class JobTimeline:
         self.now = job.submitted_at
         self.progress = 0.0  # of the running launch
         self.kept = 0.0  # the newest checkpoint's progress
+        self.sync_stopped_after = math.inf  # the running launch's checkpoints stopped reaching S3 after this progress
         self.attempt = -1
         self.runtime_used = 0.0  # billed hours of the current SageMaker job, against MaxRuntime
         self.lost_work = 0.0
@@ -178,6 +179,7 @@ class JobTimeline:
         """A new launch from the newest checkpoint: a new SageMaker job, or SageMaker's own retry of one."""
         self.attempt += 1
         self.progress = self.kept
+        self.sync_stopped_after = math.inf  # a new launch's checkpoint sync works again
         if new_job:
             self.runtime_used = 0.0
 
@@ -216,7 +218,8 @@ class JobTimeline:
     def lose_work_since_checkpoint(self, *, no_checkpoint_after: float = math.inf) -> None:
         """The launch ended: its instances are gone, the work since the newest checkpoint with them.
         `no_checkpoint_after`: the progress after which none was written (a silent load writes none)."""
-        written = newest_checkpoint(min(self.progress, no_checkpoint_after), self.job.checkpoint_every_minutes)
+        last = min(self.progress, no_checkpoint_after, self.sync_stopped_after)
+        written = newest_checkpoint(last, self.job.checkpoint_every_minutes)
         self.kept = max(self.kept, written)
         self.lost_work += self.progress - self.kept
         self.progress = self.kept

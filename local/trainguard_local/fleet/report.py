@@ -24,6 +24,8 @@ The figures, defined once (docs/local-tools.md copies these definitions):
   class (its own median log gap, rhythm.py's CADENCE_CLASSES; the bounds in `definitions`), p50, p95 and
   the number of hangs; `not_parent_owned`, the same without the jobs a parent owns (a guard must leave
   those to their parent: a person stops them).
+- `wasted_gpu_hours_hung_or_idle_not_parent_owned`: the hung or idle part of wasted GPU-hours, without the
+  jobs a parent owns.
 - `wasted_gpu_hours_lost_since_checkpoint_by_fault`: the work lost since the last checkpoint, in GPU-hours,
   by the kind of each job's fault (`none`: jobs without one).
 - `recover_minutes`: from the moment a transient fault shows (every kind except the user's own
@@ -118,6 +120,9 @@ def strategy_figures(trace: Trace, outcomes: Sequence[JobOutcome]) -> dict[str, 
         # The two parts of wasted_gpu_hours: billed time that made no progress, and work lost since the last checkpoint.
         "wasted_gpu_hours_hung_or_idle": _round(sum(o.hung_hours * o.job.gpus for o in outcomes)),
         "wasted_gpu_hours_lost_since_checkpoint": _round(sum(o.lost_work_hours * o.job.gpus for o in outcomes)),
+        "wasted_gpu_hours_hung_or_idle_not_parent_owned": _round(
+            sum(o.hung_hours * o.job.gpus for o in outcomes if not o.job.owner)
+        ),
         "wasted_gpu_hours_where_debugger_rule_applies": _round(
             sum(o.wasted_gpu_hours for o in outcomes if rule.can_stop(o.job))
         ),

@@ -39,6 +39,9 @@ class FaultKind(StrEnum):
     USER_CODE_ERROR = "user_code_error"
     OUT_OF_MEMORY = "out_of_memory"
     SLOW_BUT_HEALTHY = "slow_but_healthy"  # must not be stopped
+    # The job's checkpoints stop reaching S3 while it trains on (aws/sagemaker-python-sdk issue 3062); a hardware
+    # failure strikes later. Drawn from a stream of its own (SYNC_STOPPED_SHARE), after the kinds above.
+    CHECKPOINT_SYNC_STOPPED = "checkpoint_sync_stopped"
 
 
 HANG_KINDS = frozenset({FaultKind.HANG_IDLE_GPU, FaultKind.HANG_BUSY_GPU})
@@ -46,6 +49,7 @@ USER_ERROR_KINDS = frozenset({FaultKind.USER_CODE_ERROR, FaultKind.OUT_OF_MEMORY
 # What a guard should recover by relaunching: every fault but the user's own and the healthy job.
 TRANSIENT_KINDS = frozenset(FaultKind) - USER_ERROR_KINDS - {FaultKind.SLOW_BUT_HEALTHY}
 
+DRAWN_KINDS = tuple(kind for kind in FaultKind if kind is not FaultKind.CHECKPOINT_SYNC_STOPPED)
 # Assumptions: there are no public failure statistics for SageMaker fleets. Meta's Llama 3 report
 # (arXiv 2407.21783, table 5) put most interruptions of a large run down to GPU and host hardware,
 # so hardware weighs most; the rest are even-handed guesses.
@@ -62,6 +66,9 @@ FAULT_KIND_WEIGHTS: dict[FaultKind, float] = {
     FaultKind.OUT_OF_MEMORY: 6.0,
     FaultKind.SLOW_BUT_HEALTHY: 9.0,
 }
+SYNC_STOPPED_SHARE = 0.04  # of the jobs without another fault (assumption), at least one
+SYNC_STOPPED_SPAN = (0.1, 0.5)  # the sync stops at this share of the work (assumption)
+SYNC_FAILURE_AFTER = (0.2, 1.0)  # the failure strikes this share of the rest of the work later (assumption)
 WORK_HOURS_MEDIAN, WORK_HOURS_SIGMA = 6.0, 0.9  # fault-free training time, lognormal (assumption)
 MIN_WORK_HOURS, MAX_WORK_HOURS = 0.5, 48.0  # assumption
 CHECKPOINT_EVERY_MINUTES = (15, 20, 30, 45, 60)  # the brief's 15-60 minutes
@@ -151,6 +158,7 @@ class Fault:
     silent_minutes: float = 0.0  # slow_but_healthy: no output for this long, while training goes on
     alternatives_with_capacity: tuple[str, ...] = ()  # capacity_error: listed alternatives that have capacity
     alternatives_with_quota_room: tuple[str, ...] = ()  # quota_wall: listed alternatives whose quota has room
+    fails_at_work_hours: float = 0.0  # checkpoint_sync_stopped: the progress at which the hardware failure strikes
 
 
 @dataclass(frozen=True)
@@ -200,6 +208,7 @@ def generate_trace(
     faults = tuple(_draw_alternatives(today, drawn[fault.job_name], fault) for fault in faults)
     rhythms = random.Random(f"{seed}/rhythm")
     specs = tuple(replace(spec, rhythm=draw_rhythm(rhythms)) for spec in specs)
+    faults += _draw_sync_stops(random.Random(f"{seed}/checkpoint sync"), specs, {f.job_name for f in faults})
     parameters = TraceParameters(debugger_share, spot_share, vpc_share, fault_share)
     return Trace(seed, hours, parameters, specs, tuple(sorted(faults, key=lambda f: (f.strikes_at, f.job_name))))
 
@@ -273,6 +282,28 @@ def _draw_alternatives(rng: random.Random, job: JobSpec, fault: Fault) -> Fault:
     return replace(fault, alternatives_with_quota_room=chosen)
 
 
+def sync_failure(fault: Fault) -> Fault:
+    """The hardware failure that strikes a job whose checkpoint sync stopped (at its own progress)."""
+    return replace(fault, kind=FaultKind.HARDWARE_FAULT, at_work_hours=fault.fails_at_work_hours)
+
+
+def _draw_sync_stops(rng: random.Random, specs: tuple[JobSpec, ...], faulty: set[str]) -> tuple[Fault, ...]:
+    """Checkpoint sync stopped on a share of the jobs without another fault: at a point of their work, and a
+    hardware failure a while later."""
+    healthy = [job for job in specs if job.name not in faulty]
+    chosen = rng.sample(healthy, min(len(healthy), max(1, round(SYNC_STOPPED_SHARE * len(specs)))))
+    faults = []
+    for job in chosen:
+        stops = round(rng.uniform(*SYNC_STOPPED_SPAN) * job.work_hours, 4)
+        fails = round(stops + rng.uniform(*SYNC_FAILURE_AFTER) * (job.work_hours - stops) * 0.95, 4)
+        reason = rng.choice(FAILURE_TEXTS[FaultKind.HARDWARE_FAULT.value][1])
+        strikes = job.submitted_at + job.startup_minutes / 60 + stops
+        faults.append(
+            Fault(job.name, FaultKind.CHECKPOINT_SYNC_STOPPED, stops, strikes, reason, fails_at_work_hours=fails)
+        )
+    return tuple(faults)
+
+
 def _eligible(kind: FaultKind, job: JobSpec) -> bool:
     return job.spot or kind is not FaultKind.SPOT_INTERRUPTION
 
@@ -281,7 +312,7 @@ def _assign_kinds(rng: random.Random, specs: tuple[JobSpec, ...], faulty: list[i
     """Each kind once first (on an eligible faulty job, or any eligible job), then by weight."""
     remaining = list(faulty)
     assigned: list[tuple[int, FaultKind]] = []
-    for kind in FaultKind:
+    for kind in DRAWN_KINDS:
         taken = {index for index, _ in assigned}
         pool = [i for i in remaining if _eligible(kind, specs[i])] or [
             i for i in range(len(specs)) if i not in taken and _eligible(kind, specs[i])
@@ -293,7 +324,7 @@ def _assign_kinds(rng: random.Random, specs: tuple[JobSpec, ...], faulty: list[i
         if index in remaining:
             remaining.remove(index)
     for index in remaining:
-        kinds = [kind for kind in FaultKind if _eligible(kind, specs[index])]
+        kinds = [kind for kind in DRAWN_KINDS if _eligible(kind, specs[index])]
         assigned.append((index, rng.choices(kinds, weights=[FAULT_KIND_WEIGHTS[k] for k in kinds])[0]))
     return assigned
 

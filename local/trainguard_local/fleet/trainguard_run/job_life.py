@@ -41,7 +41,8 @@ from trainguard_local.fleet.anchors import CAPACITY_REFUSAL_MINUTES
 from trainguard_local.fleet.catalogue import FAILURE_TEXTS, QUOTA_WALL_FIRST_FAILURE
 from trainguard_local.fleet.model import State, newest_checkpoint
 from trainguard_local.fleet.rhythm import phases
-from trainguard_local.fleet.trace import HANG_KINDS, Fault, FaultKind
+from trainguard_local.fleet.trace import HANG_KINDS, Fault, FaultKind, sync_failure
+from trainguard_local.fleet.trainguard_run.checkpoint_sync import RUNTIME_ENDED, watch_checkpoints
 from trainguard_local.fleet.trainguard_run.endings import after_end, hang_left_to_the_person
 from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD
 from trainguard_local.fleet.trainguard_run.kernel import Park, Sleep, StallWindow, StopNews
@@ -50,7 +51,6 @@ from trainguard_local.fleet.trainguard_run.stall_windows import LEAD_MINUTES, WI
 from trainguard_local.stand_in.sagemaker_control_plane import InvalidTransition
 
 _MAX_LAUNCHES = 100
-RUNTIME_ENDED = "\0runtime ended"  # what _through_phases returns when MaxRuntime stopped the job first
 PHASE_MARGIN_MINUTES = 2.0  # a phase this much shorter than the limit gets a window all the same (minute ticks)
 Step = Generator[Sleep | Park, Any, str]
 
@@ -111,6 +111,14 @@ class JobLife(LifeState):
                 return (yield from self._stopped_at_max_runtime())
             if through is not None:
                 return through  # stopped in a healthy phase: the next launch
+            if fault is not None and fault.kind is FaultKind.CHECKPOINT_SYNC_STOPPED:
+                self.fault = sync_failure(fault)  # the hardware failure that strikes later
+                restarted = yield from watch_checkpoints(self, fault)
+                if restarted == RUNTIME_ENDED:
+                    return (yield from self._stopped_at_max_runtime())
+                if restarted:
+                    return restarted  # the person restarted the job on trainguard's warning
+                continue  # its hardware failure strikes later (self.fault)
             window: StallWindow | None = None
             if fault is not None and fault.kind in WINDOW_KINDS:
                 if not (yield from self._train_to(max(target - LEAD_MINUTES / 60, tl.progress))):
@@ -313,7 +321,7 @@ class JobLife(LifeState):
     def _checkpoint(self, no_checkpoint_after: float = math.inf) -> None:
         """Write the newest checkpoint of the running launch to S3 (where the job's own sync puts it)."""
         every = self.job.checkpoint_every_minutes
-        newest = newest_checkpoint(min(self.tl.progress, no_checkpoint_after), every)
+        newest = newest_checkpoint(min(self.tl.progress, no_checkpoint_after, self.tl.sync_stopped_after), every)
         if newest > self.tl.kept:
             written_at = self.tl.now - (self.tl.progress - newest)
             self.world.fleet.write_progress_checkpoint(self.job, newest, written_at)

@@ -1,0 +1,94 @@
+"""A trace job whose checkpoint sync stops (checkpoint_sync_stopped) under trainguard: the job trains on,
+its checkpoints stop reaching S3, and a hardware failure strikes later (trace.sync_failure).
+
+The stall prober reads each watched job's checkpoint prefix once every 15 minutes, in a minute of its own
+(domain/checkpoint_health.py). Here it runs at those minutes of this job (the deployment runs it every
+minute; the other minutes read nothing of this job), after the job's checkpoints up to the stop are written
+where its sync put them, each stamped when it was written. When trainguard warns, the person on call acts a
+response time later, as for every other incident (person.py): they stop the job and relaunch it from its
+newest checkpoint in S3, which starts the sync again. If the failure strikes first, the warning came too
+late: the job loses everything since the last checkpoint that reached S3, as under no guard.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+from typing import Any
+
+from trainguard.domain.checkpoint_health import CHECK_EVERY_MINUTES, checked_now
+from trainguard_local.fleet.model import ActionKind
+from trainguard_local.fleet.trace import Fault, FaultKind
+from trainguard_local.fleet.trainguard_run.endings import PERSON, person_relaunches
+from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD
+from trainguard_local.fleet.trainguard_run.kernel import Park, Sleep
+from trainguard_local.fleet.trainguard_run.life_state import LifeState
+
+RUNTIME_ENDED = "\0runtime ended"  # MaxRuntime stopped the job first
+WARNING_SUBJECT = "checkpoints have stopped reaching S3"
+
+
+def watch_checkpoints(life: LifeState, fault: Fault) -> Generator[Sleep | Park, Any, str]:
+    """From the sync's stop to trainguard's warning and the person's restart, or to the failure (the caller's
+    next fault). '' when the failure comes first, RUNTIME_ENDED, or the next launch's name."""
+    tl = life.tl
+    stopped_at = tl.now
+    tl.sync_stopped_after = fault.at_work_hours
+    failure = fault.fails_at_work_hours
+    while not _warned(life):
+        check = _next_check(life)
+        if tl.progress + (check - tl.now) >= failure:
+            return ""
+        if not (yield from _train_for(life, check - tl.now)):
+            return RUNTIME_ENDED
+        write_checkpoints(life)
+        life.logs.deliver_until(tl.now)
+        from trainguard.handlers import stall_prober
+
+        life.world.call("stall_prober", life.name, stall_prober.handle, {})
+    tl.detect(FaultKind.CHECKPOINT_SYNC_STOPPED, stopped_at, TRAINGUARD)
+    response = life.settings.person.response_hours(life.rng)
+    if tl.progress + response >= failure:
+        return ""
+    if not (yield from _train_for(life, response)):
+        return RUNTIME_ENDED
+    world = life.world
+    world.world["sagemaker"].stop_training_job(TrainingJobName=life.name)
+    world.plane.settle(life.name)
+    world.pump()
+    tl.act(ActionKind.STOP, PERSON, note="on trainguard's warning: checkpoints had stopped reaching S3")
+    life.flush_guard_calls()
+    tl.lose_work_since_checkpoint()
+    return (yield from person_relaunches(life, None, tl.now, struck_at=stopped_at, response=0.0))
+
+
+def write_checkpoints(life: LifeState) -> None:
+    """Every checkpoint the running launch has written to S3 so far (none after its sync stopped)."""
+    tl, job = life.tl, life.job
+    every = job.checkpoint_every_minutes / 60
+    last = min(tl.progress, tl.sync_stopped_after)
+    k = math.floor(tl.kept / every + 1e-9) + 1
+    while k * every <= last + 1e-9:
+        life.world.fleet.write_progress_checkpoint(job, k * every, tl.now - (tl.progress - k * every))
+        k += 1
+
+
+def _next_check(life: LifeState) -> float:
+    """The next minute (trace hours) at which the prober reads this job's checkpoints."""
+    minute = math.floor(life.tl.now * 60) + 1
+    base = life.world.clock.base
+    while not checked_now(life.name, (base.minute + minute) % 60):
+        minute += 1
+    assert minute - math.floor(life.tl.now * 60) <= CHECK_EVERY_MINUTES
+    return minute / 60
+
+
+def _warned(life: LifeState) -> bool:
+    return any(life.name in n.subject and WARNING_SUBJECT in n.subject for n in life.world.usage.notifications)
+
+
+def _train_for(life: LifeState, hours: float) -> Generator[Sleep | Park, Any, bool]:
+    tl = life.tl
+    if hours > 0:
+        yield Sleep(tl.now + hours)
+    return tl.train_to(tl.progress + max(hours, 0.0))
