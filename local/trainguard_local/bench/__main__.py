@@ -162,8 +162,7 @@ def _goals_markdown(report: dict[str, Any]) -> list[str]:
         "",
         "Completion delay by the kind of each job's fault (total hours; jobs without a fault under `none`):",
         "",
-        "| fault | " + " | ".join(strategies) + " |",
-        "|---|" + "---|" * len(strategies),
+        *_header("fault", strategies),
         *_delay_rows(strategies),
         "",
         f"Of trainguard's {own_delay:,.1f} h, {users:,.1f} h are jobs that failed in the user's code (user errors, out "
@@ -207,8 +206,7 @@ def _rhythm_goals(strategies: dict[str, Any]) -> list[str]:
         "",
         "Hang detection minutes by cadence class (p50 / p95 (hangs); the same without the jobs a parent owns):",
         "",
-        "| strategy | " + " | ".join(classes) + " |",
-        "|---|" + "---|" * len(classes),
+        *_header("strategy", classes),
         *(
             f"| {name} | " + " | ".join(cell(f["detect_minutes_by_cadence"][c]) for c in classes) + " |"
             for name, f in strategies.items()
@@ -216,8 +214,7 @@ def _rhythm_goals(strategies: dict[str, Any]) -> list[str]:
         "",
         "Work lost since the last checkpoint by fault (GPU-hours):",
         "",
-        "| fault | " + " | ".join(strategies) + " |",
-        "|---|" + "---|" * len(strategies),
+        *_header("fault", strategies),
         *(
             f"| {kind} | "
             + " | ".join(
@@ -229,6 +226,11 @@ def _rhythm_goals(strategies: dict[str, Any]) -> list[str]:
         ),
         "",
     ]
+
+
+def _header(first: str, columns: Any) -> list[str]:
+    """A markdown table's header: `first`, then one column per name in `columns`."""
+    return ["| " + " | ".join([first, *columns]) + " |", "|---|" + "---|" * len(columns)]
 
 
 def _today_goal(strategies: dict[str, Any]) -> list[str]:
