@@ -28,8 +28,8 @@ from trainguard.domain.messages import Notification
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome
 from trainguard.domain.quotas import WaitingLaunch, normalize_quota_name
-from trainguard.domain.stall_alarms import owned_alarm_job, possible_gpu_part_names
-from trainguard.domain.stalls import StallSignal, StallThresholds, parse_alarm_name
+from trainguard.domain.stall_alarms import LOG_SILENCE_METRIC, owned_alarm_job, possible_gpu_part_names
+from trainguard.domain.stalls import StallSignal, StallThresholds, alarm_name, parse_alarm_name
 from trainguard.domain.watched_job import WatchedJob
 from trainguard.events.training_job import job_from_description
 from trainguard.workflows.function_ports import Settled
@@ -390,13 +390,26 @@ class FakeAlarms:
     alarms: dict[str, str] = field(default_factory=dict)  # name -> state
     published: list[dict[str, float]] = field(default_factory=list)
     rearmed: list[str] = field(default_factory=list)
+    metrics: dict[str, str] = field(default_factory=dict)  # a metric alarm's MetricName, where it has one
 
-    def add_alarm(self, name: str, state: str = "OK") -> None:
+    def add_alarm(self, name: str, state: str = "OK", metric: str = "") -> None:
         self.alarms[name] = state
+        if metric:
+            self.metrics[name] = metric
 
     def create(self, plan: Any) -> None:
-        for name in plan.all_names:
-            self.alarms.setdefault(name, "INSUFFICIENT_DATA")
+        for _, request in plan.creation_order():
+            self.alarms.setdefault(request["AlarmName"], "INSUFFICIENT_DATA")
+            if "MetricName" in request:
+                self.metrics[request["AlarmName"]] = request["MetricName"]
+
+    def put_metric_alarm(self, request: Mapping[str, Any]) -> None:
+        self.alarms.setdefault(request["AlarmName"], "INSUFFICIENT_DATA")
+        self.metrics[request["AlarmName"]] = request["MetricName"]
+
+    def outdated_log_silence_alarms(self) -> list[str]:
+        prefix = alarm_name(StallSignal.LOG_SILENCE, "")
+        return [n for n in self.alarms if n.startswith(prefix) and self.metrics.get(n) != LOG_SILENCE_METRIC]
 
     def delete(self, names: list[str]) -> None:
         for name in names:

@@ -105,3 +105,16 @@ def test_log_silence_is_published_and_nan_refused(alarms: AlarmsPort) -> None:
     alarms.publish_log_silence({}, NOW)
     with pytest.raises(ValueError, match="NaN"):
         alarms.publish_log_silence({JOB: float("nan")}, NOW)
+
+
+def test_a_log_silence_alarm_on_another_metric_is_outdated_until_put_again(subject: Subject) -> None:
+    subject.alarms.create(SMALL)
+    assert subject.alarms.outdated_log_silence_alarms() == []
+    old = alarm_name(StallSignal.LOG_SILENCE, "old-job")
+    subject.add_alarm(old, "OK")  # an earlier version's, on another metric
+    subject.add_alarm("someone-elses-alarm", "OK")
+    assert subject.alarms.outdated_log_silence_alarms() == [old]
+    subject.alarms.put_metric_alarm(
+        plan_stall_alarms("old-job", "ml.p4d.24xlarge", 4, StallThresholds()).metric_alarms[0]
+    )
+    assert subject.alarms.outdated_log_silence_alarms() == []

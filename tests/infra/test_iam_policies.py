@@ -368,8 +368,9 @@ def test_alarm_actions_are_scoped_to_trainguards_two_alarm_prefixes(synthesized:
             found += 1
             assert [render(r) for r in as_list(statement["Resource"])] == STALL_ALARMS, statement
             assert "Condition" not in statement
-    # Job events: put, delete; stall alarms: rearm, delete; prober: rearm (a mute's end), delete.
-    assert found == 6
+    # Job events: put, delete; stall alarms: rearm, delete; prober: rearm (a mute's end), delete, put (an alarm an
+    # earlier version made on another metric).
+    assert found == 7
 
 
 def test_each_function_gets_the_alarm_calls_its_workflows_make(synthesized: Any) -> None:
@@ -400,6 +401,8 @@ def test_each_function_gets_the_alarm_calls_its_workflows_make(synthesized: Any)
         "cloudwatch:DescribeAlarms": ["*"],  # the sweep must see composites too
         "cloudwatch:DeleteAlarms": STALL_ALARMS,
         "cloudwatch:SetAlarmState": STALL_ALARMS,  # a muted stall alarm, back to OK when its mute window ends
+        "cloudwatch:PutMetricAlarm": STALL_ALARMS,  # a log-silence alarm an earlier version made, put again
+        "cloudwatch:TagResource": STALL_ALARMS,
     }
     for handler in (RETRY_LAUNCHER_HANDLER, QUOTA_WATCH_HANDLER, FAILED_LAUNCHES_HANDLER, LOG_ACTIVITY_HANDLER):
         assert on_alarms(handler) == {}, handler

@@ -215,3 +215,15 @@ def test_a_new_line_ends_the_deferral() -> None:
     logs_every(ports, 10, from_=NOW - timedelta(seconds=30), to=NOW)
     [job] = ports.stall_ledger.watched()
     assert not job.silence_deferred and job.silence_limit().source is LimitSource.LEARNED
+
+
+def test_a_log_silence_alarm_an_earlier_version_made_is_put_again_by_the_sweep() -> None:
+    """Made on LogSilenceMinutes against a fixed threshold, it would never fire: nothing publishes that now."""
+    ports = watched_chatty_job()
+    name = alarm_name(StallSignal.LOG_SILENCE, JOB)
+    ports.alarms.add_alarm(name, "OK", metric="LogSilenceMinutes")
+    ports.alarms.add_alarm(alarm_name(StallSignal.LOG_SILENCE, "gone-job"), "OK", metric="LogSilenceMinutes")
+    sweep_minute = at(ports, timedelta(minutes=(15 - NOW.minute % 15) % 15))
+    report = probe(sweep_minute)
+    assert report.renewed == [name]  # the job that is not watched any more is the orphan sweep's
+    assert ports.alarms.outdated_log_silence_alarms() == []

@@ -51,7 +51,7 @@ from trainguard.domain.stall_alarms import (
     parse_gpu_part_name,
     possible_gpu_part_names,
 )
-from trainguard.domain.stalls import StallSignal, parse_alarm_name
+from trainguard.domain.stalls import StallSignal, alarm_name, parse_alarm_name
 
 DELETE_BATCH = 100  # DeleteAlarms: AlarmNames holds at most 100 names, at most one of them a composite
 METRICS_PER_PUT = 1000  # PutMetricData: at most 1000 different metrics per call
@@ -69,6 +69,25 @@ class StallAlarms:
                 self._client.put_composite_alarm(**request)
             else:
                 self._client.put_metric_alarm(**request)
+
+    @needs("cloudwatch:PutMetricAlarm", "cloudwatch:TagResource")
+    def put_metric_alarm(self, request: Mapping[str, Any]) -> None:
+        """Put one metric alarm of a plan again (an alarm an earlier version made differently)."""
+        self._client.put_metric_alarm(**request)
+
+    @needs("cloudwatch:DescribeAlarms")
+    def outdated_log_silence_alarms(self) -> list[str]:
+        """The log-silence alarms that watch another metric than this version publishes: made by an earlier
+        version (LogSilenceMinutes against a fixed threshold), they would never fire again."""
+        prefix = alarm_name(StallSignal.LOG_SILENCE, "")
+        outdated = []
+        for page in self._client.get_paginator("describe_alarms").paginate(
+            AlarmNamePrefix=prefix, AlarmTypes=["MetricAlarm"]
+        ):
+            outdated += [
+                a["AlarmName"] for a in page.get("MetricAlarms", []) if a.get("MetricName") != LOG_SILENCE_METRIC
+            ]
+        return outdated
 
     @needs("cloudwatch:DeleteAlarms")
     def delete(self, names: Iterable[str]) -> None:

@@ -211,13 +211,17 @@ class AlarmRearmer(AlarmRemover, Protocol):
 
 class AlarmSweeper(AlarmRemover, Protocol):
     """List and delete orphaned alarms; publish the log-silence metric the alarms watch; re-arm a muted
-    stall alarm when its mute window has ended."""
+    stall alarm when its mute window has ended; put again a log-silence alarm an earlier version made."""
 
     def rearm(self, alarm_name: str, reason: str) -> None: ...
 
     def list_owned(self) -> dict[str, str]: ...
 
     def publish_log_silence(self, values: Mapping[str, float], at: datetime) -> None: ...
+
+    def outdated_log_silence_alarms(self) -> list[str]: ...
+
+    def put_metric_alarm(self, request: Mapping[str, Any]) -> None: ...
 
 
 class JobLogsPort(Protocol):

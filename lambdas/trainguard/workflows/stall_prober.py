@@ -20,8 +20,8 @@ from trainguard.domain.checkpoint_health import checked_now, judge_checkpoints
 from trainguard.domain.messages import compose_checkpoint_stale_notification, compose_stuck_stopping_notification
 from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind
-from trainguard.domain.stall_alarms import owned_alarm_job
-from trainguard.domain.stalls import StallSignal, alarm_name
+from trainguard.domain.stall_alarms import owned_alarm_job, plan_stall_alarms
+from trainguard.domain.stalls import StallSignal, alarm_name, parse_alarm_name
 from trainguard.domain.watched_job import WatchedJob, is_stuck_stopping, log_silence_over_limit, stuck_stopping_reason
 from trainguard.workflows.function_ports import StallProberPorts
 from trainguard.workflows.once import once
@@ -34,6 +34,7 @@ class ProbeReport:
     watched: int = 0
     published: int = 0
     swept: list[str] = field(default_factory=list)
+    renewed: list[str] = field(default_factory=list)  # log-silence alarms an earlier version made, put again
     outcomes: list[Outcome] = field(default_factory=list)
 
 
@@ -53,7 +54,25 @@ def probe(ports: StallProberPorts) -> ProbeReport:
         report.outcomes += [outcome for outcome in told if outcome is not None]
     if now.minute % SWEEP_EVERY_MINUTES == 0:
         report.swept = sweep_orphan_alarms(ports, {job.job_name for job in watched})
+        report.renewed = renew_outdated_alarms(ports, watched)
     return report
+
+
+def renew_outdated_alarms(ports: StallProberPorts, watched: list[WatchedJob]) -> list[str]:
+    """Put again the log-silence alarm of each watched job that an earlier version made on another metric
+    (LogSilenceMinutes, which nothing publishes any more): without this, a job watched across an upgrade
+    would never be judged on log silence again. Orphans are the sweep's."""
+    by_name = {job.job_name: job for job in watched}
+    renewed = []
+    for name in ports.alarms.outdated_log_silence_alarms():
+        parsed = parse_alarm_name(name)
+        job = by_name.get(parsed[1]) if parsed else None
+        if job is None:
+            continue
+        plan = plan_stall_alarms(job.job_name, job.instance_type, job.host_count, job.thresholds)
+        ports.alarms.put_metric_alarm(plan.metric_alarms[0])
+        renewed.append(name)
+    return renewed
 
 
 def sweep_orphan_alarms(ports: StallProberPorts, watched: set[str]) -> list[str]:
