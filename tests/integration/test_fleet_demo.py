@@ -56,6 +56,12 @@ def test_the_fleet_demo_shows_what_trainguard_did_and_writes_its_files(tmp_path:
     )
     assert "guard cost: $" in out and "fleet clock +" in progress.getvalue()
 
+    # Issue 14: a chatty job stopped minutes into its hang, a slow-epoch job left alone, a checkpoint warning.
+    hang = guarded["detect_minutes_by_cadence"]["under 1 min"]
+    assert hang["hangs"] >= 1 and hang["p95"] is not None and hang["p95"] <= 10, hang
+    assert "one line per 40-minute epoch: silent that long, past the fixed 30 min: left alone" in out
+    assert any("checkpoints have stopped reaching S3" in n["subject"] for n in notifications)
+
     for name in ("png (trainguard)", "png (none)"):
         data = Path(shown["written"][name]).read_bytes()
         assert data.startswith(PNG_SIGNATURE)

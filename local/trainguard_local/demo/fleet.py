@@ -1,6 +1,6 @@
 """`make demo`: a day in the life of a small fleet, under trainguard and without it.
 
-Twelve training jobs over 24 hours of fleet time, one of each fault kind the simulator knows and one
+Thirteen training jobs over 24 hours of fleet time, one of each fault kind the simulator knows and one
 healthy job (the fleet simulator's own trace generator, seed `DEMO_SEED`). The production handlers and
 adapters run over them on the in-process stand-in, on a virtual clock (fleet/trainguard_strategy.py);
 the same trace is also run without a guard, with SageMaker's RetryStrategy and with Debugger's
@@ -23,6 +23,7 @@ from typing import Any, TextIO
 
 from trainguard_local.fleet.anchors import anchor_strategies
 from trainguard_local.fleet.model import JobOutcome
+from trainguard_local.fleet.rhythm import JobRhythm
 from trainguard_local.fleet.simulate import render_summary, simulate_trace
 from trainguard_local.fleet.timeline_png import write_timeline
 from trainguard_local.fleet.trace import ALTERNATIVES, FaultKind, Trace, generate_trace
@@ -44,7 +45,21 @@ def demo_trace() -> Trace:
     three fallbacks of today's SageMaker, each on the job whose wall it meets (fallbacks_shown)."""
     faulty = (DEMO_JOBS - 2) / DEMO_JOBS  # the drawn kinds; the checkpoint sync stop takes one of the two left
     trace = generate_trace(DEMO_JOBS, DEMO_HOURS, DEMO_SEED, spot_share=DEMO_SPOT_SHARE, fault_share=faulty)
-    return fallbacks_shown(trace)
+    return rhythms_shown(fallbacks_shown(trace))
+
+
+CHATTY = JobRhythm(log_every_seconds=10.0, checkpoint_write_minutes=1.0, announces_phases=True)
+SLOW_EPOCHS = JobRhythm(log_every_seconds=2400.0, checkpoint_write_minutes=2.0)
+
+
+def rhythms_shown(trace: Trace) -> Trace:
+    """Two log rhythms at their extremes: the deadlocked data loader's job logs every 10 s (and announces its
+    saves), so it is stopped minutes into its hang; the healthy job that falls silent logs once per 40-minute
+    epoch, silent far longer than the fixed 30 minutes, and is left alone."""
+    shown = {FaultKind.HANG_IDLE_GPU: CHATTY, FaultKind.SLOW_BUT_HEALTHY: SLOW_EPOCHS}
+    rhythm_of = {f.job_name: shown[f.kind] for f in trace.faults if f.kind in shown}
+    jobs = tuple(replace(job, rhythm=rhythm_of.get(job.name, job.rhythm)) for job in trace.jobs)
+    return replace(trace, jobs=jobs)
 
 
 def fallbacks_shown(trace: Trace) -> Trace:
@@ -88,7 +103,9 @@ def run_fleet_demo(out_dir: Path, say: Say = print, progress: TextIO | None = sy
         tags = [f"fallback-types={'+'.join(f'{t}:{c}' for t, c in job.fallback_types)}"] if job.fallback_types else []
         tags += [f"on-demand-after={job.on_demand_after}"] if job.on_demand_after else []
         shown = f"  (tagged {', '.join(tags)})" if tags else ""
-        say(f"  {job.name:<28} {size} from +{job.submitted_at:5.2f} h  {what}{shown}")
+        every = job.rhythm.log_every_seconds
+        logs = f"logs every {every:g} s" if every < 120 else f"logs every {every / 60:g} min"
+        say(f"  {job.name:<28} {size} from +{job.submitted_at:5.2f} h  {logs:<19} {what}{shown}")
     say("\nThe production handlers and adapters, on the in-process stand-in (moto + simulated SageMaker):")
     guard = TrainguardStrategy(on_progress=_fleet_clock(trace.hours, progress))
     report, outcomes = simulate_trace(trace, [*anchor_strategies(), guard])
@@ -109,6 +126,9 @@ def run_fleet_demo(out_dir: Path, say: Say = print, progress: TextIO | None = sy
             say(line)
         if fault is not None and fault.kind is FaultKind.SLOW_BUT_HEALTHY and not outcome.actions:
             say(f"    +{fault.strikes_at:5.2f} h  silent for {fault.silent_minutes:.0f} min, and healthy: left alone")
+            if outcome.job.rhythm.log_every_seconds >= 1800:
+                minutes = outcome.job.rhythm.log_every_seconds / 60
+                say(f"    one line per {minutes:g}-minute epoch: silent that long, past the fixed 30 min: left alone")
         say(f"    {_done(outcome)}; with no guard: {_done(unguarded[outcome.job.name])}")
 
     say(f"\ntrainguard published {len(notifications)} SNS message(s):")
