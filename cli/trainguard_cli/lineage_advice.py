@@ -11,11 +11,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from trainguard.domain.checkpoint_advice import advise, describe_advice
-from trainguard.domain.checkpoint_health import checkpoint_interval, checkpoint_write_time
+from trainguard.domain.checkpoint_health import advise_lineage
 from trainguard.domain.checkpoints import CheckpointState
-from trainguard.domain.instance_types import gpus_per_host
-from trainguard.domain.model import TrainingJob, instances_of
+from trainguard.domain.model import TrainingJob
 
 IAM_ACTIONS = ("s3:ListBucket",)
 
@@ -25,34 +23,17 @@ def lineage_advice(
 ) -> dict[str, Any]:
     """The advice for the lineage whose attempts were launched at `launches` (each relaunch after a failure
     or a stall), or why there is none."""
-    interval = checkpoint_interval(checkpoints)
     launched = [moment for moment in launches if moment is not None]
-    if not checkpoints.configured or interval is None or not launched:
-        why = "the job has no CheckpointConfig" if not checkpoints.configured else "fewer than 3 checkpoint writes seen"
-        return {"advice": None, "why": why if launched else "no launch time known"}
-    failures = len(launches) - 1
-    hours = max((now - min(launched)).total_seconds() / 3600, 0.0)
-    kind, count = instances_of(job.description.get("ResourceConfig"))
-    cost = checkpoint_write_time(checkpoints)
-    figures = {
-        "failures": failures,
-        "hours_observed": round(hours, 2),
-        "current_interval_minutes": round(interval.total_seconds() / 60, 1),
-        "checkpoint_write_minutes": round(cost.total_seconds() / 60, 1),
-    }
-    advice = advise(
-        failures=failures,
-        hours_observed=hours,
-        current_interval=interval,
-        checkpoint_cost=cost,
-        gpus=max(count, 1) * (gpus_per_host(kind) or 1),
-    )
-    if advice is None:
-        why = "no failure yet" if not failures else "the current interval is close to the best one"
-        return {"advice": None, "why": why, **figures}
+    if not launched:
+        return {"advice": None, "why": "no launch time known"}
+    hours = (now - min(launched)).total_seconds() / 3600
+    found = advise_lineage(job, len(launches) - 1, hours, checkpoints)
+    figures: dict[str, Any] = {k: int(v) if k == "failures" else v for k, v in found.figures.items()}
+    if found.advice is None:
+        return {"advice": None, "why": found.why, **figures}
     return {
-        "advice": describe_advice(advice),
-        "best_interval_minutes": round(advice.best.total_seconds() / 60, 1),
-        "gpu_hours_saved_per_week": round(advice.gpu_hours_saved_per_week, 1),
+        "advice": found.sentence(),
+        "best_interval_minutes": round(found.advice.best.total_seconds() / 60, 1),
+        "gpu_hours_saved_per_week": round(found.advice.gpu_hours_saved_per_week, 1),
         **figures,
     }

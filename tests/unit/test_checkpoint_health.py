@@ -146,3 +146,17 @@ def test_history_advises_a_shorter_interval_to_a_lineage_that_fails_often() -> N
     assert advice["gpu_hours_saved_per_week"] > 0 and "instead of every 2.0 h" in advice["advice"]
     none_yet = lineage_advice(job, launches[:1], written(120, 5), T0)
     assert none_yet["advice"] is None and none_yet["why"] == "no failure yet"
+
+
+def test_a_relaunch_notice_gives_the_lineages_checkpoint_advice() -> None:
+    from tests.fakes import described_job
+    from trainguard.workflows.job_ended import handle_job_end
+
+    ports = fake_ports()
+    failed = described_job()  # its checkpoints under s3://ckpt-bucket/llama-pretrain/
+    failed["CreationTime"] = NOW - timedelta(hours=3)  # one failure in 3 hours
+    ports.jobs.add(failed, {"trainguard:enabled": "true"})
+    ports.checkpoints.newest, ports.checkpoints.count, ports.checkpoints.every = NOW, 5, timedelta(hours=2)
+    assert handle_job_end(ports, "llama-pretrain").kind is OutcomeKind.RELAUNCHED
+    [message] = ports.notifier.sent
+    assert "Advice: checkpointing every" in message.body and "instead of every 2.0 h" in message.body

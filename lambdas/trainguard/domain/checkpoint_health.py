@@ -21,7 +21,10 @@ import zlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from trainguard.domain.checkpoint_advice import CheckpointAdvice, advise, describe_advice
 from trainguard.domain.checkpoints import CheckpointState, format_duration
+from trainguard.domain.instance_types import gpus_per_host
+from trainguard.domain.model import TrainingJob, instances_of
 
 CHECK_EVERY_MINUTES = 15
 STALE_FACTOR = 3.0
@@ -116,3 +119,39 @@ def checked_now(job_name: str, minute: int) -> bool:
     """Whether the prober checks this job's checkpoints in this minute of the hour: each job once every
     CHECK_EVERY_MINUTES, the jobs spread over the minutes by a hash of their names."""
     return zlib.crc32(job_name.encode()) % CHECK_EVERY_MINUTES == minute % CHECK_EVERY_MINUTES
+
+
+@dataclass(frozen=True)
+class LineageAdvice:
+    """The Young/Daly advice for a lineage (None: none, and `why`), with the figures it comes from."""
+
+    advice: CheckpointAdvice | None
+    why: str
+    figures: dict[str, float]
+
+    def sentence(self) -> str:
+        return describe_advice(self.advice) if self.advice else ""
+
+
+def advise_lineage(job: TrainingJob, failures: int, hours: float, checkpoints: CheckpointState) -> LineageAdvice:
+    """How often the lineage should checkpoint: `failures` in `hours` of its running, its interval and the
+    write time S3 shows (domain/checkpoint_advice.py)."""
+    interval = checkpoint_interval(checkpoints)
+    if not checkpoints.configured or interval is None:
+        why = "the job has no CheckpointConfig" if not checkpoints.configured else "fewer than 3 checkpoint writes seen"
+        return LineageAdvice(None, why, {})
+    cost = checkpoint_write_time(checkpoints)
+    figures = {
+        "failures": float(failures),
+        "hours_observed": round(max(hours, 0.0), 2),
+        "current_interval_minutes": round(interval.total_seconds() / 60, 1),
+        "checkpoint_write_minutes": round(cost.total_seconds() / 60, 1),
+    }
+    kind, count = instances_of(job.description.get("ResourceConfig"))
+    gpus = max(count, 1) * (gpus_per_host(kind) or 1)
+    advice = advise(failures=failures, hours_observed=hours, current_interval=interval, checkpoint_cost=cost, gpus=gpus)
+    if advice is None:
+        return LineageAdvice(
+            None, "no failure yet" if not failures else "the current interval is close to the best", figures
+        )
+    return LineageAdvice(advice, "", figures)

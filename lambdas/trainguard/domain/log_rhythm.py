@@ -20,8 +20,8 @@ The limit (`silence_limit`), in order:
 3. Too little rhythm yet: the fixed threshold, raised to the learned limit if the rhythm already shows
    gaps that make it unsafe. Raising needs no more evidence than one long gap; lowering needs the whole
    learning period: MIN_GAPS gaps and MIN_OBSERVED_MINUTES of logs for a job that has announced a phase
-   before (its phases announce themselves, so a silence without an announcement is not one), and
-   SILENT_PHASES_OBSERVED_MINUTES for a job that never has: a silent evaluation looks like a hang until
+   before (its usual phases announce themselves), and SILENT_PHASES_OBSERVED_MINUTES for a job that never
+   has: a silent evaluation looks like a hang until
    the job has been through one, so its rhythm must span the longest interval at which such a phase is
    assumed to recur (every few checkpoints, up to four hours).
 4. Otherwise the learned limit: the longer of QUANTILE_FACTOR x the 99th-percentile gap and

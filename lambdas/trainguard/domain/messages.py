@@ -44,7 +44,9 @@ def compose_job_end_notification(
     tag_problems: tuple[str, ...],
     region: str,
     now: datetime,
+    advice: str = "",
 ) -> Notification:
+    """`advice`: the lineage's checkpoint advice (checkpoint_health.advise_lineage), told with a relaunch."""
     category = outcome.category or "unknown"
     headline = _HEADLINES.get(outcome.kind, "{job}: {category}")
     if outcome.details.get("owner"):
@@ -68,6 +70,8 @@ def compose_job_end_notification(
         relaunching = outcome.kind in (OutcomeKind.RELAUNCHED, OutcomeKind.RELAUNCH_SCHEDULED)
         if relaunching and (redo := redo_sentence(checkpoint, now)):
             lines.append(f"  {redo}")
+        if relaunching and advice:
+            lines.append(f"  Advice: {advice}.")
     if tag_problems:
         lines += ["", "Tags that could not be read (defaults used)"] + [f"  - {p}" for p in tag_problems]
     lines += [

@@ -4,11 +4,14 @@ The scheduled relaunch (scheduled_relaunch.py) shares the steps below `handle_jo
 
 from __future__ import annotations
 
+from datetime import datetime
+
+from trainguard.domain.checkpoint_health import advise_lineage
 from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.fallbacks import read_fallback_options
 from trainguard.domain.job_end import Assessment, EndedJob, assess_job_end
 from trainguard.domain.messages import compose_job_end_notification
-from trainguard.domain.model import Decision
+from trainguard.domain.model import Decision, TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
 from trainguard.domain.policy import read_job_policy
 from trainguard.workflows.function_ports import EndedJobPorts, JobEventsPorts
@@ -75,7 +78,24 @@ def tell_job_end(ports: EndedJobPorts, facts: EndedJob, outcome: Outcome, checkp
     job = facts.job
     problems = facts.policy.problems + read_fallback_options(job.tags, ports.keys).problems
     if outcome.notifies:
+        now = ports.clock()
+        advice = lineage_advice(ports, job, outcome, checkpoint, now)
         notification = compose_job_end_notification(
-            job, outcome, checkpoint, tuple(p.describe() for p in problems), ports.region, ports.clock()
+            job, outcome, checkpoint, tuple(p.describe() for p in problems), ports.region, now, advice
         )
         ports.notifier.publish(notification)
+
+
+def lineage_advice(
+    ports: EndedJobPorts, job: TrainingJob, outcome: Outcome, checkpoint: CheckpointState, now: datetime
+) -> str:
+    """With a relaunch, the lineage's checkpoint advice when it differs much from its interval: its failures so
+    far (the relaunch's attempt number) since its root was created (one more DescribeTrainingJob)."""
+    if outcome.kind not in (OutcomeKind.RELAUNCHED, OutcomeKind.RELAUNCH_SCHEDULED) or not checkpoint.configured:
+        return ""
+    root_name = str(outcome.details.get("root_job") or job.name)
+    root = job if root_name == job.name else fresh(ports.jobs.describe(root_name))
+    if root is None or root.creation_time is None:
+        return ""
+    hours = (now - root.creation_time).total_seconds() / 3600
+    return advise_lineage(job, int(outcome.details.get("attempt") or 1), hours, checkpoint).sentence()
