@@ -28,12 +28,11 @@ def lineage_advice(
         return {"advice": None, "why": "no launch time known"}
     hours = (now - min(launched)).total_seconds() / 3600
     found = advise_lineage(job, len(launches) - 1, hours, checkpoints)
-    figures: dict[str, Any] = {k: int(v) if k == "failures" else v for k, v in found.figures.items()}
     if found.advice is None:
-        return {"advice": None, "why": found.why, **figures}
+        return {"advice": None, "why": found.why, **found.figures}
     return {
         "advice": found.sentence(),
         "best_interval_minutes": round(found.advice.best.total_seconds() / 60, 1),
         "gpu_hours_saved_per_week": round(found.advice.gpu_hours_saved_per_week, 1),
-        **figures,
+        **found.figures,
     }

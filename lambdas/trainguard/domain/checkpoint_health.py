@@ -127,7 +127,7 @@ class LineageAdvice:
 
     advice: CheckpointAdvice | None
     why: str
-    figures: dict[str, float]
+    figures: dict[str, float | int]
 
     def sentence(self) -> str:
         return describe_advice(self.advice) if self.advice else ""
@@ -141,8 +141,8 @@ def advise_lineage(job: TrainingJob, failures: int, hours: float, checkpoints: C
         why = "the job has no CheckpointConfig" if not checkpoints.configured else "fewer than 3 checkpoint writes seen"
         return LineageAdvice(None, why, {})
     cost = checkpoint_write_time(checkpoints)
-    figures = {
-        "failures": float(failures),
+    figures: dict[str, float | int] = {
+        "failures": failures,
         "hours_observed": round(max(hours, 0.0), 2),
         "current_interval_minutes": round(interval.total_seconds() / 60, 1),
         "checkpoint_write_minutes": round(cost.total_seconds() / 60, 1),

@@ -43,9 +43,11 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
+
+from trainguard.domain.checkpoints import format_duration
 
 # Bucket i holds gaps in [GAP_EDGES_SECONDS[i-1], GAP_EDGES_SECONDS[i]); the last one, everything longer.
 GAP_EDGES_SECONDS: tuple[int, ...] = (
@@ -232,18 +234,13 @@ def silence_limit(
 
 
 def _rhythm_text(rhythm: LogRhythm) -> str:
+    def duration(seconds: float) -> str:
+        return format_duration(timedelta(seconds=seconds))
+
     return (
-        f"99% of {rhythm.gaps} gaps under {_duration(rhythm.quantile_seconds(QUANTILE))}, the longest "
-        f"{_duration(rhythm.longest_seconds)}, over {_duration(rhythm.observed_minutes * 60)} of logs"
+        f"99% of {rhythm.gaps} gaps under {duration(rhythm.quantile_seconds(QUANTILE))}, the longest "
+        f"{duration(rhythm.longest_seconds)}, over {duration(rhythm.observed_minutes * 60)} of logs"
     )
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def _ms(moment: datetime | None) -> int | None:

@@ -176,6 +176,15 @@ def job_silence_limit(
     )
 
 
+def gpu_window_start(thresholds: StallThresholds, newest_line: datetime | None, now: datetime) -> datetime:
+    """From when the verdict reads the GPUs: the idle window, or the silence if it is shorter (a silence past a
+    learned limit of a few minutes is a stall only if the GPUs went idle with it); never less than two minutes."""
+    since = now - timedelta(minutes=thresholds.gpu_idle_minutes)
+    if newest_line is None:
+        return since
+    return min(max(since, newest_line + timedelta(minutes=1)), now - timedelta(minutes=2))
+
+
 def idle_gpu_silence_minutes(thresholds: StallThresholds, limit: SilenceLimit) -> float:
     """The log silence that idle GPUs need beside them to be a stall: `gpu-idle-minutes`, but never less than
     what the job's own rhythm calls a normal gap, and never more than its log-silence limit (which stops the

@@ -23,12 +23,13 @@ from trainguard.domain.stalls import (
     StallSignal,
     StallThresholds,
     StallVerdict,
+    gpu_window_start,
     job_hosts,
     judge_stall,
     parse_alarm_name,
     read_stall_thresholds,
 )
-from trainguard.events.alarm_state_change import AlarmStateChange
+from trainguard.events.alarm_state_change import AlarmMute, AlarmStateChange
 from trainguard.workflows.function_ports import StallAlarmsPorts
 from trainguard.workflows.once import once
 from trainguard.workflows.ports import fresh
@@ -66,16 +67,30 @@ def handle_stall_alarm(ports: StallAlarmsPorts, change: AlarmStateChange) -> Out
         if verdict.rearm:
             ports.alarms.rearm(change.alarm_name, f"trainguard: not a stall yet: {verdict.reason}"[:1000])
         return skipped(job_name, verdict.reason)
-    if verdict.muted_by:
-        return _tell_muted(ports, job, signal, verdict, evidence, change, now)
+    step_name, muted_until = STEP, None
+    if verdict.muted_by and change.mute is not None:
+        step_name, muted_until = _mute(ports, job, change.alarm_name, change.mute, now)
 
-    with once(ports, job.name, STEP, now) as step:
+    with once(ports, job.name, step_name, now) as step:
         if step.done:
-            return Outcome(
-                OutcomeKind.ALREADY_HANDLED, job.name, "the stall was already handled", Decision.STOP, Category.STALL
-            )
+            decision = Decision.NOTIFY if muted_until else Decision.STOP
+            why = "the stall was already told" if muted_until else "the stall was already handled"
+            return Outcome(OutcomeKind.ALREADY_HANDLED, job.name, why, decision, Category.STALL)
         checkpoint = ports.checkpoints.read(job.checkpoint_s3_uri)
-        return step.record(_act(ports, job, signal, verdict, evidence, checkpoint, now))
+        return step.record(_act(ports, job, signal, verdict, evidence, checkpoint, now, muted_until))
+
+
+def _mute(
+    ports: StallAlarmsPorts, job: TrainingJob, alarm_name: str, mute: AlarmMute, now: datetime
+) -> tuple[str, datetime]:
+    """A stall under a mute: remembered, so that the prober re-arms the alarm when the mute ends (or after
+    MUTE_RECHECK when its end is not given); told once per mute rule and window start (a redelivery, or the
+    same mute firing again after a re-check, tells nothing new). The step's name and the mute's end."""
+    until = mute.window_end if mute.window_end and mute.window_end > now else now + MUTE_RECHECK
+    ports.stall_ledger.mute(job.name, alarm_name, until)
+    # Hashed: the rule's ARN comes from the event, and the ledger's sort key is bounded.
+    mute_key = hashlib.sha256(f"{mute.rule_arn}#{mute.window_start}".encode()).hexdigest()[:16]
+    return f"{MUTED_STEP}#{mute_key}", until
 
 
 def gather_evidence(
@@ -92,63 +107,10 @@ def gather_evidence(
     for entry in watched:
         if entry.last_log_time and (newest is None or entry.last_log_time > newest):
             newest, line = entry.last_log_time, entry.last_log_line
-    # The GPUs over the idle window, or over the silence if it is shorter (a silence past a learned limit of a
-    # few minutes is a stall only if the GPUs went idle with it); never less than the last two minutes.
-    since = now - timedelta(minutes=thresholds.gpu_idle_minutes)
-    if newest is not None:
-        since = min(max(since, newest + timedelta(minutes=1)), now - timedelta(minutes=2))
+    since = gpu_window_start(thresholds, newest, now)
     gpu = ports.gpu_metrics.busiest_by_host(job.name, hosts, since, now)
     deferred = bool(watched) and watched[0].silence_deferred and watched[0].last_log_time == newest
     return StallEvidence(newest, line, gpu, gpus_per_host(instance_type), rhythm, deferred)
-
-
-def _tell_muted(
-    ports: StallAlarmsPorts,
-    job: TrainingJob,
-    signal: StallSignal,
-    verdict: StallVerdict,
-    evidence: StallEvidence,
-    change: AlarmStateChange,
-    now: datetime,
-) -> Outcome:
-    """A stall under a mute: told once per mute, never stopped; looked at again when the mute ends."""
-    mute = change.mute
-    assert mute is not None
-    until = mute.window_end if mute.window_end and mute.window_end > now else now + MUTE_RECHECK
-    ports.stall_ledger.mute(job.name, change.alarm_name, until)
-    # Once per mute rule and window start: a redelivery, or the same mute firing again after a re-check, tells
-    # nothing new. Hashed: the rule's ARN comes from the event, and the ledger's sort key is bounded.
-    mute_key = hashlib.sha256(f"{mute.rule_arn}#{mute.window_start}".encode()).hexdigest()[:16]
-    with once(ports, job.name, f"{MUTED_STEP}#{mute_key}", now) as step:
-        if step.done:
-            return Outcome(
-                OutcomeKind.ALREADY_HANDLED,
-                job.name,
-                "the muted stall was already told",
-                Decision.NOTIFY,
-                Category.STALL,
-            )
-        checkpoint = ports.checkpoints.read(job.checkpoint_s3_uri)
-        did = (
-            f"Nothing: the alarm is muted by {mute.rule_name} until {until.strftime('%Y-%m-%d %H:%M UTC')}. The job "
-            "keeps running, and billing. When the mute ends, trainguard sets the alarm back to OK; if the job is "
-            "still stalled then, it is stopped as usual."
-        )
-        outcome = Outcome(
-            OutcomeKind.STALL_FOUND,
-            job.name,
-            verdict.reason,
-            Decision.NOTIFY,
-            Category.STALL,
-            "",
-            {"muted_by": mute.rule_arn},
-        )
-        ports.notifier.publish(
-            compose_stall_notification(
-                job.name, signal.value, verdict, evidence, checkpoint, did, outcome, ports.region, now
-            )
-        )
-        return step.record(outcome)
 
 
 def _stop_is_ours(ports: StallAlarmsPorts, job_name: str) -> bool:
@@ -170,6 +132,7 @@ def _act(
     evidence: StallEvidence,
     checkpoint: CheckpointState,
     now: datetime,
+    muted_until: datetime | None = None,
 ) -> Outcome:
     record: dict[str, Any] = {
         "signal": signal.value,
@@ -194,6 +157,14 @@ def _act(
         kind = OutcomeKind.STALL_STOPPED
     elif verdict.owner:
         did = f"Nothing: the job belongs to {verdict.owner}. It keeps running, and billing: stop it there."
+        kind = OutcomeKind.STALL_FOUND
+    elif verdict.muted_by and muted_until is not None:
+        record["muted_by"] = verdict.muted_by
+        did = (
+            f"Nothing: the alarm is muted by {verdict.muted_by} until {muted_until.strftime('%Y-%m-%d %H:%M UTC')}. "
+            "The job keeps running, and billing. When the mute ends, trainguard sets the alarm back to OK; if the "
+            "job is still stalled then, it is stopped as usual."
+        )
         kind = OutcomeKind.STALL_FOUND
     else:
         did = "Nothing: the job is in dry run (its actions do not include stop). It keeps running, and billing."

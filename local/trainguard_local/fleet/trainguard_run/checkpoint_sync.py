@@ -17,9 +17,8 @@ from collections.abc import Generator
 from typing import Any
 
 from trainguard.domain.checkpoint_health import CHECK_EVERY_MINUTES, checked_now
-from trainguard_local.fleet.model import ActionKind
 from trainguard_local.fleet.trace import Fault, FaultKind
-from trainguard_local.fleet.trainguard_run.endings import PERSON, person_relaunches
+from trainguard_local.fleet.trainguard_run.endings import person_relaunches, person_stops
 from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD
 from trainguard_local.fleet.trainguard_run.kernel import Park, Sleep
 from trainguard_local.fleet.trainguard_run.life_state import LifeState
@@ -39,7 +38,7 @@ def watch_checkpoints(life: LifeState, fault: Fault) -> Generator[Sleep | Park, 
         check = _next_check(life)
         if tl.progress + (check - tl.now) >= failure:
             return ""
-        if not (yield from _train_for(life, check - tl.now)):
+        if not (yield from life.train_until(tl.progress + check - tl.now)):
             return RUNTIME_ENDED
         write_checkpoints(life)
         life.logs.deliver_until(tl.now)
@@ -50,13 +49,9 @@ def watch_checkpoints(life: LifeState, fault: Fault) -> Generator[Sleep | Park, 
     response = life.settings.person.response_hours(life.rng)
     if tl.progress + response >= failure:
         return ""
-    if not (yield from _train_for(life, response)):
+    if not (yield from life.train_until(tl.progress + response)):
         return RUNTIME_ENDED
-    world = life.world
-    world.world["sagemaker"].stop_training_job(TrainingJobName=life.name)
-    world.plane.settle(life.name)
-    world.pump()
-    tl.act(ActionKind.STOP, PERSON, note="on trainguard's warning: checkpoints had stopped reaching S3")
+    person_stops(life, note="on trainguard's warning: checkpoints had stopped reaching S3")
     life.flush_guard_calls()
     tl.lose_work_since_checkpoint()
     return (yield from person_relaunches(life, None, tl.now, struck_at=stopped_at, response=0.0))
@@ -75,20 +70,13 @@ def write_checkpoints(life: LifeState) -> None:
 
 def _next_check(life: LifeState) -> float:
     """The next minute (trace hours) at which the prober reads this job's checkpoints."""
-    minute = math.floor(life.tl.now * 60) + 1
+    minute = math.floor(life.tl.now * 60 + 1e-6) + 1  # a clock a hair before a minute is at that minute
     base = life.world.clock.base
     while not checked_now(life.name, (base.minute + minute) % 60):
         minute += 1
-    assert minute - math.floor(life.tl.now * 60) <= CHECK_EVERY_MINUTES
+    assert minute - math.floor(life.tl.now * 60) <= CHECK_EVERY_MINUTES + 1
     return minute / 60
 
 
 def _warned(life: LifeState) -> bool:
     return any(life.name in n.subject and WARNING_SUBJECT in n.subject for n in life.world.usage.notifications)
-
-
-def _train_for(life: LifeState, hours: float) -> Generator[Sleep | Park, Any, bool]:
-    tl = life.tl
-    if hours > 0:
-        yield Sleep(tl.now + hours)
-    return tl.train_to(tl.progress + max(hours, 0.0))

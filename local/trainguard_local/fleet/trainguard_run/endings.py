@@ -115,10 +115,7 @@ def hang_left_to_the_person(life: LifeState, kind: FaultKind, struck: float, run
     if struck + response < runtime_end:
         yield Sleep(struck + response)
         tl.hang_until(life.kernel.now)
-        world.world["sagemaker"].stop_training_job(TrainingJobName=life.name)
-        world.plane.settle(life.name)
-        world.pump()
-        tl.act(ActionKind.STOP, PERSON)
+        person_stops(life)
     else:
         yield Sleep(runtime_end)
         tl.hang_until(life.kernel.now)
@@ -127,6 +124,15 @@ def hang_left_to_the_person(life: LifeState, kind: FaultKind, struck: float, run
     life.flush_guard_calls()
     tl.lose_work_since_checkpoint()
     return (yield from person_relaunches(life, kind, struck, struck_at=struck, response=response))
+
+
+def person_stops(life: LifeState, note: str = "") -> None:
+    """The person stops the running launch (StopTrainingJob), and the stop takes effect."""
+    world = life.world
+    world.world["sagemaker"].stop_training_job(TrainingJobName=life.name)
+    world.plane.settle(life.name)
+    world.pump()
+    life.tl.act(ActionKind.STOP, PERSON, note=note)
 
 
 def person_relaunches(

@@ -121,10 +121,10 @@ class JobLife(LifeState):
                 continue  # its hardware failure strikes later (self.fault)
             window: StallWindow | None = None
             if fault is not None and fault.kind in WINDOW_KINDS:
-                if not (yield from self._train_to(max(target - LEAD_MINUTES / 60, tl.progress))):
+                if not (yield from self.train_until(max(target - LEAD_MINUTES / 60, tl.progress))):
                     return (yield from self._stopped_at_max_runtime())
                 window = open_stall_window(self, fault, tl.now + (target - tl.progress))
-            if not (yield from self._train_to(target)):
+            if not (yield from self.train_until(target)):
                 if window is not None:
                     self.ticker.close(window.job_name)
                 return (yield from self._stopped_at_max_runtime())
@@ -156,7 +156,7 @@ class JobLife(LifeState):
         for phase in phases(job.rhythm, job.checkpoint_every_minutes, tl.progress, until):
             if phase.minutes < FLOOR_MINUTES - PHASE_MARGIN_MINUTES:
                 continue  # shorter than any limit
-            if not (yield from self._train_to(phase.at_progress)):
+            if not (yield from self.train_until(phase.at_progress)):
                 return RUNTIME_ENDED
             self.logs.deliver_until(tl.now)
             limit = self.guard_limit_minutes()
@@ -169,7 +169,7 @@ class JobLife(LifeState):
             stopped = yield from self._silent_but_healthy(silence, open_stall_window(self, silence, tl.now))
             if stopped is not None:
                 return stopped
-        if not (yield from self._train_to(until)):
+        if not (yield from self.train_until(until)):
             return RUNTIME_ENDED
         return None
 
@@ -189,13 +189,6 @@ class JobLife(LifeState):
         if fault is not None and any(kind in fault.alternatives_with_capacity for kind in asked):
             return True
         return self.job.spot and described.get("EnableManagedSpotTraining") is not True
-
-    def _train_to(self, progress: float) -> Generator[Sleep | Park, Any, bool]:
-        tl = self.tl
-        hours = min(progress - tl.progress, max(tl.runtime_left, 0.0))
-        if hours > 0:
-            yield Sleep(tl.now + hours)
-        return tl.train_to(progress)
 
     # ---- faults -----------------------------------------------------------------------------------
 

@@ -67,6 +67,14 @@ class LifeState:
         self.world.pump()
         return name
 
+    def train_until(self, progress: float) -> Generator[Sleep | Park, Any, bool]:
+        """Train to `progress` (hours of work), or until MaxRuntime stops the launch first (False)."""
+        tl = self.tl
+        hours = min(progress - tl.progress, max(tl.runtime_left, 0.0))
+        if hours > 0:
+            yield Sleep(tl.now + hours)
+        return tl.train_to(progress)
+
     def guard_limit_minutes(self) -> float | None:
         """The log-silence limit trainguard holds for the running launch now, read from its ledger the way
         the prober reads it (None: trainguard does not watch it)."""
