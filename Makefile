@@ -9,10 +9,15 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 export AWS_EC2_METADATA_DISABLED := true
 PYTEST_WORKERS ?= 2
 
-.PHONY: module-map help setup test test-quick lint docs synth deploy-local demo sandbox bench chaos clean
+# One step of a long target: an updating line on a terminal, a plain line when the output is a log (CI).
+step = if [ -t 1 ]; then printf '\r\033[K%s' "$(1)"; else echo "$(1)"; fi
+end_steps = if [ -t 1 ]; then printf '\r\033[K%s\n' "$(1)"; else echo "$(1)"; fi
+
+.PHONY: module-map help setup local-setup chromium test test-quick lint docs synth deploy-local demo sandbox bench chaos clean
 
 help:
-	@echo "make setup       create .venv and node_modules (idempotent)"
+	@echo "make setup       create .venv and node_modules, install Chromium for the browser test (idempotent)"
+	@echo "make local-setup only what make demo and make bench run (idempotent)"
 	@echo "make test        the whole suite (runs setup first)"
 	@echo "make test-quick  the suite without the slow tier"
 	@echo "make lint        ruff, mypy, and the IAM policies against AWS's authorization data (offline)"
@@ -24,17 +29,39 @@ help:
 	@echo "make bench       the standard benchmark; writes BENCHMARKS.md"
 	@echo "make chaos       the chaos suite's long form: 3 fleets of 200 jobs under injected faults (docs/local-tools.md)"
 
-setup: $(VENV)/.installed node_modules/.installed
+setup: $(VENV)/.installed node_modules/.installed chromium
+	@$(call end_steps,setup: done)
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
-	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements-dev.txt -e '.[sdk,examples]'
-	touch $@
+# The local tools' tier: the functions' pins, moto, matplotlib and trainguard itself; no SageMaker SDK, no
+# PyTorch, no CDK (requirements-local.txt). make demo and make bench need no more.
+local-setup: $(VENV)/.local-installed
+
+$(VENV)/.local-installed: requirements.txt requirements-local.txt pyproject.toml
+	@$(call step,setup [1/4]: the Python packages the demo runs (requirements-local.txt) ...)
+	@test -x $(PY) || python3 -m venv $(VENV)
+	@$(PY) -m pip install -q -r requirements-local.txt -e .
+	@touch $@
+
+# Everything else the one test command runs: the test, lint, CDK and docs tools, the SDK and PyTorch extras.
+$(VENV)/.installed: $(VENV)/.local-installed requirements-dev.txt
+	@$(call step,setup [2/4]: the test and CDK tools with the SageMaker SDK and PyTorch (a few minutes on a new machine) ...)
+	@$(PY) -m pip install -q --upgrade pip
+	@$(PY) -m pip install -q -r requirements-dev.txt -e '.[sdk,examples]'
+	@touch $@
 
 node_modules/.installed: package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
-	touch $@
+	@$(call step,setup [3/4]: Node.js and the CDK CLI (npm ci) ...)
+	@npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# Debian's Chromium, for the test that opens the HTML report in a real browser (tests/integration/test_html_report.py):
+# installed where apt-get runs as root; elsewhere that test is skipped and says why.
+chromium:
+	@command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    $(call step,setup [4/4]: Debian's chromium for the browser test (apt-get) ...); \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "setup [4/4]: Chromium not installed (apt-get as root is needed): the browser test will be skipped"; fi; }
 
 test: setup
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -q
@@ -67,7 +94,7 @@ synth: setup
 deploy-local: setup
 	$(PY) -m trainguard_local.deploy_local
 
-demo: setup
+demo: local-setup
 	$(PY) -m trainguard_local.demo
 
 # The stand-in as a server for your own AWS CLI and SageMaker SDK, until Ctrl-C (docs/local-tools.md).
@@ -76,7 +103,7 @@ SANDBOX_SPEED ?= 10
 sandbox: setup
 	$(PY) -m trainguard_local.sandbox --port $(SANDBOX_PORT) --speed $(SANDBOX_SPEED)
 
-bench: setup
+bench: local-setup
 	$(PY) -m trainguard_local.bench
 
 # The long form of the chaos suite (its short form runs in `make test`: tests/integration/test_chaos.py).

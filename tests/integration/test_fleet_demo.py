@@ -1,20 +1,40 @@
 """`make demo`: the fleet demo shows every fault kind, trainguard's SNS messages as published, the figures,
-its own cost, and writes the timelines and the report."""
+its own cost, and writes the timeline, the HTML report (opened here in headless Chromium) and the JSON report."""
 
 from __future__ import annotations
 
 import io
 import json
-import struct
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+from matplotlib.image import imread
 
-from trainguard_local.demo.fleet import DEMO_JOBS, FALLBACK_WORDS, ROW_HEIGHT_PX, demo_trace, run_fleet_demo
-from trainguard_local.fleet.timeline_png import PNG_SIGNATURE, WIDTH
+from tests.headless_chromium import chromium_path, render
+from trainguard_local.demo.fleet import DEMO_JOBS, FALLBACK_WORDS, demo_trace, run_fleet_demo
+from trainguard_local.fleet.summary import strategy_rows
 from trainguard_local.fleet.trace import FaultKind
 
 pytestmark = pytest.mark.slow
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    shown: dict[str, Any]
+    lines: list[str]
+    progress: str
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """One run of the fleet demo for the module's tests (about 10 s)."""
+    lines: list[str] = []
+    progress = io.StringIO()
+    shown = run_fleet_demo(tmp_path_factory.mktemp("demo") / "demo-out", say=lines.append, progress=progress)
+    return DemoRun(shown, lines, progress.getvalue())
 
 
 def test_the_demo_trace_has_every_fault_kind_and_a_healthy_job() -> None:
@@ -24,10 +44,8 @@ def test_the_demo_trace_has_every_fault_kind_and_a_healthy_job() -> None:
     assert sum(1 for job in trace.jobs if trace.fault_of(job.name) is None) == 1
 
 
-def test_the_fleet_demo_shows_what_trainguard_did_and_writes_its_files(tmp_path: Path) -> None:
-    lines: list[str] = []
-    progress = io.StringIO()
-    shown = run_fleet_demo(tmp_path / "demo-out", say=lines.append, progress=progress)
+def test_the_fleet_demo_shows_what_trainguard_did_and_writes_its_files(demo_run: DemoRun) -> None:
+    shown, lines = demo_run.shown, demo_run.lines
     out = "\n".join(lines)
 
     report = shown["report"]
@@ -54,7 +72,7 @@ def test_the_fleet_demo_shows_what_trainguard_did_and_writes_its_files(tmp_path:
         any(n["message"].splitlines()[0] in out for n in notifications if n["attributes"]["outcome"] == o)
         for o in outcomes
     )
-    assert "guard cost: $" in out and "fleet clock +" in progress.getvalue()
+    assert "guard cost: $" in out and "fleet clock +" in demo_run.progress
 
     # Issue 14: a chatty job stopped minutes into its hang, a slow-epoch job left alone, a checkpoint warning.
     hang = guarded["detect_minutes_by_cadence"]["under 1 min"]
@@ -62,11 +80,37 @@ def test_the_fleet_demo_shows_what_trainguard_did_and_writes_its_files(tmp_path:
     assert "one line per 40-minute epoch: silent that long, past the fixed 30 min: left alone" in out
     assert any("checkpoints have stopped reaching S3" in n["subject"] for n in notifications)
 
-    for name in ("png (trainguard)", "png (none)"):
-        data = Path(shown["written"][name]).read_bytes()
-        assert data.startswith(PNG_SIGNATURE)
-        width, height = struct.unpack(">II", data[16:24])  # IHDR, the first chunk
-        assert (width, height) == (WIDTH, DEMO_JOBS * ROW_HEIGHT_PX)
-        assert shown["written"][name] in out
+    png = Path(shown["written"]["png"]).read_bytes()
+    assert png.startswith(PNG_SIGNATURE) and shown["written"]["png"] in out
+    height, width, _ = imread(io.BytesIO(png)).shape
+    assert width == 1400 and height > 2 * DEMO_JOBS * 20  # no guard above trainguard, a row per job each
+    assert shown["written"]["html"] in out
     written = json.loads(Path(shown["written"]["json"]).read_text())
     assert written["guard_cost"] == report["guard_cost"] and len(written["notifications"]) == len(notifications)
+
+
+def test_the_demo_report_opens_in_headless_chromium_with_its_pictures_and_table(demo_run: DemoRun) -> None:
+    if chromium_path() is None:
+        pytest.skip("Chromium is not installed: `make setup` installs Debian's chromium where apt-get runs as root")
+    html = Path(demo_run.shown["written"]["html"])
+    screenshot = html.with_name("report-screenshot.png")
+
+    page = render(html, screenshot=screenshot)
+
+    assert [image.src_scheme for image in page.images] == ["data", "data"]
+    assert all(image.complete and image.natural_width >= 1000 for image in page.images), page.images
+    assert "The timeline" in page.images[0].alt and "Wasted GPU-hours" in page.images[1].alt
+    report = demo_run.shown["report"]
+    headers, *rows = strategy_rows(report)
+    assert list(headers) in page.tables
+    for row in rows:  # each strategy's figures, as a reader sees them
+        assert "\t".join(row) in page.text
+    for notification in demo_run.shown["notifications"]:
+        assert notification["subject"] in page.text
+    assert {urlsplit_scheme(url) for url in page.requested_urls} <= {"file", "data"}  # nothing from the network
+    assert page.console_errors == []
+    assert screenshot.read_bytes().startswith(PNG_SIGNATURE)
+
+
+def urlsplit_scheme(url: str) -> str:
+    return url.split(":", 1)[0]

@@ -1,17 +1,17 @@
-"""`trainguard simulate`: the report, the summary, the PNG timeline, and the same seed giving the same figures."""
+"""`trainguard simulate`: the report, the summary, the PNG timeline, the HTML report, and the same seed giving
+the same figures."""
 
 from __future__ import annotations
 
+import io
 import json
-import struct
-import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
+from matplotlib.image import imread
 
 from trainguard_cli.main import main
-from trainguard_local.fleet.timeline_png import PNG_SIGNATURE, ROW_HEIGHT, WIDTH, encode_png
 
 pytestmark = pytest.mark.slow
 
@@ -30,23 +30,10 @@ JOBS = 12
 
 
 def _simulate(tmp_path: Path, name: str, *extra: str) -> tuple[int, dict[str, Any], Path]:
-    report, png = tmp_path / f"{name}.json", tmp_path / f"{name}.png"
+    report, png, html = (tmp_path / f"{name}.{suffix}" for suffix in ("json", "png", "html"))
     argv = ["simulate", "--jobs", str(JOBS), "--hours", "24", "--seed", "3", "--json", str(report), "--png", str(png)]
-    code = main([*argv, *extra])
+    code = main([*argv, "--html", str(html), *extra])
     return code, json.loads(report.read_text(encoding="utf-8")), png
-
-
-def _chunks(data: bytes) -> dict[bytes, bytes]:
-    chunks: dict[bytes, bytes] = {}
-    at = len(PNG_SIGNATURE)
-    while at < len(data):
-        (length,) = struct.unpack(">I", data[at : at + 4])
-        kind, body = data[at + 4 : at + 8], data[at + 8 : at + 8 + length]
-        (crc,) = struct.unpack(">I", data[at + 8 + length : at + 12 + length])
-        assert crc == zlib.crc32(kind + body) & 0xFFFFFFFF
-        chunks[kind] = chunks.get(kind, b"") + body
-        at += 12 + length
-    return chunks
 
 
 def test_simulate_writes_the_report_the_summary_and_the_timeline(
@@ -76,15 +63,13 @@ def test_simulate_writes_the_report_the_summary_and_the_timeline(
     assert "guard cost: $" in out and "per instance-hour" in out
     assert len([line for line in err.splitlines() if line.startswith("trainguard simulate:")]) == len(STRATEGIES)
 
-    data = png.read_bytes()
-    assert data.startswith(PNG_SIGNATURE)
-    chunks = _chunks(data)
-    width, height, depth, colour, *_ = struct.unpack(">IIBBBBB", chunks[b"IHDR"])
-    assert (width, height, depth, colour) == (WIDTH, JOBS * ROW_HEIGHT, 8, 2)
-    raw = zlib.decompress(chunks[b"IDAT"])
-    assert len(raw) == height * (1 + width * 3)
-    assert all(raw[row * (1 + width * 3)] == 0 for row in range(height))  # filter 0 on every line
-    assert b"IEND" in chunks
+    height, width, _ = imread(io.BytesIO(png.read_bytes())).shape
+    assert width == 1400 and height > 2 * JOBS * 12  # two panels of a row per job, at least 12 pixels a row
+
+    page = png.with_suffix(".html").read_text(encoding="utf-8")
+    assert page.count('<img src="data:image/png;base64,') == 2 and 'src="http' not in page
+    assert '<table id="strategies-table">' in page and all(f"<td>{name}</td>" in page for name in STRATEGIES)
+    assert all(f"<summary>{f['job']}: {f['kind']}</summary>" in page for f in report["faults"])
 
 
 def test_the_same_seed_gives_the_same_figures(tmp_path: Path) -> None:
@@ -96,8 +81,4 @@ def test_the_same_seed_gives_the_same_figures(tmp_path: Path) -> None:
     assert "guard_cost" not in first[1]  # trainguard did not run: nothing of its own was counted
     assert first[1] == second[1]
     assert first[2].read_bytes() == second[2].read_bytes()
-
-
-def test_encode_png_rejects_a_line_of_the_wrong_width() -> None:
-    with pytest.raises(ValueError):
-        encode_png([b"\x00" * 5], 2)
+    assert first[2].with_suffix(".html").read_bytes() == second[2].with_suffix(".html").read_bytes()

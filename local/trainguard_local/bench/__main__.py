@@ -1,5 +1,6 @@
 """`make bench`: the standard benchmark, written to BENCHMARKS.md with the command, the machine and the
-figures. Timings are medians over repeated runs; the simulator's figures are deterministic for a seed."""
+figures, and drawn in BENCHMARKS.png (fleet/benchmark_chart.py). Timings are medians over repeated runs; the simulator's
+figures are deterministic for a seed. It takes minutes: its progress goes to stderr (fleet/progress.py)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,14 @@ import subprocess
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from trainguard.config import GuardConfig
+from trainguard_local.fleet.benchmark_chart import write_benchmark_chart
+from trainguard_local.fleet.progress import Progress
 
 HANDLERS = (
     "job_events",
@@ -28,12 +32,17 @@ HANDLERS = (
     "quota_watch",
 )
 REPEATS = 5
+MARKDOWN = Path("BENCHMARKS.md")
+CHART = MARKDOWN.with_suffix(".png")
 
 
-def import_times() -> dict[str, float]:
-    """Whole-process wall time of `python -c "import <handler>"`, median of REPEATS (a cold-start proxy)."""
+def import_times(on_handler: Callable[[int, str], None] | None = None) -> dict[str, float]:
+    """Whole-process wall time of `python -c "import <handler>"`, median of REPEATS (a cold-start proxy);
+    `on_handler(n, name)` is told as the n-th handler's timing starts."""
     result = {}
-    for name in HANDLERS:
+    for n, name in enumerate(HANDLERS, start=1):
+        if on_handler is not None:
+            on_handler(n, name)
         runs = []
         for _ in range(REPEATS):
             started = time.perf_counter()
@@ -103,18 +112,50 @@ def main() -> int:
     from trainguard_local.fleet.trace import generate_trace
     from trainguard_local.fleet.trainguard_strategy import TrainguardStrategy
 
-    print("standard trace: 200 jobs, 72 h, seed 7 ...", file=sys.stderr)
+    began = time.perf_counter()
+    trace = generate_trace(200, 72, 7)
+    anchors = anchor_strategies()
+    steps = len(anchors) + 5  # the anchors, trainguard, the scale, the import times, the handler's CPU, the files
+    progress = Progress("bench", steps)
+    guard = TrainguardStrategy(on_progress=_fleet_clock(progress, len(anchors) + 1, trace.hours))
+    strategies: list[Any] = [*anchors, guard]
+    step_of = {strategy.name: n for n, strategy in enumerate(strategies, start=1)}
+
+    def strategy_started(name: str) -> None:
+        progress.update(step_of[name], f"standard trace, {name}")
+
     started = time.perf_counter()
-    strategies: list[Any] = [*anchor_strategies(), TrainguardStrategy()]
-    report = run_all(generate_trace(200, 72, 7), strategies)
+    report = run_all(trace, strategies, on_strategy=strategy_started)
     simulate_seconds = time.perf_counter() - started
-    print("scale: 2,000 watched jobs ...", file=sys.stderr)
-    scale = measure(2000, cycles=REPEATS)
-    print("import and handler times ...", file=sys.stderr)
-    imports, cpu = import_times(), handler_cpu_per_event()
-    Path("BENCHMARKS.md").write_text(_markdown(report, simulate_seconds, scale, imports, cpu))
-    print("wrote BENCHMARKS.md", file=sys.stderr)
+    scale_step = len(strategies) + 1
+    scale = measure(
+        2000, cycles=REPEATS, on_progress=lambda what: progress.update(scale_step, f"scale, 2,000 jobs: {what}")
+    )
+    imports = import_times(
+        lambda n, name: progress.update(
+            scale_step + 1, f"import times: {name} ({n} of {len(HANDLERS)})", within=(n - 1) / len(HANDLERS)
+        )
+    )
+    progress.update(scale_step + 2, "handler CPU per event: job_events")
+    cpu = handler_cpu_per_event()
+    progress.update(scale_step + 3, f"writing {MARKDOWN} and {CHART}")
+    MARKDOWN.write_text(_markdown(report, simulate_seconds, scale, imports, cpu))
+    write_benchmark_chart(report, CHART)
+    progress.done(f"wrote {MARKDOWN} and {CHART} in {time.perf_counter() - began:.0f} s")
     return 0
+
+
+def _fleet_clock(progress: Progress, step: int, hours: float) -> Callable[[float], None]:
+    """trainguard's run on the progress line: the fleet clock, once per virtual hour."""
+    shown = [-1]
+
+    def show(now: float) -> None:
+        hour = int(now)
+        if hour != shown[0]:
+            shown[0] = hour
+            progress.update(step, f"standard trace, trainguard: fleet clock {hour} h of {hours:g}", within=now / hours)
+
+    return show
 
 
 def _goals_markdown(report: dict[str, Any]) -> list[str]:
@@ -301,6 +342,13 @@ def _markdown(
             "Wasted GPU-hours: GPU-hours billed that produced no kept progress (hung or idle time plus the work lost "
             "since the last checkpoint at each failure or stop, x instances x GPUs). Completion delay: the extra "
             "wall-clock hours until a job's work is done, compared with a fault-free run.",
+            "",
+            f"![Wasted GPU-hours by strategy, by cause; completion delay by fault kind and strategy]({CHART.name})",
+            "",
+            "The picture, from the same report: at the top, each strategy's wasted GPU-hours split into hung or idle "
+            "time and work lost since the last checkpoint, each bar labelled with its total; at the bottom, the "
+            "completion delay by the kind of each job's fault, one bar per strategy (the tables below give the "
+            "figures).",
             "",
             *_goals_markdown(report),
             *_guard_cost_markdown(report.get("guard_cost")),

@@ -13,6 +13,7 @@ import json
 import statistics
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -42,8 +43,16 @@ from trainguard_local.fleet.prices import (  # us-east-1 list prices, each with 
 )
 
 
-def measure(jobs: int, hosts_per_job: int = 8, with_alarms: bool = False, cycles: int = 1) -> dict[str, Any]:
+def measure(
+    jobs: int,
+    hosts_per_job: int = 8,
+    with_alarms: bool = False,
+    cycles: int = 1,
+    on_progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """One prober cycle's AWS calls and cost at `jobs` watched jobs; `on_progress` is told what runs."""
     calls: Counter[str] = Counter()
+    tell = on_progress or (lambda what: None)
     now = datetime(2026, 11, 29, 12, 7, tzinfo=UTC)  # a minute that is not a sweep minute
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
@@ -53,6 +62,8 @@ def measure(jobs: int, hosts_per_job: int = 8, with_alarms: bool = False, cycles
         dynamodb.create_table(**create_table_request("ledger"))
         ledger = StallLedger(dynamodb, "ledger")
         for n in range(jobs):
+            if n % 100 == 0:
+                tell(f"watch list {n:,} of {jobs:,}")
             name = f"job-{n:05d}-llama-70b-pretrain"
             ledger.watch(
                 WatchedJob(name, "ml.p4d.24xlarge", hosts_per_job, StallThresholds(), now - timedelta(hours=2))
@@ -64,12 +75,14 @@ def measure(jobs: int, hosts_per_job: int = 8, with_alarms: bool = False, cycles
                 )
         calls.clear()
         ports = _ports(dynamodb, cloudwatch, now)
+        tell(f"prober cycle 1 of {cycles}")
         started = time.perf_counter()
         report = probe(ports)
         seconds = time.perf_counter() - started
         per_cycle_calls = Counter(calls)
         timings = [seconds]
-        for _ in range(cycles - 1):  # more cycles, for a median
+        for cycle in range(2, cycles + 1):  # more cycles, for a median
+            tell(f"prober cycle {cycle} of {cycles}")
             started = time.perf_counter()
             probe(ports)
             timings.append(time.perf_counter() - started)
@@ -78,6 +91,7 @@ def measure(jobs: int, hosts_per_job: int = 8, with_alarms: bool = False, cycles
         calls.update(per_cycle_calls)
         sweep_ports = replace(ports, clock=lambda: now.replace(minute=15))
         before = Counter(calls)
+        tell("the cycle with the orphan sweep")
         probe(sweep_ports)
         sweep_calls = Counter({k: v - before.get(k, 0) for k, v in calls.items() if v - before.get(k, 0)})
         watched_bytes = sum(len(json.dumps(i)) for i in dynamodb.scan(TableName="ledger")["Items"])

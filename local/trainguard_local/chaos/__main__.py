@@ -8,12 +8,14 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from trainguard_local.chaos.audit import audit_run
 from trainguard_local.chaos.faults import FaultRates
 from trainguard_local.chaos.replay import ChaosSettings, run_chaos
 from trainguard_local.chaos.report import as_json, summary
+from trainguard_local.fleet.progress import Progress
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,8 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     seeds = args.seed or [1]
     rates = FaultRates(per_attempt=args.fault_rate, process_death=args.death_rate)
     started = time.monotonic()
+    progress = Progress("chaos", steps=len(seeds), step_name="run")
     audits = []
-    for seed in seeds:
+    for number, seed in enumerate(seeds, start=1):
         settings = ChaosSettings(
             seed=seed,
             jobs=args.jobs,
@@ -41,12 +44,28 @@ def main(argv: list[str] | None = None) -> int:
             rates=rates,
             retry_budget_per_hour=args.retry_budget,
         )
-        audits.append(run_chaos(settings, audit_run))
+        progress.update(number, f"seed {seed}, starting the stand-in")
+        audits.append(run_chaos(settings, audit_run, _fleet_clock(progress, number, seed)))
     seconds = time.monotonic() - started
+    progress.done(f"{len(seeds)} seed(s) in {seconds:.0f} s")
     print(summary(audits, seeds, args.jobs, seconds))
     if args.json:
         args.json.write_text(json.dumps(as_json(audits, seeds, args.jobs, seconds), indent=2) + "\n")
     return 1 if any(a.violations for a in audits) else 0
+
+
+def _fleet_clock(progress: Progress, number: int, seed: int) -> Callable[[float, float], None]:
+    """The seed's fleet clock on the progress line, once per virtual quarter hour (the dead letters follow)."""
+    shown = [-1]
+
+    def show(hours: float, of_hours: float) -> None:
+        quarter = int(hours * 4)
+        if quarter != shown[0]:
+            shown[0] = quarter
+            what = f"seed {seed}, fleet clock {hours:.2f} h of {of_hours:g} (then the dead letters)"
+            progress.update(number, what, within=hours / of_hours)
+
+    return show
 
 
 if __name__ == "__main__":

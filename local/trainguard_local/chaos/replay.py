@@ -82,8 +82,11 @@ class ChaosRun:
     alarms: dict[str, tuple[int, str, str]] = field(default_factory=dict)
 
 
-def run_chaos(settings: ChaosSettings, inspect: Any = None) -> Any:
-    """Run one seed; `inspect(run)` is called before the stand-in closes (audit.py reads everything then)."""
+def run_chaos(
+    settings: ChaosSettings, inspect: Any = None, on_fleet_clock: Callable[[float, float], None] | None = None
+) -> Any:
+    """Run one seed; `inspect(run)` is called before the stand-in closes (audit.py reads everything then).
+    `on_fleet_clock(hours, of_hours)` is told the virtual hours into the fleet phase after each of its actions."""
     synth = None if known_wiring() else start_synth()
     try:
         with (
@@ -92,7 +95,7 @@ def run_chaos(settings: ChaosSettings, inspect: Any = None) -> Any:
             virtual_backoff() as backoff,
         ):
             run = _prepare(aws, settings)
-            _fleet_phase(run)
+            _fleet_phase(run, on_fleet_clock)
             run.wiring = known_wiring() or finish_synth(synth)  # type: ignore[arg-type]
             _dead_letter_phase(run)
             assert run.queues_of_rules is not None
@@ -199,9 +202,17 @@ def _pump(run: ChaosRun) -> None:
         run.deliveries.deliver("failed-launches", event, f"refused launch {name}")
 
 
-def _fleet_phase(run: ChaosRun) -> None:
+def _fleet_phase(run: ChaosRun, on_clock: Callable[[float, float], None] | None = None) -> None:
+    timeline = run.world.schedule
     end = run.start + timedelta(hours=run.settings.hours) + TAIL
-    run.world.schedule.run_until(end, lambda: _pump(run))
+    span = (end - run.start) / timedelta(hours=1)
+
+    def after_each() -> None:
+        _pump(run)
+        if on_clock is not None:
+            on_clock((timeline.clock() - run.start) / timedelta(hours=1), span)
+
+    timeline.run_until(end, after_each)
 
 
 def _dead_letter_phase(run: ChaosRun) -> None:

@@ -15,9 +15,11 @@ def add_commands(commands: Any) -> None:
 
 def add_simulate_command(commands: Any) -> None:
     sim = commands.add_parser("simulate", help="replay a seeded fleet trace: trainguard against the anchors (local)")
-    for flag, kind, value in (("--jobs", int, 200), ("--hours", float, 72), ("--seed", int, 7), ("--png", Path, None)):
+    for flag, kind, value in (("--jobs", int, 200), ("--hours", float, 72), ("--seed", int, 7)):
         sim.add_argument(flag, type=kind, default=value)
     sim.add_argument("--json", dest="json_out", metavar="FILE", type=Path, help="write the JSON report here")
+    sim.add_argument("--png", metavar="FILE", type=Path, help="write the timeline here: no guard above trainguard")
+    sim.add_argument("--html", metavar="FILE", type=Path, help="write the report as one self-contained HTML page")
     sim.add_argument("--no-trainguard", action="store_true", help="run the anchors only")
     # The simulator is imported when the command runs: the CLI's other commands start without it.
     sim.set_defaults(json=False, run=lambda a: import_module("trainguard_local.fleet.simulate").run_command(a))

@@ -6,8 +6,8 @@ adapters run over them on the in-process stand-in, on a virtual clock (fleet/tra
 the same trace is also run without a guard, with SageMaker's RetryStrategy and with Debugger's
 StalledTrainingRule (models of their documentation). The demo prints the trace, what happened to each
 job under trainguard, the SNS messages trainguard published (the production code's own, as sent), the
-figures of the five strategies and trainguard's own AWS cost; it writes two timelines (PNG) and the
-JSON report.
+figures of the five strategies and trainguard's own AWS cost; it writes the timeline (no guard above
+trainguard, one PNG), the HTML report and the JSON report into `demo-out/`.
 """
 
 from __future__ import annotations
@@ -22,19 +22,16 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from trainguard_local.fleet.anchors import anchor_strategies
-from trainguard_local.fleet.model import JobOutcome
+from trainguard_local.fleet.html_report import ReportPage, write_html
 from trainguard_local.fleet.rhythm import JobRhythm
-from trainguard_local.fleet.simulate import render_summary, simulate_trace
-from trainguard_local.fleet.timeline_png import write_timeline
+from trainguard_local.fleet.simulate import comparison_png, report_pictures, simulate_trace
+from trainguard_local.fleet.stories import as_sent, job_story, trace_line
+from trainguard_local.fleet.summary import render_summary
+from trainguard_local.fleet.timeline import TIMELINE_COLOURS
 from trainguard_local.fleet.trace import ALTERNATIVES, FaultKind, Trace, generate_trace
 
 DEMO_JOBS, DEMO_HOURS, DEMO_SEED = 13, 24.0, 15
 DEMO_SPOT_SHARE = 0.3  # enough spot jobs for a spot interruption
-ROW_HEIGHT_PX = 24
-COLOURS = (
-    "green training, red hung, dark red failed or stopped, grey starting or queued, orange waiting for a "
-    "person, purple waiting for a quota; black ticks: detections, blue ticks: actions"
-)
 Say = Callable[[str], None]
 # What a message says when a fallback changed the relaunch (domain/fallbacks.py): each is shown in full once.
 FALLBACK_WORDS = ("InstancePreferences", "on on-demand instances", "whose quota has room")
@@ -88,7 +85,12 @@ def fallbacks_shown(trace: Trace) -> Trace:
     return replace(trace, jobs=tuple(jobs[job.name] for job in trace.jobs), faults=tuple(faults))
 
 
-def run_fleet_demo(out_dir: Path, say: Say = print, progress: TextIO | None = sys.stderr) -> dict[str, Any]:
+def say_now(line: str) -> None:
+    """A line of the demo on stdout at once, also when stdout is a pipe (`make demo | tee demo.log`)."""
+    print(line, flush=True)
+
+
+def run_fleet_demo(out_dir: Path, say: Say = say_now, progress: TextIO | None = sys.stderr) -> dict[str, Any]:
     """Run the demo; what it showed, for a test or --json: the report, the messages, the files written."""
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     from trainguard_local.fleet.trainguard_strategy import TrainguardStrategy
@@ -97,39 +99,21 @@ def run_fleet_demo(out_dir: Path, say: Say = print, progress: TextIO | None = sy
     say(f"A fleet of {len(trace.jobs)} training jobs over {trace.hours:g} hours of fleet time (seed {trace.seed}):")
     say("one fault of each kind the simulator knows, and one healthy job. Times are hours on the fleet's clock.\n")
     for job in trace.jobs:
-        fault = trace.fault_of(job.name)
-        what = "no fault" if fault is None else f"{fault.kind.value} at +{fault.strikes_at:.2f} h"
-        size = f"{job.instance_count:>2} x {job.instance_type:<16}"
-        tags = [f"fallback-types={'+'.join(f'{t}:{c}' for t, c in job.fallback_types)}"] if job.fallback_types else []
-        tags += [f"on-demand-after={job.on_demand_after}"] if job.on_demand_after else []
-        shown = f"  (tagged {', '.join(tags)})" if tags else ""
-        every = job.rhythm.log_every_seconds
-        logs = f"logs every {every:g} s" if every < 120 else f"logs every {every / 60:g} min"
-        say(f"  {job.name:<28} {size} from +{job.submitted_at:5.2f} h  {logs:<19} {what}{shown}")
+        say("  " + trace_line(trace, job))
     say("\nThe production handlers and adapters, on the in-process stand-in (moto + simulated SageMaker):")
     guard = TrainguardStrategy(on_progress=_fleet_clock(trace.hours, progress))
     report, outcomes = simulate_trace(trace, [*anchor_strategies(), guard])
     if progress is not None:
         print(file=progress)
     assert guard.last_run is not None
-    notifications: list[dict[str, Any]] = [
-        {"at_hours": round(n.at, 3), "subject": n.subject, "message": n.message, "attributes": n.attributes}
-        for n in guard.last_run.notifications
-    ]
+    notifications = as_sent(guard.last_run.notifications)
 
     say("\nWhat happened to each job under trainguard (and when its work was done, against no guard):")
     unguarded = {o.job.name: o for o in outcomes["none"]}
     for outcome in outcomes["trainguard"]:
-        fault = trace.fault_of(outcome.job.name)
-        say(f"\n  {outcome.job.name}: {'no fault' if fault is None else fault.kind.value}")
-        for line in story(outcome):
-            say(line)
-        if fault is not None and fault.kind is FaultKind.SLOW_BUT_HEALTHY and not outcome.actions:
-            say(f"    +{fault.strikes_at:5.2f} h  silent for {fault.silent_minutes:.0f} min, and healthy: left alone")
-            if outcome.job.rhythm.log_every_seconds >= 1800:
-                minutes = outcome.job.rhythm.log_every_seconds / 60
-                say(f"    one line per {minutes:g}-minute epoch: silent that long, past the fixed 30 min: left alone")
-        say(f"    {_done(outcome)}; with no guard: {_done(unguarded[outcome.job.name])}")
+        say("")
+        for line in job_story(trace, outcome, unguarded[outcome.job.name]):
+            say("  " + line)
 
     say(f"\ntrainguard published {len(notifications)} SNS message(s):")
     for n in notifications:
@@ -145,35 +129,22 @@ def run_fleet_demo(out_dir: Path, say: Say = print, progress: TextIO | None = sy
             say(textwrap.indent(n["message"], "    "))
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = {
-        "png (trainguard)": out_dir / "timeline-trainguard.png",
-        "png (none)": out_dir / "timeline-none.png",
-        "json": out_dir / "report.json",
-    }
-    write_timeline(written["png (trainguard)"], outcomes["trainguard"], trace.hours, row_height=ROW_HEIGHT_PX)
-    write_timeline(written["png (none)"], outcomes["none"], trace.hours, row_height=ROW_HEIGHT_PX)
+    written = {"png": out_dir / "timeline.png", "html": out_dir / "report.html", "json": out_dir / "report.json"}
+    written["png"].write_bytes(comparison_png(report, outcomes))
+    page = ReportPage(
+        title=f"trainguard on a demo fleet: {len(trace.jobs)} jobs, every fault kind, {trace.hours:g} h",
+        command="make demo",
+        report=report,
+        trace=trace,
+        outcomes=outcomes,
+        notifications=notifications,
+        pictures=report_pictures(report, outcomes),
+    )
+    write_html(written["html"], page)
     written["json"].write_text(json.dumps({**report, "notifications": notifications}, indent=2, sort_keys=True))
     say("\n" + render_summary({**report, "written": {k: str(v) for k, v in written.items()}}))
-    say(f"the timelines: one row per job; {COLOURS}")
+    say(f"the timeline: one row per job, no guard above trainguard. {TIMELINE_COLOURS}")
     return {"report": report, "notifications": notifications, "written": {k: str(v) for k, v in written.items()}}
-
-
-def story(outcome: JobOutcome) -> list[str]:
-    """What happened to one job: its detections and actions, in time order."""
-    events: list[tuple[float, str]] = []
-    for d in outcome.detections:
-        events.append((d.detected_at, f"{d.detector} detected {d.fault_kind.value} ({d.minutes:.1f} min after it)"))
-    for a in outcome.actions:
-        refused = "" if a.succeeded else " (refused)"
-        note = f": {textwrap.shorten(a.note, 160)}" if a.note else ""
-        events.append((a.at, f"{a.actor}: {a.kind.value}{refused}{note}"))
-    return [f"    +{at:5.2f} h  {text}" for at, text in sorted(events, key=lambda event: event[0])]
-
-
-def _done(outcome: JobOutcome) -> str:
-    if outcome.completed_at is None:
-        return "never done"
-    return f"done at +{outcome.completed_at:.2f} h ({outcome.completion_delay_hours or 0:.2f} h late)"
 
 
 def _fleet_clock(hours: float, stream: TextIO | None) -> Callable[[float], None] | None:

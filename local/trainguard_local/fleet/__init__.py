@@ -11,7 +11,10 @@ and the report that compares them on the same trace (issue 5).
   (`trainguard_run/`: the stand-in, event-driven time, each job's life, what trainguard used).
 - `report`: the figures, defined once, and `run_all`; `guard_cost`: trainguard's own AWS cost, priced
   with `prices` (each list price with its source).
-- `simulate`: the `trainguard simulate` command; `timeline_png`: the timeline picture.
+- `simulate`: the `trainguard simulate` command; `summary`: its figures in words and table rows;
+  `stories`: each job's story in words; the pictures, drawn with matplotlib: `timeline` (no guard above
+  trainguard) and `benchmark_chart` (the strategies' bars); `html_report`: all of it on one page;
+  `progress`: how far a long command is, on stderr.
 
 Pure, except `trainguard_strategy` and `trainguard_run/`: no AWS, no boto3, no clock but the virtual one.
 """

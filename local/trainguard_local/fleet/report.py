@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from trainguard_local.fleet.anchors import StalledTrainingRule
@@ -78,9 +78,16 @@ def percentile(values: Iterable[float], q: float) -> float | None:
     return ordered[rank - 1]
 
 
-def run_all(trace: Trace, strategies: Sequence[Strategy]) -> dict[str, Any]:
-    """Run every strategy on the trace and build the report."""
-    return build_report(trace, strategies, {strategy.name: strategy.run(trace) for strategy in strategies})
+def run_all(
+    trace: Trace, strategies: Sequence[Strategy], on_strategy: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    """Run every strategy on the trace and build the report; `on_strategy(name)` is told as each one starts."""
+    outcomes = {}
+    for strategy in strategies:
+        if on_strategy is not None:
+            on_strategy(strategy.name)
+        outcomes[strategy.name] = strategy.run(trace)
+    return build_report(trace, strategies, outcomes)
 
 
 def build_report(

@@ -1,5 +1,5 @@
-"""`trainguard simulate`: one seeded trace, the three anchors and trainguard on it in one run, a summary,
-a JSON report and a PNG timeline (issue 5, item 3).
+"""`trainguard simulate`: one seeded trace, the anchors and trainguard on it in one run, a summary, and on
+request a JSON report (--json), the timeline of no guard above trainguard (--png) and the HTML report (--html).
 
 The command line (lambdas/trainguard/cli.py) imports this module only when the command runs: the
 Lambda asset does not contain trainguard_local.
@@ -9,44 +9,26 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from trainguard_local.fleet.anchors import anchor_strategies
+from trainguard_local.fleet.benchmark_chart import benchmark_chart_png
+from trainguard_local.fleet.html_report import Picture, ReportPage, write_html
 from trainguard_local.fleet.model import JobOutcome
 from trainguard_local.fleet.report import run_all
-from trainguard_local.fleet.rhythm import CADENCE_CLASSES
-from trainguard_local.fleet.timeline_png import write_timeline
-from trainguard_local.fleet.trace import HANG_KINDS, Trace, generate_trace
+from trainguard_local.fleet.stories import as_sent
+from trainguard_local.fleet.summary import FIGURE_DEFINITIONS, render_summary
+from trainguard_local.fleet.timeline import TIMELINE_COLOURS, Panel, timeline_png
+from trainguard_local.fleet.trace import Trace, generate_trace
+from trainguard_local.fleet.trainguard_run.usage import Notification
 
-# The figures, one line each (report.py defines them in full; docs/local-tools.md copies the definitions).
-FIGURE_DEFINITIONS: dict[str, str] = {
-    "wasted_gpu_hours": "GPU-hours billed that produced no kept progress: hung or idle time plus the work since "
-    "the last checkpoint lost at each failure or stop, x instances x GPUs per instance",
-    "wasted_dollars": "the same hours x instances x the on-demand price per instance-hour",
-    "completion_delay_hours": "the extra wall-clock hours until a job's work is done, compared with a fault-free "
-    "run (p50, p95 over jobs that completed, and the total)",
-    "jobs_completed": "jobs whose work is done by the end of the trace's window",
-    "detect_minutes": "per fault kind, from the moment the fault shows to its first detection, by anyone",
-    "detect_minutes_by_cadence": "the hangs' (idle GPU, busy GPU, NCCL) detect_minutes by the cadence class of the "
-    "job's own median log gap: "
-    + "; ".join(
-        f"{name}: {low:g} s to {'any' if math.isinf(high) else f'{high:g} s'}" for name, low, high in CADENCE_CLASSES
-    )
-    + " (p50, p95, hangs; not_parent_owned: the same without the jobs a parent owns)",
-    "wasted_gpu_hours_lost_since_checkpoint_by_fault": "the work lost since the last checkpoint (GPU-hours), by the "
-    "kind of each job's fault",
-    "recover_minutes": "from the moment a transient fault shows to the moment training runs again",
-    "duplicate_actions": "actions that succeeded on a target already acted on the same way",
-    "wrong_actions": "a stop of a healthy job, or a relaunch of a user's error unfixed",
-    "guard_cost": "trainguard's own AWS cost at list prices (fleet/prices.py), from what the run counted at its own "
-    "clients; per guarded instance-hour (billed instance-hours of the guarded jobs) and as a share of their compute",
-}
+if TYPE_CHECKING:  # the strategy module starts the stand-in: imported when trainguard runs
+    from trainguard_local.fleet.trainguard_strategy import RunRecord
 
 
 class Runnable(Protocol):
@@ -119,96 +101,69 @@ def run_command(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     """`trainguard simulate`: the answer is the report, plus the files written; text unless --json."""
     if args.jobs < 1:
         raise ValueError("--jobs: at least 1")
-    report, outcomes = simulate(
-        args.jobs, args.hours, args.seed, trainguard=not args.no_trainguard, progress=sys.stderr
-    )
+    trace = generate_trace(args.jobs, args.hours, args.seed)
+    chosen = strategies(trainguard=not args.no_trainguard)
+    report, outcomes = simulate_trace(trace, chosen, progress=sys.stderr)
     written: dict[str, str] = {}
     if args.json_out is not None:
         Path(args.json_out).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         written["json"] = str(args.json_out)
     if args.png is not None:
-        shown = "trainguard" if "trainguard" in outcomes else next(iter(outcomes))
-        write_timeline(Path(args.png), outcomes[shown], report["trace"]["hours"])
-        written[f"png ({shown})"] = str(args.png)
+        Path(args.png).write_bytes(comparison_png(report, outcomes))
+        written["png"] = str(args.png)
+    if args.html is not None:
+        command = f"trainguard simulate --jobs {args.jobs} --hours {args.hours:g} --seed {args.seed}"
+        command += " --no-trainguard" if args.no_trainguard else ""
+        page = ReportPage(
+            title=f"trainguard on a simulated fleet: {args.jobs} jobs, {args.hours:g} h, seed {args.seed}",
+            command=command,
+            report=report,
+            trace=trace,
+            outcomes=outcomes,
+            notifications=as_sent(trainguard_notifications(chosen)),
+            pictures=report_pictures(report, outcomes),
+        )
+        write_html(Path(args.html), page)
+        written["html"] = str(args.html)
     args.render = render_summary  # main() prints this text
     return {**report, "written": written}, 0
 
 
-def render_summary(answer: dict[str, Any]) -> str:
-    """The table of figures per strategy, then the definitions and the files written."""
-    trace = answer["trace"]
-    lines = [
-        f"trace: {trace['jobs']} jobs, {trace['hours']:g} hours, seed {trace['seed']}, "
-        f"{len(answer['faults'])} faults, {trace['gpus']} GPUs",
-        "",
-    ]
-    headers = (
-        "strategy",
-        "wasted GPU-h",
-        "wasted $",
-        "delay total h",
-        "delay p95 h",
-        "completed",
-        *(f"{kind.value} p95 min" for kind in sorted(HANG_KINDS)),
-        "duplicate",
-        "wrong",
+def trainguard_notifications(chosen: Sequence[Runnable]) -> list[Notification]:
+    """The SNS messages trainguard published in its run; none when it did not run."""
+    for strategy in chosen:
+        run: RunRecord | None = getattr(strategy, "last_run", None)
+        if run is not None:
+            return run.notifications
+    return []
+
+
+def comparison_panels(report: dict[str, Any], outcomes: dict[str, list[JobOutcome]]) -> list[Panel]:
+    """No guard above trainguard (or above the last strategy run, without trainguard)."""
+    below = "trainguard" if "trainguard" in outcomes else list(outcomes)[-1]
+    names = ["none", below] if below != "none" else ["none"]
+    return [Panel(name, outcomes[name], report["strategies"][name]) for name in names]
+
+
+def comparison_png(report: dict[str, Any], outcomes: dict[str, list[JobOutcome]]) -> bytes:
+    """The timeline, no guard above trainguard on one time axis, as PNG bytes."""
+    trace = report["trace"]
+    heading = f"{trace['jobs']} jobs over {trace['hours']:g} h (seed {trace['seed']}): " + " above ".join(
+        panel.strategy for panel in comparison_panels(report, outcomes)
     )
-    rows = [headers]
-    for name, figures in answer["strategies"].items():
-        delay = figures["completion_delay_hours"]
-        rows.append(
-            (
-                name,
-                _fmt(figures["wasted_gpu_hours"]),
-                _fmt(figures["wasted_dollars"], 0),
-                _fmt(delay["total"]),
-                _fmt(delay["p95"]),
-                f"{figures['jobs_completed']}/{trace['jobs']}",
-                *(_fmt(figures["detect_minutes"].get(kind.value, {}).get("p95")) for kind in sorted(HANG_KINDS)),
-                str(figures["duplicate_actions"]),
-                str(figures["wrong_actions"]),
-            )
-        )
-    lines += _table(rows)
-    lines.append("")
-    lines += guard_cost_lines(answer.get("guard_cost"))
-    lines.append("")
-    lines += [f"{name}: {text}" for name, text in answer.get("definitions", FIGURE_DEFINITIONS).items()]
-    lines.append("the anchors (none, sagemaker_retry, debugger_rule) are models of their documentation; see 'sources'")
-    if answer.get("written"):
-        lines.append("")
-        lines += [f"wrote {what}: {path}" for what, path in answer["written"].items()]
-    return "\n".join(lines)
+    return timeline_png(comparison_panels(report, outcomes), trace["hours"], heading)
 
 
-def guard_cost_lines(cost: dict[str, Any] | None) -> list[str]:
-    """trainguard's own AWS cost, in a few lines: the total, per guarded instance-hour, the share of the
-    guarded compute, and the three largest items."""
-    if cost is None:
-        return ["guard cost: not counted (trainguard did not run)"]
-    share = cost["share_of_guarded_compute_percent"]
-    verdict = "" if share is None else f" (goal: at most {cost['goal_share_percent']}%)"
-    items = sorted(cost["breakdown"].items(), key=lambda item: -item[1]["dollars"])[:3]
+def report_pictures(report: dict[str, Any], outcomes: dict[str, list[JobOutcome]]) -> list[Picture]:
+    """The HTML report's pictures: the comparison timeline and the strategies' bars."""
     return [
-        f"guard cost: ${cost['total_dollars']:,.2f} for {cost['guarded_instance_hours']:,.0f} guarded instance-hours"
-        f" = ${_fmt(cost['dollars_per_guarded_instance_hour'], 6)} per instance-hour, "
-        f"{_fmt(share, 4)}% of the guarded compute's ${cost['guarded_compute_dollars']:,.0f}{verdict}",
-        "  largest: " + ", ".join(f"{name} ${entry['dollars']:,.2f}" for name, entry in items),
+        Picture(
+            "The timeline: one row per job, no guard above trainguard on one time axis. " + TIMELINE_COLOURS,
+            comparison_png(report, outcomes),
+        ),
+        Picture(
+            "Wasted GPU-hours per strategy (hung or idle, and work lost since the last checkpoint), and the "
+            "completion delay by fault kind",
+            benchmark_chart_png(report),
+        ),
     ]
-
-
-def _table(rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    out = []
-    for index, row in enumerate(rows):
-        cells = [
-            cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        ]
-        out.append("  ".join(cells).rstrip())
-        if index == 0:
-            out.append("  ".join("-" * w for w in widths))
-    return out
-
-
-def _fmt(value: float | None, decimals: int = 1) -> str:
-    return "-" if value is None else f"{value:,.{decimals}f}"

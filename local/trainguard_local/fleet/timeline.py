@@ -1,0 +1,182 @@
+"""The timeline pictures, drawn with matplotlib (Agg: no display needed).
+
+One row per job, labelled with its name and instance shape; the fleet's clock in hours on the x axis; each
+stretch of a job's life in its state's colour (the legend names them); the guard's and the person's
+detections and actions as markers, one shape per kind, in the legend too, and labelled with their kind
+where the fleet is small enough to read them. A panel's title names the strategy and its figures.
+`timeline_png` puts several strategies one above the other on a shared time axis (no guard over
+trainguard, say), so the difference is seen at once.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from trainguard_local.fleet.model import ActionKind, JobOutcome, State
+
+# The colours the docs name: green training, red hung, dark red failed or stopped, grey starting or queued,
+# orange waiting for a person, purple waiting for a quota. A completed job's row is empty after its end.
+STATE_COLOURS: dict[State, str] = {
+    State.TRAINING: "#2ea043",
+    State.HUNG: "#dc1e1e",
+    State.FAILED: "#780000",
+    State.STOPPED: "#780000",
+    State.STARTING: "#a5a5a5",
+    State.QUEUED: "#c8c8c8",
+    State.WAITING_FOR_PERSON: "#ff9600",
+    State.WAITING_FOR_QUOTA: "#823cb4",
+}
+STATE_LABELS: dict[State, str] = {
+    State.TRAINING: "training",
+    State.HUNG: "hung (billed, no progress)",
+    State.FAILED: "failed or stopped",
+    State.STARTING: "starting",
+    State.QUEUED: "queued (no instances)",
+    State.WAITING_FOR_PERSON: "waiting for a person",
+    State.WAITING_FOR_QUOTA: "waiting for a quota increase",
+}
+ACTION_MARKERS: dict[ActionKind, str] = {
+    ActionKind.STOP: "s",
+    ActionKind.RELAUNCH: ">",
+    ActionKind.QUOTA_REQUEST: "D",
+    ActionKind.NOTIFY: "o",
+}
+DETECTION_MARKER = "v"
+TIMELINE_COLOURS = (
+    "Green: training; red: hung (billed, no progress); dark red: failed or stopped; grey: starting or queued; "
+    "orange: waiting for a person; purple: waiting for a quota increase. Black triangles: detections; blue "
+    "markers: actions (square stop, triangle relaunch, diamond quota request, circle notify; hollow: refused)."
+)
+LABELLED_ROWS = 30  # up to this many jobs in a panel, each marker also carries its kind as text
+DPI = 100
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One strategy's timeline: its outcomes and its figures (the report's entry for it)."""
+
+    strategy: str
+    outcomes: Sequence[JobOutcome]
+    figures: Mapping[str, Any]
+
+
+def panel_title(panel: Panel) -> str:
+    """The strategy and its headline figures, as the report gives them."""
+    figures = panel.figures
+    jobs = len(panel.outcomes)
+    wasted = figures.get("wasted_gpu_hours", 0.0)
+    hung = figures.get("wasted_gpu_hours_hung_or_idle", 0.0)
+    lost = figures.get("wasted_gpu_hours_lost_since_checkpoint", 0.0)
+    delay = figures.get("completion_delay_hours", {}).get("total", 0.0)
+    done = figures.get("jobs_completed", sum(o.completed_at is not None for o in panel.outcomes))
+    return (
+        f"{panel.strategy}: {wasted:,.1f} wasted GPU-h ({hung:,.1f} hung or idle, {lost:,.1f} lost since the last "
+        f"checkpoint); completion delay {delay:,.1f} h in all; {done} of {jobs} jobs done"
+    )
+
+
+def timeline_span(outcomes: Sequence[JobOutcome], hours: float) -> float:
+    """The hours the x axis covers: the trace's window, or longer when a job's life runs past it."""
+    ends = [segment.end for outcome in outcomes for segment in outcome.segments]
+    return max([hours, *ends])
+
+
+def row_label(outcome: JobOutcome) -> str:
+    job = outcome.job
+    return f"{job.name}  {job.instance_count} x {job.instance_type}"
+
+
+def draw(panels: Sequence[Panel], hours: float, heading: str = "") -> Figure:
+    """The figure: one panel per strategy, top to bottom, on one shared x axis."""
+    if not panels or not all(panel.outcomes for panel in panels):
+        raise ValueError("no jobs to draw")
+    rows = max(len(panel.outcomes) for panel in panels)
+    row_inches = max(0.12, min(0.32, 24 / rows))
+    label_points = max(4.0, min(8.0, row_inches * 28))
+    height = sum(len(p.outcomes) for p in panels) * row_inches + 1.1 * len(panels) + 1.6
+    figure = Figure(figsize=(14, height), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = figure.subplots(len(panels), 1, sharex=True, squeeze=False, height_ratios=[len(p.outcomes) for p in panels])[
+        :, 0
+    ]
+    span = timeline_span([o for panel in panels for o in panel.outcomes], hours)
+    for axis, panel in zip(axes, panels, strict=True):
+        _draw_panel(axis, panel, span, label_points)
+        axis.set_xlim(0, span)
+    axes[-1].set_xlabel("fleet clock (hours)")
+    if heading:
+        figure.suptitle(heading, fontsize=11)
+    figure.legend(handles=_legend_handles(), loc="outside lower center", ncols=6, fontsize=8, frameon=False)
+    return figure
+
+
+def action_labels(outcome: JobOutcome, span: float) -> list[tuple[float, str]]:
+    """The text beside a row's action markers: actions closer than 1% of the axis share one label
+    ("stop, relaunch"), so that labels do not print over each other."""
+    labels: list[tuple[float, list[str]]] = []
+    for action in sorted(outcome.actions, key=lambda a: a.at):
+        text = action.kind.value.replace("_", " ") + ("" if action.succeeded else " (refused)")
+        if labels and action.at - labels[-1][0] < span / 100:
+            if text not in labels[-1][1]:
+                labels[-1][1].append(text)
+        else:
+            labels.append((action.at, [text]))
+    return [(at, ", ".join(texts)) for at, texts in labels]
+
+
+def _draw_panel(axis: Any, panel: Panel, span: float, label_points: float) -> None:
+    count = len(panel.outcomes)
+    for row, outcome in enumerate(panel.outcomes):
+        y = count - 1 - row  # the first job at the top
+        for segment in outcome.segments:
+            if segment.state is not State.COMPLETED and segment.hours > 0:
+                axis.broken_barh(
+                    [(segment.start, segment.hours)], (y - 0.35, 0.7), facecolors=STATE_COLOURS[segment.state]
+                )
+        for detection in outcome.detections:
+            axis.plot(detection.detected_at, y + 0.42, DETECTION_MARKER, color="black", markersize=4)
+        for action in outcome.actions:
+            face = "#1446e6" if action.succeeded else "white"
+            axis.plot(
+                action.at, y, ACTION_MARKERS[action.kind], markersize=5, markerfacecolor=face, markeredgecolor="#1446e6"
+            )
+        if count <= LABELLED_ROWS:
+            for at, text in action_labels(outcome, span):
+                axis.annotate(text, (at, y), xytext=(4, 3), textcoords="offset points", fontsize=6, color="#1446e6")
+    axis.set_yticks(range(count), [row_label(o) for o in reversed(panel.outcomes)], fontsize=label_points)
+    axis.set_ylim(-0.7, count - 0.3)
+    axis.set_title(panel_title(panel), fontsize=9, loc="left")
+    axis.grid(axis="x", color="#e6e6e6", linewidth=0.6)
+    axis.set_axisbelow(True)
+    axis.tick_params(axis="x", labelbottom=True, labelsize=8)
+
+
+def _legend_handles() -> list[Any]:
+    states: list[Any] = [Patch(facecolor=STATE_COLOURS[state], label=label) for state, label in STATE_LABELS.items()]
+    marks: list[Any] = [
+        Line2D([], [], linestyle="", marker=DETECTION_MARKER, color="black", markersize=5, label="detection")
+    ]
+    marks += [
+        Line2D([], [], linestyle="", marker=marker, color="#1446e6", markersize=5, label=kind.value.replace("_", " "))
+        for kind, marker in ACTION_MARKERS.items()
+    ]
+    marks.append(
+        Line2D([], [], linestyle="", marker=">", markerfacecolor="white", markeredgecolor="#1446e6", label="refused")
+    )
+    return states + marks
+
+
+def timeline_png(panels: Sequence[Panel], hours: float, heading: str = "") -> bytes:
+    """The panels one above the other on a shared time axis, as the bytes of one PNG (the same for the same
+    outcomes: no date or version in its metadata)."""
+    out = io.BytesIO()
+    draw(panels, hours, heading).savefig(out, format="png", metadata={"Software": None})
+    return out.getvalue()
