@@ -10,8 +10,9 @@ export AWS_EC2_METADATA_DISABLED := true
 PYTEST_WORKERS ?= 2
 
 # One step of a long target: an updating line on a terminal, a plain line when the output is a log (CI).
+# On a terminal the line is cleared when the step ends, so what follows starts on a clean line.
 step = if [ -t 1 ]; then printf '\r\033[K%s' "$(1)"; else echo "$(1)"; fi
-end_steps = if [ -t 1 ]; then printf '\r\033[K%s\n' "$(1)"; else echo "$(1)"; fi
+step_done = if [ -t 1 ]; then printf '\r\033[K'; fi
 
 .PHONY: module-map help setup local-setup chromium test test-quick lint docs synth deploy-local demo sandbox bench chaos clean
 
@@ -24,13 +25,13 @@ help:
 	@echo "make docs        the documentation site from docs/ into site/ (MkDocs, strict: a broken link fails)"
 	@echo "make synth       write the CloudFormation template to cdk.out/"
 	@echo "make deploy-local  bootstrap, deploy, update and destroy the stack in moto server (real CDK CLI)"
-	@echo "make demo        watch trainguard work against a local AWS stand-in"
+	@echo "make demo        watch trainguard work against a local AWS stand-in; writes demo-out/report.html"
 	@echo "make sandbox     serve the stand-in on 127.0.0.1 with trainguard attached, for the AWS CLI and the SDK"
-	@echo "make bench       the standard benchmark; writes BENCHMARKS.md"
+	@echo "make bench       the standard benchmark; writes BENCHMARKS.md and BENCHMARKS.png"
 	@echo "make chaos       the chaos suite's long form: 3 fleets of 200 jobs under injected faults (docs/local-tools.md)"
 
 setup: $(VENV)/.installed node_modules/.installed chromium
-	@$(call end_steps,setup: done)
+	@echo "setup: done (.venv, node_modules, Chromium)"
 
 # The local tools' tier: the functions' pins, moto, matplotlib and trainguard itself; no SageMaker SDK, no
 # PyTorch, no CDK (requirements-local.txt). make demo and make bench need no more.
@@ -41,6 +42,7 @@ $(VENV)/.local-installed: requirements.txt requirements-local.txt pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
 	@$(PY) -m pip install -q -r requirements-local.txt -e .
 	@touch $@
+	@$(step_done)
 
 # Everything else the one test command runs: the test, lint, CDK and docs tools, the SDK and PyTorch extras.
 $(VENV)/.installed: $(VENV)/.local-installed requirements-dev.txt
@@ -48,19 +50,22 @@ $(VENV)/.installed: $(VENV)/.local-installed requirements-dev.txt
 	@$(PY) -m pip install -q --upgrade pip
 	@$(PY) -m pip install -q -r requirements-dev.txt -e '.[sdk,examples]'
 	@touch $@
+	@$(step_done)
 
 node_modules/.installed: package.json package-lock.json
 	@$(call step,setup [3/4]: Node.js and the CDK CLI (npm ci) ...)
 	@npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
+	@$(step_done)
 
-# Debian's Chromium, for the test that opens the HTML report in a real browser (tests/integration/test_html_report.py):
+# Debian's Chromium, for the test that opens the HTML report in a real browser (tests/integration/test_fleet_demo.py):
 # installed where apt-get runs as root; elsewhere that test is skipped and says why.
 chromium:
 	@command -v chromium >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    $(call step,setup [4/4]: Debian's chromium for the browser test (apt-get) ...); \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	    $(step_done); \
 	  else echo "setup [4/4]: Chromium not installed (apt-get as root is needed): the browser test will be skipped"; fi; }
 
 test: setup

@@ -130,7 +130,8 @@ def run_fleet_demo(out_dir: Path, say: Say = say_now, progress: TextIO | None = 
 
     out_dir.mkdir(parents=True, exist_ok=True)
     written = {"png": out_dir / "timeline.png", "html": out_dir / "report.html", "json": out_dir / "report.json"}
-    written["png"].write_bytes(comparison_png(report, outcomes))
+    timeline = comparison_png(report, outcomes)
+    written["png"].write_bytes(timeline)
     page = ReportPage(
         title=f"trainguard on a demo fleet: {len(trace.jobs)} jobs, every fault kind, {trace.hours:g} h",
         command="make demo",
@@ -138,7 +139,7 @@ def run_fleet_demo(out_dir: Path, say: Say = say_now, progress: TextIO | None = 
         trace=trace,
         outcomes=outcomes,
         notifications=notifications,
-        pictures=report_pictures(report, outcomes),
+        pictures=report_pictures(report, timeline),
     )
     write_html(written["html"], page)
     written["json"].write_text(json.dumps({**report, "notifications": notifications}, indent=2, sort_keys=True))

@@ -108,8 +108,9 @@ def run_command(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     if args.json_out is not None:
         Path(args.json_out).write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         written["json"] = str(args.json_out)
+    timeline = comparison_png(report, outcomes) if args.png or args.html else b""
     if args.png is not None:
-        Path(args.png).write_bytes(comparison_png(report, outcomes))
+        Path(args.png).write_bytes(timeline)
         written["png"] = str(args.png)
     if args.html is not None:
         command = f"trainguard simulate --jobs {args.jobs} --hours {args.hours:g} --seed {args.seed}"
@@ -121,7 +122,7 @@ def run_command(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
             trace=trace,
             outcomes=outcomes,
             notifications=as_sent(trainguard_notifications(chosen)),
-            pictures=report_pictures(report, outcomes),
+            pictures=report_pictures(report, timeline),
         )
         write_html(Path(args.html), page)
         written["html"] = str(args.html)
@@ -154,12 +155,11 @@ def comparison_png(report: dict[str, Any], outcomes: dict[str, list[JobOutcome]]
     return timeline_png(comparison_panels(report, outcomes), trace["hours"], heading)
 
 
-def report_pictures(report: dict[str, Any], outcomes: dict[str, list[JobOutcome]]) -> list[Picture]:
-    """The HTML report's pictures: the comparison timeline and the strategies' bars."""
+def report_pictures(report: dict[str, Any], timeline: bytes) -> list[Picture]:
+    """The HTML report's pictures: the timeline (comparison_png's) and the strategies' bars."""
     return [
         Picture(
-            "The timeline: one row per job, no guard above trainguard on one time axis. " + TIMELINE_COLOURS,
-            comparison_png(report, outcomes),
+            "The timeline: one row per job, no guard above the guard, on one time axis. " + TIMELINE_COLOURS, timeline
         ),
         Picture(
             "Wasted GPU-hours per strategy (hung or idle, and work lost since the last checkpoint), and the "
