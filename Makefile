@@ -7,6 +7,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 export CDK_DISABLE_CLI_TELEMETRY := true
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
 export AWS_EC2_METADATA_DISABLED := true
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
 PYTEST_WORKERS ?= 2
 
 # One step of a long target: an updating line on a terminal, a plain line when the output is a log (CI).
@@ -31,7 +32,7 @@ help:
 	@echo "make chaos       the chaos suite's long form: 3 fleets of 200 jobs under injected faults (docs/local-tools.md)"
 
 setup: $(VENV)/.installed node_modules/.installed chromium
-	@echo "setup: done (.venv, node_modules, Chromium)"
+	@echo "setup: done: .venv, node_modules$$(command -v chromium >/dev/null && echo ', Chromium' || echo ', no Chromium')"
 
 # The local tools' tier: the functions' pins, moto, matplotlib and trainguard itself; no SageMaker SDK, no
 # PyTorch, no CDK (requirements-local.txt). make demo and make bench need no more.
@@ -64,8 +65,9 @@ chromium:
 	@command -v chromium >/dev/null || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    $(call step,setup [4/4]: Debian's chromium for the browser test (apt-get) ...); \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-	    $(step_done); \
+	    if apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; then \
+	      $(step_done); \
+	    else echo; echo "setup [4/4]: apt-get could not install chromium: the browser test will be skipped"; fi; \
 	  else echo "setup [4/4]: Chromium not installed (apt-get as root is needed): the browser test will be skipped"; fi; }
 
 test: setup

@@ -3,6 +3,7 @@ its own cost, and writes the timeline, the HTML report (opened here in headless 
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 from dataclasses import dataclass
@@ -72,7 +73,8 @@ def test_the_fleet_demo_shows_what_trainguard_did_and_writes_its_files(demo_run:
         any(n["message"].splitlines()[0] in out for n in notifications if n["attributes"]["outcome"] == o)
         for o in outcomes
     )
-    assert "guard cost: $" in out and "fleet clock +" in demo_run.progress
+    assert "guard cost: $" in out and "trainguard's run: fleet clock" in demo_run.progress
+    assert "demo: trainguard's run: 24 h of fleet time done" in demo_run.progress
 
     # Issue 14: a chatty job stopped minutes into its hang, a slow-epoch job left alone, a checkpoint warning.
     hang = guarded["detect_minutes_by_cadence"]["under 1 min"]
@@ -85,6 +87,8 @@ def test_the_fleet_demo_shows_what_trainguard_did_and_writes_its_files(demo_run:
     height, width, _ = imread(io.BytesIO(png)).shape
     assert width == 1400 and height > 2 * DEMO_JOBS * 20  # no guard above trainguard, a row per job each
     assert shown["written"]["html"] in out
+    page = Path(shown["written"]["html"]).read_text()
+    assert f'<img src="data:image/png;base64,{base64.b64encode(png).decode()}"' in page  # the same picture
     written = json.loads(Path(shown["written"]["json"]).read_text())
     assert written["guard_cost"] == report["guard_cost"] and len(written["notifications"]) == len(notifications)
 

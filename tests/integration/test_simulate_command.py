@@ -82,3 +82,6 @@ def test_the_same_seed_gives_the_same_figures(tmp_path: Path) -> None:
     assert first[1] == second[1]
     assert first[2].read_bytes() == second[2].read_bytes()
     assert first[2].with_suffix(".html").read_bytes() == second[2].with_suffix(".html").read_bytes()
+    page = first[2].with_suffix(".html").read_text(encoding="utf-8")  # without trainguard: no guard alone, no messages
+    assert "no guard only (trainguard did not run)" in page and "trainguard did not run (--no-trainguard)" in page
+    assert 'id="notifications"' not in page and "(none, sagemaker_retry, debugger_rule, aws_batch)" in page

@@ -1,6 +1,7 @@
 """`make bench`: the standard benchmark, written to BENCHMARKS.md with the command, the machine and the
-figures, and drawn in BENCHMARKS.png (fleet/benchmark_chart.py). Timings are medians over repeated runs; the simulator's
-figures are deterministic for a seed. It takes minutes: its progress goes to stderr (fleet/progress.py)."""
+figures, and drawn in BENCHMARKS.png (fleet/benchmark_chart.py). Timings are medians over repeated runs; the
+simulator's figures are deterministic for a seed. It takes minutes: its progress goes to stderr
+(fleet/progress.py)."""
 
 from __future__ import annotations
 
@@ -117,7 +118,9 @@ def main() -> int:
     anchors = anchor_strategies()
     steps = len(anchors) + 5  # the anchors, trainguard, the scale, the import times, the handler's CPU, the files
     progress = Progress("bench", steps)
-    guard = TrainguardStrategy(on_progress=_fleet_clock(progress, len(anchors) + 1, trace.hours))
+    guard = TrainguardStrategy(
+        on_progress=progress.fleet_clock(len(anchors) + 1, "standard trace, trainguard", trace.hours)
+    )
     strategies: list[Any] = [*anchors, guard]
     step_of = {strategy.name: n for n, strategy in enumerate(strategies, start=1)}
 
@@ -143,19 +146,6 @@ def main() -> int:
     write_benchmark_chart(report, CHART)
     progress.done(f"wrote {MARKDOWN} and {CHART} in {time.perf_counter() - began:.0f} s")
     return 0
-
-
-def _fleet_clock(progress: Progress, step: int, hours: float) -> Callable[[float], None]:
-    """trainguard's run on the progress line: the fleet clock, once per virtual hour."""
-    shown = [-1]
-
-    def show(now: float) -> None:
-        hour = int(now)
-        if hour != shown[0]:
-            shown[0] = hour
-            progress.update(step, f"standard trace, trainguard: fleet clock {hour} h of {hours:g}", within=now / hours)
-
-    return show
 
 
 def _goals_markdown(report: dict[str, Any]) -> list[str]:

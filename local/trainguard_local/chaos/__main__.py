@@ -8,12 +8,11 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from trainguard_local.chaos.audit import audit_run
 from trainguard_local.chaos.faults import FaultRates
-from trainguard_local.chaos.replay import ChaosSettings, run_chaos
+from trainguard_local.chaos.replay import ChaosSettings, fleet_phase_hours, run_chaos
 from trainguard_local.chaos.report import as_json, summary
 from trainguard_local.fleet.progress import Progress
 
@@ -45,27 +44,14 @@ def main(argv: list[str] | None = None) -> int:
             retry_budget_per_hour=args.retry_budget,
         )
         progress.update(number, f"seed {seed}, starting the stand-in")
-        audits.append(run_chaos(settings, audit_run, _fleet_clock(progress, number, seed)))
+        clock = progress.fleet_clock(number, f"seed {seed}", fleet_phase_hours(settings), every_hours=0.25)
+        audits.append(run_chaos(settings, audit_run, clock))
     seconds = time.monotonic() - started
     progress.done(f"{len(seeds)} seed(s) in {seconds:.0f} s")
     print(summary(audits, seeds, args.jobs, seconds))
     if args.json:
         args.json.write_text(json.dumps(as_json(audits, seeds, args.jobs, seconds), indent=2) + "\n")
     return 1 if any(a.violations for a in audits) else 0
-
-
-def _fleet_clock(progress: Progress, number: int, seed: int) -> Callable[[float, float], None]:
-    """The seed's fleet clock on the progress line, once per virtual quarter hour (the dead letters follow)."""
-    shown = [-1]
-
-    def show(hours: float, of_hours: float) -> None:
-        quarter = int(hours * 4)
-        if quarter != shown[0]:
-            shown[0] = quarter
-            what = f"seed {seed}, fleet clock {hours:.2f} h of {of_hours:g} (then the dead letters)"
-            progress.update(number, what, within=hours / of_hours)
-
-    return show
 
 
 if __name__ == "__main__":

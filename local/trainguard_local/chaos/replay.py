@@ -82,11 +82,16 @@ class ChaosRun:
     alarms: dict[str, tuple[int, str, str]] = field(default_factory=dict)
 
 
+def fleet_phase_hours(settings: ChaosSettings) -> float:
+    """The virtual hours of a run's fleet phase: the submissions and the tail after them."""
+    return settings.hours + TAIL / timedelta(hours=1)
+
+
 def run_chaos(
-    settings: ChaosSettings, inspect: Any = None, on_fleet_clock: Callable[[float, float], None] | None = None
+    settings: ChaosSettings, inspect: Any = None, on_fleet_clock: Callable[[float], None] | None = None
 ) -> Any:
     """Run one seed; `inspect(run)` is called before the stand-in closes (audit.py reads everything then).
-    `on_fleet_clock(hours, of_hours)` is told the virtual hours into the fleet phase after each of its actions."""
+    `on_fleet_clock(hours)` is told the virtual hours into the fleet phase after each of its actions."""
     synth = None if known_wiring() else start_synth()
     try:
         with (
@@ -202,15 +207,14 @@ def _pump(run: ChaosRun) -> None:
         run.deliveries.deliver("failed-launches", event, f"refused launch {name}")
 
 
-def _fleet_phase(run: ChaosRun, on_clock: Callable[[float, float], None] | None = None) -> None:
+def _fleet_phase(run: ChaosRun, on_clock: Callable[[float], None] | None = None) -> None:
     timeline = run.world.schedule
-    end = run.start + timedelta(hours=run.settings.hours) + TAIL
-    span = (end - run.start) / timedelta(hours=1)
+    end = run.start + timedelta(hours=fleet_phase_hours(run.settings))
 
     def after_each() -> None:
         _pump(run)
         if on_clock is not None:
-            on_clock((timeline.clock() - run.start) / timedelta(hours=1), span)
+            on_clock((timeline.clock() - run.start) / timedelta(hours=1))
 
     timeline.run_until(end, after_each)
 

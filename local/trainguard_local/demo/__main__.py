@@ -2,8 +2,8 @@
 
 By default, the fleet demo (demo/fleet.py): thirteen jobs, every fault kind, 24 hours of fleet time on the
 fleet simulator, the SNS messages trainguard published, the figures against no guard, SageMaker's
-RetryStrategy and Debugger's rule, trainguard's own AWS cost, two PNG timelines and the JSON report in
-`demo-out/`.
+RetryStrategy and Debugger's rule, trainguard's own AWS cost; the timeline (PNG), the HTML report and the JSON
+report in `demo-out/`.
 
 With `--acts`, the acts below, against the stand-in over HTTP (moto server and the simulated SageMaker
 on 127.0.0.1, the stack's event rules):

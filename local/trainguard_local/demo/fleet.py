@@ -23,6 +23,7 @@ from typing import Any, TextIO
 
 from trainguard_local.fleet.anchors import anchor_strategies
 from trainguard_local.fleet.html_report import ReportPage, write_html
+from trainguard_local.fleet.progress import Progress
 from trainguard_local.fleet.rhythm import JobRhythm
 from trainguard_local.fleet.simulate import comparison_png, report_pictures, simulate_trace
 from trainguard_local.fleet.stories import as_sent, job_story, trace_line
@@ -101,10 +102,11 @@ def run_fleet_demo(out_dir: Path, say: Say = say_now, progress: TextIO | None = 
     for job in trace.jobs:
         say("  " + trace_line(trace, job))
     say("\nThe production handlers and adapters, on the in-process stand-in (moto + simulated SageMaker):")
-    guard = TrainguardStrategy(on_progress=_fleet_clock(trace.hours, progress))
+    shown = Progress("demo", steps=1, stream=progress) if progress is not None else None
+    guard = TrainguardStrategy(on_progress=shown.fleet_clock(1, "trainguard's run", trace.hours) if shown else None)
     report, outcomes = simulate_trace(trace, [*anchor_strategies(), guard])
-    if progress is not None:
-        print(file=progress)
+    if shown is not None:
+        shown.done(f"trainguard's run: {trace.hours:g} h of fleet time done")
     assert guard.last_run is not None
     notifications = as_sent(guard.last_run.notifications)
 
@@ -146,19 +148,3 @@ def run_fleet_demo(out_dir: Path, say: Say = say_now, progress: TextIO | None = 
     say("\n" + render_summary({**report, "written": {k: str(v) for k, v in written.items()}}))
     say(f"the timeline: one row per job, no guard above trainguard. {TIMELINE_COLOURS}")
     return {"report": report, "notifications": notifications, "written": {k: str(v) for k, v in written.items()}}
-
-
-def _fleet_clock(hours: float, stream: TextIO | None) -> Callable[[float], None] | None:
-    """The fleet's clock on `stream` while trainguard runs: a mark per virtual hour."""
-    if stream is None:
-        return None
-    shown = [-1]
-
-    def show(now: float) -> None:
-        hour = int(now)
-        if hour > shown[0]:
-            shown[0] = hour
-            bar = "#" * min(hour, int(hours))
-            print(f"\r  fleet clock +{hour:>2} h of {hours:g} [{bar:<{int(hours)}}]", end="", file=stream, flush=True)
-
-    return show

@@ -141,7 +141,7 @@ def _draw_delay(axes: Axes, bars: DelayBars, trace: str) -> None:
 
 
 def _grid_and_legend(axes: Axes, title: str) -> None:
-    axes.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+    axes.yaxis.set_major_formatter(StrMethodFormatter("{x:,g}"))  # 1,000 and 0.5 alike
     axes.grid(axis="y", alpha=0.3)
     axes.set_axisbelow(True)
     axes.legend(title=title, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)

@@ -61,6 +61,7 @@ class ReportPage:
 def render(page: ReportPage) -> str:
     """The page's HTML, one string."""
     trace = page.report["trace"]
+    anchors = [name for name in page.report["strategies"] if name != "trainguard"]
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -68,7 +69,7 @@ def render(page: ReportPage) -> str:
         f"<h1>{escape(page.title)}</h1>",
         f'<p class="note">Made by <code>{escape(page.command)}</code>: {trace["jobs"]} jobs over {trace["hours"]:g} '
         f"hours of fleet time, seed {trace['seed']}, {len(page.report['faults'])} faults, {trace['gpus']} GPUs. "
-        "The anchors (none, sagemaker_retry, debugger_rule) are models of their documentation; trainguard is the "
+        f"The anchors ({escape(', '.join(anchors))}) are models of their documentation; trainguard is the "
         "production code on the local AWS stand-in.</p>",
         '<h2 id="strategies">The strategies</h2>',
         _table(strategy_rows(page.report), "strategies"),
@@ -78,8 +79,7 @@ def render(page: ReportPage) -> str:
         '<h2 id="trace">The trace</h2>',
         _table(_trace_rows(page.trace), "trace"),
         *_stories(page),
-        f'<h2 id="notifications">trainguard\'s notifications, as sent ({len(page.notifications)})</h2>',
-        *(_notification(n) for n in page.notifications),
+        *_notifications(page),
         '<h2 id="definitions">What the figures mean</h2><dl>',
         *(f"<dt><code>{escape(k)}</code></dt><dd>{escape(v)}</dd>" for k, v in page.report["definitions"].items()),
         "</dl></body></html>",
@@ -135,6 +135,13 @@ def _stories(page: ReportPage) -> list[str]:
             f"<details{unfolded}><summary>{escape(first)}</summary><pre>{escape(chr(10).join(rest))}</pre></details>"
         )
     return parts
+
+
+def _notifications(page: ReportPage) -> list[str]:
+    if "trainguard" not in page.outcomes:
+        return []  # nothing was sent: _stories says trainguard did not run
+    heading = f'<h2 id="notifications">trainguard\'s notifications, as sent ({len(page.notifications)})</h2>'
+    return [heading, *(_notification(n) for n in page.notifications)]
 
 
 def _notification(sent: dict[str, Any]) -> str:

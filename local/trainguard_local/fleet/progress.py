@@ -9,13 +9,16 @@ whole ten per cent changes, so a log gets a few dozen lines, not one per update.
     progress.update(5, "standard trace: trainguard, fleet clock 31 h of 72", within=31 / 72)
     progress.done("wrote BENCHMARKS.md in 190 s")
 
-It lives with the fleet simulator because every tool that runs long (bench, chaos, demo) sits on it.
+`fleet_clock` gives the callback for a run on a virtual clock (trainguard's run in the fleet simulator, a chaos
+run): the step's line shows the clock as it passes each mark. It lives with the fleet simulator because every
+tool that runs long (bench, chaos, the demo) sits on it.
 """
 
 from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Callable
 from typing import TextIO
 
 REWRITE_LINE = "\r\x1b[K"  # back to the start of the line and clear it
@@ -46,6 +49,20 @@ class Progress:
         if mark != self._last_written:
             self._last_written = mark
             self._write(line + "\n")
+
+    def fleet_clock(self, step: int, what: str, of_hours: float, every_hours: float = 1.0) -> Callable[[float], None]:
+        """A callback told the virtual clock (hours) of a run of `of_hours`: the step's line shows `what` and the
+        clock each time it passes a multiple of `every_hours`."""
+        shown = [-1]
+
+        def show(hours: float) -> None:
+            mark = int(hours / every_hours)
+            if mark != shown[0]:
+                shown[0] = mark
+                clock = f"{mark * every_hours:g} h of {of_hours:g}"
+                self.update(step, f"{what}: fleet clock {clock}", within=hours / of_hours)
+
+        return show
 
     def done(self, message: str) -> None:
         """The work is over: `message` on a line of its own, after the progress line on a terminal."""

@@ -49,7 +49,8 @@ def render_summary(answer: dict[str, Any]) -> str:
     lines += guard_cost_lines(answer.get("guard_cost"))
     lines.append("")
     lines += [f"{name}: {text}" for name, text in answer.get("definitions", FIGURE_DEFINITIONS).items()]
-    lines.append("the anchors (none, sagemaker_retry, debugger_rule) are models of their documentation; see 'sources'")
+    anchors = ", ".join(name for name in answer["strategies"] if name != "trainguard")
+    lines.append(f"the anchors ({anchors}) are models of their documentation; see 'sources'")
     if answer.get("written"):
         lines.append("")
         lines += [f"wrote {what}: {path}" for what, path in answer["written"].items()]

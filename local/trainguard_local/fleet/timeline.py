@@ -50,10 +50,14 @@ ACTION_MARKERS: dict[ActionKind, str] = {
     ActionKind.NOTIFY: "o",
 }
 DETECTION_MARKER = "v"
+GUARD_BLUE, OTHERS_GREY = "#1446e6", "#57606a"  # trainguard's actions; a person's, SageMaker's or a parent's
+MOST_ROWS = 120  # a larger fleet shows its jobs where something happened, the most wasteful first
 TIMELINE_COLOURS = (
     "Green: training; red: hung (billed, no progress); dark red: failed or stopped; grey: starting or queued; "
-    "orange: waiting for a person; purple: waiting for a quota increase. Black triangles: detections; blue "
-    "markers: actions (square stop, triangle relaunch, diamond quota request, circle notify; hollow: refused)."
+    "orange: waiting for a person; purple: waiting for a quota increase. Black triangles: detections; markers: "
+    "actions (square stop, triangle relaunch, diamond quota request, circle notify; hollow: refused), blue when "
+    "trainguard acted, grey when another did (the person on call, SageMaker, a parent); the dashed line: the "
+    "end of the trace's window."
 )
 LABELLED_ROWS = 30  # up to this many jobs in a panel, each marker also carries its kind as text
 DPI = 100
@@ -68,19 +72,31 @@ class Panel:
     figures: Mapping[str, Any]
 
 
-def panel_title(panel: Panel) -> str:
-    """The strategy and its headline figures, as the report gives them."""
+def panel_title(panel: Panel, hours: float) -> str:
+    """The strategy and its headline figures, read from its report entry (a figure missing there is an error)."""
     figures = panel.figures
-    jobs = len(panel.outcomes)
-    wasted = figures.get("wasted_gpu_hours", 0.0)
-    hung = figures.get("wasted_gpu_hours_hung_or_idle", 0.0)
-    lost = figures.get("wasted_gpu_hours_lost_since_checkpoint", 0.0)
-    delay = figures.get("completion_delay_hours", {}).get("total", 0.0)
-    done = figures.get("jobs_completed", sum(o.completed_at is not None for o in panel.outcomes))
     return (
-        f"{panel.strategy}: {wasted:,.1f} wasted GPU-h ({hung:,.1f} hung or idle, {lost:,.1f} lost since the last "
-        f"checkpoint); completion delay {delay:,.1f} h in all; {done} of {jobs} jobs done"
+        f"{panel.strategy}: {figures['wasted_gpu_hours']:,.1f} wasted GPU-h "
+        f"({figures['wasted_gpu_hours_hung_or_idle']:,.1f} hung or idle, "
+        f"{figures['wasted_gpu_hours_lost_since_checkpoint']:,.1f} lost since the last checkpoint); "
+        f"completion delay {figures['completion_delay_hours']['total']:,.1f} h in all; "
+        f"{figures['jobs_completed']} of {len(panel.outcomes)} jobs done within the {hours:g} h window"
     )
+
+
+def shown_jobs(panels: Sequence[Panel], most: int = MOST_ROWS) -> list[str]:
+    """The jobs drawn, in the trace's order: all of them, or for a larger fleet `most` of them, chosen by the
+    GPU-hours wasted in any panel, and before the jobs where nothing happened, those with a detection or action."""
+    names = [outcome.job.name for outcome in panels[0].outcomes]
+    if len(names) <= most:
+        return names
+    waste: dict[str, float] = dict.fromkeys(names, 0.0)
+    for panel in panels:
+        for outcome in panel.outcomes:
+            if outcome.detections or outcome.actions or outcome.wasted_hours > 0:
+                waste[outcome.job.name] = max(waste[outcome.job.name], outcome.wasted_gpu_hours, 1e-9)
+    chosen = set(sorted(names, key=lambda n: -waste[n])[:most])  # a tie keeps the trace's order
+    return [name for name in names if name in chosen]
 
 
 def timeline_span(outcomes: Sequence[JobOutcome], hours: float) -> float:
@@ -95,46 +111,55 @@ def row_label(outcome: JobOutcome) -> str:
 
 
 def draw(panels: Sequence[Panel], hours: float, heading: str = "") -> Figure:
-    """The figure: one panel per strategy, top to bottom, on one shared x axis."""
+    """The figure: one panel per strategy, top to bottom, on one shared x axis, the same jobs in each."""
     if not panels or not all(panel.outcomes for panel in panels):
         raise ValueError("no jobs to draw")
-    rows = max(len(panel.outcomes) for panel in panels)
+    names = shown_jobs(panels)
+    rows = len(names)
     row_inches = max(0.12, min(0.32, 24 / rows))
     label_points = max(4.0, min(8.0, row_inches * 28))
-    height = sum(len(p.outcomes) for p in panels) * row_inches + 1.1 * len(panels) + 1.6
-    figure = Figure(figsize=(14, height), dpi=DPI, layout="constrained")
+    figure = Figure(
+        figsize=(14, rows * row_inches * len(panels) + 1.1 * len(panels) + 1.8), dpi=DPI, layout="constrained"
+    )
     FigureCanvasAgg(figure)
-    axes = figure.subplots(len(panels), 1, sharex=True, squeeze=False, height_ratios=[len(p.outcomes) for p in panels])[
-        :, 0
-    ]
+    axes = figure.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
     span = timeline_span([o for panel in panels for o in panel.outcomes], hours)
     for axis, panel in zip(axes, panels, strict=True):
-        _draw_panel(axis, panel, span, label_points)
+        by_name = {outcome.job.name: outcome for outcome in panel.outcomes}
+        _draw_panel(axis, [by_name[name] for name in names], span, label_points)
+        axis.set_title(panel_title(panel, hours), fontsize=9, loc="left")
+        axis.axvline(hours, color="black", linestyle="--", linewidth=0.8)
         axis.set_xlim(0, span)
     axes[-1].set_xlabel("fleet clock (hours)")
-    if heading:
-        figure.suptitle(heading, fontsize=11)
+    total = len(panels[0].outcomes)
+    shown = "" if rows == total else f" ({rows} of {total} jobs: the most wasted GPU-hours, and detections or actions)"
+    if heading or shown:
+        figure.suptitle(heading + shown, fontsize=11)
     figure.legend(handles=_legend_handles(), loc="outside lower center", ncols=6, fontsize=8, frameon=False)
     return figure
 
 
-def action_labels(outcome: JobOutcome, span: float) -> list[tuple[float, str]]:
-    """The text beside a row's action markers: actions closer than 1% of the axis share one label
-    ("stop, relaunch"), so that labels do not print over each other."""
-    labels: list[tuple[float, list[str]]] = []
+def action_labels(outcome: JobOutcome, span: float) -> list[tuple[float, str, str]]:
+    """The text beside a row's action markers, with who acted: one actor's actions closer than 1% of the axis
+    share one label ("stop, relaunch"), so that labels do not print over each other; another actor than
+    trainguard is named in the text ("person: relaunch")."""
+    labels: list[tuple[float, str, list[str]]] = []
     for action in sorted(outcome.actions, key=lambda a: a.at):
         text = action.kind.value.replace("_", " ") + ("" if action.succeeded else " (refused)")
-        if labels and action.at - labels[-1][0] < span / 100:
-            if text not in labels[-1][1]:
-                labels[-1][1].append(text)
+        if labels and labels[-1][1] == action.actor and action.at - labels[-1][0] < span / 100:
+            if text not in labels[-1][2]:
+                labels[-1][2].append(text)
         else:
-            labels.append((action.at, [text]))
-    return [(at, ", ".join(texts)) for at, texts in labels]
+            labels.append((action.at, action.actor, [text]))
+    return [
+        (at, actor, ", ".join(texts) if actor == "trainguard" else f"{actor}: {', '.join(texts)}")
+        for at, actor, texts in labels
+    ]
 
 
-def _draw_panel(axis: Any, panel: Panel, span: float, label_points: float) -> None:
-    count = len(panel.outcomes)
-    for row, outcome in enumerate(panel.outcomes):
+def _draw_panel(axis: Any, outcomes: Sequence[JobOutcome], span: float, label_points: float) -> None:
+    count = len(outcomes)
+    for row, outcome in enumerate(outcomes):
         y = count - 1 - row  # the first job at the top
         for segment in outcome.segments:
             if segment.state is not State.COMPLETED and segment.hours > 0:
@@ -144,16 +169,17 @@ def _draw_panel(axis: Any, panel: Panel, span: float, label_points: float) -> No
         for detection in outcome.detections:
             axis.plot(detection.detected_at, y + 0.42, DETECTION_MARKER, color="black", markersize=4)
         for action in outcome.actions:
-            face = "#1446e6" if action.succeeded else "white"
+            colour = GUARD_BLUE if action.actor == "trainguard" else OTHERS_GREY
+            face = colour if action.succeeded else "white"
             axis.plot(
-                action.at, y, ACTION_MARKERS[action.kind], markersize=5, markerfacecolor=face, markeredgecolor="#1446e6"
+                action.at, y, ACTION_MARKERS[action.kind], markersize=5, markerfacecolor=face, markeredgecolor=colour
             )
         if count <= LABELLED_ROWS:
-            for at, text in action_labels(outcome, span):
-                axis.annotate(text, (at, y), xytext=(4, 3), textcoords="offset points", fontsize=6, color="#1446e6")
-    axis.set_yticks(range(count), [row_label(o) for o in reversed(panel.outcomes)], fontsize=label_points)
+            for at, actor, text in action_labels(outcome, span):
+                colour = GUARD_BLUE if actor == "trainguard" else OTHERS_GREY
+                axis.annotate(text, (at, y), xytext=(4, 3), textcoords="offset points", fontsize=6, color=colour)
+    axis.set_yticks(range(count), [row_label(o) for o in reversed(outcomes)], fontsize=label_points)
     axis.set_ylim(-0.7, count - 0.3)
-    axis.set_title(panel_title(panel), fontsize=9, loc="left")
     axis.grid(axis="x", color="#e6e6e6", linewidth=0.6)
     axis.set_axisbelow(True)
     axis.tick_params(axis="x", labelbottom=True, labelsize=8)
@@ -165,12 +191,14 @@ def _legend_handles() -> list[Any]:
         Line2D([], [], linestyle="", marker=DETECTION_MARKER, color="black", markersize=5, label="detection")
     ]
     marks += [
-        Line2D([], [], linestyle="", marker=marker, color="#1446e6", markersize=5, label=kind.value.replace("_", " "))
+        Line2D([], [], linestyle="", marker=marker, color=GUARD_BLUE, markersize=5, label=kind.value.replace("_", " "))
         for kind, marker in ACTION_MARKERS.items()
     ]
-    marks.append(
-        Line2D([], [], linestyle="", marker=">", markerfacecolor="white", markeredgecolor="#1446e6", label="refused")
-    )
+    marks += [
+        Line2D([], [], linestyle="", marker=">", markerfacecolor="white", markeredgecolor=GUARD_BLUE, label="refused"),
+        Line2D([], [], linestyle="", marker="s", color=OTHERS_GREY, label="grey: another acted (person, SageMaker)"),
+        Line2D([], [], color="black", linestyle="--", linewidth=0.8, label="end of the trace's window"),
+    ]
     return states + marks
 
 

@@ -1,5 +1,5 @@
-"""BENCHMARKS.png (bench/chart.py): its bars are the report's figures, and the file is a PNG of a fixed size that
-the same report writes byte for byte. The report is a small trace's, under the anchors only (milliseconds)."""
+"""BENCHMARKS.png (fleet/benchmark_chart.py): its bars are the report's figures, and the file is a PNG of a fixed
+size that the same report writes byte for byte. The report is a small trace's, under the anchors only (milliseconds)."""
 
 from __future__ import annotations
 

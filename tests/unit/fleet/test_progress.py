@@ -64,3 +64,15 @@ def test_steps_and_shares_out_of_range_are_held_to_it() -> None:
     progress.update(0, "before the first", within=-1.0)
     progress.update(9, "past the last", within=2.0)
     assert stream.getvalue() == "bench: step 1 of 3, 0%: before the first\nbench: step 3 of 3, 100%: past the last\n"
+
+
+def test_the_fleet_clock_shows_each_mark_once_on_the_step_line() -> None:
+    stream = FakeStream(terminal=False)
+    progress = Progress("chaos", steps=2, stream=stream, step_name="run")
+    clock = progress.fleet_clock(2, "seed 7", of_hours=10.0, every_hours=2.5)
+    for tenth in range(0, 101):
+        clock(tenth / 10)
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "chaos: run 2 of 2, 50%: seed 7: fleet clock 0 h of 10"
+    clocks = [line.rsplit(": fleet clock ", 1)[1] for line in lines]
+    assert clocks == ["0 h of 10", "2.5 h of 10", "5 h of 10", "7.5 h of 10", "10 h of 10"]

@@ -4,6 +4,7 @@ actions as markers, a title with the strategy's figures, several strategies on o
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 
 import pytest
 from matplotlib.image import imread
@@ -13,10 +14,14 @@ from trainguard_local.fleet.model import Action, ActionKind, Detection, JobOutco
 from trainguard_local.fleet.timeline import (
     ACTION_MARKERS,
     DETECTION_MARKER,
+    GUARD_BLUE,
+    MOST_ROWS,
+    OTHERS_GREY,
     STATE_COLOURS,
     Panel,
     action_labels,
     draw,
+    shown_jobs,
     timeline_png,
 )
 from trainguard_local.fleet.trace import FaultKind
@@ -66,7 +71,7 @@ def test_each_job_has_a_labelled_row_and_the_title_gives_the_figures() -> None:
     assert labels == ["fleet-0001-bert-finetune  2 x ml.p4d.24xlarge", "fleet-0000-llama-pretrain  2 x ml.p4d.24xlarge"]
     title = axis.get_title(loc="left")
     assert title.startswith("trainguard: 12.5 wasted GPU-h (4.0 hung or idle, 8.5 lost since the last checkpoint)")
-    assert "completion delay 3.2 h" in title and "1 of 2 jobs done" in title
+    assert "completion delay 3.2 h" in title and "1 of 2 jobs done within the 6 h window" in title
     assert axis.get_xlabel() == "fleet clock (hours)" and axis.get_xlim() == (0.0, 6.0)
     legend = {text.get_text() for legend in figure.legends for text in legend.get_texts()}
     assert {"training", "hung (billed, no progress)", "detection", "stop", "relaunch", "refused"} <= legend
@@ -85,12 +90,49 @@ def test_the_states_are_drawn_in_their_colours_and_the_marks_where_they_happened
     assert (ACTION_MARKERS[ActionKind.STOP], 2.5) in marks and (ACTION_MARKERS[ActionKind.RELAUNCH], 2.5) in marks
     texts = [text.get_text() for text in axis.texts]
     assert texts == ["stop, relaunch", "quota request (refused)"]  # actions at one moment share a label
+    window = [line for line in axis.lines if line.get_linestyle() == "--"]
+    assert [float(line.get_xdata()[0]) for line in window] == [6.0]  # the end of the trace's window
 
 
-def test_action_labels_group_the_actions_of_one_moment() -> None:
+def test_action_labels_group_one_actors_actions_of_one_moment_and_name_another_actor() -> None:
     outcome = _outcome("job", hung=True)
-    assert action_labels(outcome, span=6.0) == [(2.5, "stop, relaunch"), (3.0, "quota request (refused)")]
-    assert action_labels(outcome, span=100.0) == [(2.5, "stop, relaunch, quota request (refused)")]
+    assert action_labels(outcome, span=6.0) == [
+        (2.5, "trainguard", "stop, relaunch"),
+        (3.0, "trainguard", "quota request (refused)"),
+    ]
+    assert action_labels(outcome, span=100.0) == [(2.5, "trainguard", "stop, relaunch, quota request (refused)")]
+    by_person = replace(outcome, actions=(*outcome.actions, Action(ActionKind.RELAUNCH, 2.55, "r2", "person", True)))
+    assert action_labels(by_person, span=100.0) == [  # another actor between them: three labels
+        (2.5, "trainguard", "stop, relaunch"),
+        (2.55, "person", "person: relaunch"),
+        (3.0, "trainguard", "quota request (refused)"),
+    ]
+
+
+def test_another_actors_marks_are_grey_and_trainguards_blue() -> None:
+    outcome = _outcome("job", hung=True)
+    by_person = replace(outcome, actions=(Action(ActionKind.RELAUNCH, 4.0, "r2", "person", True),))
+    (axis,) = draw([Panel("none", [by_person], FIGURES)], hours=6.0).axes
+    (mark,) = [line for line in axis.lines if line.get_marker() == ACTION_MARKERS[ActionKind.RELAUNCH]]
+    assert mark.get_markeredgecolor() == OTHERS_GREY and axis.texts[0].get_text() == "person: relaunch"
+    (axis,) = draw([Panel("trainguard", [outcome], FIGURES)], hours=6.0).axes
+    marks = [line for line in axis.lines if line.get_marker() == ACTION_MARKERS[ActionKind.RELAUNCH]]
+    assert [mark.get_markeredgecolor() for mark in marks] == [GUARD_BLUE]
+
+
+def test_a_large_fleet_shows_its_most_wasteful_jobs_and_says_so() -> None:
+    quiet = [_outcome(f"quiet-{n:03d}", hung=False) for n in range(MOST_ROWS)]
+    hung = [_outcome(f"hung-{n}", hung=True) for n in range(3)]
+    outcomes = [*quiet[:10], *hung, *quiet[10:]]  # one more than MOST_ROWS rows, and three with something
+    panels = [Panel("none", outcomes, FIGURES)]
+
+    names = shown_jobs(panels)
+
+    assert len(names) == MOST_ROWS and {"hung-0", "hung-1", "hung-2"} <= set(names)
+    assert names[10:13] == ["hung-0", "hung-1", "hung-2"]  # in the trace's order
+    figure = draw(panels, hours=6.0, heading="big")
+    assert f"({MOST_ROWS} of {MOST_ROWS + 3} jobs" in figure.get_suptitle()
+    assert len(figure.axes[0].get_yticklabels()) == MOST_ROWS
 
 
 def test_two_strategies_share_one_time_axis_in_one_png() -> None:
