@@ -163,3 +163,12 @@ def test_a_relaunch_notice_gives_the_lineages_checkpoint_advice() -> None:
     assert handle_job_end(ports, "llama-pretrain").kind is OutcomeKind.RELAUNCHED
     [message] = ports.notifier.sent
     assert "Advice: checkpointing every" in message.body and "instead of every 2.0 h" in message.body
+
+
+@pytest.mark.parametrize(
+    ("count", "truncated", "said"),
+    [(1, False, "(1 object in s3://ckpt/llama/)"), (2, False, "(2 objects in"), (1, True, "(1+ objects in")],
+)
+def test_the_checkpoint_line_counts_its_objects_in_words(count: int, truncated: bool, said: str) -> None:
+    state = CheckpointState(URI, T0, count, listing_truncated=truncated)
+    assert said in state.describe(T0 + timedelta(minutes=5))

@@ -40,7 +40,8 @@ class CheckpointState:
             return f"no checkpoint has been written to {self.s3_uri}"
         age = self.age(now)
         more = "+" if self.listing_truncated else ""
-        where = f"{self.object_count}{more} objects in {self.s3_uri}"
+        objects = "object" if self.object_count == 1 and not more else "objects"
+        where = f"{self.object_count}{more} {objects} in {self.s3_uri}"
         return f"newest checkpoint is {format_duration(age)} old ({where})"
 
 
