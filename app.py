@@ -7,19 +7,23 @@
 
 from __future__ import annotations
 
-from aws_cdk import App, DefaultStackSynthesizer, Validations
+from aws_cdk import App, CliCredentialsStackSynthesizer, DefaultStackSynthesizer, Validations
 from cdk_nag import AwsSolutionsChecks
 
-from infra.settings import CONTEXT_KEY, Settings
+from infra.settings import CONTEXT_KEY, SPOKE_CONTEXT_KEY, Settings, SpokeAddress
+from infra.spoke_stack import TrainGuardSpokeStack
 from infra.stack import TrainGuardStack
 
 STACK_NAME = "TrainGuard"
+SPOKE_STACK_NAME = "TrainGuardSpoke"
 
 
 def build_app(app: App | None = None) -> App:
-    """The app with its stack and the AwsSolutions checks; synthesize it with `.synth()`."""
+    """The app with its stack (and a spoke stack, when the context `trainguard_spoke` names a hub) and the
+    AwsSolutions checks; synthesize it with `.synth()`."""
     app = app or App()
     settings = Settings.from_context(app.node.try_get_context(CONTEXT_KEY))
+    spoke = SpokeAddress.from_context(app.node.try_get_context(SPOKE_CONTEXT_KEY))
     # moto server cannot run the bootstrap-version rule (see docs/local-aws.md): local deploys only.
     synthesizer = None
     if settings.local_deploy:
@@ -31,6 +35,19 @@ def build_app(app: App | None = None) -> App:
         synthesizer=synthesizer,
         description="trainguard: relaunches transient SageMaker training failures, stops stalls, reports the rest",
     )
+    if spoke is not None:
+        # The CLI's own credentials, no bootstrap roles and no bootstrap-version rule: the spoke has no asset, and
+        # `cdk deploy` or StackSets put it into accounts where nothing is bootstrapped.
+        TrainGuardSpokeStack(
+            app,
+            SPOKE_STACK_NAME,
+            settings=settings,
+            hub_account=spoke.hub_account,
+            hub_region=spoke.hub_region,
+            organization_id=spoke.organization_id,
+            synthesizer=CliCredentialsStackSynthesizer(),
+            description="trainguard spoke: forwards training-job events to the hub and lets its functions act here",
+        )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app
 

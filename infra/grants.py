@@ -26,7 +26,8 @@ from trainguard.adapters.service_quotas import SERVICE_CODE as QUOTAS_SERVICE_CO
 from trainguard.domain.stall_alarms import LOG_SILENCE_NAMESPACE, OWNED_PREFIXES
 
 Actions = Iterable[str]
-Function = lambda_.Function
+# What a statement is given to: a function (its role), or a role of its own (a spoke's role for a hub function).
+Function = lambda_.Function | iam.Role
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ class Grants:
 
     def add_statement(
         self,
-        function: lambda_.Function,
+        function: Function,
         statement: Statement,
         actions: Actions,
         resources: Sequence[str],
@@ -86,14 +87,15 @@ class Grants:
             raise ValueError(f"the statement {statement.sid} grants only {list(statement.group)}, not {stray}")
         if not chosen or not resources:
             return
-        function.add_to_role_policy(
+        role = function if isinstance(function, iam.Role) else function.role
+        assert role is not None
+        role.add_to_principal_policy(
             iam.PolicyStatement(sid=statement.sid, actions=chosen, resources=list(resources), conditions=conditions)
         )
         if statement.reason is not None:
-            assert function.role is not None
             for resource in resources:
                 finding = f"AwsSolutions-IAM5[Resource::{nag_arn(resource)}]"
-                self.acknowledgments.add(function.role, finding, statement.reason)
+                self.acknowledgments.add(role, finding, statement.reason)
 
     @property
     def training_jobs_arn(self) -> str:

@@ -47,13 +47,20 @@ def _rule_to_function(
     retry_attempts: int,
     event_pattern: events.EventPattern | None = None,
     schedule: events.Schedule | None = None,
+    event_bus: events.IEventBus | None = None,
 ) -> events.Rule:
     """A rule on events or a schedule whose target retries as told, then parks the event in the DLQ."""
     target = targets.LambdaFunction(
         function, dead_letter_queue=dead_letter_queue, max_event_age=max_event_age, retry_attempts=retry_attempts
     )
     return events.Rule(
-        scope, construct_id, description=description, event_pattern=event_pattern, schedule=schedule, targets=[target]
+        scope,
+        construct_id,
+        description=description,
+        event_pattern=event_pattern,
+        schedule=schedule,
+        event_bus=event_bus,
+        targets=[target],
     )
 
 
@@ -65,8 +72,10 @@ def rule_to_function(
     pattern: dict[str, Any],
     function: lambda_.IFunction,
     dead_letter_queue: sqs.IQueue,
+    event_bus: events.IEventBus | None = None,
 ) -> events.Rule:
-    """An EventBridge rule whose target retries for two hours (8 attempts), then parks the event in the DLQ."""
+    """An EventBridge rule (on the default bus unless `event_bus`) whose target retries for two hours (8 attempts),
+    then parks the event in the DLQ."""
     return _rule_to_function(
         scope,
         construct_id,
@@ -76,6 +85,7 @@ def rule_to_function(
         dead_letter_queue=dead_letter_queue,
         max_event_age=Duration.hours(2),
         retry_attempts=8,
+        event_bus=event_bus,
     )
 
 

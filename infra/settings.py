@@ -24,6 +24,10 @@ _EMAIL = re.compile(r"^[^@\s,]+@[^@\s,]+\.[^@\s,]+$")
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _TAG_PREFIX = re.compile(r"^[A-Za-z0-9_.:/=+@-]{1,100}$")
+_ACCOUNT = re.compile(r"^\d{12}$")
+_REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
+# Organizations: "o-" and 10 to 32 lowercase letters or digits (the Organization data type, botocore's model).
+_ORGANIZATION = re.compile(r"^o-[a-z0-9]{10,32}$")
 MAX_QUOTA_CEILING = 10000
 MAX_QUOTA_NAME_LENGTH = 200
 # The functions' environment variables share Lambda's 4 KB; the ceilings go there as JSON text.
@@ -59,6 +63,12 @@ class Settings(FunctionSettings):
     subscribe_to_training_logs: bool = True
     # Local deploys into moto server cannot use the bootstrap-version rule (docs/local-aws.md).
     local_deploy: bool = False
+    # The organization-wide hub (docs/organization.md): the other accounts and the regions whose spokes may send
+    # events to this stack's hub bus. None: a single-account stack, as it always was.
+    enrolled_accounts: tuple[str, ...] = ()
+    enrolled_regions: tuple[str, ...] = ()
+    # When set, the hub's bus also requires the sender to be in this organization.
+    organization_id: str = ""
 
     def __post_init__(self) -> None:
         _check(
@@ -101,6 +111,20 @@ class Settings(FunctionSettings):
             "quota_ceilings",
             f"at most {MAX_QUOTA_CEILINGS_JSON} characters as JSON (Lambda environment variables share 4 KB)",
         )
+        for account in self.enrolled_accounts:
+            _check(bool(_ACCOUNT.match(account)), "enrolled_accounts", f"12-digit account IDs ({account!r} is not one)")
+        for region in self.enrolled_regions:
+            _check(bool(_REGION.match(region)), "enrolled_regions", f"region names ({region!r} is not one)")
+        _check(
+            bool(self.enrolled_accounts) == bool(self.enrolled_regions),
+            "enrolled_regions",
+            "given together with enrolled_accounts (the regions their spokes run in)",
+        )
+        _check(
+            not self.organization_id or bool(_ORGANIZATION.match(self.organization_id)),
+            "organization_id",
+            "an organization ID: 'o-' and 10 to 32 lowercase letters or digits",
+        )
         _check(1 <= self.quota_wait_hours <= 720, "quota_wait_hours", "an integer from 1 to 720")
         _check(5 <= self.quota_check_minutes <= 1440, "quota_check_minutes", "an integer from 5 to 1440")
         _check(5 <= self.stall_minutes <= 1440, "stall_minutes", "an integer from 5 to 1440")
@@ -110,6 +134,11 @@ class Settings(FunctionSettings):
         _check(0 <= self.startup_grace_minutes <= 720, "startup_grace_minutes", "an integer from 0 to 720")
         # Read-only, so the frozen object cannot change through the mapping it was given.
         object.__setattr__(self, "quota_ceilings", MappingProxyType(dict(self.quota_ceilings)))
+
+    @property
+    def is_hub(self) -> bool:
+        """Whether this stack is an organization's hub: other accounts are enrolled."""
+        return bool(self.enrolled_accounts)
 
     @property
     def quota_ceilings_json(self) -> str:
@@ -136,6 +165,48 @@ class Settings(FunctionSettings):
         for name, value in raw.items():
             values[name] = _coerce(name, value, str(known[name].type))
         return cls(**values)
+
+
+SPOKE_CONTEXT_KEY = "trainguard_spoke"
+
+
+@dataclass(frozen=True)
+class SpokeAddress:
+    """Where a spoke stack sends its events and whose functions it trusts (context `trainguard_spoke`):
+    `{"hub_account": "111122223333", "hub_region": "us-east-1", "organization_id": "o-..."}`."""
+
+    hub_account: str
+    hub_region: str
+    organization_id: str = ""
+
+    def __post_init__(self) -> None:
+        _check(bool(_ACCOUNT.match(self.hub_account)), "hub_account", "the hub's 12-digit account ID")
+        _check(bool(_REGION.match(self.hub_region)), "hub_region", "the hub's region name")
+        _check(
+            not self.organization_id or bool(_ORGANIZATION.match(self.organization_id)),
+            "organization_id",
+            "an organization ID: 'o-' and 10 to 32 lowercase letters or digits",
+        )
+
+    @classmethod
+    def from_context(cls, raw: object) -> SpokeAddress | None:
+        """None when the context does not ask for a spoke; else the validated address."""
+        if raw is None:
+            return None
+        if isinstance(raw, str):
+            try:
+                raw = json.loads(raw)
+            except json.JSONDecodeError as err:
+                raise SettingsError(f"context '{SPOKE_CONTEXT_KEY}' is not valid JSON: {err}") from None
+        if not isinstance(raw, Mapping) or not all(isinstance(v, str) for v in raw.values()):
+            raise SettingsError(f"context '{SPOKE_CONTEXT_KEY}' must be an object of strings")
+        known = {f.name for f in fields(cls)}
+        if unknown := sorted(set(raw) - known):
+            raise SettingsError(f"unknown spoke setting(s) {unknown}; known: {sorted(known)}")
+        try:
+            return cls(**raw)
+        except TypeError as err:
+            raise SettingsError(f"context '{SPOKE_CONTEXT_KEY}': {err}") from None
 
 
 def _coerce(name: str, value: object, kind: str) -> object:

@@ -6,6 +6,7 @@ Every function's rights come from one declaration: the actions of the adapter me
 (trainguard.workflows.function_ports, trainguard.adapters.permissions). The stack reads them from the
 handler each function runs and grants each where its scope is: the ledger's table, the topics, the
 retry schedules, and the statements of infra/grants.py. An action no scope holds stops the synth.
+With `enrolled_accounts` set, the stack is also an organization's hub (infra/hub.py, docs/organization.md).
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from infra.dashboard import GuardDashboard
+from infra.event_patterns import (
+    failed_training_job_launch_pattern,
+    stall_alarm_pattern,
+    training_job_state_pattern,
+)
 from infra.grants import Grants
+from infra.hub import Hub, Route
 from infra.job_events import JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER, JobEvents
 from infra.ledger import Ledger
 from infra.nag import PendingAcknowledgments
@@ -31,6 +38,7 @@ from infra.stall_detection import (
     STALL_PROBER_HANDLER,
     StallDetection,
 )
+from trainguard.adapters.spoke_roles import IN_JOB_ACCOUNT_PORTS
 from trainguard.config import GuardConfig
 from trainguard.handlers.wiring import needs_by_port, ports_of_handler
 
@@ -55,6 +63,7 @@ class TrainGuardStack(Stack):
             ledger_table=self.ledger.table,
         )
         self._configure_functions()
+        self.hub = self._build_hub() if settings.is_hub else None
         self.grants.acknowledgments.acknowledge_all()
 
     @property
@@ -99,6 +108,38 @@ class TrainGuardStack(Stack):
             subscribe_to_training_logs=settings.subscribe_to_training_logs,
         )
 
+    def _build_hub(self) -> Hub:
+        """The organization's hub (infra/hub.py): the same routes on its own bus, the functions that act in a
+        job's account allowed into their spoke roles."""
+        quota_walls, stalls = self.quota_walls, self.stall_detection
+        routes = [
+            Route(
+                "TrainingJobStates",
+                training_job_state_pattern(),
+                self.job_events.job_events_function,
+                self.job_events.dead_letter_queue,
+            ),
+            Route("StallAlarms", stall_alarm_pattern(), stalls.stall_alarms_function, stalls.dead_letter_queue),
+        ]
+        if quota_walls.failed_launches_function is not None:
+            routes.append(
+                Route(
+                    "FailedLaunches",
+                    failed_training_job_launch_pattern(),
+                    quota_walls.failed_launches_function,
+                    quota_walls.dead_letter_queue,
+                )
+            )
+        acting = [(function, handler) for function, handler in self.handlers if acts_in_job_account(handler)]
+        return Hub(
+            self,
+            "Hub",
+            settings=self.settings,
+            routes=routes,
+            acting_functions=acting,
+            acknowledgments=self.grants.acknowledgments,
+        )
+
     def _configure_functions(self) -> None:
         """Every function gets the same environment: `GuardConfig.to_env()` of settings and resources."""
         notifications = self.notifications
@@ -110,6 +151,7 @@ class TrainGuardStack(Stack):
             retry_launcher_arn=self.job_events.retry_launcher_arn,
             scheduler_role_arn=self.job_events.scheduler_role.role_arn,
             schedule_group_name=self.job_events.schedule_group.schedule_group_name,
+            account_id=self.account,
         )
         for construct in (self.job_events, self.quota_walls, self.stall_detection):
             construct.add_environment(self.guard_config.to_env())
@@ -134,6 +176,19 @@ class TrainGuardStack(Stack):
             )
 
 
+def in_job_account_actions(handler: str) -> dict[str, frozenset[str]]:
+    """The actions of the function's ports that call the job's own account and region, by port."""
+    return {
+        port: actions
+        for port, actions in needs_by_port(ports_of_handler(handler)).items()
+        if port in IN_JOB_ACCOUNT_PORTS
+    }
+
+
+def acts_in_job_account(handler: str) -> bool:
+    return any(in_job_account_actions(handler).values())
+
+
 def guard_config(
     settings: Settings,
     *,
@@ -143,6 +198,7 @@ def guard_config(
     chat_topic_arn: str = "",
     scheduler_role_arn: str,
     schedule_group_name: str,
+    account_id: str = "",
 ) -> GuardConfig:
     """Settings plus the deployed resources' names: what the handlers read back with `from_env()`.
 
@@ -155,6 +211,7 @@ def guard_config(
         "retry_launcher_arn": retry_launcher_arn,
         "scheduler_role_arn": scheduler_role_arn,
         "schedule_group_name": schedule_group_name,
+        "account_id": account_id,
     }
     from_settings = {f.name: getattr(settings, f.name) for f in fields(GuardConfig) if f.name not in resources}
     return GuardConfig(**resources, **from_settings)

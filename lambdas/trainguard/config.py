@@ -62,6 +62,9 @@ class GuardConfig(FunctionSettings):
     schedule_group_name: str = "trainguard"
     # The quota ceilings as a JSON object {quota name: ceiling}; other quotas get the default ceiling.
     quota_ceilings_json: str = "{}"
+    # The stack's own account: an event about a job elsewhere is not acted on (handlers/origin.py). Empty outside
+    # a deployed stack (the tests, the local stand-in), where no event comes from elsewhere.
+    account_id: str = ""
 
     @property
     def stall_defaults(self) -> StallThresholds:

@@ -7,6 +7,7 @@ OUTCOME_METRIC_PREFIX = "Outcome-"
 MALFORMED_EVENTS = "MalformedEvents"
 PROBER_CYCLES = "ProberCycles"  # the prober's heartbeat: the prober-health alarm watches it
 WATCHED_JOBS = "WatchedJobs"
+EVENTS_FROM_ELSEWHERE = "EventsFromElsewhere"  # an event about another account's or region's job: not acted on
 
 
 def outcome_metric(kind: str) -> str:

@@ -22,7 +22,14 @@ pytestmark = pytest.mark.slow
 
 POWERTOOLS = {"POWERTOOLS_SERVICE_NAME": "trainguard", "POWERTOOLS_METRICS_NAMESPACE": "TrainGuard"}
 # GuardConfig fields whose value is a deployed resource's name or ARN (a CDK token in the stack).
-RESOURCE_FIELDS = ("ledger_table_name", "topic_arn", "chat_topic_arn", "retry_launcher_arn", "scheduler_role_arn")
+RESOURCE_FIELDS = (
+    "ledger_table_name",
+    "topic_arn",
+    "chat_topic_arn",
+    "retry_launcher_arn",
+    "scheduler_role_arn",
+    "account_id",
+)
 
 
 def _environment(template: dict[str, Any], handler: str) -> dict[str, Any]:
@@ -80,6 +87,7 @@ def test_resource_variables_point_at_this_stacks_resources(synthesized: Any, han
         "Ref": only_logical_id(template, "AWS::SNS::Topic", DisplayName="trainguard chat")
     }
     assert environment[_variable("scheduler_role_arn")] == {"Fn::GetAtt": [scheduler_role, "Arn"]}
+    assert environment[_variable("account_id")] == {"Ref": "AWS::AccountId"}  # handlers/origin.py compares with it
     assert render(environment[_variable("retry_launcher_arn")]) == (
         f"arn:<AWS::Partition>:lambda:<AWS::Region>:<AWS::AccountId>:function:{launcher_name}"
     )

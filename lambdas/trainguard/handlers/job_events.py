@@ -7,6 +7,7 @@ from typing import Any
 from trainguard.domain.outcome import Outcome, skipped
 from trainguard.events.state_change import parse_state_change
 from trainguard.handlers.observability import follow_job, logger, metrics, parsed, recorded
+from trainguard.handlers.origin import from_elsewhere
 from trainguard.handlers.wiring import ports_or_production
 from trainguard.workflows.function_ports import JobEventsPorts
 from trainguard.workflows.job_ended import handle_job_end
@@ -20,16 +21,18 @@ def handle(event: Any, ports: JobEventsPorts | None = None) -> Outcome:
     if isinstance(change, Outcome):
         return change
     follow_job(change.job.name, event_id=change.event_id)
+    ports = ports_or_production(ports, JobEventsPorts)
+    if elsewhere := from_elsewhere(event, ports.config, ports.region, change.job.name):
+        return recorded(elsewhere)
     status = change.job.status
     if status in WATCHED_STATUSES:
-        outcome = follow_training_state(ports_or_production(ports, JobEventsPorts), change.job.name)
+        outcome = follow_training_state(ports, change.job.name)
     elif status in ACTIONABLE_STATUSES:
-        ports = ports_or_production(ports, JobEventsPorts)
         follow_job(change.job.name, change.job.tags, ports.config.tag_prefix, event_id=change.event_id)
         stop_watching(ports, change.job.name)
         outcome = handle_job_end(ports, change.job.name)
     elif status == "Completed":
-        stop_watching(ports_or_production(ports, JobEventsPorts), change.job.name)
+        stop_watching(ports, change.job.name)
         outcome = skipped(change.job.name, "status Completed: nothing to do but stop watching it")
     else:
         outcome = skipped(change.job.name, f"status {status} needs no action")

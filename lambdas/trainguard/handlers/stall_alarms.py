@@ -8,6 +8,7 @@ from trainguard.domain.outcome import Outcome
 from trainguard.domain.stall_alarms import owned_alarm_job
 from trainguard.events.alarm_state_change import parse_alarm_state_change
 from trainguard.handlers.observability import follow_job, logger, metrics, parsed, recorded
+from trainguard.handlers.origin import from_elsewhere
 from trainguard.handlers.wiring import ports_or_production
 from trainguard.workflows.function_ports import StallAlarmsPorts
 from trainguard.workflows.stall_alarm import handle_stall_alarm
@@ -18,9 +19,13 @@ def handle(event: Any, ports: StallAlarmsPorts | None = None) -> Outcome:
     if isinstance(change, Outcome):
         return change
     logger.append_keys(alarm_name=change.alarm_name, event_id=change.event_id)
-    if watched_job := owned_alarm_job(change.alarm_name):
+    watched_job = owned_alarm_job(change.alarm_name)
+    if watched_job:
         follow_job(watched_job)
-    return recorded(handle_stall_alarm(ports_or_production(ports, StallAlarmsPorts), change))
+    ports = ports_or_production(ports, StallAlarmsPorts)
+    if elsewhere := from_elsewhere(event, ports.config, ports.region, watched_job or ""):
+        return recorded(elsewhere)
+    return recorded(handle_stall_alarm(ports, change))
 
 
 @metrics.log_metrics

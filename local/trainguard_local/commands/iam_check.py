@@ -182,25 +182,31 @@ def as_list(value: Any) -> list[Any]:
 
 
 def synthesized_templates() -> list[dict[str, Any]]:
-    """The app's stack with every setting that adds a grant filled (the same context as the infra tests)."""
+    """The app's stacks with every setting that adds a grant filled (the same context as the infra tests): the
+    single-account stack, then an organization's hub and spoke (docs/organization.md)."""
     from aws_cdk import App
 
     import app as cdk_app
 
-    context = {
-        "trainguard": {
-            "notification_emails": ["ml-oncall@example.com"],
-            "passable_role_arns": ["arn:aws:iam::123456789012:role/team/TrainingRole"],
-            "checkpoint_buckets": ["example-checkpoints"],
-            "watch_failed_launches": True,
-            "chat_notifications": True,
-        }
+    settings = {
+        "notification_emails": ["ml-oncall@example.com"],
+        "passable_role_arns": ["arn:aws:iam::123456789012:role/team/TrainingRole"],
+        "checkpoint_buckets": ["example-checkpoints"],
+        "watch_failed_launches": True,
+        "chat_notifications": True,
     }
-    with tempfile.TemporaryDirectory() as outdir:
-        app = cdk_app.build_app(App(outdir=outdir, context=context))
-        with contextlib.suppress(RuntimeError):  # cdk-nag's findings: the infra tests judge them; templates are written
-            app.synth()
-        return [json.loads(path.read_text()) for path in Path(outdir).glob("*.template.json")]
+    organization = {
+        "trainguard": {**settings, "enrolled_accounts": ["111111111111"], "enrolled_regions": ["us-east-1"]},
+        "trainguard_spoke": {"hub_account": "999999999999", "hub_region": "us-east-1"},
+    }
+    templates = []
+    for context in ({"trainguard": settings}, organization):
+        with tempfile.TemporaryDirectory() as outdir:
+            app = cdk_app.build_app(App(outdir=outdir, context=context))
+            with contextlib.suppress(RuntimeError):  # cdk-nag's findings: the infra tests judge them
+                app.synth()
+            templates += [json.loads(path.read_text()) for path in sorted(Path(outdir).glob("*.template.json"))]
+    return templates
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,125 @@
+"""A spoke of the organization's hub (docs/organization.md): one account and region whose training jobs the hub
+guards. No function, no table, no topic: the spoke forwards its events and lets the hub's functions in.
+
+- Rules on the default bus, with the hub's patterns (infra/event_patterns.py), whose target is the hub's bus;
+  EventBridge puts the events there with a role of this stack's (PutEvents on that one bus) and keeps their
+  `account` and `region`. A forward that fails waits in this stack's dead-letter queue.
+- For each hub function that acts in a job's account, a role `trainguard-spoke-<function>-<region>` that only
+  that function's hub role can assume (`aws:PrincipalArn`, optionally `aws:PrincipalOrgID` too), with exactly
+  the statements the function has in a single-account stack for the calls that land in the job's account
+  (infra/grants.py, trainguard.adapters.spoke_roles.IN_JOB_ACCOUNT_PORTS), scoped to this account and region.
+
+It has no asset, so its template deploys with CloudFormation StackSets as well as with `cdk deploy`. The settings
+that shape its grants (tag_prefix, passable_role_arns, checkpoint_buckets, watch_failed_launches) must be the
+hub's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import Aws, Stack
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra.event_patterns import failed_training_job_launch_pattern, stall_alarm_pattern, training_job_state_pattern
+from infra.grants import Grants
+from infra.guard_function import dead_letter_queue, event_pattern
+from infra.job_events import JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER
+from infra.nag import PendingAcknowledgments
+from infra.quota_walls import FAILED_LAUNCHES_HANDLER, QUOTA_WATCH_HANDLER
+from infra.settings import Settings
+from infra.stack import acts_in_job_account, in_job_account_actions
+from infra.stall_detection import LOG_ACTIVITY_HANDLER, STALL_ALARMS_HANDLER, STALL_PROBER_HANDLER
+from trainguard.adapters.job_activity import LOG_GROUP as TRAINING_LOG_GROUP
+from trainguard.adapters.spoke_roles import function_key, hub_event_bus_arn, hub_role_name, spoke_role_name
+
+HANDLERS = (
+    JOB_EVENTS_HANDLER,
+    RETRY_LAUNCHER_HANDLER,
+    QUOTA_WATCH_HANDLER,
+    FAILED_LAUNCHES_HANDLER,
+    STALL_ALARMS_HANDLER,
+    STALL_PROBER_HANDLER,
+    LOG_ACTIVITY_HANDLER,
+)
+
+
+class TrainGuardSpokeStack(Stack):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: Settings,
+        hub_account: str,
+        hub_region: str,
+        organization_id: str = "",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        self.settings = settings
+        self.hub_account, self.organization_id = hub_account, organization_id
+        self.grants = Grants(stack=self, settings=settings, acknowledgments=PendingAcknowledgments())
+        self._forward_to(hub_event_bus_arn(hub_account, hub_region, Aws.PARTITION))
+        training_logs = logs.LogGroup.from_log_group_name(self, "TrainingLogs", TRAINING_LOG_GROUP)
+        self.roles = {
+            function_key(handler): self._spoke_role(handler, training_logs)
+            for handler in HANDLERS
+            if acts_in_job_account(handler)
+            and (handler != FAILED_LAUNCHES_HANDLER or settings.watch_failed_launches)
+        }
+        self.grants.acknowledgments.acknowledge_all()
+
+    def _forward_to(self, hub_bus_arn: str) -> None:
+        hub_bus = events.EventBus.from_event_bus_arn(self, "HubBus", hub_bus_arn)
+        self.forward_dead_letter_queue = dead_letter_queue(
+            self, "ForwardDeadLetterQueue", holds="the events this spoke could not put on the hub's bus"
+        )
+        patterns = {"TrainingJobStates": training_job_state_pattern(), "StallAlarms": stall_alarm_pattern()}
+        if self.settings.watch_failed_launches:
+            patterns["FailedLaunches"] = failed_training_job_launch_pattern()
+        self.forward_role = iam.Role(
+            self,
+            "ForwardToHubRole",
+            assumed_by=iam.ServicePrincipal("events.amazonaws.com"),
+            description="trainguard spoke: EventBridge puts this account's training-job events on the hub's bus",
+        )
+        target = targets.EventBus(hub_bus, role=self.forward_role, dead_letter_queue=self.forward_dead_letter_queue)
+        self.forward_rules = [
+            events.Rule(
+                self,
+                f"Forward{name}",
+                description=f"trainguard spoke: {name} to the hub's bus",
+                event_pattern=event_pattern(pattern),
+                targets=[target],
+            )
+            for name, pattern in patterns.items()
+        ]
+
+    def _spoke_role(self, handler: str, training_logs: logs.ILogGroup) -> iam.Role:
+        """The role the hub's function `handler` assumes here, with its statements for the job's account."""
+        key = function_key(handler)
+        hub_role = f"arn:{Aws.PARTITION}:iam::{self.hub_account}:role/{hub_role_name(key)}"
+        conditions: dict[str, Any] = {"ArnEquals": {"aws:PrincipalArn": hub_role}}
+        if self.organization_id:
+            conditions["StringEquals"] = {"aws:PrincipalOrgID": self.organization_id}
+        role = iam.Role(
+            self,
+            f"{key.title().replace('-', '')}SpokeRole",
+            role_name=spoke_role_name(key, Aws.REGION),
+            assumed_by=iam.AccountPrincipal(self.hub_account).with_conditions(conditions),
+            description=f"trainguard spoke: what the hub's {key} function does in this account and region",
+        )
+        by_port = in_job_account_actions(handler)
+        needed = frozenset().union(*by_port.values())
+        placed = self.grants.allow_what_it_calls(role, needed, training_logs)
+        if "iam:PassRole" in by_port.get("jobs", ()):
+            self.grants.allow_passing_execution_roles(role)
+            placed.add("iam:PassRole")
+        if unplaced := needed - placed:
+            raise ValueError(f"the spoke role of {key} needs {sorted(unplaced)}, which no statement grants")
+        return role

@@ -1,0 +1,212 @@
+"""The organization's hub and a spoke, synthesized by app.py from their contexts (infra/hub.py,
+infra/spoke_stack.py): the hub's bus takes events only from the enrolled accounts and acts only on enrolled
+regions; each spoke role can be assumed only by its hub function's role, and allows exactly what that function
+does in a job's account; the spoke forwards the hub's patterns; cdk-nag passes on both."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra.event_patterns import failed_training_job_launch_pattern, stall_alarm_pattern, training_job_state_pattern
+from infra.spoke_stack import HANDLERS
+from infra.stack import in_job_account_actions
+from tests.infra.template_queries import CONFIGURED_CONTEXT, as_list
+from trainguard.adapters.spoke_roles import HUB_EVENT_BUS_NAME, function_key, hub_role_name
+
+pytestmark = pytest.mark.slow
+
+HUB_ACCOUNT, HUB_REGION = "999999999999", "us-east-1"
+ENROLLED_ACCOUNTS, ENROLLED_REGIONS = ["111111111111", "222222222222"], ["us-east-1", "eu-west-1"]
+ORGANIZATION = "o-exampleorg1"
+HUB_CONTEXT = {
+    **CONFIGURED_CONTEXT,
+    "enrolled_accounts": ENROLLED_ACCOUNTS,
+    "enrolled_regions": ENROLLED_REGIONS,
+    "organization_id": ORGANIZATION,
+}
+SPOKE_CONTEXT = {"hub_account": HUB_ACCOUNT, "hub_region": HUB_REGION, "organization_id": ORGANIZATION}
+
+
+@dataclass(frozen=True)
+class Organization:
+    hub: dict[str, Any]
+    spoke: dict[str, Any]
+    validation_error: str | None
+
+
+@pytest.fixture(scope="module")
+def organization(tmp_path_factory: pytest.TempPathFactory) -> Organization:
+    from aws_cdk import App
+
+    import app as cdk_app
+
+    outdir = tmp_path_factory.mktemp("org.cdk.out")
+    context = {"trainguard": HUB_CONTEXT, "trainguard_spoke": SPOKE_CONTEXT}
+    error: str | None = None
+    try:
+        cdk_app.build_app(App(outdir=str(outdir), context=context)).synth()
+    except RuntimeError as err:  # cdk-nag findings
+        error = str(err)
+
+    def template(name: str) -> dict[str, Any]:
+        return json.loads((Path(outdir) / f"{name}.template.json").read_text())
+
+    return Organization(template(cdk_app.STACK_NAME), template(cdk_app.SPOKE_STACK_NAME), error)
+
+
+def resources(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {k: v["Properties"] for k, v in template["Resources"].items() if v["Type"] == kind}
+
+
+def statements_by_role(template: dict[str, Any]) -> list[tuple[dict[str, Any], list[str]]]:
+    """Each statement of the template's role policies, with the logical IDs of the roles it is attached to."""
+    return [
+        (statement, [role["Ref"] for role in policy["Roles"]])
+        for policy in resources(template, "AWS::IAM::Policy").values()
+        for statement in policy["PolicyDocument"]["Statement"]
+    ]
+
+
+def joined(value: Any) -> str:
+    """A Fn::Join of strings and pseudo parameters as one string: {"Ref": "AWS::Region"} -> ${AWS::Region}."""
+    if isinstance(value, str):
+        return value
+    if "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return separator.join(joined(part) for part in parts)
+    if "Ref" in value:
+        return "${" + value["Ref"] + "}"
+    return json.dumps(value, sort_keys=True)
+
+
+def test_cdk_nag_passes_on_the_hub_and_the_spoke(organization: Organization) -> None:
+    assert organization.validation_error is None
+
+
+def test_the_hub_bus_takes_events_from_the_enrolled_accounts_in_the_organization_only(
+    organization: Organization,
+) -> None:
+    (bus,) = resources(organization.hub, "AWS::Events::EventBus").values()
+    assert bus["Name"] == HUB_EVENT_BUS_NAME
+    (policy,) = resources(organization.hub, "AWS::Events::EventBusPolicy").values()
+    statement = policy["Statement"]
+    assert statement["Action"] == "events:PutEvents" and statement["Effect"] == "Allow"
+    principals = sorted(joined(p) for p in as_list(statement["Principal"]["AWS"]))
+    assert principals == [f"arn:${{AWS::Partition}}:iam::{account}:root" for account in ENROLLED_ACCOUNTS]
+    assert statement["Condition"] == {"StringEquals": {"aws:PrincipalOrgID": ORGANIZATION}}
+
+
+def test_the_hub_routes_the_enrolled_accounts_and_regions_and_parks_everything_else(
+    organization: Organization,
+) -> None:
+    on_hub_bus = [r for r in resources(organization.hub, "AWS::Events::Rule").values() if "EventBusName" in r]
+    patterns = [rule["EventPattern"] for rule in on_hub_bus]
+    for pattern in (training_job_state_pattern(), stall_alarm_pattern(), failed_training_job_launch_pattern()):
+        assert {**pattern, "account": ENROLLED_ACCOUNTS, "region": ENROLLED_REGIONS} in patterns
+    refused = [p for p in patterns if "$or" in p]
+    assert refused == [
+        {
+            "$or": [
+                {"account": [{"anything-but": ENROLLED_ACCOUNTS}]},
+                {"region": [{"anything-but": ENROLLED_REGIONS}]},
+            ]
+        }
+    ]
+    assert len(on_hub_bus) == 4
+
+
+def test_each_acting_hub_function_has_its_fixed_role_name_and_assumes_only_its_spoke_roles(
+    organization: Organization,
+) -> None:
+    roles = {v["RoleName"]: k for k, v in resources(organization.hub, "AWS::IAM::Role").items() if "RoleName" in v}
+    acting = [h for h in HANDLERS if any(in_job_account_actions(h).values())]
+    assert sorted(roles) == sorted(hub_role_name(function_key(h)) for h in acting)
+    assume = [
+        (statement, policy)
+        for policy in resources(organization.hub, "AWS::IAM::Policy").values()
+        for statement in policy["PolicyDocument"]["Statement"]
+        if "sts:AssumeRole" in as_list(statement["Action"])
+    ]
+    assert len(assume) == len(acting)
+    for statement, policy in assume:
+        (role,) = policy["Roles"]
+        key = next(name for name, logical_id in roles.items() if role == {"Ref": logical_id}).removeprefix(
+            "trainguard-hub-"
+        )
+        assert as_list(statement["Action"]) == ["sts:AssumeRole"]
+        assert sorted(joined(r) for r in as_list(statement["Resource"])) == [
+            f"arn:${{AWS::Partition}}:iam::{account}:role/trainguard-spoke-{key}-*" for account in ENROLLED_ACCOUNTS
+        ]
+
+
+def test_each_spoke_role_trusts_only_its_hub_functions_role(organization: Organization) -> None:
+    roles = {
+        joined(v["RoleName"]): v for v in resources(organization.spoke, "AWS::IAM::Role").values() if "RoleName" in v
+    }
+    acting = [h for h in HANDLERS if any(in_job_account_actions(h).values())]
+    assert sorted(roles) == sorted(f"trainguard-spoke-{function_key(h)}-${{AWS::Region}}" for h in acting)
+    for name, role in roles.items():
+        key = name.removeprefix("trainguard-spoke-").removesuffix("-${AWS::Region}")
+        (trust,) = role["AssumeRolePolicyDocument"]["Statement"]
+        assert trust["Action"] == "sts:AssumeRole" and trust["Effect"] == "Allow"
+        assert joined(trust["Principal"]["AWS"]) == f"arn:${{AWS::Partition}}:iam::{HUB_ACCOUNT}:root"
+        hub_role = joined(trust["Condition"]["ArnEquals"]["aws:PrincipalArn"])
+        assert hub_role == f"arn:${{AWS::Partition}}:iam::{HUB_ACCOUNT}:role/{hub_role_name(key)}"
+        assert trust["Condition"]["StringEquals"] == {"aws:PrincipalOrgID": ORGANIZATION}
+        assert set(trust["Condition"]) == {"ArnEquals", "StringEquals"}
+
+
+def test_each_spoke_role_allows_what_its_function_does_in_a_jobs_account_and_nothing_else(
+    organization: Organization,
+) -> None:
+    template = organization.spoke
+    names = {k: joined(v["RoleName"]) for k, v in resources(template, "AWS::IAM::Role").items() if "RoleName" in v}
+    granted: dict[str, set[str]] = {}
+    for statement, role_ids in statements_by_role(template):
+        for role_id in role_ids:
+            if role_id in names:
+                granted.setdefault(names[role_id], set()).update(as_list(statement["Action"]))
+    for handler in HANDLERS:
+        needed = frozenset().union(*in_job_account_actions(handler).values())
+        if needed:
+            assert granted[f"trainguard-spoke-{function_key(handler)}-${{AWS::Region}}"] == set(needed), handler
+    assert not any(a.startswith(("dynamodb:", "sns:", "scheduler:", "sts:")) for a in set().union(*granted.values()))
+
+
+def test_the_spoke_forwards_the_hubs_patterns_to_the_hub_bus_with_its_own_role(organization: Organization) -> None:
+    rules = list(resources(organization.spoke, "AWS::Events::Rule").values())
+    assert sorted(json.dumps(r["EventPattern"], sort_keys=True) for r in rules) == sorted(
+        json.dumps(p, sort_keys=True)
+        for p in (training_job_state_pattern(), stall_alarm_pattern(), failed_training_job_launch_pattern())
+    )
+    hub_bus = f"arn:${{AWS::Partition}}:events:{HUB_REGION}:{HUB_ACCOUNT}:event-bus/{HUB_EVENT_BUS_NAME}"
+    for rule in rules:
+        (target,) = rule["Targets"]
+        assert joined(target["Arn"]) == hub_bus and "RoleArn" in target and "DeadLetterConfig" in target
+    (forward_role,) = [v for v in resources(organization.spoke, "AWS::IAM::Role").values() if "RoleName" not in v]
+    (trust,) = forward_role["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "events.amazonaws.com"}
+    put_events = [
+        statement
+        for statement, _ in statements_by_role(organization.spoke)
+        if "events:PutEvents" in as_list(statement["Action"])
+    ]
+    assert [joined(s["Resource"]) for s in put_events] == [hub_bus]
+
+
+def test_the_spoke_has_no_asset_and_no_bootstrap_rule_so_stacksets_can_deploy_it(organization: Organization) -> None:
+    kinds = {v["Type"] for v in organization.spoke["Resources"].values()}
+    assert kinds == {
+        "AWS::Events::Rule",
+        "AWS::IAM::Role",
+        "AWS::IAM::Policy",
+        "AWS::SQS::Queue",
+        "AWS::SQS::QueuePolicy",
+    }
+    assert "BootstrapVersion" not in organization.spoke.get("Parameters", {})
+    assert "CheckBootstrapVersion" not in organization.spoke.get("Rules", {})
