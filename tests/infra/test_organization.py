@@ -6,6 +6,7 @@ does in a job's account; the spoke forwards the hub's patterns; cdk-nag passes o
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,9 @@ import pytest
 from infra.event_patterns import failed_training_job_launch_pattern, stall_alarm_pattern, training_job_state_pattern
 from infra.spoke_stack import HANDLERS
 from infra.stack import in_job_account_actions
+from tests.iam_evaluation import Principal, may_assume, may_call
 from tests.infra.template_queries import CONFIGURED_CONTEXT, as_list
-from trainguard.adapters.spoke_roles import HUB_EVENT_BUS_NAME, function_key, hub_role_name
+from trainguard.adapters.spoke_roles import HUB_EVENT_BUS_NAME, function_key, hub_role_name, spoke_role_arn
 
 pytestmark = pytest.mark.slow
 
@@ -210,3 +212,74 @@ def test_the_spoke_has_no_asset_and_no_bootstrap_rule_so_stacksets_can_deploy_it
     }
     assert "BootstrapVersion" not in organization.spoke.get("Parameters", {})
     assert "CheckBootstrapVersion" not in organization.spoke.get("Rules", {})
+
+
+def _render(account: str, region: str) -> Callable[[Any], str]:
+    """Template values as they are in one account and region (the aws partition)."""
+
+    def render(value: Any) -> str:
+        text = joined(value)
+        return (
+            text.replace("${AWS::Partition}", "aws")
+            .replace("${AWS::Region}", region)
+            .replace("${AWS::AccountId}", account)
+        )
+
+    return render
+
+
+@pytest.mark.parametrize("region", ENROLLED_REGIONS)
+def test_a_spoke_role_can_be_assumed_by_its_hub_functions_role_and_nothing_else(
+    organization: Organization, region: str
+) -> None:
+    spoke_account = ENROLLED_ACCOUNTS[0]
+    render = _render(spoke_account, region)
+    roles = [v for v in resources(organization.spoke, "AWS::IAM::Role").values() if "RoleName" in v]
+    keys = [render(role["RoleName"]).removeprefix("trainguard-spoke-").removesuffix(f"-{region}") for role in roles]
+    assert len(keys) == 6
+    for key, role in zip(keys, roles, strict=True):
+        trust = role["AssumeRolePolicyDocument"]
+        its_hub_role = f"arn:aws:iam::{HUB_ACCOUNT}:role/{hub_role_name(key)}"
+        assert may_assume(trust, Principal(its_hub_role, ORGANIZATION), render), key
+        others = [
+            Principal(f"arn:aws:iam::{HUB_ACCOUNT}:role/{hub_role_name(other)}", ORGANIZATION)
+            for other in keys
+            if other != key
+        ]
+        others += [
+            Principal(f"arn:aws:iam::{HUB_ACCOUNT}:role/Admin", ORGANIZATION),  # anyone else in the hub's account
+            Principal(f"arn:aws:iam::{HUB_ACCOUNT}:root", ORGANIZATION),
+            Principal(f"arn:aws:iam::{spoke_account}:role/{hub_role_name(key)}", ORGANIZATION),  # the name, elsewhere
+            Principal(f"arn:aws:iam::{ENROLLED_ACCOUNTS[1]}:role/{hub_role_name(key)}", ORGANIZATION),
+            Principal(its_hub_role, "o-otherorgxyz"),  # the right name in an account outside the organization
+            Principal(its_hub_role),
+        ]
+        for principal in others:
+            assert not may_assume(trust, principal, render), (key, principal)
+
+
+def test_the_hub_can_assume_spoke_roles_in_the_enrolled_accounts_only(organization: Organization) -> None:
+    render = _render(HUB_ACCOUNT, HUB_REGION)
+    names = {k: v["RoleName"] for k, v in resources(organization.hub, "AWS::IAM::Role").items() if "RoleName" in v}
+    for logical_id, name in names.items():
+        key = name.removeprefix("trainguard-hub-")
+        statements = [
+            statement
+            for statement, role_ids in statements_by_role(organization.hub)
+            if logical_id in role_ids and any(a == "*" or a.startswith("sts:") for a in as_list(statement["Action"]))
+        ]
+        for account in ENROLLED_ACCOUNTS:
+            for region in [*ENROLLED_REGIONS, "ap-south-1"]:  # a region the bus refuses: the role name still matches
+                assert may_call(statements, "sts:AssumeRole", spoke_role_arn(account, region, key), render), key
+        for other_key in {n.removeprefix("trainguard-hub-") for n in names.values()} - {key}:
+            assert not may_call(
+                statements, "sts:AssumeRole", spoke_role_arn(ENROLLED_ACCOUNTS[0], HUB_REGION, other_key), render
+            )
+        for stranger in ("333333333333", HUB_ACCOUNT):
+            assert not may_call(statements, "sts:AssumeRole", spoke_role_arn(stranger, HUB_REGION, key), render)
+        assert not may_call(
+            statements,
+            "sts:AssumeRole",
+            f"arn:aws:iam::{ENROLLED_ACCOUNTS[0]}:role/OrganizationAccountAccessRole",
+            render,
+        )

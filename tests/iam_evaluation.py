@@ -1,0 +1,104 @@
+"""Just enough of IAM's policy evaluation to ask the cross-account questions of issue 16 of a synthesized
+template: may this principal assume this role (its trust policy), may this role call this action on this
+resource (its identity policies)?
+
+The rules, from "Policy evaluation logic" and "Cross-account policy evaluation logic" in the IAM User Guide
+(https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic.html,
+https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic-cross-account.html):
+a request is allowed when some statement allows it and none denies it; a statement applies when its action,
+its resource (or, in a trust policy, its principal) and every one of its conditions match. An `"AWS"` principal
+that is an account's root ARN stands for every principal of that account ("Principal" element: "AWS account
+principals"); a specific role ARN stands for that role only. The condition operators are those the templates
+use: StringEquals, StringLike, ArnEquals and ArnLike (case-sensitive; `*` and `?` wildcards for the Like forms
+and in resource ARNs). A cross-account request also needs the caller's own identity policy to allow it: both
+sides are asked separately here.
+
+Anything the templates do not use (NotAction, NotPrincipal, other operators, IfExists) raises, so the test
+cannot pass by skipping what it does not understand.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Render = Callable[[Any], str]  # a template value (Fn::Join, Ref of a pseudo parameter) as text
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who asks: an IAM role's ARN, and the organization its account belongs to."""
+
+    arn: str
+    organization_id: str = ""
+
+    @property
+    def account(self) -> str:
+        return self.arn.split(":")[4]
+
+
+def _like(pattern: str, value: str) -> bool:
+    return re.fullmatch(fnmatch.translate(pattern).replace("(?s:", "(?s-i:"), value) is not None
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def conditions_hold(conditions: Mapping[str, Any], context: Mapping[str, str], render: Render) -> bool:
+    for operator, tests in conditions.items():
+        for key, expected in tests.items():
+            actual = context.get(key)
+            wanted = [render(v) for v in _as_list(expected)]
+            if operator in ("StringEquals", "ArnEquals"):
+                matched = actual is not None and actual in wanted
+            elif operator in ("StringLike", "ArnLike"):
+                matched = actual is not None and any(_like(w, actual) for w in wanted)
+            else:
+                raise NotImplementedError(f"condition operator {operator}")
+            if not matched:
+                return False
+    return True
+
+
+def _check_supported(statement: Mapping[str, Any]) -> None:
+    if unsupported := {"NotAction", "NotPrincipal", "NotResource"} & set(statement):
+        raise NotImplementedError(f"statement elements {sorted(unsupported)}")
+
+
+def may_assume(trust: Mapping[str, Any], who: Principal, render: Render) -> bool:
+    """Whether the trust policy lets `who` call sts:AssumeRole (the role's side of a cross-account request)."""
+    context = {"aws:PrincipalArn": who.arn, "aws:PrincipalAccount": who.account}
+    if who.organization_id:
+        context["aws:PrincipalOrgID"] = who.organization_id
+    allowed = False
+    for statement in trust["Statement"]:
+        _check_supported(statement)
+        if "sts:AssumeRole" not in _as_list(statement["Action"]):
+            continue
+        principals = [render(p) for p in _as_list(statement.get("Principal", {}).get("AWS", []))]
+        named = any(p in (who.arn, f"arn:aws:iam::{who.account}:root", who.account) for p in principals)
+        if named and conditions_hold(statement.get("Condition", {}), context, render):
+            if statement["Effect"] == "Deny":
+                return False
+            allowed = True
+    return allowed
+
+
+def may_call(statements: Sequence[Mapping[str, Any]], action: str, resource: str, render: Render) -> bool:
+    """Whether identity-policy `statements` allow `action` on `resource` (no conditions: the caller's side)."""
+    allowed = False
+    for statement in statements:
+        _check_supported(statement)
+        if statement.get("Condition"):
+            raise NotImplementedError("identity statements with conditions")
+        if not any(_like(a, action) for a in _as_list(statement["Action"])):
+            continue
+        if any(_like(render(r), resource) for r in _as_list(statement["Resource"])):
+            if statement["Effect"] == "Deny":
+                return False
+            allowed = True
+    return allowed
