@@ -69,8 +69,7 @@ class TrainGuardSpokeStack(Stack):
         self.roles = {
             function_key(handler): self._spoke_role(handler, training_logs)
             for handler in HANDLERS
-            if acts_in_job_account(handler)
-            and (handler != FAILED_LAUNCHES_HANDLER or settings.watch_failed_launches)
+            if acts_in_job_account(handler) and (handler != FAILED_LAUNCHES_HANDLER or settings.watch_failed_launches)
         }
         self.grants.acknowledgments.acknowledge_all()
 
