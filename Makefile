@@ -15,7 +15,7 @@ PYTEST_WORKERS ?= 2
 step = if [ -t 1 ]; then printf '\r\033[K%s' "$(1)"; else echo "$(1)"; fi
 step_done = if [ -t 1 ]; then printf '\r\033[K'; fi
 
-.PHONY: module-map help setup local-setup chromium test test-quick lint docs synth deploy-local demo sandbox bench chaos clean
+.PHONY: module-map help setup local-setup chromium test test-quick lint docs synth deploy-local deploy-local-org demo sandbox bench chaos clean
 
 help:
 	@echo "make setup       create .venv and node_modules, install Chromium for the browser test (idempotent)"
@@ -26,6 +26,7 @@ help:
 	@echo "make docs        the documentation site from docs/ into site/ (MkDocs, strict: a broken link fails)"
 	@echo "make synth       write the CloudFormation template to cdk.out/"
 	@echo "make deploy-local  bootstrap, deploy, update and destroy the stack in moto server (real CDK CLI)"
+	@echo "make deploy-local-org  an organization's hub and two spokes in moto server (real CDK CLI), checked, destroyed"
 	@echo "make demo        watch trainguard work against a local AWS stand-in; writes demo-out/report.html"
 	@echo "make sandbox     serve the stand-in on 127.0.0.1 with trainguard attached, for the AWS CLI and the SDK"
 	@echo "make bench       the standard benchmark; writes BENCHMARKS.md and BENCHMARKS.png"
@@ -100,6 +101,10 @@ synth: setup
 # The real CDK CLI against moto server on localhost; its own temporary cdk.out (docs/deploying.md).
 deploy-local: setup
 	$(PY) -m trainguard_local.deploy_local
+
+# The hub and two spokes of docs/organization.md, in moto server with the real CDK CLI.
+deploy-local-org: setup
+	$(PY) -m trainguard_local.deploy_local.organization
 
 demo: local-setup
 	$(PY) -m trainguard_local.demo

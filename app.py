@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import App, CliCredentialsStackSynthesizer, DefaultStackSynthesizer, Validations
+from aws_cdk import App, DefaultStackSynthesizer, LegacyStackSynthesizer, Validations
 from cdk_nag import AwsSolutionsChecks
 
 from infra.settings import CONTEXT_KEY, SPOKE_CONTEXT_KEY, Settings, SpokeAddress
@@ -36,8 +36,9 @@ def build_app(app: App | None = None) -> App:
         description="trainguard: relaunches transient SageMaker training failures, stops stalls, reports the rest",
     )
     if spoke is not None:
-        # The CLI's own credentials, no bootstrap roles and no bootstrap-version rule: the spoke has no asset, and
-        # `cdk deploy` or StackSets put it into accounts where nothing is bootstrapped.
+        # The legacy synthesizer: no bootstrap roles, no bootstrap-version rule, and a template small enough to go to
+        # CloudFormation inline, so `cdk deploy` (the CLI's own credentials) or StackSets put the spoke, which has no
+        # asset, into accounts where nothing is bootstrapped (make deploy-local-org does, into moto server).
         TrainGuardSpokeStack(
             app,
             SPOKE_STACK_NAME,
@@ -45,7 +46,7 @@ def build_app(app: App | None = None) -> App:
             hub_account=spoke.hub_account,
             hub_region=spoke.hub_region,
             organization_id=spoke.organization_id,
-            synthesizer=CliCredentialsStackSynthesizer(),
+            synthesizer=LegacyStackSynthesizer(),
             description="trainguard spoke: forwards training-job events to the hub and lets its functions act here",
         )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app))

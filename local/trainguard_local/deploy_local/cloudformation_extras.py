@@ -94,8 +94,38 @@ def _backend(account_id: str, region_name: str) -> EventBridgeSchedulerBackend:
     return scheduler_backends[account_id][region_name]
 
 
+def _rules_name_their_bus() -> None:
+    """An organization's hub puts rules on its own bus (infra/hub.py): `EventBusName: {"Ref": <the bus>}`, whose
+    `Ref` is the bus's name (CloudFormation reference, AWS::Events::EventBus). moto 5.2.5 resolves that Ref to its
+    bus object instead, and its rule model then fails on `.split`. Give the rule model the bus's name."""
+    from moto.events import models as events
+
+    if getattr(events.Rule, "_trainguard_bus_names", False):
+        return
+
+    def named(cloudformation_json: Any) -> Any:
+        properties = cloudformation_json.get("Properties", {})
+        if isinstance(properties.get("EventBusName"), events.EventBus):
+            properties["EventBusName"] = properties["EventBusName"].name
+        return cloudformation_json
+
+    create, delete = events.Rule.create_from_cloudformation_json, events.Rule.delete_from_cloudformation_json
+
+    def create_named(resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kw: Any) -> Any:
+        return create(resource_name, named(cloudformation_json), account_id, region_name, **kw)
+
+    def delete_named(resource_name: str, cloudformation_json: Any, account_id: str, region_name: str) -> None:
+        delete(resource_name, named(cloudformation_json), account_id, region_name)
+
+    events.Rule.create_from_cloudformation_json = staticmethod(create_named)  # type: ignore[method-assign,assignment]
+    events.Rule.delete_from_cloudformation_json = staticmethod(delete_named)  # type: ignore[method-assign,assignment]
+    events.Rule._trainguard_bus_names = True  # type: ignore[attr-defined]
+
+
 def register() -> None:
-    """Make sure moto's CloudFormation sees the types above (its type map is cached on first use)."""
+    """Make sure moto's CloudFormation sees the types above (its type map is cached on first use), and that its
+    rules can name a bus of the stack's own."""
+    _rules_name_their_bus()
     parsing.get_model_map.cache_clear()
     parsing.get_name_type_map.cache_clear()
     if SCHEDULE_GROUP_TYPE not in parsing.get_model_map():

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -249,15 +249,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--verbose", action="store_true", help="show the CDK CLI's output as it runs")
     args = parser.parse_args(argv)
+    return run_steps("deploy-local", run, verbose=args.verbose)
+
+
+def run_steps(name: str, steps_of: Callable[..., None], *, verbose: bool) -> int:
+    """Run `steps_of(steps, scratch, verbose=...)` in a scratch directory: 0 when every step passed; else say
+    which failed and why, and 1 (the server is stopped by then)."""
     steps = Steps()
     start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="trainguard-deploy-local-") as scratch:
+    with tempfile.TemporaryDirectory(prefix=f"trainguard-{name}-") as scratch:
         try:
-            run(steps, Path(scratch), verbose=args.verbose)
-        except Exception as err:  # any failure: say what, exit non-zero (the server is already stopped)
-            print(f"deploy-local FAILED: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
+            steps_of(steps, Path(scratch), verbose=verbose)
+        except Exception as err:  # any failure: say what, exit non-zero
+            print(f"{name} FAILED: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
             return 1
-    print(f"deploy-local passed in {time.monotonic() - start:.1f} s", flush=True)
+    print(f"{name} passed in {time.monotonic() - start:.1f} s", flush=True)
     return 0
 
 
