@@ -17,6 +17,7 @@ from functools import cache
 from typing import Any, TypeVar
 
 from trainguard.adapters.permissions import actions_of
+from trainguard.adapters.spoke_roles import IN_JOB_ACCOUNT_PORTS
 from trainguard.config import GuardConfig
 
 Ports = TypeVar("Ports")
@@ -80,9 +81,16 @@ def utc_now() -> datetime:
 
 
 def build_ports(
-    kind: type[Ports], clients: Clients, config: GuardConfig, region: str, clock: Callable[[], datetime]
+    kind: type[Ports],
+    clients: Clients,
+    config: GuardConfig,
+    region: str,
+    clock: Callable[[], datetime],
+    job_clients: Clients | None = None,
 ) -> Ports:
-    """The ports of one function: each field's adapter built on `clients` (boto3's, or a local stand-in's)."""
+    """The ports of one function: each field's adapter built on `clients` (boto3's, or a local stand-in's).
+    With `job_clients` (a job in an organization's spoke: adapters/spoke_sessions.py), the ports that call the
+    job's own account (spoke_roles.IN_JOB_ACCOUNT_PORTS) are built on those, and `region` is the job's."""
     settled = {"config": config, "region": region, "clock": clock}
     values: dict[str, Any] = {}
     for field in fields(kind):  # type: ignore[arg-type]
@@ -94,7 +102,8 @@ def build_ports(
             values[field.name] = create_training_job_shape(clients("sagemaker").meta.service_model)
         else:
             recipe = ADAPTERS[field.name]
-            values[field.name] = recipe.build(recipe.adapter_class(), clients, config)
+            on = job_clients if job_clients is not None and field.name in IN_JOB_ACCOUNT_PORTS else clients
+            values[field.name] = recipe.build(recipe.adapter_class(), on, config)
     return kind(**values)
 
 

@@ -1,0 +1,107 @@
+"""The clients a hub function uses for a job in one of the organization's spokes (docs/organization.md).
+
+For a job in account A and region R, the calls that land in the job's account (the ports of
+`spoke_roles.IN_JOB_ACCOUNT_PORTS`) are made with the credentials of the spoke role this function may assume
+there, `trainguard-spoke-<function>-<R>`. The hub's own resources (the ledger, the topic, the schedules) are
+reached with the function's own session, as in a single account: `wiring.build_ports` takes both sets of clients.
+
+The credentials come from STS AssumeRole (one hour, the default) on the function's own session, through STS's
+regional endpoint for the function's region, as AWS advises for resilience
+(https://docs.aws.amazon.com/IAM/latest/UserGuide/id_credentials_temp_enable-regions.html). They are kept per
+account and region for the container's life and taken again once less than REFRESH_BEFORE of them is left: a
+function runs for a minute at most, so a client never outlives its credentials. Only the enrolled accounts and
+regions are served: anything else raises NotEnrolled before any call is made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from trainguard.adapters.permissions import needs
+from trainguard.adapters.spoke_roles import spoke_role_arn
+
+REFRESH_BEFORE = timedelta(minutes=10)
+Clients = Callable[[str], Any]
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a training job is: its account and region (an event's `account` and `region`, its ARN's)."""
+
+    account: str
+    region: str
+
+
+class NotEnrolled(LookupError):
+    """The hub serves only its enrolled accounts and regions."""
+
+
+@dataclass
+class _Held:
+    session: Any
+    expires: datetime
+    clients: dict[str, Any]
+
+
+class SpokeSessions:
+    """Clients in the enrolled spokes for one hub function: `clients_in(location)("sagemaker")`."""
+
+    def __init__(
+        self,
+        home_session: Any,
+        function_key: str,
+        *,
+        enrolled_accounts: tuple[str, ...],
+        enrolled_regions: tuple[str, ...],
+        clock: Callable[[], datetime],
+        client_config: Any = None,
+        partition: str = "aws",
+    ) -> None:
+        self._home = home_session
+        self._key = function_key
+        self._accounts, self._regions = frozenset(enrolled_accounts), frozenset(enrolled_regions)
+        self._clock = clock
+        self._config = client_config
+        self._partition = partition
+        self._held: dict[Location, _Held] = {}
+        self._sts: Any = None
+
+    def clients_in(self, location: Location) -> Clients:
+        """The clients of `location`'s spoke role (NotEnrolled, with no call made, for anywhere else)."""
+        if location.account not in self._accounts or location.region not in self._regions:
+            raise NotEnrolled(f"account {location.account} in {location.region} is not enrolled in this hub")
+
+        def client(service: str) -> Any:
+            held = self._session_in(location)
+            if service not in held.clients:
+                held.clients[service] = held.session.client(service, config=self._config)
+            return held.clients[service]
+
+        return client
+
+    def _session_in(self, location: Location) -> _Held:
+        held = self._held.get(location)
+        if held is None or held.expires - self._clock() < REFRESH_BEFORE:
+            held = self._assume(location)
+            self._held[location] = held
+        return held
+
+    @needs("sts:AssumeRole")
+    def _assume(self, location: Location) -> _Held:
+        import boto3
+
+        if self._sts is None:
+            region = self._home.region_name
+            self._sts = self._home.client("sts", region_name=region, config=self._config)
+        role = spoke_role_arn(location.account, location.region, self._key, self._partition)
+        credentials = self._sts.assume_role(RoleArn=role, RoleSessionName=f"trainguard-{self._key}")["Credentials"]
+        session = boto3.session.Session(
+            aws_access_key_id=credentials["AccessKeyId"],
+            aws_secret_access_key=credentials["SecretAccessKey"],
+            aws_session_token=credentials["SessionToken"],
+            region_name=location.region,
+        )
+        return _Held(session, credentials["Expiration"], {})
