@@ -169,10 +169,17 @@ class Grants:
         ]
         self.add_statement(function, LAUNCH_ON_PLANS, actions, plans)
 
-    def allow_passing_execution_roles(self, function: Function, actions: Actions = PASS_EXECUTION_ROLES.group) -> None:
-        """PassRole to SageMaker, for the configured execution roles only (nothing when there are none)."""
+    def allow_passing_execution_roles(
+        self, function: Function, actions: Actions = PASS_EXECUTION_ROLES.group, *, in_own_account: bool = False
+    ) -> None:
+        """PassRole to SageMaker, for the configured execution roles only (nothing when there are none). A spoke
+        (`in_own_account`) passes the roles of the same path and name in its own account: a role of another
+        account cannot be passed there."""
         to_sagemaker = {"StringEquals": {"iam:PassedToService": groups.SAGEMAKER_PRINCIPAL}}
-        self.add_statement(function, PASS_EXECUTION_ROLES, actions, self.settings.passable_role_arns, to_sagemaker)
+        roles = list(self.settings.passable_role_arns)
+        if in_own_account:
+            roles = [f"arn:{Aws.PARTITION}:iam::{Aws.ACCOUNT_ID}:{arn.split(':', 5)[5]}" for arn in roles]
+        self.add_statement(function, PASS_EXECUTION_ROLES, actions, roles, to_sagemaker)
 
     def allow_stopping_opted_in_training_jobs(self, function: Function, actions: Actions = STOP_JOBS.group) -> None:
         """StopTrainingJob only on a job whose own opt-in tag is true (its tag, not the request's)."""

@@ -11,7 +11,7 @@ guards. No function, no table, no topic: the spoke forwards its events and lets 
 
 It has no asset, so its template deploys with CloudFormation StackSets as well as with `cdk deploy`. The settings
 that shape its grants (tag_prefix, passable_role_arns, checkpoint_buckets, watch_failed_launches) must be the
-hub's.
+hub's; a passable role is passed here by its path and name, in this account.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ class TrainGuardSpokeStack(Stack):
         needed = frozenset().union(*by_port.values())
         placed = self.grants.allow_what_it_calls(role, needed, training_logs)
         if "iam:PassRole" in by_port.get("jobs", ()):
-            self.grants.allow_passing_execution_roles(role)
+            self.grants.allow_passing_execution_roles(role, in_own_account=True)
             placed.add("iam:PassRole")
         if unplaced := needed - placed:
             raise ValueError(f"the spoke role of {key} needs {sorted(unplaced)}, which no statement grants")

@@ -9,9 +9,11 @@ a request is allowed when some statement allows it and none denies it; a stateme
 its resource (or, in a trust policy, its principal) and every one of its conditions match. An `"AWS"` principal
 that is an account's root ARN stands for every principal of that account ("Principal" element: "AWS account
 principals"); a specific role ARN stands for that role only. The condition operators are those the templates
-use: StringEquals, StringLike, ArnEquals and ArnLike (case-sensitive; `*` and `?` wildcards for the Like forms
-and in resource ARNs). A cross-account request also needs the caller's own identity policy to allow it: both
-sides are asked separately here.
+use: StringEquals and StringLike (case-sensitive; `*` and `?` wildcards for the Like form), and ArnEquals and
+ArnLike, which IAM treats alike: each of an ARN's six colon-separated parts is matched on its own and may hold
+`*` or `?` ("ARN condition operators" in the IAM User Guide's condition operators). Actions and resources match
+with `*` and `?` wildcards, and nothing else is special. A cross-account request also needs the caller's own
+identity policy to allow it: both sides are asked separately here.
 
 Anything the templates do not use (NotAction, NotPrincipal, other operators, IfExists) raises, so the test
 cannot pass by skipping what it does not understand.
@@ -19,7 +21,6 @@ cannot pass by skipping what it does not understand.
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,7 +42,15 @@ class Principal:
 
 
 def _like(pattern: str, value: str) -> bool:
-    return re.fullmatch(fnmatch.translate(pattern).replace("(?s:", "(?s-i:"), value) is not None
+    """IAM's wildcards: `*` any run of characters, `?` any one; nothing else is special (no [...] classes)."""
+    expression = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(expression, value, flags=re.DOTALL) is not None
+
+
+def _arn_like(pattern: str, value: str) -> bool:
+    """ArnEquals and ArnLike: the six parts of the ARN, each matched on its own."""
+    wanted, actual = pattern.split(":", 5), value.split(":", 5)
+    return len(wanted) == len(actual) == 6 and all(_like(w, a) for w, a in zip(wanted, actual, strict=True))
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -53,10 +62,12 @@ def conditions_hold(conditions: Mapping[str, Any], context: Mapping[str, str], r
         for key, expected in tests.items():
             actual = context.get(key)
             wanted = [render(v) for v in _as_list(expected)]
-            if operator in ("StringEquals", "ArnEquals"):
+            if operator == "StringEquals":
                 matched = actual is not None and actual in wanted
-            elif operator in ("StringLike", "ArnLike"):
+            elif operator == "StringLike":
                 matched = actual is not None and any(_like(w, actual) for w in wanted)
+            elif operator in ("ArnEquals", "ArnLike"):
+                matched = actual is not None and any(_arn_like(w, actual) for w in wanted)
             else:
                 raise NotImplementedError(f"condition operator {operator}")
             if not matched:
@@ -77,7 +88,7 @@ def may_assume(trust: Mapping[str, Any], who: Principal, render: Render) -> bool
     allowed = False
     for statement in trust["Statement"]:
         _check_supported(statement)
-        if "sts:AssumeRole" not in _as_list(statement["Action"]):
+        if not any(_like(action, "sts:AssumeRole") for action in _as_list(statement["Action"])):
             continue
         principals = [render(p) for p in _as_list(statement.get("Principal", {}).get("AWS", []))]
         named = any(p in (who.arn, f"arn:aws:iam::{who.account}:root", who.account) for p in principals)

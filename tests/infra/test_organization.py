@@ -283,3 +283,28 @@ def test_the_hub_can_assume_spoke_roles_in_the_enrolled_accounts_only(organizati
             f"arn:aws:iam::{ENROLLED_ACCOUNTS[0]}:role/OrganizationAccountAccessRole",
             render,
         )
+
+
+def test_a_spoke_passes_the_listed_roles_of_its_own_account_to_sagemaker_only(organization: Organization) -> None:
+    passes = [
+        statement
+        for statement, _ in statements_by_role(organization.spoke)
+        if "iam:PassRole" in as_list(statement["Action"])
+    ]
+    assert passes  # the functions that relaunch pass the execution role
+    expected = sorted(
+        f"arn:${{AWS::Partition}}:iam::${{AWS::AccountId}}:{arn.split(':', 5)[5]}"
+        for arn in CONFIGURED_CONTEXT["passable_role_arns"]
+    )
+    for statement in passes:
+        assert sorted(joined(r) for r in as_list(statement["Resource"])) == expected
+        assert statement["Condition"] == {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}
+
+
+def test_the_spoke_template_fits_in_a_request_as_stacksets_and_an_unbootstrapped_deploy_send_it(
+    organization: Organization,
+) -> None:
+    # CloudFormation takes a template body of at most 51,200 bytes (TemplateBody, botocore's cloudformation model);
+    # larger ones need an S3 URL, which an account with nothing bootstrapped does not have. Kept with headroom.
+    size = len(json.dumps(organization.spoke, indent=1))
+    assert size < 48_000, size

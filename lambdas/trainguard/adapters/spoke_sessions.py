@@ -5,9 +5,11 @@ For a job in account A and region R, the calls that land in the job's account (t
 there, `trainguard-spoke-<function>-<R>`. The hub's own resources (the ledger, the topic, the schedules) are
 reached with the function's own session, as in a single account: `wiring.build_ports` takes both sets of clients.
 
-The credentials come from STS AssumeRole (one hour, the default) on the function's own session, through STS's
-regional endpoint for the function's region, as AWS advises for resilience
-(https://docs.aws.amazon.com/IAM/latest/UserGuide/id_credentials_temp_enable-regions.html). They are kept per
+The credentials come from STS AssumeRole (one hour, the default) on the function's own session. The STS endpoint
+is the function's region's, as AWS advises for resilience
+(https://docs.aws.amazon.com/IAM/latest/UserGuide/id_credentials_temp_enable-regions.html): botocore has used
+regional STS endpoints by default since boto3 1.40 (boto/boto3#4583), and an explicit endpoint here would bypass
+the local stand-in's AWS_ENDPOINT_URL. They are kept per
 account and region for the container's life and taken again once less than REFRESH_BEFORE of them is left: a
 function runs for a minute at most, so a client never outlives its credentials. Only the enrolled accounts and
 regions are served: anything else raises NotEnrolled before any call is made.
