@@ -54,6 +54,16 @@ def stall_alarm_pattern() -> dict[str, Any]:
     }
 
 
+def guarded_events(watch_failed_launches: bool) -> dict[str, dict[str, Any]]:
+    """The events trainguard acts on, by name, with their patterns: what a spoke forwards to its hub and what the
+    hub routes from its bus (infra/spoke_stack.py, infra/hub.py), in one place. The refused launches only where
+    the setting `watch_failed_launches` asks for them (they need a CloudTrail trail)."""
+    events = {"TrainingJobStates": training_job_state_pattern(), "StallAlarms": stall_alarm_pattern()}
+    if watch_failed_launches:
+        events["FailedLaunches"] = failed_training_job_launch_pattern()
+    return events
+
+
 CLOUDTRAIL_API_CALL = "AWS API Call via CloudTrail"
 SAGEMAKER_EVENT_SOURCE = "sagemaker.amazonaws.com"
 

@@ -7,7 +7,7 @@
   only (an event's `account` and `region` are its origin's: EventBridge keeps them when a rule forwards it,
   https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-cross-account.html). An event from an account or
   a region that is not enrolled matches one rule only, which parks it in a queue, where it is counted (the
-  rule's MatchedEvents metric, the queue's depth) and goes no further.
+  rule's MatchedEvents metric, the queue's depth, an alarm to the topic) and goes no further.
 - Each function that acts in a job's account gets a fixed role name, `trainguard-hub-<function>`, which that
   function's spoke role trusts, and may assume that spoke role in the enrolled accounts only.
 
@@ -22,14 +22,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import Aws
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra.guard_function import dead_letter_queue, rule_to_function
+from infra.guard_function import ALARM_PERIOD, alarm_above_zero, dead_letter_queue, rule_to_function
 from infra.nag import PendingAcknowledgments, nag_arn
 from infra.settings import Settings
 from trainguard.adapters.spoke_roles import HUB_EVENT_BUS_NAME, function_key, hub_role_name, spoke_role_name
@@ -71,6 +73,7 @@ class Hub(Construct):
         routes: Sequence[Route],
         acting_functions: Sequence[tuple[lambda_.Function, str]],
         acknowledgments: PendingAcknowledgments,
+        alarm_topic: sns.ITopic,
     ) -> None:
         super().__init__(scope, construct_id)
         accounts, regions = settings.enrolled_accounts, settings.enrolled_regions
@@ -110,6 +113,16 @@ class Hub(Construct):
         assert isinstance(cfn_refused, events.CfnRule)
         cfn_refused.add_property_deletion_override("EventPattern.account")
         cfn_refused.add_property_override("EventPattern.$or", not_enrolled(accounts, regions)["$or"])
+        self.refused_alarm = alarm_above_zero(
+            self,
+            "RefusedEventsAlarm",
+            metric=self.refused_events.metric_approximate_number_of_messages_visible(
+                period=ALARM_PERIOD, statistic=cloudwatch.Stats.MAXIMUM
+            ),
+            description="trainguard hub: events came from an account or region that is not enrolled and were not "
+            "acted on; read them in the hub's RefusedEvents queue, then enroll the spoke or remove its rules.",
+            topic=alarm_topic,
+        )
         for function, handler in acting_functions:
             self._act_in_spokes(function, function_key(handler), accounts, acknowledgments)
 

@@ -25,7 +25,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra.event_patterns import failed_training_job_launch_pattern, stall_alarm_pattern, training_job_state_pattern
+from infra.event_patterns import guarded_events
 from infra.grants import Grants
 from infra.guard_function import dead_letter_queue, event_pattern
 from infra.job_events import JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER
@@ -78,9 +78,7 @@ class TrainGuardSpokeStack(Stack):
         self.forward_dead_letter_queue = dead_letter_queue(
             self, "ForwardDeadLetterQueue", holds="the events this spoke could not put on the hub's bus"
         )
-        patterns = {"TrainingJobStates": training_job_state_pattern(), "StallAlarms": stall_alarm_pattern()}
-        if self.settings.watch_failed_launches:
-            patterns["FailedLaunches"] = failed_training_job_launch_pattern()
+        patterns = guarded_events(self.settings.watch_failed_launches)
         self.forward_role = iam.Role(
             self,
             "ForwardToHubRole",

@@ -19,11 +19,7 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from infra.dashboard import GuardDashboard
-from infra.event_patterns import (
-    failed_training_job_launch_pattern,
-    stall_alarm_pattern,
-    training_job_state_pattern,
-)
+from infra.event_patterns import guarded_events
 from infra.grants import Grants
 from infra.hub import Hub, Route
 from infra.job_events import JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER, JobEvents
@@ -112,24 +108,16 @@ class TrainGuardStack(Stack):
         """The organization's hub (infra/hub.py): the same routes on its own bus, the functions that act in a
         job's account allowed into their spoke roles."""
         quota_walls, stalls = self.quota_walls, self.stall_detection
-        routes = [
-            Route(
-                "TrainingJobStates",
-                training_job_state_pattern(),
-                self.job_events.job_events_function,
-                self.job_events.dead_letter_queue,
-            ),
-            Route("StallAlarms", stall_alarm_pattern(), stalls.stall_alarms_function, stalls.dead_letter_queue),
-        ]
-        if quota_walls.failed_launches_function is not None:
-            routes.append(
-                Route(
-                    "FailedLaunches",
-                    failed_training_job_launch_pattern(),
-                    quota_walls.failed_launches_function,
-                    quota_walls.dead_letter_queue,
-                )
-            )
+        handled_by = {
+            "TrainingJobStates": (self.job_events.job_events_function, self.job_events.dead_letter_queue),
+            "StallAlarms": (stalls.stall_alarms_function, stalls.dead_letter_queue),
+            "FailedLaunches": (quota_walls.failed_launches_function, quota_walls.dead_letter_queue),
+        }
+        routes = []
+        for name, pattern in guarded_events(self.settings.watch_failed_launches).items():
+            function, dead_letters = handled_by[name]
+            assert function is not None  # the failed-launches function exists where its events are guarded
+            routes.append(Route(name, pattern, function, dead_letters))
         acting = [(function, handler) for function, handler in self.handlers if acts_in_job_account(handler)]
         return Hub(
             self,
@@ -138,6 +126,7 @@ class TrainGuardStack(Stack):
             routes=routes,
             acting_functions=acting,
             acknowledgments=self.grants.acknowledgments,
+            alarm_topic=self.notifications.topic,
         )
 
     def _configure_functions(self) -> None:

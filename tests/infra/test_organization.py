@@ -120,6 +120,15 @@ def test_the_hub_routes_the_enrolled_accounts_and_regions_and_parks_everything_e
         }
     ]
     assert len(on_hub_bus) == 4
+    (parked,) = [r for r in on_hub_bus if "$or" in r["EventPattern"]]
+    (queue_id,) = [t["Arn"]["Fn::GetAtt"][0] for t in parked["Targets"]]
+    alarms = resources(organization.hub, "AWS::CloudWatch::Alarm").values()
+    watching = [
+        a
+        for a in alarms
+        if {"Name": "QueueName", "Value": {"Fn::GetAtt": [queue_id, "QueueName"]}} in a.get("Dimensions", [])
+    ]
+    assert len(watching) == 1 and watching[0]["Threshold"] == 0 and watching[0]["AlarmActions"]  # told on the topic
 
 
 def test_each_acting_hub_function_has_its_fixed_role_name_and_assumes_only_its_spoke_roles(
