@@ -48,6 +48,16 @@ HANDLERS = (
 )
 
 
+def acting_handlers(settings: Settings) -> list[str]:
+    """The hub functions that act in a job's account, each with a role in every spoke (the failed-launches
+    function only where its events are watched)."""
+    return [
+        handler
+        for handler in HANDLERS
+        if acts_in_job_account(handler) and (handler != FAILED_LAUNCHES_HANDLER or settings.watch_failed_launches)
+    ]
+
+
 class TrainGuardSpokeStack(Stack):
     def __init__(
         self,
@@ -67,9 +77,7 @@ class TrainGuardSpokeStack(Stack):
         self._forward_to(hub_event_bus_arn(hub_account, hub_region, Aws.PARTITION))
         training_logs = logs.LogGroup.from_log_group_name(self, "TrainingLogs", TRAINING_LOG_GROUP)
         self.roles = {
-            function_key(handler): self._spoke_role(handler, training_logs)
-            for handler in HANDLERS
-            if acts_in_job_account(handler) and (handler != FAILED_LAUNCHES_HANDLER or settings.watch_failed_launches)
+            function_key(handler): self._spoke_role(handler, training_logs) for handler in acting_handlers(settings)
         }
         self.grants.acknowledgments.acknowledge_all()
 

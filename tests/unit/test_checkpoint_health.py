@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -142,10 +143,13 @@ def test_history_advises_a_shorter_interval_to_a_lineage_that_fails_often() -> N
     launches = [T0 - timedelta(hours=12), T0 - timedelta(hours=8), T0 - timedelta(hours=4), T0]  # 3 failures in 12 h
     advice = lineage_advice(job, launches, written(120, 5, files=4), T0)
     assert advice["failures"] == 3 and advice["hours_observed"] == 12.0 and advice["current_interval_minutes"] == 120
-    # Model values, no clock: 4 files 20 s apart are a 1-minute write (the floor), and Young/Daly's interval
-    # for a 1-minute write and a failure every 4 hours is about 22 minutes.
-    modelled_write_minutes, modelled_best_minutes = advice["checkpoint_write_minutes"], advice["best_interval_minutes"]
-    assert modelled_write_minutes == 1.0 and modelled_best_minutes < 60
+    # Model values, no clock: 4 files 20 s apart are a 1-minute write (the floor), and Daly's interval for a
+    # 1-minute write C and a failure every M = 240 minutes, sqrt(2CM) (1 + sqrt(C/2M)/3 + C/18M) - C, in minutes.
+    write, between_failures = 1.0, 240.0
+    ratio = write / (2 * between_failures)
+    daly = math.sqrt(2 * write * between_failures) * (1 + math.sqrt(ratio) / 3 + ratio / 9) - write
+    assert advice["checkpoint_write_minutes"] == write
+    assert advice["best_interval_minutes"] == pytest.approx(daly, abs=0.05)
     assert advice["gpu_hours_saved_per_week"] > 0 and "instead of every 2.0 h" in advice["advice"]
     none_yet = lineage_advice(job, launches[:1], written(120, 5), T0)
     assert none_yet["advice"] is None and none_yet["why"] == "no failure yet"

@@ -79,3 +79,21 @@ def test_an_alarm_and_a_refused_launch_from_elsewhere_are_skipped_too() -> None:
         assert outcome.kind is OutcomeKind.SKIPPED and "acts only on jobs of its own account" in outcome.reason
     assert ports.alarms.rearmed == [] and ports.jobs.stops == [] and ports.quotas.requests == []
     assert ports.ledger.steps == {} and ports.notifier.sent == []
+
+
+@pytest.mark.parametrize(
+    ("account", "region", "own_account", "acts"),
+    [
+        (HOME, "us-east-1", HOME, True),
+        ("111111111111", "us-east-1", HOME, False),
+        (HOME, "eu-west-1", HOME, False),
+        ("111111111111", "eu-west-1", "", True),  # outside a deployed stack: not known, not checked
+    ],
+)
+def test_the_domain_says_whose_job_an_event_is_about(account: str, region: str, own_account: str, acts: bool) -> None:
+    from trainguard.domain.origin import elsewhere
+
+    reason = elsewhere(account, region, own_account, "us-east-1")
+    assert (reason is None) is acts
+    if reason:
+        assert f"from account {account} in {region}" in reason

@@ -28,7 +28,14 @@ from typing import Any
 import boto3
 
 from infra.settings import SPOKE_CONTEXT_KEY, Settings
-from trainguard.adapters.spoke_roles import HUB_EVENT_BUS_NAME, hub_event_bus_arn, hub_role_name, spoke_role_name
+from infra.spoke_stack import acting_handlers
+from trainguard.adapters.spoke_roles import (
+    HUB_EVENT_BUS_NAME,
+    function_key,
+    hub_event_bus_arn,
+    hub_role_name,
+    spoke_role_name,
+)
 from trainguard_local.deploy_local.deploy import (
     LocalDeploy,
     Steps,
@@ -103,11 +110,8 @@ def check_hub(hub: LocalDeploy, settings: Settings) -> str:
     routed = [p for p in patterns if p.get("account") == list(settings.enrolled_accounts)]
     require(len(routed) == len(rules) - 1 and len(routed) >= 2, f"the hub's bus has rules {patterns}")
     require(all(p["region"] == list(settings.enrolled_regions) for p in routed), "a route misses the regions")
-    named = [
-        hub_role_name(key)
-        for key in ("job-events", "retry-launcher", "quota-watch", "stall-alarms", "stall-prober")
-        if hub.client("iam").get_role(RoleName=hub_role_name(key))
-    ]
+    keys = [function_key(handler) for handler in acting_handlers(settings)]
+    named = [hub_role_name(key) for key in keys if hub.client("iam").get_role(RoleName=hub_role_name(key))]
     return f"bus {HUB_EVENT_BUS_NAME}, {len(routed)} routes and 1 refusal on it, roles {', '.join(named)}"
 
 
