@@ -63,10 +63,6 @@ class Settings(FunctionSettings):
     subscribe_to_training_logs: bool = True
     # Local deploys into moto server cannot use the bootstrap-version rule (docs/local-aws.md).
     local_deploy: bool = False
-    # The organization-wide hub (docs/organization.md): the other accounts and the regions whose spokes may send
-    # events to this stack's hub bus. None: a single-account stack, as it always was.
-    enrolled_accounts: tuple[str, ...] = ()
-    enrolled_regions: tuple[str, ...] = ()
     # When set, the hub's bus also requires the sender to be in this organization.
     organization_id: str = ""
 
@@ -78,6 +74,11 @@ class Settings(FunctionSettings):
         )
         _check(0 <= self.default_max_retries <= 20, "default_max_retries", "an integer from 0 to 20")
         _check(1 <= self.retry_budget_per_hour <= 1000, "retry_budget_per_hour", "an integer from 1 to 1000")
+        _check(
+            1 <= self.organization_retry_budget_per_hour <= 10000,
+            "organization_retry_budget_per_hour",
+            "an integer from 1 to 10000",
+        )
         _check(1 <= self.capacity_backoff_minutes <= 1440, "capacity_backoff_minutes", "1 to 1440")
         _check(
             self.capacity_backoff_minutes <= self.capacity_backoff_max_minutes <= 10080,
@@ -134,11 +135,6 @@ class Settings(FunctionSettings):
         _check(0 <= self.startup_grace_minutes <= 720, "startup_grace_minutes", "an integer from 0 to 720")
         # Read-only, so the frozen object cannot change through the mapping it was given.
         object.__setattr__(self, "quota_ceilings", MappingProxyType(dict(self.quota_ceilings)))
-
-    @property
-    def is_hub(self) -> bool:
-        """Whether this stack is an organization's hub: other accounts are enrolled."""
-        return bool(self.enrolled_accounts)
 
     @property
     def quota_ceilings_json(self) -> str:

@@ -26,12 +26,14 @@ from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.log_rhythm import LogRhythm
 from trainguard.domain.messages import Notification
 from trainguard.domain.model import TrainingJob
+from trainguard.domain.origin import Location
 from trainguard.domain.outcome import Outcome
 from trainguard.domain.quotas import WaitingLaunch, normalize_quota_name
 from trainguard.domain.stall_alarms import LOG_SILENCE_METRIC, owned_alarm_job, possible_gpu_part_names
 from trainguard.domain.stalls import StallSignal, StallThresholds, alarm_name, parse_alarm_name
 from trainguard.domain.watched_job import WatchedJob
 from trainguard.events.training_job import job_from_description
+from trainguard.handlers.wiring import PortSet
 from trainguard.workflows.function_ports import Settled
 from trainguard.workflows.ports import (
     JobNotFound,
@@ -520,3 +522,20 @@ def after_the_lease(ports: FakePorts) -> FakePorts:
     process died sees."""
     later = ports.clock() + LEASE + timedelta(seconds=1)
     return replace(ports, clock=lambda: later)
+
+
+class FakePlaces(PortSet):
+    """An organization's hub on fakes: one FakePorts per place it serves (None: its own account and region),
+    made on first use, each with its place's region, so that a test sees where each action was taken."""
+
+    def __init__(self, **config_overrides: Any) -> None:
+        home = fake_ports(**config_overrides)
+        super().__init__(lambda service: None, home.config, home.region, home.clock)
+        self._overrides = config_overrides
+        self.by_place: dict[Location | None, FakePorts] = {None: home}
+
+    def at(self, kind: type[Ports], spoke: Location | None) -> Ports:
+        if spoke not in self.by_place:
+            assert spoke is not None
+            self.by_place[spoke] = replace(fake_ports(**self._overrides), region=spoke.region)
+        return narrowed(kind, self.by_place[spoke])

@@ -48,6 +48,17 @@ class FunctionSettings:
     gpu_idle_minutes: int = StallThresholds.gpu_idle_minutes
     gpu_idle_percent: int = StallThresholds.gpu_idle_percent
     startup_grace_minutes: int = StallThresholds.startup_grace_minutes
+    # The organization-wide hub (docs/organization.md): the other accounts and the regions whose spokes send
+    # their events to this stack's hub bus, and where it acts through their roles. None: a single-account stack.
+    enrolled_accounts: tuple[str, ...] = ()
+    enrolled_regions: tuple[str, ...] = ()
+    # A hub's relaunches in one hour across the organization; each account also has retry_budget_per_hour.
+    organization_retry_budget_per_hour: int = 100
+
+    @property
+    def is_hub(self) -> bool:
+        """Whether this is an organization's hub: other accounts are enrolled."""
+        return bool(self.enrolled_accounts)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,8 +73,8 @@ class GuardConfig(FunctionSettings):
     schedule_group_name: str = "trainguard"
     # The quota ceilings as a JSON object {quota name: ceiling}; other quotas get the default ceiling.
     quota_ceilings_json: str = "{}"
-    # The stack's own account: an event about a job elsewhere is not acted on (handlers/origin.py). Empty outside
-    # a deployed stack (the tests, the local stand-in), where no event comes from elsewhere.
+    # The stack's own account: an event about a job elsewhere is acted on only in an enrolled spoke
+    # (domain/origin.py). Empty outside a deployed stack (the tests, the local stand-in), where every event is its own.
     account_id: str = ""
 
     @property

@@ -7,7 +7,8 @@ OUTCOME_METRIC_PREFIX = "Outcome-"
 MALFORMED_EVENTS = "MalformedEvents"
 PROBER_CYCLES = "ProberCycles"  # the prober's heartbeat: the prober-health alarm watches it
 WATCHED_JOBS = "WatchedJobs"
-EVENTS_FROM_ELSEWHERE = "EventsFromElsewhere"  # an event about another account's or region's job: not acted on
+EVENTS_FROM_ELSEWHERE = "EventsFromElsewhere"  # an event about a job of an account or region not served: skipped
+SPOKE_FAILURES = "SpokeFailures"  # a hub's scheduled function could not serve one spoke this time
 
 
 def outcome_metric(kind: str) -> str:

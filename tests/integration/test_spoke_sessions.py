@@ -13,11 +13,13 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from trainguard.adapters.spoke_sessions import Location, NotEnrolled, SpokeSessions
+from trainguard.adapters.ledger import create_table_request
+from trainguard.adapters.spoke_sessions import NotEnrolled, SpokeSessions, spoke_clients_on
 from trainguard.config import GuardConfig
 from trainguard.domain.model import TrainingJob
-from trainguard.handlers.wiring import build_ports
-from trainguard.workflows.function_ports import JobEventsPorts
+from trainguard.domain.origin import Location
+from trainguard.handlers.wiring import PortSet, build_ports
+from trainguard.workflows.function_ports import JobEventsPorts, RetryLauncherPorts
 
 HUB, SPOKE, OTHER = "123456789012", "111111111111", "222222222222"
 SPOKE_REGION = "us-west-2"
@@ -54,7 +56,7 @@ def test_a_spokes_clients_act_in_its_account_and_region_through_the_functions_sp
     assert identity["Account"] == SPOKE
     assert ":assumed-role/trainguard-spoke-job-events-us-west-2/trainguard-job-events" in identity["Arn"]
     assert clients("sagemaker").meta.region_name == SPOKE_REGION
-    assert clients("sagemaker") is clients("sagemaker")  # one client per service and place
+    assert clients("sagemaker").meta is clients("sagemaker").meta  # one client per service and place
 
 
 @pytest.mark.parametrize(("account", "region"), [(OTHER, SPOKE_REGION), (SPOKE, "eu-west-1"), (HUB, "us-east-1")])
@@ -66,24 +68,27 @@ def test_nothing_is_served_outside_the_enrolled_accounts_and_regions(home: Any, 
 def test_the_credentials_are_taken_again_before_they_run_out(home: Any) -> None:
     clock = Clock()
     spoke = sessions(home, clock)
-    first = spoke.clients_in(Location(SPOKE, SPOKE_REGION))("sagemaker")
+    client = spoke.clients_in(Location(SPOKE, SPOKE_REGION))("sagemaker")  # as an adapter holds it
+    first = client.meta
     clock.now += timedelta(minutes=30)
-    assert spoke.clients_in(Location(SPOKE, SPOKE_REGION))("sagemaker") is first  # still 30 minutes left
+    assert client.meta is first  # still 30 minutes left: the same client
     clock.now += timedelta(minutes=25)  # 5 minutes left: less than REFRESH_BEFORE
-    assert spoke.clients_in(Location(SPOKE, SPOKE_REGION))("sagemaker") is not first
+    assert client.meta is not first  # the adapter's client now calls with fresh credentials
 
 
 def test_a_spoke_jobs_ports_reach_its_account_and_the_hubs_own_stay_home(home: Any) -> None:
-    spoke_clients = sessions(home).clients_in(Location(SPOKE, SPOKE_REGION))
+    spokes = sessions(home)
+    spoke_clients = spokes.clients_in(Location(SPOKE, SPOKE_REGION))
     config = GuardConfig(ledger_table_name="ledger", topic_arn=f"arn:aws:sns:us-east-1:{HUB}:tg")
     ports = build_ports(
         JobEventsPorts,
         lambda service: home.client(service),
         config,
-        SPOKE_REGION,
+        "us-east-1",
         lambda: datetime.now(UTC),
-        spoke_clients,
+        (Location(SPOKE, SPOKE_REGION), spoke_clients),
     )
+    assert spokes._held == {}  # building the ports assumed no role: the first call will
 
     name = "llama-pretrain"
     spoke_clients("sagemaker").create_training_job(
@@ -107,3 +112,62 @@ def test_a_spoke_jobs_ports_reach_its_account_and_the_hubs_own_stay_home(home: A
 def _client_of(adapter: Any) -> Any:
     (client,) = [value for value in vars(adapter).values() if hasattr(value, "meta") and hasattr(value, "_endpoint")]
     return client
+
+
+def hub_port_set(home: Any, **settings: Any) -> PortSet:
+    """A hub's ports on moto, as boto3_ports makes them: the ledger table made, the spokes enrolled."""
+    home.client("dynamodb").create_table(**create_table_request("ledger"))
+    config = GuardConfig(
+        ledger_table_name="ledger",
+        topic_arn=f"arn:aws:sns:us-east-1:{HUB}:tg",
+        account_id=HUB,
+        enrolled_accounts=(SPOKE, OTHER),
+        enrolled_regions=("us-east-1", SPOKE_REGION),
+        **settings,
+    )
+    return PortSet(home.client, config, "us-east-1", lambda: datetime.now(UTC), spoke_clients_on(home, config))
+
+
+def test_a_hubs_ledger_keeps_each_places_records_apart(home: Any) -> None:
+    hub = hub_port_set(home)
+    now = datetime.now(UTC)
+    places = [None, Location(SPOKE, SPOKE_REGION), Location(SPOKE, "us-east-1"), Location(OTHER, SPOKE_REGION)]
+    ledgers = [hub.at(RetryLauncherPorts, place).ledger for place in places]
+
+    firsts = [ledger.begin_step("llama-pretrain", "end", now).state.value for ledger in ledgers]
+
+    assert firsts == ["first"] * 4  # the same job name in four places: four records, none a duplicate of another
+    assert [ledger.begin_step("llama-pretrain", "end", now + timedelta(minutes=5)) for ledger in ledgers[:1]]
+    keys = {item["pk"]["S"] for item in home.client("dynamodb").scan(TableName="ledger")["Items"]}
+    assert keys == {
+        "job#llama-pretrain",
+        f"{SPOKE}#{SPOKE_REGION}#job#llama-pretrain",
+        f"{SPOKE}#us-east-1#job#llama-pretrain",
+        f"{OTHER}#{SPOKE_REGION}#job#llama-pretrain",
+    }
+
+
+def test_a_hubs_relaunches_count_against_their_accounts_budget_and_the_organizations(home: Any) -> None:
+    hub = hub_port_set(home, retry_budget_per_hour=2, organization_retry_budget_per_hour=3)
+    now = datetime.now(UTC)
+    east, west, other = (
+        hub.at(RetryLauncherPorts, place).ledger
+        for place in (Location(SPOKE, "us-east-1"), Location(SPOKE, SPOKE_REGION), Location(OTHER, SPOKE_REGION))
+    )
+
+    # One account's budget is shared by its regions: 2 an hour for SPOKE, whichever region.
+    assert [east.take_retry_budget(now, 2), west.take_retry_budget(now, 2), east.take_retry_budget(now, 2)] == [
+        True,
+        True,
+        False,
+    ]
+    # The organization's 3rd relaunch of the hour is OTHER's first; its 4th is refused, and OTHER's count is given
+    # back (OTHER has used 1 of its 2).
+    assert other.take_retry_budget(now, 2) is True
+    assert other.take_retry_budget(now, 2) is False
+    items = {item["pk"]["S"]: int(item["used"]["N"]) for item in home.client("dynamodb").scan(TableName="ledger")["Items"]}
+    assert items == {
+        f"{SPOKE}#budget#retries": 2,
+        f"{OTHER}#budget#retries": 1,
+        "organization#budget#retries": 3,
+    }

@@ -1,20 +1,27 @@
-"""An event about another account's or region's job is never acted on with this account's rights
-(handlers/origin.py): a hub's bus receives its spokes' events, and until the hub acts through a spoke's role,
-each is logged, counted and skipped."""
+"""Where an event's job is acted on (domain/origin.py, handlers/origin.py): an event from the function's own
+account and region with its own ports; in an organization's hub, an event from an enrolled spoke with that
+spoke's ports, in its region; anything else, or an event whose resources name another place than its sender,
+is logged, counted and skipped, and nothing is done anywhere."""
 
 from __future__ import annotations
 
 import copy
+import json
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from tests.cloudtrail_events import envelope_from_record
 from tests.conftest import load_fixture
-from tests.fakes import ROLE, described_job, fake_ports
+from tests.fakes import NOW, ROLE, FakePlaces, described_job, fake_ports
+from tests.unit.test_stall_workflows import training
 from tests.unit.test_handlers import failed_event
+from trainguard.domain.origin import Location, Refused, place_of
 from trainguard.domain.outcome import OutcomeKind
-from trainguard.handlers import failed_launches, job_events, stall_alarms
+from trainguard.domain.stalls import StallSignal, alarm_name
+from trainguard.handlers import failed_launches, job_events, retry_launcher, stall_alarms, stall_prober
+from trainguard.workflows.stall_watch import follow_training_state
 
 HOME = "123456789012"
 ALARM = load_fixture("events/cloudwatch_alarm_state_change.single_metric.awsdocs.json")
@@ -33,10 +40,24 @@ def refused_launch() -> dict[str, Any]:
     return envelope_from_record(record, "ResourceLimitExceeded", QUOTA_MESSAGE)
 
 
+SPOKE = Location("111111111111", "us-west-2")
+HUB = {"account_id": HOME, "enrolled_accounts": (SPOKE.account, "222222222222"), "enrolled_regions": ("us-west-2",)}
+
+
 def _from(event: dict[str, Any], account: str, region: str) -> dict[str, Any]:
+    """`event` as its sender there would send it: its `account` and `region`, and the ARNs it names, theirs."""
     moved = copy.deepcopy(event)
+    text = json.dumps(moved).replace(":us-east-1:123456789012:", f":{region}:{account}:")
+    moved = json.loads(text)
     moved.update(account=account, region=region)
     return moved
+
+
+def _failed_alarm(account: str, region: str) -> dict[str, Any]:
+    alarm = _from(ALARM, account, region)
+    alarm["detail"]["alarmName"] = alarm_name(StallSignal.LOG_SILENCE, "llama-pretrain")
+    alarm["detail"]["state"]["value"] = "ALARM"
+    return alarm
 
 
 @pytest.mark.parametrize(("account", "region"), [("111111111111", "us-east-1"), (HOME, "eu-west-1"), ("", "")])
@@ -67,13 +88,10 @@ def test_outside_a_deployed_stack_the_origin_is_not_checked() -> None:
 
 
 def test_an_alarm_and_a_refused_launch_from_elsewhere_are_skipped_too() -> None:
-    alarm = _from(ALARM, "111111111111", "us-east-1")
-    alarm["detail"]["alarmName"] = "trainguard-stall-logs-llama-pretrain"
-    alarm["detail"]["state"]["value"] = "ALARM"
     ports = fake_ports(account_id=HOME)
 
     for outcome in (
-        stall_alarms.handle(alarm, ports),
+        stall_alarms.handle(_failed_alarm("111111111111", "us-east-1"), ports),
         failed_launches.handle(_from(refused_launch(), "111111111111", "us-east-1"), ports),
     ):
         assert outcome.kind is OutcomeKind.SKIPPED and "acts only on jobs of its own account" in outcome.reason
@@ -81,19 +99,100 @@ def test_an_alarm_and_a_refused_launch_from_elsewhere_are_skipped_too() -> None:
     assert ports.ledger.steps == {} and ports.notifier.sent == []
 
 
+def test_a_hub_relaunches_a_spoke_job_with_that_spoke_s_ports_in_its_region_and_touches_nothing_at_home() -> None:
+    hub = FakePlaces(**HUB)
+    home = hub.by_place[None]
+    home.jobs.add(described_job(), {"trainguard:enabled": "true"})  # a job of the same name at home
+    spoke = hub.at(type(home), SPOKE)
+    spoke.jobs.add(described_job(), {"trainguard:enabled": "true"})
+
+    outcome = job_events.handle(_from(failed_event(), SPOKE.account, SPOKE.region), hub)
+
+    assert outcome.kind is OutcomeKind.RELAUNCHED
+    assert [attempt["TrainingJobName"] for attempt in spoke.jobs.attempts] == [outcome.new_job_name]
+    assert spoke.region == "us-west-2" and "region=us-west-2" in spoke.notifier.sent[0].body
+    assert home.jobs.attempts == [] and home.notifier.sent == [] and home.ledger.steps == {}
+
+
+def test_a_hub_refuses_an_account_or_a_region_that_is_not_enrolled_and_acts_nowhere() -> None:
+    hub = FakePlaces(**HUB)
+    for account, region in (("333333333333", "us-west-2"), (SPOKE.account, "eu-west-1")):
+        outcome = job_events.handle(_from(failed_event(), account, region), hub)
+        assert outcome.kind is OutcomeKind.SKIPPED
+        assert "and of the accounts and regions enrolled in its hub" in outcome.reason
+    assert list(hub.by_place) == [None] and hub.by_place[None].jobs.attempts == []
+
+
+def test_a_spoke_cannot_make_the_hub_act_on_another_account_s_job() -> None:
+    """A compromised spoke forging an event about another enrolled account's job: its `account` is its own (EventBridge
+    sets it), and the job's ARN names the other. Nothing is done, in either account."""
+    hub = FakePlaces(**HUB)
+    forged = _from(failed_event(), "222222222222", "us-west-2")
+    forged["account"] = SPOKE.account
+
+    outcome = job_events.handle(forged, hub)
+
+    assert outcome.kind is OutcomeKind.SKIPPED and "names a resource of account 222222222222" in outcome.reason
+    assert list(hub.by_place) == [None]
+
+
+def test_a_hub_stops_a_spoke_job_on_its_stall_alarm_in_that_spoke() -> None:
+    hub = FakePlaces(**HUB)
+    home = hub.by_place[None]
+    spoke = hub.at(type(home), SPOKE)
+    for ports in (home, spoke):  # a job of the same name in both places, both silent for 40 minutes
+        training(ports)
+        follow_training_state(ports, "llama-pretrain")
+        ports.job_logs.newest, ports.job_logs.line = NOW - timedelta(minutes=40), "step 9000 loss 1.71"
+
+    outcome = stall_alarms.handle(_failed_alarm(SPOKE.account, SPOKE.region), hub)
+
+    assert outcome.kind is OutcomeKind.STALL_STOPPED
+    assert spoke.jobs.stops == ["llama-pretrain"] and home.jobs.stops == [] and home.notifier.sent == []
+
+
+def test_a_scheduled_relaunch_of_a_spoke_job_is_made_in_that_spoke() -> None:
+    hub = FakePlaces(**HUB)
+    spoke = hub.at(type(hub.by_place[None]), SPOKE)
+    spoke.jobs.add(described_job(), {"trainguard:enabled": "true"})
+    event = {"failed_job_name": "llama-pretrain", "reason": "capacity", **vars(SPOKE)}
+
+    retry_launcher.handle(event, hub)
+
+    assert spoke.jobs.attempts and hub.by_place[None].jobs.attempts == []
+    forged = {"failed_job_name": "llama-pretrain", "reason": "capacity", "account": "333333333333", "region": "us-west-2"}
+    assert retry_launcher.handle(forged, hub).kind is OutcomeKind.SKIPPED
+
+
+def test_the_prober_of_a_hub_probes_home_and_every_enrolled_spoke() -> None:
+    hub = FakePlaces(**HUB)
+    stall_prober.handle({}, hub)
+    assert set(hub.by_place) == {None, SPOKE, Location("222222222222", "us-west-2")}
+
+
+OWN = Location(HOME, "us-east-1")
+
+
 @pytest.mark.parametrize(
-    ("account", "region", "own_account", "acts"),
+    ("origin", "arns", "own", "expected"),
     [
-        (HOME, "us-east-1", HOME, True),
-        ("111111111111", "us-east-1", HOME, False),
-        (HOME, "eu-west-1", HOME, False),
-        ("111111111111", "eu-west-1", "", True),  # outside a deployed stack: not known, not checked
+        (OWN, [], OWN, None),
+        (Location("111111111111", "us-east-1"), [], OWN, Refused),
+        (Location(HOME, "eu-west-1"), [], OWN, Refused),
+        (Location("111111111111", "eu-west-1"), [], Location("", "us-east-1"), None),  # outside a deployed stack
+        (SPOKE, [], OWN, SPOKE),
+        (SPOKE, ["arn:aws:sagemaker:us-west-2:111111111111:training-job/a"], OWN, SPOKE),
+        (SPOKE, ["arn:aws:sagemaker:us-west-2:222222222222:training-job/a"], OWN, Refused),
+        (SPOKE, ["arn:aws:sagemaker:us-east-1:111111111111:training-job/a"], OWN, Refused),
+        (OWN, ["arn:aws:sagemaker:us-west-2:111111111111:training-job/a"], OWN, Refused),
+        (SPOKE, ["arn:aws:s3:::a-bucket"], OWN, SPOKE),  # an ARN without account or region names no place
     ],
 )
-def test_the_domain_says_whose_job_an_event_is_about(account: str, region: str, own_account: str, acts: bool) -> None:
-    from trainguard.domain.origin import elsewhere
-
-    reason = elsewhere(account, region, own_account, "us-east-1")
-    assert (reason is None) is acts
-    if reason:
-        assert f"from account {account} in {region}" in reason
+def test_the_domain_says_where_an_event_is_acted_on(
+    origin: Location, arns: list[str], own: Location, expected: object
+) -> None:
+    place = place_of(origin, arns, own=own, enrolled_accounts=HUB["enrolled_accounts"], enrolled_regions=("us-west-2",))
+    if expected is Refused:
+        assert isinstance(place, Refused) and f"{origin.account or '?'}" in place.reason
+    else:
+        assert place == expected

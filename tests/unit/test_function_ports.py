@@ -117,3 +117,12 @@ def test_the_reading_sees_a_call_and_would_see_a_port_left_unused() -> None:
         "alarms",
         "checkpoints",
     }
+
+
+@pytest.mark.parametrize("module", HANDLERS)
+def test_each_functions_ports_name_the_function_whose_spoke_roles_they_assume(module: str) -> None:
+    from trainguard.adapters.spoke_roles import function_key
+    from trainguard.handlers.wiring import function_key_of_ports
+
+    handler = f"trainguard.handlers.{module}.handler"
+    assert function_key_of_ports(ports_of_handler(handler)) == function_key(handler)

@@ -7,19 +7,25 @@ whose end is handled (`job#<name>` / `end`), the failed job whose delayed relaun
 later. A lease that outlives its holder (a crash) can be taken over; the deterministic job
 name then keeps CreateTrainingJob from running twice.
 
+In an organization's hub (docs/organization.md) one ledger holds the records of every enrolled account and
+region: each adapter is made for one place (`LedgerScope`), whose records' partition keys start with
+"<account>#<region>#", so that two accounts' jobs of the same name never share a record. At home (the hub's own
+account and region, and every single-account stack) the prefix is empty: the keys are those it always had.
+
 IAM: each method's `needs`, granted on the ledger table.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from trainguard.adapters.permissions import needs
+from trainguard.domain.origin import Location
 from trainguard.domain.outcome import Outcome
 from trainguard.domain.quotas import WaitingLaunch
 from trainguard.workflows.ports import QuotaRequestState, StepInProgress, StepStart, StepState
@@ -38,16 +44,43 @@ RETENTION = timedelta(days=400)
 _BUDGET_KEY = "budget#retries"
 _QUOTA_REQUESTS = "quota-requests"
 _QUOTA_WAITS = "quota-waits"
+_ORGANIZATION_BUDGET_KEY = "organization#budget#retries"
+
+
+@dataclass(frozen=True)
+class LedgerScope:
+    """The place whose records an adapter reads and writes: the prefix of their partition keys, the prefix of
+    the retry budget's (one budget per account), and the hub's organization-wide budget of relaunches an hour
+    (0: none, a single-account stack)."""
+
+    records: str = ""
+    budget: str = ""
+    organization_budget: int = 0
+
+    def key(self, pk: str, sk: str) -> dict[str, dict[str, str]]:
+        return item_key(self.records + pk, sk)
+
+
+HOME = LedgerScope()
+
+
+def ledger_scope(spoke: Location | None, organization_budget: int = 0) -> LedgerScope:
+    """The records of one place: a spoke's under its account and region, its budget under its account; None is
+    home (in a hub, its relaunches count against the organization's budget too)."""
+    if spoke is None:
+        return LedgerScope(organization_budget=organization_budget)
+    return LedgerScope(f"{spoke.account}#{spoke.region}#", f"{spoke.account}#", organization_budget)
 
 
 class Ledger:
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: Any, table_name: str, scope: LedgerScope = HOME) -> None:
         self._client = client
         self._table = table_name
+        self._scope = scope
 
     @needs("dynamodb:PutItem", "dynamodb:GetItem")
     def begin_step(self, job_name: str, step: str, now: datetime) -> StepStart:
-        key = item_key(f"job#{job_name}", step)
+        key = self._scope.key(f"job#{job_name}", step)
         try:
             self._client.put_item(
                 TableName=self._table,
@@ -78,7 +111,7 @@ class Ledger:
     def finish_step(self, job_name: str, step: str, outcome: Outcome, now: datetime) -> None:
         self._client.update_item(
             TableName=self._table,
-            Key=item_key(f"job#{job_name}", step),
+            Key=self._scope.key(f"job#{job_name}", step),
             UpdateExpression=(
                 "SET #s = :done, outcome = :outcome, kind = :kind, finished_at = :now, "
                 "expires_at = if_not_exists(expires_at, :expires)"
@@ -98,7 +131,7 @@ class Ledger:
         """Give the lease back after a failure, so a redelivery does not wait for it to expire."""
         self._client.delete_item(
             TableName=self._table,
-            Key=item_key(f"job#{job_name}", step),
+            Key=self._scope.key(f"job#{job_name}", step),
             ConditionExpression="#s = :busy",
             ExpressionAttributeNames={"#s": "status"},
             ExpressionAttributeValues={":busy": {"S": "in_progress"}},
@@ -106,13 +139,29 @@ class Ledger:
 
     @needs("dynamodb:UpdateItem")
     def take_retry_budget(self, now: datetime, limit: int) -> bool:
-        """Count one relaunch against this hour's account-wide budget; False when it is spent."""
+        """Count one relaunch against this hour's budget of the job's account, and in a hub against the
+        organization's too; False when either is spent (a count taken from the account's is then given back)."""
+        hour = now.strftime("%Y-%m-%dT%H")
+        if not self._take_budget(item_key(self._scope.budget + _BUDGET_KEY, hour), now, limit):
+            return False
+        organization = self._scope.organization_budget
+        if not organization or self._take_budget(item_key(_ORGANIZATION_BUDGET_KEY, hour), now, organization):
+            return True
+        self._client.update_item(
+            TableName=self._table,
+            Key=item_key(self._scope.budget + _BUDGET_KEY, hour),
+            UpdateExpression="ADD used :minus_one",
+            ExpressionAttributeValues={":minus_one": {"N": "-1"}},
+        )
+        return False
+
+    def _take_budget(self, key: dict[str, dict[str, str]], now: datetime, limit: int) -> bool:
         if limit <= 0:  # the condition below lets the hour's first count through: a budget of none is none
             return False
         return conditional_update(
             self._client,
             TableName=self._table,
-            Key=item_key(_BUDGET_KEY, now.strftime("%Y-%m-%dT%H")),
+            Key=key,
             UpdateExpression="ADD used :one SET expires_at = :expires",
             ConditionExpression="attribute_not_exists(used) OR used < :limit",
             ExpressionAttributeValues={
@@ -130,7 +179,7 @@ class Ledger:
             self._client.put_item(
                 TableName=self._table,
                 Item={
-                    **item_key(f"lineage#{root_job}", f"attempt#{attempt:03d}#{job_name}"),
+                    **self._scope.key(f"lineage#{root_job}", f"attempt#{attempt:03d}#{job_name}"),
                     "job_name": {"S": job_name},
                     "retry_of": {"S": retry_of},
                     "attempt": {"N": str(attempt)},
@@ -178,20 +227,21 @@ def item_key(pk: str, sk: str) -> dict[str, dict[str, str]]:
 class QuotaLedger:
     """The quota requests trainguard follows and the launches waiting for them.
 
-    Two small partitions, each read with one Query by the periodic check: `quota-requests`
+    Two small partitions per place, each read with one Query by the periodic check: `quota-requests`
     (one item per quota name) and `quota-waits` (one item per waiting launch, by job name).
     """
 
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: Any, table_name: str, scope: LedgerScope = HOME) -> None:
         self._client = client
         self._table = table_name
+        self._scope = scope
 
     @needs("dynamodb:PutItem")
     def save_request(self, state: QuotaRequestState, now: datetime) -> None:
         self._client.put_item(
             TableName=self._table,
             Item={
-                **item_key(_QUOTA_REQUESTS, state.quota_name),
+                **self._scope.key(_QUOTA_REQUESTS, state.quota_name),
                 "request": {"S": json.dumps(asdict(state))},
                 "status": {"S": state.status},
                 "updated_at": {"S": now.isoformat()},
@@ -210,7 +260,7 @@ class QuotaLedger:
         self._client.put_item(
             TableName=self._table,
             Item={
-                **item_key(_QUOTA_WAITS, waiting.job_name),
+                **self._scope.key(_QUOTA_WAITS, waiting.job_name),
                 "waiting": {"S": json.dumps(data)},
                 TTL_ATTRIBUTE: {"N": str(int((waiting.give_up_at + RETENTION).timestamp()))},
             },
@@ -228,13 +278,13 @@ class QuotaLedger:
 
     @needs("dynamodb:DeleteItem")
     def remove_waiting(self, job_name: str) -> None:
-        self._client.delete_item(TableName=self._table, Key=item_key(_QUOTA_WAITS, job_name))
+        self._client.delete_item(TableName=self._table, Key=self._scope.key(_QUOTA_WAITS, job_name))
 
     def _query(self, partition: str) -> list[dict[str, Any]]:
         pages = self._client.get_paginator("query").paginate(
             TableName=self._table,
             KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": {"S": partition}},
+            ExpressionAttributeValues={":pk": {"S": self._scope.records + partition}},
             ConsistentRead=True,
         )
         return [item for page in pages for item in page.get("Items", [])]

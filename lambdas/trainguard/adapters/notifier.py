@@ -5,6 +5,9 @@ is configured, the same notification in Amazon Q Developer's custom-notification
 The chat copy is a courtesy: if its publish fails, the failure is logged and counted, and the
 action the notification reports is not redone (the email-readable topic already has it).
 
+In an organization's hub, each notification names the job's account and region (`job_account`, and the region
+of the job's ports: messages.naming_the_account).
+
 IAM: `needs` on publish, granted on the topics (the stack adds kms:GenerateDataKey/kms:Decrypt on their key).
 """
 
@@ -16,20 +19,25 @@ from typing import Any
 
 from trainguard.adapters.permissions import needs
 from trainguard.domain.chat_messages import compose_chat_message
-from trainguard.domain.messages import Notification
+from trainguard.domain.messages import Notification, naming_the_account
 
 logger = logging.getLogger(__name__)
 
 
 class Notifier:
-    def __init__(self, client: Any, topic_arn: str, chat_topic_arn: str = "") -> None:
+    def __init__(
+        self, client: Any, topic_arn: str, chat_topic_arn: str = "", *, job_account: str = "", job_region: str = ""
+    ) -> None:
         self._client = client
         self._topic_arn = topic_arn
         self._chat_topic_arn = chat_topic_arn
+        self._job_account, self._job_region = job_account, job_region
         self.chat_failures = 0
 
     @needs("sns:Publish")
     def publish(self, notification: Notification) -> str:
+        if self._job_account:
+            notification = naming_the_account(notification, self._job_account, self._job_region)
         response = self._client.publish(
             TopicArn=self._topic_arn,
             Subject=notification.subject,

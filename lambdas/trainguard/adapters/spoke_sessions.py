@@ -12,7 +12,9 @@ regional STS endpoints by default since boto3 1.40 (boto/boto3#4583), and an exp
 the local stand-in's AWS_ENDPOINT_URL. They are kept per
 account and region for the container's life and taken again once less than REFRESH_BEFORE of them is left: a
 function runs for a minute at most, so a client never outlives its credentials. Only the enrolled accounts and
-regions are served: anything else raises NotEnrolled before any call is made.
+regions are served: anything else raises NotEnrolled before any call is made. A client is made, and the role
+assumed, on its first call: a hub function that only reads its own ledger for a spoke with nothing to do there
+makes no call to STS.
 """
 
 from __future__ import annotations
@@ -24,17 +26,11 @@ from typing import Any
 
 from trainguard.adapters.permissions import needs
 from trainguard.adapters.spoke_roles import spoke_role_arn
+from trainguard.config import GuardConfig
+from trainguard.domain.origin import Location
 
 REFRESH_BEFORE = timedelta(minutes=10)
 Clients = Callable[[str], Any]
-
-
-@dataclass(frozen=True)
-class Location:
-    """Where a training job is: its account and region (an event's `account` and `region`, its ARN's)."""
-
-    account: str
-    region: str
 
 
 class NotEnrolled(LookupError):
@@ -77,12 +73,15 @@ class SpokeSessions:
             raise NotEnrolled(f"account {location.account} in {location.region} is not enrolled in this hub")
 
         def client(service: str) -> Any:
-            held = self._session_in(location)
-            if service not in held.clients:
-                held.clients[service] = held.session.client(service, config=self._config)
-            return held.clients[service]
+            return _OnFirstUse(lambda: self._client_in(location, service))
 
         return client
+
+    def _client_in(self, location: Location, service: str) -> Any:
+        held = self._session_in(location)
+        if service not in held.clients:
+            held.clients[service] = held.session.client(service, config=self._config)
+        return held.clients[service]
 
     def _session_in(self, location: Location) -> _Held:
         held = self._held.get(location)
@@ -107,3 +106,39 @@ class SpokeSessions:
             region_name=location.region,
         )
         return _Held(session, credentials["Expiration"], {})
+
+
+def spoke_clients_on(home_session: Any, config: GuardConfig, *, client_config: Any = None) -> Any:
+    """(function key, location) -> that function's clients in that spoke, one SpokeSessions per function, on the
+    function's own boto3 session (wiring.PortSet's `spoke_clients`). Credentials are checked against the real
+    clock, whatever clock the ports decide on."""
+    from datetime import UTC
+
+    region = home_session.region_name or "us-east-1"
+    partition = home_session.get_partition_for_region(region)
+    sessions: dict[str, SpokeSessions] = {}
+
+    def clients(function_key: str, location: Location) -> Clients:
+        if function_key not in sessions:
+            sessions[function_key] = SpokeSessions(
+                home_session,
+                function_key,
+                enrolled_accounts=config.enrolled_accounts,
+                enrolled_regions=config.enrolled_regions,
+                clock=lambda: datetime.now(UTC),
+                client_config=client_config,
+                partition=partition,
+            )
+        return sessions[function_key].clients_in(location)
+
+    return clients
+
+
+class _OnFirstUse:
+    """A client made when it is first used, from credentials that are fresh then (not when an adapter is built)."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._make(), name)

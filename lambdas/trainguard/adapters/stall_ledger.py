@@ -15,7 +15,7 @@ from dataclasses import asdict, fields
 from datetime import UTC, datetime
 from typing import Any
 
-from trainguard.adapters.ledger import RETENTION, TTL_ATTRIBUTE, conditional_update, item_key
+from trainguard.adapters.ledger import HOME, RETENTION, TTL_ATTRIBUTE, LedgerScope, conditional_update
 from trainguard.adapters.permissions import needs
 from trainguard.domain.log_rhythm import LogRhythm
 from trainguard.domain.stalls import StallThresholds
@@ -25,16 +25,19 @@ _WATCH = "stall-watch"
 
 
 class StallLedger:
-    def __init__(self, client: Any, table_name: str) -> None:
+    """One place's watched jobs and stalls (ledger.LedgerScope: in a hub, each spoke's records are its own)."""
+
+    def __init__(self, client: Any, table_name: str, scope: LedgerScope = HOME) -> None:
         self._client = client
         self._table = table_name
+        self._scope = scope
 
     @needs("dynamodb:UpdateItem")
     def watch(self, job: WatchedJob) -> None:
         """Start (or update) watching a job; keeps the newest log line already recorded."""
         self._client.update_item(
             TableName=self._table,
-            Key=item_key(_WATCH, job.job_name),
+            Key=self._scope.key(_WATCH, job.job_name),
             UpdateExpression="SET instance_type = :type, host_count = :hosts, thresholds = :thresholds, "
             "training_since = :since, stopping_since = :stopping, checkpoint_uri = :uri",
             ExpressionAttributeValues={
@@ -49,7 +52,7 @@ class StallLedger:
 
     @needs("dynamodb:DeleteItem")
     def unwatch(self, job_name: str) -> None:
-        self._client.delete_item(TableName=self._table, Key=item_key(_WATCH, job_name))
+        self._client.delete_item(TableName=self._table, Key=self._scope.key(_WATCH, job_name))
 
     @needs("dynamodb:Query")
     def watched(self) -> list[WatchedJob]:
@@ -57,7 +60,7 @@ class StallLedger:
         kwargs: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": {":pk": {"S": _WATCH}},
+            "ExpressionAttributeValues": {":pk": {"S": self._scope.records + _WATCH}},
         }
         while True:
             page = self._client.query(**kwargs)
@@ -69,7 +72,7 @@ class StallLedger:
     @needs("dynamodb:GetItem")
     def watched_job(self, job_name: str) -> list[WatchedJob]:
         """The one watched job of that name, as a list of zero or one."""
-        item = self._client.get_item(TableName=self._table, Key=item_key(_WATCH, job_name), ConsistentRead=True)
+        item = self._client.get_item(TableName=self._table, Key=self._scope.key(_WATCH, job_name), ConsistentRead=True)
         return [_watched(item["Item"])] if "Item" in item else []
 
     @needs("dynamodb:UpdateItem")
@@ -124,7 +127,7 @@ class StallLedger:
         """One UpdateItem of a watched job's entry, only if the entry exists (and `condition` holds)."""
         request: dict[str, Any] = {
             "TableName": self._table,
-            "Key": item_key(_WATCH, job_name),
+            "Key": self._scope.key(_WATCH, job_name),
             "UpdateExpression": expression,
             "ConditionExpression": "attribute_exists(pk)" + (f" AND ({condition})" if condition else ""),
         }
@@ -137,7 +140,7 @@ class StallLedger:
         self._client.put_item(
             TableName=self._table,
             Item={
-                **item_key(f"job#{job_name}", "stall"),
+                **self._scope.key(f"job#{job_name}", "stall"),
                 "evidence": {"S": json.dumps(evidence, default=str)},
                 "stopped_at": {"S": now.isoformat()},
                 TTL_ATTRIBUTE: {"N": str(int((now + RETENTION).timestamp()))},
@@ -147,7 +150,7 @@ class StallLedger:
     @needs("dynamodb:GetItem")
     def stall_record(self, job_name: str) -> dict[str, Any] | None:
         item = self._client.get_item(
-            TableName=self._table, Key=item_key(f"job#{job_name}", "stall"), ConsistentRead=True
+            TableName=self._table, Key=self._scope.key(f"job#{job_name}", "stall"), ConsistentRead=True
         ).get("Item")
         return None if item is None else json.loads(item["evidence"]["S"])
 

@@ -269,6 +269,22 @@ def quotas_console_url(region: str) -> str:
     return f"https://{region}.console.aws.amazon.com/servicequotas/home/services/sagemaker/quotas?region={region}"
 
 
+def naming_the_account(notification: Notification, account: str, region: str) -> Notification:
+    """A hub's notification (docs/organization.md) names the job's account and region: in its subject, first in
+    its body, and as attributes a subscription's filter policy can select on. The console links in the body
+    open that region in whichever account the reader is signed in to, so the body says which account to use."""
+    tag = f"[trainguard {account} {region}]"
+    subject = notification.subject.replace("[trainguard]", tag, 1)
+    if len(subject) >= SUBJECT_LIMIT:
+        subject = subject[: SUBJECT_LIMIT - 4] + "..."
+    where = (
+        f"Account {account}, region {region}. The links below open {region} in the console of the account you are "
+        f"signed in to: switch to account {account} first."
+    )
+    attributes = {**notification.attributes, "account": account, "region": region}
+    return Notification(subject=subject, body=f"{where}\n\n{notification.body}", attributes=attributes)
+
+
 def fit_subject(template: str, job_name: str, category: str) -> str:
     room = SUBJECT_LIMIT - 1 - len(template.format(job="", category=category))
     shown = job_name if len(job_name) <= room else job_name[: max(room - 3, 1)] + "..."

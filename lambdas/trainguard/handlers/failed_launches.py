@@ -8,21 +8,21 @@ from typing import Any
 from trainguard.domain.outcome import Outcome
 from trainguard.events.cloudtrail import parse_failed_launch
 from trainguard.handlers.observability import follow_job, logger, metrics, parsed, recorded
-from trainguard.handlers.origin import from_elsewhere
-from trainguard.handlers.wiring import ports_or_production
+from trainguard.handlers.origin import ports_for_event
+from trainguard.handlers.wiring import PortSet
 from trainguard.workflows.function_ports import FailedLaunchesPorts
 from trainguard.workflows.launch_blocked import handle_blocked_launch
 
 
-def handle(event: Any, ports: FailedLaunchesPorts | None = None) -> Outcome:
+def handle(event: Any, ports: FailedLaunchesPorts | PortSet | None = None) -> Outcome:
     launch = parsed(parse_failed_launch, event)
     if isinstance(launch, Outcome):
         return launch
     follow_job(launch.job_name, event_id=launch.event_id)
-    ports = ports_or_production(ports, FailedLaunchesPorts)
-    if elsewhere := from_elsewhere(event, ports.config, ports.region, launch.job_name):
-        return recorded(elsewhere)
-    return recorded(handle_blocked_launch(ports, launch))
+    at_origin = ports_for_event(event, ports, FailedLaunchesPorts, launch.job_name)
+    if isinstance(at_origin, Outcome):
+        return recorded(at_origin)
+    return recorded(handle_blocked_launch(at_origin, launch))
 
 
 @metrics.log_metrics

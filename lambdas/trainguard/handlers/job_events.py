@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from trainguard.domain.outcome import Outcome, skipped
-from trainguard.events.state_change import parse_state_change
+from trainguard.events.state_change import TrainingJobStateChange, parse_state_change
 from trainguard.handlers.observability import follow_job, logger, metrics, parsed, recorded
-from trainguard.handlers.origin import from_elsewhere
-from trainguard.handlers.wiring import ports_or_production
+from trainguard.handlers.origin import ports_for_event
+from trainguard.handlers.wiring import PortSet
 from trainguard.workflows.function_ports import JobEventsPorts
 from trainguard.workflows.job_ended import handle_job_end
 from trainguard.workflows.stall_watch import WATCHED_STATUSES, follow_training_state, stop_watching
@@ -16,14 +16,19 @@ from trainguard.workflows.stall_watch import WATCHED_STATUSES, follow_training_s
 ACTIONABLE_STATUSES = ("Failed", "Stopped")
 
 
-def handle(event: Any, ports: JobEventsPorts | None = None) -> Outcome:
+def handle(event: Any, ports: JobEventsPorts | PortSet | None = None) -> Outcome:
     change = parsed(parse_state_change, event)
     if isinstance(change, Outcome):
         return change
     follow_job(change.job.name, event_id=change.event_id)
-    ports = ports_or_production(ports, JobEventsPorts)
-    if elsewhere := from_elsewhere(event, ports.config, ports.region, change.job.name):
-        return recorded(elsewhere)
+    at_origin = ports_for_event(event, ports, JobEventsPorts, change.job.name)
+    if isinstance(at_origin, Outcome):
+        return recorded(at_origin)
+    return recorded(follow_state(at_origin, change))
+
+
+def follow_state(ports: JobEventsPorts, change: TrainingJobStateChange) -> Outcome:
+    """What a job's new status asks for: watch it while it trains; when it ends, what the retry launcher does."""
     status = change.job.status
     if status in WATCHED_STATUSES:
         outcome = follow_training_state(ports, change.job.name)
@@ -36,7 +41,7 @@ def handle(event: Any, ports: JobEventsPorts | None = None) -> Outcome:
         outcome = skipped(change.job.name, "status Completed: nothing to do but stop watching it")
     else:
         outcome = skipped(change.job.name, f"status {status} needs no action")
-    return recorded(outcome)
+    return outcome
 
 
 @metrics.log_metrics

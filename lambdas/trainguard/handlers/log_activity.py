@@ -8,12 +8,12 @@ from typing import Any
 from trainguard.events.log_subscription import parse_log_delivery
 from trainguard.events.training_job import MalformedInput
 from trainguard.handlers.observability import logger, metrics, record_malformed
-from trainguard.handlers.wiring import ports_or_production
+from trainguard.handlers.wiring import PortSet, ports_or_production
 from trainguard.workflows.function_ports import LogActivityPorts
 from trainguard.workflows.log_activity import record_activity
 
 
-def handle(event: Any, ports: LogActivityPorts | None = None) -> dict[str, Any]:
+def handle(event: Any, ports: LogActivityPorts | PortSet | None = None) -> dict[str, Any]:
     try:
         activity = parse_log_delivery(event)
     except MalformedInput as err:

@@ -1,28 +1,64 @@
-"""An event about another account's or region's job (domain/origin.py decides) is logged, counted
-(EventsFromElsewhere) and skipped, never acted on with this account's rights."""
+"""Where a function acts: on the job an event is about, in that job's account and region (domain/origin.py
+decides), or on every place it serves (the scheduled functions).
+
+An event from the function's own account and region gets its own ports, as in a single-account stack. In an
+organization's hub, an event from an enrolled spoke gets that spoke's ports (wiring.PortSet.at: its role's
+clients, its records in the ledger). Anything else is logged, counted (EventsFromElsewhere) and skipped, never
+acted on.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, TypeVar
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from trainguard.config import GuardConfig
-from trainguard.domain.origin import elsewhere
+from trainguard.domain.origin import HOME, Location, Refused, place_of
 from trainguard.domain.outcome import Outcome, skipped
 from trainguard.handlers.observability import logger, metrics
-from trainguard.metric_names import EVENTS_FROM_ELSEWHERE
+from trainguard.handlers.wiring import PortSet, ports_or_production, production_port_set
+from trainguard.metric_names import EVENTS_FROM_ELSEWHERE, SPOKE_FAILURES
+from trainguard.workflows.function_ports import Settled
+
+Ports = TypeVar("Ports", bound=Settled)
 
 
-def from_elsewhere(event: Any, config: GuardConfig, own_region: str, job_name: str) -> Outcome | None:
-    """A skip, logged and counted, when `event` is about a job of another account or region (domain/origin.py)."""
-    if not isinstance(event, Mapping):
-        return None
-    account, region = str(event.get("account", "")), str(event.get("region", ""))
-    reason = elsewhere(account, region, config.account_id, own_region)
-    if reason is None:
-        return None
-    logger.warning("event from elsewhere skipped", event_account=account, event_region=region)
-    metrics.add_metric(name=EVENTS_FROM_ELSEWHERE, unit=MetricUnit.Count, value=1)
-    return skipped(job_name, reason)
+def ports_for_event(event: Any, given: Ports | PortSet | None, kind: type[Ports], job_name: str) -> Ports | Outcome:
+    """The ports to act on `event`'s job with, in its own account and region; or a logged, counted skip."""
+    places = given if given is not None else production_port_set()
+    config = places.config
+    origin = Location(*(str(event.get(key, "")) for key in ("account", "region")))
+    resources = [arn for arn in event.get("resources") or () if isinstance(arn, str)]
+    place = place_of(
+        origin,
+        resources,
+        own=Location(config.account_id, places.region),
+        enrolled_accounts=config.enrolled_accounts,
+        enrolled_regions=config.enrolled_regions,
+    )
+    if isinstance(place, Location) and not isinstance(places, PortSet):  # a test's ports serve their own only
+        place = Refused(f"the event comes from {origin}, and these ports serve only their own account")
+    if isinstance(place, Refused):
+        logger.warning("event from elsewhere skipped", event_account=origin.account, event_region=origin.region)
+        metrics.add_metric(name=EVENTS_FROM_ELSEWHERE, unit=MetricUnit.Count, value=1)
+        return skipped(job_name, place.reason)
+    if place is not HOME:
+        logger.append_keys(job_account=place.account, job_region=place.region)
+    return ports_or_production(places, kind, place)
+
+
+def ports_for_each_place(given: Ports | PortSet | None, kind: type[Ports]) -> Iterator[tuple[Location | None, Ports]]:
+    """The ports of every place a scheduled function serves: its own (HOME), then each enrolled spoke."""
+    places = given if given is not None else production_port_set()
+    yield HOME, ports_or_production(places, kind)
+    if isinstance(places, PortSet):
+        for spoke in places.spokes():
+            yield spoke, places.at(kind, spoke)
+
+
+def spoke_failed(spoke: Location) -> None:
+    """One spoke could not be served this time (its stack is not deployed yet, a call was refused): logged and
+    counted (SpokeFailures), and the other places are served all the same."""
+    logger.exception("a spoke could not be served", job_account=spoke.account, job_region=spoke.region)
+    metrics.add_metric(name=SPOKE_FAILURES, unit=MetricUnit.Count, value=1)

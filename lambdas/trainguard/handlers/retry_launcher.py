@@ -1,6 +1,7 @@
 """Lambda handler: a delayed relaunch, invoked by an EventBridge Scheduler one-time schedule.
 
-Input (set by adapters/scheduler.py): {"failed_job_name": "...", "reason": "..."}.
+Input (set by adapters/scheduler.py): {"failed_job_name": "...", "reason": "..."}, and in an organization's hub,
+for a job in a spoke, its "account" and "region" (the relaunch is made there, handlers/origin.py).
 """
 
 from __future__ import annotations
@@ -10,17 +11,24 @@ from typing import Any
 from trainguard.domain.outcome import Outcome
 from trainguard.events.training_job import MalformedInput
 from trainguard.handlers.observability import follow_job, logger, metrics, parsed, recorded
-from trainguard.handlers.wiring import ports_or_production
+from trainguard.handlers.origin import ports_for_event
+from trainguard.handlers.wiring import PortSet, ports_or_production
 from trainguard.workflows.function_ports import RetryLauncherPorts
 from trainguard.workflows.scheduled_relaunch import handle_scheduled_relaunch
 
 
-def handle(event: Any, ports: RetryLauncherPorts | None = None) -> Outcome:
+def handle(event: Any, ports: RetryLauncherPorts | PortSet | None = None) -> Outcome:
     name = parsed(failed_job_name, event)
     if isinstance(name, Outcome):
         return name
     follow_job(name)
-    return recorded(handle_scheduled_relaunch(ports_or_production(ports, RetryLauncherPorts), name))
+    if "account" in event or "region" in event:  # a spoke's job: its account and region, checked as an event's
+        at_origin = ports_for_event(event, ports, RetryLauncherPorts, name)
+    else:
+        at_origin = ports_or_production(ports, RetryLauncherPorts)
+    if isinstance(at_origin, Outcome):
+        return recorded(at_origin)
+    return recorded(handle_scheduled_relaunch(at_origin, name))
 
 
 def failed_job_name(event: Any) -> str:

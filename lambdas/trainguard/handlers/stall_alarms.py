@@ -8,13 +8,13 @@ from trainguard.domain.outcome import Outcome
 from trainguard.domain.stall_alarms import owned_alarm_job
 from trainguard.events.alarm_state_change import parse_alarm_state_change
 from trainguard.handlers.observability import follow_job, logger, metrics, parsed, recorded
-from trainguard.handlers.origin import from_elsewhere
-from trainguard.handlers.wiring import ports_or_production
+from trainguard.handlers.origin import ports_for_event
+from trainguard.handlers.wiring import PortSet
 from trainguard.workflows.function_ports import StallAlarmsPorts
 from trainguard.workflows.stall_alarm import handle_stall_alarm
 
 
-def handle(event: Any, ports: StallAlarmsPorts | None = None) -> Outcome:
+def handle(event: Any, ports: StallAlarmsPorts | PortSet | None = None) -> Outcome:
     change = parsed(parse_alarm_state_change, event)
     if isinstance(change, Outcome):
         return change
@@ -22,10 +22,10 @@ def handle(event: Any, ports: StallAlarmsPorts | None = None) -> Outcome:
     watched_job = owned_alarm_job(change.alarm_name)
     if watched_job:
         follow_job(watched_job)
-    ports = ports_or_production(ports, StallAlarmsPorts)
-    if elsewhere := from_elsewhere(event, ports.config, ports.region, watched_job or ""):
-        return recorded(elsewhere)
-    return recorded(handle_stall_alarm(ports, change))
+    at_origin = ports_for_event(event, ports, StallAlarmsPorts, watched_job or "")
+    if isinstance(at_origin, Outcome):
+        return recorded(at_origin)
+    return recorded(handle_stall_alarm(at_origin, change))
 
 
 @metrics.log_metrics

@@ -1,4 +1,5 @@
-"""Lambda handler: the stall prober, on an EventBridge schedule every minute."""
+"""Lambda handler: the stall prober, on an EventBridge schedule every minute, in the function's own account and
+region and, in an organization's hub, in each enrolled spoke."""
 
 from __future__ import annotations
 
@@ -7,20 +8,34 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from trainguard.handlers.observability import logger, metrics, record_outcome
-from trainguard.handlers.wiring import ports_or_production
+from trainguard.handlers.origin import ports_for_each_place, spoke_failed
+from trainguard.handlers.wiring import PortSet
 from trainguard.metric_names import PROBER_CYCLES, WATCHED_JOBS
 from trainguard.workflows.function_ports import StallProberPorts
-from trainguard.workflows.stall_prober import probe
+from trainguard.workflows.stall_prober import ProbeReport, probe
 
 
-def handle(event: Any, ports: StallProberPorts | None = None) -> dict[str, Any]:
-    report = probe(ports_or_production(ports, StallProberPorts))
-    for outcome in report.outcomes:
-        record_outcome(outcome)
+def handle(event: Any, ports: StallProberPorts | PortSet | None = None) -> dict[str, Any]:
+    reports: list[ProbeReport] = []
+    for place, place_ports in ports_for_each_place(ports, StallProberPorts):
+        try:
+            reports.append(probe(place_ports))
+        except Exception:  # one spoke's trouble must not keep the others unwatched; the home's is raised
+            if place is None:
+                raise
+            spoke_failed(place)
+    for report in reports:
+        for outcome in report.outcomes:
+            record_outcome(outcome)
+    watched = sum(report.watched for report in reports)
     # The heartbeat the prober-health alarm watches: missing for a few minutes means the prober stopped.
     metrics.add_metric(name=PROBER_CYCLES, unit=MetricUnit.Count, value=1)
-    metrics.add_metric(name=WATCHED_JOBS, unit=MetricUnit.Count, value=report.watched)
-    return {"watched": report.watched, "published": report.published, "swept": report.swept}
+    metrics.add_metric(name=WATCHED_JOBS, unit=MetricUnit.Count, value=watched)
+    return {
+        "watched": watched,
+        "published": sum(report.published for report in reports),
+        "swept": [name for report in reports for name in report.swept],
+    }
 
 
 @metrics.log_metrics

@@ -9,9 +9,10 @@ serves each port; the stack grants a function the IAM actions of the methods its
 from __future__ import annotations
 
 import importlib
+import re
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, is_dataclass
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any, TypeVar
@@ -19,6 +20,7 @@ from typing import Any, TypeVar
 from trainguard.adapters.permissions import actions_of
 from trainguard.adapters.spoke_roles import IN_JOB_ACCOUNT_PORTS
 from trainguard.config import GuardConfig
+from trainguard.domain.origin import Location
 
 Ports = TypeVar("Ports")
 Clients = Callable[[str], Any]  # a boto3 client by service name
@@ -26,51 +28,70 @@ Clients = Callable[[str], Any]  # a boto3 client by service name
 
 @dataclass(frozen=True)
 class Adapter:
-    """The adapter class that serves a port, and how a function builds it from its clients and settings."""
+    """The adapter class that serves a port, and how a function builds it from its clients and settings, for a job
+    at home (spoke None) or in an organization's spoke."""
 
     module: str
     name: str
-    build: Callable[[Any, Clients, GuardConfig], Any]
+    build: Callable[[Any, Clients, GuardConfig, Location | None], Any]
 
     def adapter_class(self) -> Any:
         return getattr(importlib.import_module(self.module), self.name)
 
 
+def _ledger_adapter(name: str, module: str = "trainguard.adapters.ledger") -> Adapter:
+    """A ledger adapter, made for the records of one place (adapters/ledger.py, LedgerScope)."""
+
+    def build(cls: Any, clients: Clients, config: GuardConfig, spoke: Location | None) -> Any:
+        from trainguard.adapters.ledger import ledger_scope
+
+        organization_budget = config.organization_retry_budget_per_hour if config.is_hub else 0
+        return cls(clients("dynamodb"), config.ledger_table_name, ledger_scope(spoke, organization_budget))
+
+    return Adapter(module, name, build)
+
+
+def _job_account(config: GuardConfig, spoke: Location | None) -> str:
+    """The account a hub's notification names (its spoke's, or its own); "" in a single-account stack."""
+    if spoke is not None:
+        return spoke.account
+    return config.account_id if config.is_hub else ""
+
+
 ADAPTERS: dict[str, Adapter] = {
-    "jobs": Adapter("trainguard.adapters.sagemaker", "SageMakerJobs", lambda cls, c, _: cls(c("sagemaker"))),
-    "checkpoints": Adapter("trainguard.adapters.checkpoints", "CheckpointReader", lambda cls, c, _: cls(c("s3"))),
-    "ledger": Adapter(
-        "trainguard.adapters.ledger", "Ledger", lambda cls, c, config: cls(c("dynamodb"), config.ledger_table_name)
-    ),
-    "quota_ledger": Adapter(
-        "trainguard.adapters.ledger", "QuotaLedger", lambda cls, c, config: cls(c("dynamodb"), config.ledger_table_name)
-    ),
-    "stall_ledger": Adapter(
-        "trainguard.adapters.stall_ledger",
-        "StallLedger",
-        lambda cls, c, config: cls(c("dynamodb"), config.ledger_table_name),
-    ),
+    "jobs": Adapter("trainguard.adapters.sagemaker", "SageMakerJobs", lambda cls, c, *_: cls(c("sagemaker"))),
+    "checkpoints": Adapter("trainguard.adapters.checkpoints", "CheckpointReader", lambda cls, c, *_: cls(c("s3"))),
+    "ledger": _ledger_adapter("Ledger"),
+    "quota_ledger": _ledger_adapter("QuotaLedger"),
+    "stall_ledger": _ledger_adapter("StallLedger", "trainguard.adapters.stall_ledger"),
     "notifier": Adapter(
         "trainguard.adapters.notifier",
         "Notifier",
-        lambda cls, c, config: cls(c("sns"), config.topic_arn, config.chat_topic_arn),
+        lambda cls, c, config, spoke: cls(
+            c("sns"),
+            config.topic_arn,
+            config.chat_topic_arn,
+            job_account=_job_account(config, spoke),
+            job_region=spoke.region if spoke else c("sns").meta.region_name if config.is_hub else "",
+        ),
     ),
     "scheduler": Adapter(
         "trainguard.adapters.scheduler",
         "RelaunchScheduler",
-        lambda cls, c, config: cls(
+        lambda cls, c, config, spoke: cls(
             c("scheduler"),
             group_name=config.schedule_group_name,
             target_arn=config.retry_launcher_arn,
             role_arn=config.scheduler_role_arn,
+            spoke=spoke,
         ),
     ),
     "quotas": Adapter(
-        "trainguard.adapters.service_quotas", "ServiceQuotas", lambda cls, c, _: cls(c("service-quotas"))
+        "trainguard.adapters.service_quotas", "ServiceQuotas", lambda cls, c, *_: cls(c("service-quotas"))
     ),
-    "alarms": Adapter("trainguard.adapters.alarms", "StallAlarms", lambda cls, c, _: cls(c("cloudwatch"))),
-    "job_logs": Adapter("trainguard.adapters.job_activity", "JobLogs", lambda cls, c, _: cls(c("logs"))),
-    "gpu_metrics": Adapter("trainguard.adapters.job_activity", "GpuMetrics", lambda cls, c, _: cls(c("cloudwatch"))),
+    "alarms": Adapter("trainguard.adapters.alarms", "StallAlarms", lambda cls, c, *_: cls(c("cloudwatch"))),
+    "job_logs": Adapter("trainguard.adapters.job_activity", "JobLogs", lambda cls, c, *_: cls(c("logs"))),
+    "gpu_metrics": Adapter("trainguard.adapters.job_activity", "GpuMetrics", lambda cls, c, *_: cls(c("cloudwatch"))),
 }
 # The fields of a function's ports that are not adapters.
 SETTLED_FIELDS = ("config", "region", "clock")
@@ -86,11 +107,14 @@ def build_ports(
     config: GuardConfig,
     region: str,
     clock: Callable[[], datetime],
-    job_clients: Clients | None = None,
+    spoke: tuple[Location, Clients] | None = None,
 ) -> Ports:
     """The ports of one function: each field's adapter built on `clients` (boto3's, or a local stand-in's).
-    With `job_clients` (a job in an organization's spoke: adapters/spoke_sessions.py), the ports that call the
-    job's own account (spoke_roles.IN_JOB_ACCOUNT_PORTS) are built on those, and `region` is the job's."""
+    For a job in an organization's spoke, `spoke` is its location and the clients of that spoke's role
+    (adapters/spoke_sessions.py): the ports that call the job's own account (spoke_roles.IN_JOB_ACCOUNT_PORTS)
+    are built on those, the ledgers keep that spoke's records, and the region is the job's."""
+    location, job_clients = spoke if spoke is not None else (None, clients)
+    region = location.region if location is not None else region
     settled = {"config": config, "region": region, "clock": clock}
     values: dict[str, Any] = {}
     for field in fields(kind):  # type: ignore[arg-type]
@@ -102,32 +126,78 @@ def build_ports(
             values[field.name] = create_training_job_shape(clients("sagemaker").meta.service_model)
         else:
             recipe = ADAPTERS[field.name]
-            on = job_clients if job_clients is not None and field.name in IN_JOB_ACCOUNT_PORTS else clients
-            values[field.name] = recipe.build(recipe.adapter_class(), on, config)
+            on = job_clients if field.name in IN_JOB_ACCOUNT_PORTS else clients
+            values[field.name] = recipe.build(recipe.adapter_class(), on, config, location)
     return kind(**values)
 
 
-def ports_or_production(ports: Ports | None, kind: type[Ports]) -> Ports:
-    """The ports a test passed in, or the real ones."""
-    return ports if ports is not None else production_ports(kind)
+def ports_or_production(given: Ports | PortSet | None, kind: type[Ports], spoke: Location | None = None) -> Ports:
+    """The ports a test passed in (which serve their own account only), or those of `given`'s (or the
+    container's) port set for a job at home (spoke None) or in an organization's spoke."""
+    if given is None:
+        given = production_port_set()
+    if isinstance(given, PortSet):
+        return given.at(kind, spoke)
+    return given
+
+
+# The clients of one hub function's role in one spoke: (function key, location) -> clients (spoke_sessions.py).
+SpokeClients = Callable[[str, Location], Clients]
 
 
 class PortSet:
-    """Each function's ports, built on first use from one set of clients (boto3's, or a local stand-in's)."""
+    """Each function's ports, built on first use from one set of clients (boto3's, or a local stand-in's): for
+    jobs at home, and in an organization's hub for jobs in each enrolled spoke, on that spoke's clients."""
 
-    def __init__(self, clients: Clients, config: GuardConfig, region: str, clock: Callable[[], datetime]) -> None:
-        self._clients, self.config, self._region, self._clock = clients, config, region, clock
-        self._built: dict[type, Any] = {}
+    def __init__(
+        self,
+        clients: Clients,
+        config: GuardConfig,
+        region: str,
+        clock: Callable[[], datetime],
+        spoke_clients: SpokeClients | None = None,
+    ) -> None:
+        self._clients, self.config, self.region, self._clock = clients, config, region, clock
+        self._spoke_clients = spoke_clients
+        self._built: dict[tuple[type, Location | None], Any] = {}
 
     def of(self, kind: type[Ports]) -> Ports:
-        if kind not in self._built:
-            self._built[kind] = build_ports(kind, self._clients, self.config, self._region, self._clock)
-        built: Ports = self._built[kind]
+        return self.at(kind, None)
+
+    def at(self, kind: type[Ports], spoke: Location | None) -> Ports:
+        """`kind`'s ports for a job at home (None) or in the spoke `spoke`."""
+        if (kind, spoke) not in self._built:
+            on_spoke = None
+            if spoke is not None:
+                if self._spoke_clients is None:
+                    raise LookupError(f"{spoke} is not this function's: it serves no organization's spokes")
+                on_spoke = (spoke, self._spoke_clients(function_key_of_ports(kind), spoke))
+            self._built[(kind, spoke)] = build_ports(
+                kind, self._clients, self.config, self.region, self._clock, on_spoke
+            )
+        built: Ports = self._built[(kind, spoke)]
         return built
 
+    def spokes(self) -> list[Location]:
+        """The enrolled accounts and regions other than this function's own (none outside a hub)."""
+        home = Location(self.config.account_id, self.region)
+        return [
+            Location(account, region)
+            for account in self.config.enrolled_accounts
+            for region in self.config.enrolled_regions
+            if Location(account, region) != home
+        ]
+
     def for_handle(self, handle: Callable[..., Any]) -> Any:
-        """The ports a handler module's `handle(event, ports)` takes."""
+        """The ports a handler module's `handle(event, ports)` takes, for a job at home."""
         return self.of(ports_kind_of(handle))
+
+
+def function_key_of_ports(kind: type) -> str:
+    """The function a ports class is for, as spoke_roles.function_key names it: JobEventsPorts -> "job-events"
+    (tests/unit/test_function_ports.py checks it against every handler)."""
+    name = kind.__name__.removesuffix("Ports")
+    return re.sub(r"(?<!^)(?=[A-Z])", "-", name).lower()
 
 
 def ports_of_handler(handler: str) -> type:
@@ -136,15 +206,19 @@ def ports_of_handler(handler: str) -> type:
 
 
 def ports_kind_of(handle: Callable[..., Any]) -> type:
-    """The ports class of `handle(event, ports: <Kind> | None = None)`."""
-    (kind,) = [arg for arg in typing.get_args(typing.get_type_hints(handle)["ports"]) if arg is not type(None)]
-    return kind  # type: ignore[no-any-return]
+    """The ports class of `handle(event, ports: <Kind> | PortSet | None = None)`."""
+    hinted = typing.get_args(typing.get_type_hints(handle)["ports"])
+    (kind,) = [arg for arg in hinted if isinstance(arg, type) and is_dataclass(arg)]
+    return kind
 
 
 def boto3_ports(clock: Callable[[], datetime] = utc_now) -> PortSet:
-    """Ports on boto3 clients from one session, configured from the function's environment."""
+    """Ports on boto3 clients from one session, configured from the function's environment; in a hub, with the
+    spoke roles' clients from STS AssumeRole on that session (adapters/spoke_sessions.py)."""
     import boto3
     from botocore.config import Config
+
+    from trainguard.adapters.spoke_sessions import spoke_clients_on
 
     session = boto3.session.Session()
     # Standard retry mode: exponential backoff with jitter on throttling and 5xx.
@@ -154,16 +228,22 @@ def boto3_ports(clock: Callable[[], datetime] = utc_now) -> PortSet:
     def client(service: str) -> Any:
         return session.client(service, config=retries)  # type: ignore[call-overload]
 
-    return PortSet(client, GuardConfig.from_env(), session.region_name or "us-east-1", clock)
+    config = GuardConfig.from_env()
+    spokes = spoke_clients_on(session, config, client_config=retries) if config.is_hub else None
+    return PortSet(client, config, session.region_name or "us-east-1", clock, spokes)
 
 
 _production: list[PortSet] = []  # the container's, made on its first event
 
 
-def production_ports(kind: type[Ports]) -> Ports:
+def production_port_set() -> PortSet:
     if not _production:
         _production.append(boto3_ports())
-    return _production[0].of(kind)
+    return _production[0]
+
+
+def production_ports(kind: type[Ports]) -> Ports:
+    return production_port_set().of(kind)
 
 
 def reset_production_ports() -> None:
