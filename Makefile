@@ -15,7 +15,7 @@ PYTEST_WORKERS ?= 2
 step = if [ -t 1 ]; then printf '\r\033[K%s' "$(1)"; else echo "$(1)"; fi
 step_done = if [ -t 1 ]; then printf '\r\033[K'; fi
 
-.PHONY: module-map help setup local-setup chromium test test-quick lint docs synth deploy-local deploy-local-org demo sandbox bench chaos clean
+.PHONY: module-map help setup local-setup chromium test test-quick lint docs synth deploy-local deploy-local-org demo demo-org sandbox bench chaos clean
 
 help:
 	@echo "make setup       create .venv and node_modules, install Chromium for the browser test (idempotent)"
@@ -28,6 +28,7 @@ help:
 	@echo "make deploy-local  bootstrap, deploy, update and destroy the stack in moto server (real CDK CLI)"
 	@echo "make deploy-local-org  an organization's hub and two spokes in moto server (real CDK CLI), checked, destroyed"
 	@echo "make demo        watch trainguard work against a local AWS stand-in; writes demo-out/report.html"
+	@echo "make demo-org    one hub guarding three accounts in two regions (JSON=FILE writes what it did)"
 	@echo "make sandbox     serve the stand-in on 127.0.0.1 with trainguard attached, for the AWS CLI and the SDK"
 	@echo "make bench       the standard benchmark; writes BENCHMARKS.md and BENCHMARKS.png"
 	@echo "make chaos       the chaos suite's long form: 3 fleets of 200 jobs under injected faults (docs/local-tools.md)"
@@ -108,6 +109,11 @@ deploy-local-org: setup
 
 demo: local-setup
 	$(PY) -m trainguard_local.demo
+
+# One hub guarding three accounts in two regions, in the stand-in (docs/organization.md); JSON=FILE also writes
+# what was done where.
+demo-org: local-setup
+	$(PY) -m trainguard_local.demo.organization $(if $(JSON),--json $(JSON))
 
 # The stand-in as a server for your own AWS CLI and SageMaker SDK, until Ctrl-C (docs/local-tools.md).
 SANDBOX_PORT ?= 5005

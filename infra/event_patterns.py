@@ -10,6 +10,7 @@ Opt-in is decided in the handler, from ListTags.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from trainguard.domain.stalls import ALARM_PREFIX
@@ -62,6 +63,16 @@ def guarded_events(watch_failed_launches: bool) -> dict[str, dict[str, Any]]:
     if watch_failed_launches:
         events["FailedLaunches"] = failed_training_job_launch_pattern()
     return events
+
+
+def from_enrolled(pattern: dict[str, Any], accounts: Sequence[str], regions: Sequence[str]) -> dict[str, Any]:
+    """`pattern`, for events whose origin is an enrolled account and region (a hub's routes, infra/hub.py)."""
+    return {**pattern, "account": list(accounts), "region": list(regions)}
+
+
+def not_enrolled(accounts: Sequence[str], regions: Sequence[str]) -> dict[str, Any]:
+    """Any event on the hub's bus from an account or a region that is not enrolled (its refused-events rule)."""
+    return {"$or": [{"account": [{"anything-but": list(accounts)}]}, {"region": [{"anything-but": list(regions)}]}]}
 
 
 CLOUDTRAIL_API_CALL = "AWS API Call via CloudTrail"

@@ -31,11 +31,16 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from infra.event_patterns import from_enrolled, not_enrolled
 from infra.guard_function import ALARM_PERIOD, alarm_above_zero, dead_letter_queue, rule_to_function
 from infra.nag import PendingAcknowledgments, nag_arn
 from infra.settings import Settings
+from trainguard.adapters.permissions import actions_of
 from trainguard.adapters.spoke_roles import HUB_EVENT_BUS_NAME, function_key, hub_role_name, spoke_role_name
+from trainguard.adapters.spoke_sessions import SpokeSessions
 
+# What a hub function's own role needs to act in a spoke: the declaration of the method that takes the credentials.
+SPOKE_CREDENTIAL_ACTIONS = actions_of(SpokeSessions, "_assume")
 SPOKE_ROLES_REASON = (
     "A spoke deploys one role per hub function in each of its regions, named trainguard-spoke-<function>-<region>; "
     "the hub may assume that function's spoke roles in the enrolled accounts only, in whichever enrolled region "
@@ -51,16 +56,6 @@ class Route:
     pattern: dict[str, Any]
     function: lambda_.IFunction
     dead_letter_queue: sqs.IQueue
-
-
-def from_enrolled(pattern: dict[str, Any], accounts: Sequence[str], regions: Sequence[str]) -> dict[str, Any]:
-    """`pattern`, for events whose origin is an enrolled account and region."""
-    return {**pattern, "account": list(accounts), "region": list(regions)}
-
-
-def not_enrolled(accounts: Sequence[str], regions: Sequence[str]) -> dict[str, Any]:
-    """Any event on the hub's bus from an account or a region that is not enrolled."""
-    return {"$or": [{"account": [{"anything-but": list(accounts)}]}, {"region": [{"anything-but": list(regions)}]}]}
 
 
 class Hub(Construct):
@@ -137,7 +132,9 @@ class Hub(Construct):
         cfn_role.role_name = hub_role_name(key)
         spoke_roles = [f"arn:{Aws.PARTITION}:iam::{account}:role/{spoke_role_name(key, '*')}" for account in accounts]
         role.add_to_principal_policy(
-            iam.PolicyStatement(sid="AssumeItsSpokeRoles", actions=["sts:AssumeRole"], resources=spoke_roles)
+            iam.PolicyStatement(
+                sid="AssumeItsSpokeRoles", actions=list(SPOKE_CREDENTIAL_ACTIONS), resources=spoke_roles
+            )
         )
         for arn in spoke_roles:
             acknowledgments.add(role, f"AwsSolutions-IAM5[Resource::{nag_arn(arn)}]", SPOKE_ROLES_REASON)

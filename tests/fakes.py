@@ -537,5 +537,7 @@ class FakePlaces(PortSet):
     def at(self, kind: type[Ports], spoke: Location | None) -> Ports:
         if spoke not in self.by_place:
             assert spoke is not None
-            self.by_place[spoke] = replace(fake_ports(**self._overrides), region=spoke.region)
+            ports = fake_ports(**self._overrides)
+            object.__setattr__(ports, "region", spoke.region)  # frozen: the spoke's region, as build_ports sets it
+            self.by_place[spoke] = ports
         return narrowed(kind, self.by_place[spoke])

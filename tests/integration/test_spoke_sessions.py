@@ -165,7 +165,9 @@ def test_a_hubs_relaunches_count_against_their_accounts_budget_and_the_organizat
     # back (OTHER has used 1 of its 2).
     assert other.take_retry_budget(now, 2) is True
     assert other.take_retry_budget(now, 2) is False
-    items = {item["pk"]["S"]: int(item["used"]["N"]) for item in home.client("dynamodb").scan(TableName="ledger")["Items"]}
+    items = {
+        item["pk"]["S"]: int(item["used"]["N"]) for item in home.client("dynamodb").scan(TableName="ledger")["Items"]
+    }
     assert items == {
         f"{SPOKE}#budget#retries": 2,
         f"{OTHER}#budget#retries": 1,

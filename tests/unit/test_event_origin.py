@@ -15,8 +15,8 @@ import pytest
 from tests.cloudtrail_events import envelope_from_record
 from tests.conftest import load_fixture
 from tests.fakes import NOW, ROLE, FakePlaces, described_job, fake_ports
-from tests.unit.test_stall_workflows import training
 from tests.unit.test_handlers import failed_event
+from tests.unit.test_stall_workflows import training
 from trainguard.domain.origin import Location, Refused, place_of
 from trainguard.domain.outcome import OutcomeKind
 from trainguard.domain.stalls import StallSignal, alarm_name
@@ -160,7 +160,12 @@ def test_a_scheduled_relaunch_of_a_spoke_job_is_made_in_that_spoke() -> None:
     retry_launcher.handle(event, hub)
 
     assert spoke.jobs.attempts and hub.by_place[None].jobs.attempts == []
-    forged = {"failed_job_name": "llama-pretrain", "reason": "capacity", "account": "333333333333", "region": "us-west-2"}
+    forged = {
+        "failed_job_name": "llama-pretrain",
+        "reason": "capacity",
+        "account": "333333333333",
+        "region": "us-west-2",
+    }
     assert retry_launcher.handle(forged, hub).kind is OutcomeKind.SKIPPED
 
 

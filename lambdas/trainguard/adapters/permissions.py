@@ -16,6 +16,9 @@ Method = TypeVar("Method", bound=Callable[..., Any])
 
 # The declaring methods' code objects, so a test can find the declaration of a call in flight.
 DECLARED_BY_CODE: dict[CodeType, tuple[str, ...]] = {}
+# Methods that take credentials for another role (adapters/spoke_sessions.py): they call with the function's own
+# role, whichever port method needed the credentials, so their calls are checked against their own declaration.
+OWN_ROLE_CODE: set[CodeType] = set()
 
 
 def needs(*actions: str) -> Callable[[Method], Method]:
@@ -25,6 +28,17 @@ def needs(*actions: str) -> Callable[[Method], Method]:
         method.iam_actions = actions  # type: ignore[attr-defined]
         DECLARED_BY_CODE[method.__code__] = actions
         return method
+
+    return declare
+
+
+def needs_on_its_own_role(*actions: str) -> Callable[[Method], Method]:
+    """`needs`, for a method that takes another role's credentials with the function's own role: the stack grants
+    its actions to the function's role, and a port method whose first call makes it does not declare them."""
+
+    def declare(method: Method) -> Method:
+        OWN_ROLE_CODE.add(method.__code__)
+        return needs(*actions)(method)
 
     return declare
 

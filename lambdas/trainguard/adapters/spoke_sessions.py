@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from trainguard.adapters.permissions import needs
+from trainguard.adapters.permissions import needs_on_its_own_role
 from trainguard.adapters.spoke_roles import spoke_role_arn
 from trainguard.config import GuardConfig
 from trainguard.domain.origin import Location
@@ -90,7 +90,7 @@ class SpokeSessions:
             self._held[location] = held
         return held
 
-    @needs("sts:AssumeRole")
+    @needs_on_its_own_role("sts:AssumeRole")
     def _assume(self, location: Location) -> _Held:
         import boto3
 

@@ -20,7 +20,7 @@ import uuid
 from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, Generic, Protocol, Self, TypeVar
+from typing import Any, Generic, Protocol, Self, TypeVar, runtime_checkable
 
 from trainguard_local.stand_in.json_api import ApiError, JsonApiModel
 
@@ -30,6 +30,15 @@ CONTENT_TYPE = "application/x-amz-json-1.1"
 
 class JsonApiPlane(Protocol):
     def handle(self, operation: str, params: dict[str, Any]) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class CallerPlanes(Protocol):
+    """Planes of several accounts and regions behind one endpoint: the one a request's signature names."""
+
+    def handle(self, operation: str, params: dict[str, Any]) -> dict[str, Any]: ...
+
+    def for_request(self, authorization: str) -> JsonApiPlane: ...
 
 
 PlaneT = TypeVar("PlaneT", bound=JsonApiPlane)
@@ -112,9 +121,14 @@ class _JsonApiRequestHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        status, data = answer_json_request(
-            self.server.plane, self.server.api, self.headers.get("X-Amz-Target", ""), body
-        )
+        plane = self.server.plane
+        try:  # planes of several accounts and regions: the one the request is signed for (stand_in/accounts.py)
+            if isinstance(plane, CallerPlanes):
+                plane = plane.for_request(self.headers.get("Authorization", ""))
+        except ApiError as error:
+            status, data = 400, _wire_json({"__type": error.code, "message": error.message})
+        else:
+            status, data = answer_json_request(plane, self.server.api, self.headers.get("X-Amz-Target", ""), body)
         self.send_response(status)
         for name, value in response_headers(data).items():
             self.send_header(name, value)

@@ -157,8 +157,9 @@ def _free_port() -> int:
 
 
 @contextmanager
-def local_aws(**config_overrides: Any) -> Iterator[LocalAWS]:
-    """Start the stand-in, create the stack's resources in it, and point this process's AWS clients at it."""
+def moto_on_loopback() -> Iterator[str]:
+    """moto server on 127.0.0.1, from a clean slate, with this process's AWS clients pointed at it (its URL);
+    the environment is restored after."""
     saved = dict(os.environ)
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto server's access log
     port = _free_port()
@@ -179,34 +180,43 @@ def local_aws(**config_overrides: Any) -> Iterator[LocalAWS]:
         }
     )
     os.environ.pop("AWS_SESSION_TOKEN", None)
-    clock = VirtualClock()
-    quotas = SimulatedServiceQuotas(clock=clock, values=ACCOUNT_QUOTAS, account_id=ACCOUNT, region=REGION)
-    events = boto3.client("events", region_name=REGION)
-    plane = SimulatedSageMaker(
-        clock=clock,
-        on_event=eventbridge_forwarder(events),
-        on_failed_call=cloudtrail_forwarder(events, account=ACCOUNT, region=REGION),
-        instance_limits=lambda instance_type: _training_limit(quotas, instance_type),
-        account_id=ACCOUNT,
-        region=REGION,
-    )
-    server = SageMakerServer(plane).start()
-    quotas_server = ServiceQuotasServer(quotas).start()
-    os.environ["AWS_ENDPOINT_URL_SAGEMAKER"] = server.endpoint_url
-    os.environ[QUOTAS_ENDPOINT_VARIABLE] = quotas_server.endpoint_url
     try:
-        stand_in = _create_stack_resources(moto_url, plane, quotas, clock, config_overrides)
-        os.environ.update(stand_in.config.to_env())
-        yield stand_in
+        yield moto_url
     finally:
-        quotas_server.stop()
-        server.stop()
         moto.stop()
         os.environ.clear()
         os.environ.update(saved)
 
 
-def _training_limit(quotas: SimulatedServiceQuotas, instance_type: str) -> int | None:
+@contextmanager
+def local_aws(**config_overrides: Any) -> Iterator[LocalAWS]:
+    """Start the stand-in, create the stack's resources in it, and point this process's AWS clients at it."""
+    with moto_on_loopback() as moto_url:
+        clock = VirtualClock()
+        quotas = SimulatedServiceQuotas(clock=clock, values=ACCOUNT_QUOTAS, account_id=ACCOUNT, region=REGION)
+        events = boto3.client("events", region_name=REGION)
+        plane = SimulatedSageMaker(
+            clock=clock,
+            on_event=eventbridge_forwarder(events),
+            on_failed_call=cloudtrail_forwarder(events, account=ACCOUNT, region=REGION),
+            instance_limits=lambda instance_type: training_limit(quotas, instance_type),
+            account_id=ACCOUNT,
+            region=REGION,
+        )
+        server = SageMakerServer(plane).start()
+        quotas_server = ServiceQuotasServer(quotas).start()
+        os.environ["AWS_ENDPOINT_URL_SAGEMAKER"] = server.endpoint_url
+        os.environ[QUOTAS_ENDPOINT_VARIABLE] = quotas_server.endpoint_url
+        try:
+            stand_in = _create_stack_resources(moto_url, plane, quotas, clock, config_overrides)
+            os.environ.update(stand_in.config.to_env())
+            yield stand_in
+        finally:
+            quotas_server.stop()
+            server.stop()
+
+
+def training_limit(quotas: SimulatedServiceQuotas, instance_type: str) -> int | None:
     try:
         return int(quotas.quota_value(f"{instance_type} for training job usage"))
     except KeyError:

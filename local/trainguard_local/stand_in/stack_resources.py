@@ -60,12 +60,12 @@ def create_stack_resources(client: Callable[[str], Any], *, checkpoint_bucket: s
 
 def stack_config(topic_arn: str, **overrides: Any) -> GuardConfig:
     """The functions' configuration for these resources (what the stack puts in their environment)."""
-    return GuardConfig(
-        ledger_table_name=LEDGER_TABLE,
-        topic_arn=topic_arn,
-        passable_role_arns=(TRAINING_ROLE,),
-        retry_launcher_arn=RETRY_LAUNCHER_ARN,
-        scheduler_role_arn=SCHEDULER_ROLE_ARN,
-        schedule_group_name=SCHEDULE_GROUP,
-        **overrides,
-    )
+    settings: dict[str, Any] = {
+        "ledger_table_name": LEDGER_TABLE,
+        "topic_arn": topic_arn,
+        "passable_role_arns": (TRAINING_ROLE,),
+        "retry_launcher_arn": RETRY_LAUNCHER_ARN,
+        "scheduler_role_arn": SCHEDULER_ROLE_ARN,
+        "schedule_group_name": SCHEDULE_GROUP,
+    }
+    return GuardConfig(**(settings | overrides))

@@ -1,0 +1,350 @@
+"""`make demo-org`: one hub guards the training jobs of an organization (docs/organization.md), in the stand-in.
+
+Three accounts in two regions: the hub (123456789012, us-east-1), team A's spoke (111111111111, us-east-1) and
+team B's spoke (222222222222, us-west-2); 333333333333 is not enrolled. The hub's production handlers run on what
+the spokes' forwarding rules send to its bus, and act in the job's own account and region through that spoke's
+role (moto's STS AssumeRole), each spoke with its own simulated SageMaker and Service Quotas:
+
+1. team B's job hangs (a dead NCCL collective: GPUs busy, no logs): its stall alarm, in team B's account, fires
+   after the fixed 30 silent minutes; the hub stops the job there and relaunches it from its checkpoint;
+2. team A's job fails with an InternalServerError: the hub relaunches it in team A's account and region;
+3. team B launches on ml.p4d.24xlarge, where its quota is 0: the refused CreateTrainingJob (CloudTrail) reaches
+   the hub, which files the quota increase request in team B's account;
+4. an event from 333333333333 reaches the hub's bus: its refused-events rule parks it, and the function, handed
+   it all the same, refuses it and acts nowhere;
+5. one notification per action, each naming its account and region.
+
+`--json FILE` writes what happened: {"actions": [{"account", "region", "job", "action", ...}], ...}, the actions
+read from the stand-in's own record of each account (the jobs its SageMaker holds, the requests its Service
+Quotas holds, the messages the topic delivered), not from trainguard's answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import textwrap
+import uuid
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from trainguard.domain.origin import Location
+from trainguard_local.stand_in.alarm_evaluator import LocalAlarmEvaluator
+from trainguard_local.stand_in.fleet_side import training_request
+from trainguard_local.stand_in.organization import (
+    CHECKPOINT_BUCKETS,
+    HUB,
+    Organization,
+    Spoke,
+    organization,
+    training_role,
+)
+
+TEAM_A = Location("111111111111", "us-east-1")
+TEAM_B = Location("222222222222", "us-west-2")
+STRANGER = Location("333333333333", "us-east-1")
+ENROLLED_REGIONS = ("us-east-1", "us-west-2")
+OPTED_IN = {"trainguard:enabled": "true"}
+HANG_MINUTES = 55  # the 20-minute startup grace, then the fixed 30 silent minutes, and the stop
+GPU_NAMESPACE = "/aws/sagemaker/TrainingJobs"
+
+
+def run_org_demo(say: Any = print) -> dict[str, Any]:
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    from trainguard.handlers.observability import metrics
+
+    report: dict[str, Any] = {"hub": vars(HUB), "spokes": [vars(TEAM_A), vars(TEAM_B)], "outcomes": []}
+    with organization((TEAM_A, TEAM_B), enrolled_regions=ENROLLED_REGIONS) as org:
+        say(
+            f"An organization in the stand-in (moto at {org.moto_url}): the hub in {HUB}, spokes in {TEAM_A} "
+            f"and {TEAM_B}; {STRANGER.account} is not enrolled.\n"
+        )
+        inbox = _subscribe_inbox(org)
+        guard = _Hub(org, report, say)
+        try:
+            _act_hang(org, guard, say)
+            _act_failure(org, guard, say)
+            _act_quota_wall(org, guard, say)
+            _act_stranger(org, guard, say)
+        finally:
+            metrics.clear_metrics()
+        report["notifications"] = _drain(org, inbox)
+        report["parked"] = len(org.hub_bus.parked)
+        report["actions"] = actions_of(org, report)
+        _tell_actions(report, say)
+    return report
+
+
+class _Hub:
+    """The hub's functions, invoked as its bus routes deliver (EventBridge -> Lambda)."""
+
+    def __init__(self, org: Organization, report: dict[str, Any], say: Any) -> None:
+        self.org, self.report, self.say = org, report, say
+        self.ports = org.hub_ports()
+
+    def deliver(self) -> list[dict[str, Any]]:
+        from trainguard.handlers import failed_launches, job_events, stall_alarms
+
+        told = []
+        for route, handle in (
+            ("TrainingJobStates", job_events.handle),
+            ("FailedLaunches", failed_launches.handle),
+            ("StallAlarms", stall_alarms.handle),
+        ):
+            for event in self.org.hub_bus.take(route):
+                outcome = handle(event, self.ports).as_dict()
+                outcome.update(account=event["account"], region=event["region"])
+                self.report["outcomes"].append(outcome)
+                told.append(outcome)
+                if outcome["kind"] not in ("skipped", "watching", "already-handled"):
+                    new = f" -> {outcome['new_job_name']}" if outcome.get("new_job_name") else ""
+                    self.say(
+                        f"  hub {route}: {outcome['job_name']} in {outcome['account']} {outcome['region']}: "
+                        f"{outcome['kind']}{new}\n    {textwrap.shorten(outcome['reason'], 150)}"
+                    )
+        return told
+
+    def probe(self) -> None:
+        from trainguard.handlers import stall_prober
+
+        stall_prober.handle({}, self.ports)
+
+
+def _launch(spoke: Spoke, name: str, instance_type: str, count: int) -> None:
+    bucket = CHECKPOINT_BUCKETS[spoke.place.account]
+    spoke.client("s3").put_object(Bucket=bucket, Key=f"{name}/step-000400/model.pt", Body=b"weights")
+    request = training_request(name, instance_type, count, OPTED_IN, bucket=bucket)
+    request["RoleArn"] = training_role(spoke.place.account)
+    spoke.client("sagemaker").create_training_job(**request)
+
+
+def _act_hang(org: Organization, guard: _Hub, say: Any) -> None:
+    spoke = org.spokes[TEAM_B]
+    say(f"=== 1. A hang in team B's account ({TEAM_B}) ===")
+    _launch(spoke, "nccl-allreduce", "ml.p5.48xlarge", 2)
+    spoke.sagemaker.start_training("nccl-allreduce")
+    guard.deliver()  # InProgress: the hub watches it, with its stall alarms in team B's account
+    alarms = spoke.client("cloudwatch").describe_alarms(AlarmNamePrefix="trainguard-")["MetricAlarms"]
+    say(f"  the hub put {len(alarms)} stall alarm(s) in team B's account: {', '.join(a['AlarmName'] for a in alarms)}")
+    say("  the job's collective hangs at once: GPUs busy at 800% per host, no log line")
+    evaluator = LocalAlarmEvaluator(spoke.client("cloudwatch"), _EventSink(), org.clock)
+    for minute in range(1, HANG_MINUTES + 1):
+        org.clock.skip(timedelta(minutes=1))
+        _publish_gpu(spoke, "nccl-allreduce", hosts=2, value=800.0, now=org.clock())
+        guard.probe()  # every place the hub serves; in team B's account it publishes the job's log silence
+        for event in evaluator.evaluate_all():  # CloudWatch in team B's account; its rule forwards to the hub
+            org.forward(event)
+        if any(o["kind"] == "stall-stopped" for o in guard.deliver()):
+            say(f"  t+{minute} min: stopped in team B's account")
+        spoke.sagemaker.settle_all()
+        guard.deliver()
+    say("")
+
+
+def _act_failure(org: Organization, guard: _Hub, say: Any) -> None:
+    spoke = org.spokes[TEAM_A]
+    say(f"=== 2. A failure in team A's account ({TEAM_A}) ===")
+    _launch(spoke, "llama-pretrain", "ml.p5.48xlarge", 4)
+    spoke.sagemaker.start_training("llama-pretrain")
+    guard.deliver()
+    spoke.sagemaker.fail("llama-pretrain", "InternalServerError: We encountered an internal error. Please try again.")
+    guard.deliver()
+    say("")
+
+
+def _act_quota_wall(org: Organization, guard: _Hub, say: Any) -> None:
+    from botocore.exceptions import ClientError
+
+    spoke = org.spokes[TEAM_B]
+    say(f"=== 3. A quota wall in team B's account ({TEAM_B}) ===")
+    try:
+        _launch(spoke, "gpt-finetune-p4d", "ml.p4d.24xlarge", 2)
+    except ClientError as err:
+        say(f"  team B's CreateTrainingJob: {err.response['Error']['Code']}: {err.response['Error']['Message'][:110]}")
+    guard.deliver()
+    say("")
+
+
+def _act_stranger(org: Organization, guard: _Hub, say: Any) -> None:
+    from trainguard.handlers import job_events
+
+    say(f"=== 4. An event from an account that is not enrolled ({STRANGER}) ===")
+    event = _moved(_a_failure_event(org), STRANGER)
+    before = len(org.hub_bus.parked)
+    org.hub_bus.put(event)
+    parked = len(org.hub_bus.parked) - before
+    say(f"  the hub's bus: {'parked by the refused-events rule' if parked else 'routed'} ({parked} event)")
+    outcome = job_events.handle(event, guard.ports).as_dict()  # as if the rule had let it through
+    outcome.update(account=STRANGER.account, region=STRANGER.region)
+    guard.report["outcomes"].append(outcome)
+    say(
+        f"  handed to the job-events function all the same: {outcome['kind']}: "
+        + textwrap.shorten(outcome["reason"], 150)
+    )
+    say("")
+
+
+def _a_failure_event(org: Organization) -> dict[str, Any]:
+    """A training job's failure, as SageMaker sends it (team A's, built by its simulated SageMaker)."""
+    from trainguard_local.stand_in.sagemaker_events import build_state_change_event
+
+    spoke = org.spokes[TEAM_A]
+    description = spoke.sagemaker.describe("llama-pretrain")
+    return build_state_change_event(
+        description,
+        [{"Key": "trainguard:enabled", "Value": "true"}],
+        account_id=TEAM_A.account,
+        region=TEAM_A.region,
+        time=org.clock(),
+    )
+
+
+def _moved(event: dict[str, Any], place: Location) -> dict[str, Any]:
+    text = json.dumps(event).replace(f":{TEAM_A.region}:{TEAM_A.account}:", f":{place.region}:{place.account}:")
+    moved: dict[str, Any] = json.loads(text)
+    moved.update(account=place.account, region=place.region, id=str(uuid.uuid4()))
+    return moved
+
+
+def _publish_gpu(spoke: Spoke, job: str, *, hosts: int, value: float, now: datetime) -> None:
+    spoke.client("cloudwatch").put_metric_data(
+        Namespace=GPU_NAMESPACE,
+        MetricData=[
+            {
+                "MetricName": "GPUUtilization",
+                "Dimensions": [{"Name": "Host", "Value": f"{job}/algo-{n}"}],
+                "Timestamp": now - timedelta(seconds=30),
+                "Value": value,
+                "Unit": "Percent",
+            }
+            for n in range(1, hosts + 1)
+        ],
+    )
+
+
+class _EventSink:
+    """The spoke's default bus as the alarm evaluator puts events on it: each one is then forwarded by the
+    spoke's rules (Organization.forward), with its account and region, which moto's forwarding would lose."""
+
+    def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"FailedEntryCount": 0, "Entries": [{"EventId": str(uuid.uuid4())} for _ in Entries]}
+
+
+def _subscribe_inbox(org: Organization) -> str:
+    sqs, sns = org.hub_client("sqs"), org.hub_client("sns")
+    url = sqs.create_queue(QueueName="trainguard-org-inbox")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=org.config.topic_arn, Protocol="sqs", Endpoint=arn)
+    return str(url)
+
+
+def _drain(org: Organization, url: str) -> list[dict[str, Any]]:
+    sqs, messages = org.hub_client("sqs"), []
+    while batch := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+        for message in batch:
+            messages.append(json.loads(message["Body"]))
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    return messages
+
+
+def actions_of(org: Organization, report: dict[str, Any]) -> list[dict[str, Any]]:
+    """What was done where, from each account's own record: a job trainguard created or stopped in a spoke's
+    SageMaker, a request in a spoke's Service Quotas, an event refused, a message the topic delivered."""
+    actions: list[dict[str, Any]] = []
+    for place, spoke in org.spokes.items():
+        where = {"account": place.account, "region": place.region}
+        for name in spoke.sagemaker.job_names():
+            job = spoke.sagemaker.describe(name)
+            tags = {
+                t["Key"]: t["Value"]
+                for t in spoke.sagemaker.handle("ListTags", {"ResourceArn": job["TrainingJobArn"]})["Tags"]
+            }
+            if retry_of := tags.get("trainguard:retry-of"):
+                actions.append({**where, "job": retry_of, "action": "relaunch", "new_job": name})
+            if job["TrainingJobStatus"] == "Stopped" and _stopped_by_trainguard(report, place, name):
+                actions.append({**where, "job": name, "action": "stop"})
+        for request in spoke.quotas.requests():
+            actions.append(
+                {
+                    **where,
+                    "job": _quota_job(report, place),
+                    "action": "quota_request",
+                    "quota": request["QuotaName"],
+                    "desired_value": request["DesiredValue"],
+                    "status": request["Status"],
+                }
+            )
+    for outcome in report["outcomes"]:
+        if outcome["kind"] == "skipped" and "comes from account" in outcome["reason"]:
+            actions.append(
+                {
+                    "account": outcome["account"],
+                    "region": outcome["region"],
+                    "job": outcome["job_name"],
+                    "action": "refused",
+                    "reason": outcome["reason"],
+                }
+            )
+    for message in report["notifications"]:
+        attributes = {k: v["Value"] for k, v in message.get("MessageAttributes", {}).items()}
+        actions.append(
+            {
+                "account": attributes.get("account", ""),
+                "region": attributes.get("region", ""),
+                "job": attributes.get("job_name", ""),
+                "action": "notify",
+                "subject": message.get("Subject", ""),
+            }
+        )
+    return actions
+
+
+def _stopped_by_trainguard(report: dict[str, Any], place: Location, job: str) -> bool:
+    return any(
+        o["kind"] == "stall-stopped"
+        and o["job_name"] == job
+        and (o["account"], o["region"]) == (place.account, place.region)
+        for o in report["outcomes"]
+    )
+
+
+def _quota_job(report: dict[str, Any], place: Location) -> str:
+    names = [o["job_name"] for o in report["outcomes"] if o["kind"] == "quota-wall" and o["account"] == place.account]
+    return names[0] if names else ""
+
+
+def _tell_actions(report: dict[str, Any], say: Any) -> None:
+    say("=== What was done, and where (from each account's own record) ===")
+    for action in report["actions"]:
+        extra = action.get("new_job") or action.get("quota") or action.get("subject") or ""
+        say(f"  {action['account']:<12} {action['region']:<10} {action['action']:<13} {action['job']:<22} {extra}")
+    say(f"\n  {len(report['notifications'])} notification(s); {report['parked']} event(s) parked by the hub's bus")
+    if report["notifications"]:
+        first = report["notifications"][0]
+        say(
+            f"\n--- Subject: {first['Subject']}\n"
+            + textwrap.indent(first["Message"].rstrip(), "    | ", lambda line: True)
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m trainguard_local.demo.organization",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--json", type=Path, help="also write what happened as JSON to this file")
+    args = parser.parse_args(argv)
+    report = run_org_demo()
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2, default=str))
+        print(f"\nwrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
