@@ -82,3 +82,20 @@ class _Raw:
 
     def read(self) -> bytes:
         return self._body
+
+
+def test_an_organizations_hub_prober_makes_one_query_per_place_and_assumes_each_spoke_role_once() -> None:
+    from trainguard_local.bench.measure_stalls import ORG_HUB, measure_organization
+
+    result = measure_organization(250, accounts=2, regions=("us-east-1", "us-west-2"))
+
+    first, second = result["cycles"]
+    spokes = result["places"] - 1
+    assert result["places"] == 5 and first["watched"] == second["watched"] == 250
+    assert first["calls"]["AssumeRole"] == spokes and "AssumeRole" not in second["calls"]  # credentials reused
+    hub = second["calls_by_place"].pop(f"{ORG_HUB}/us-east-1")
+    assert hub["Query"] == result["places"]  # each place's watch list: one Query, in the hub's own ledger
+    assert hub["PutMetricData"] == 1  # the hub's own jobs' silence, in its own account
+    assert len(second["calls_by_place"]) == spokes
+    for place, calls in second["calls_by_place"].items():
+        assert calls.get("PutMetricData") == 1 and "Query" not in calls, place  # each spoke's silence, there

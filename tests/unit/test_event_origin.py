@@ -201,3 +201,32 @@ def test_the_domain_says_where_an_event_is_acted_on(
         assert isinstance(place, Refused) and f"{origin.account or '?'}" in place.reason
     else:
         assert place == expected
+
+
+class _Unreachable:
+    """A spoke's watch list that cannot be read this time."""
+
+    def watched(self) -> list[Any]:
+        raise ConnectionError("the spoke's endpoint did not answer")
+
+
+def test_a_spoke_the_prober_cannot_serve_is_counted_and_the_others_are_served() -> None:
+    hub = FakePlaces(**HUB)
+    other = Location("222222222222", "us-west-2")
+    for place in (None, other):
+        ports = hub.at(type(hub.by_place[None]), place)
+        training(ports)
+        follow_training_state(ports, "llama-pretrain")
+    broken = hub.at(type(hub.by_place[None]), SPOKE)
+    object.__setattr__(broken, "stall_ledger", _Unreachable())
+
+    result = stall_prober.handle({}, hub)
+
+    assert result["watched"] == 2  # home's job and the other spoke's; SPOKE's failure is logged and counted
+
+
+def test_the_home_s_own_failure_is_raised_so_that_the_cycle_is_retried_and_alarmed() -> None:
+    hub = FakePlaces(**HUB)
+    object.__setattr__(hub.by_place[None], "stall_ledger", _Unreachable())
+    with pytest.raises(ConnectionError):
+        stall_prober.handle({}, hub)

@@ -19,6 +19,7 @@ makes no call to STS.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -66,6 +67,7 @@ class SpokeSessions:
         self._partition = partition
         self._held: dict[Location, _Held] = {}
         self._sts: Any = None
+        self._lock = threading.Lock()  # a hub's scheduled functions serve several spokes at once
 
     def clients_in(self, location: Location) -> Clients:
         """The clients of `location`'s spoke role (NotEnrolled, with no call made, for anywhere else)."""
@@ -78,10 +80,11 @@ class SpokeSessions:
         return client
 
     def _client_in(self, location: Location, service: str) -> Any:
-        held = self._session_in(location)
-        if service not in held.clients:
-            held.clients[service] = held.session.client(service, config=self._config)
-        return held.clients[service]
+        with self._lock:
+            held = self._session_in(location)
+            if service not in held.clients:
+                held.clients[service] = held.session.client(service, config=self._config)
+            return held.clients[service]
 
     def _session_in(self, location: Location) -> _Held:
         held = self._held.get(location)

@@ -9,7 +9,8 @@ acted on.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -22,6 +23,10 @@ from trainguard.metric_names import EVENTS_FROM_ELSEWHERE, SPOKE_FAILURES
 from trainguard.workflows.function_ports import Settled
 
 Ports = TypeVar("Ports", bound=Settled)
+Result = TypeVar("Result")
+# A hub's scheduled functions serve this many places at once: their calls wait on the network, and a cycle of
+# the stall prober across an organization must stay within its minute (docs/organization.md, "Scale").
+PLACES_AT_ONCE = 8
 
 
 def ports_for_event(event: Any, given: Ports | PortSet | None, kind: type[Ports], job_name: str) -> Ports | Outcome:
@@ -48,17 +53,35 @@ def ports_for_event(event: Any, given: Ports | PortSet | None, kind: type[Ports]
     return ports_or_production(places, kind, place)
 
 
-def ports_for_each_place(given: Ports | PortSet | None, kind: type[Ports]) -> Iterator[tuple[Location | None, Ports]]:
+def ports_for_each_place(given: Ports | PortSet | None, kind: type[Ports]) -> list[tuple[Location | None, Ports]]:
     """The ports of every place a scheduled function serves: its own (HOME), then each enrolled spoke."""
     places = given if given is not None else production_port_set()
-    yield HOME, ports_or_production(places, kind)
+    served: list[tuple[Location | None, Ports]] = [(HOME, ports_or_production(places, kind))]
     if isinstance(places, PortSet):
-        for spoke in places.spokes():
-            yield spoke, places.at(kind, spoke)
+        served += [(spoke, places.at(kind, spoke)) for spoke in places.spokes()]
+    return served
 
 
-def spoke_failed(spoke: Location) -> None:
-    """One spoke could not be served this time (its stack is not deployed yet, a call was refused): logged and
-    counted (SpokeFailures), and the other places are served all the same."""
-    logger.exception("a spoke could not be served", job_account=spoke.account, job_region=spoke.region)
+def serve_each_place(places: list[tuple[Location | None, Ports]], work: Callable[[Ports], Result]) -> list[Result]:
+    """`work` done for every place, up to PLACES_AT_ONCE at a time; the results of those that succeeded. The home's
+    error is raised; a spoke's is logged and counted (SpokeFailures), and the others are served all the same."""
+    if len(places) == 1:
+        return [work(places[0][1])]
+    with ThreadPoolExecutor(max_workers=min(PLACES_AT_ONCE, len(places))) as pool:
+        running = [(place, pool.submit(work, ports)) for place, ports in places]
+    results = []
+    for place, future in running:
+        error = future.exception()
+        if error is None:
+            results.append(future.result())
+        elif place is None:
+            raise error
+        else:
+            spoke_failed(place, error)
+    return results
+
+
+def spoke_failed(spoke: Location, error: BaseException) -> None:
+    """One spoke could not be served this time (its stack is not deployed yet, a call was refused)."""
+    logger.error("a spoke could not be served", job_account=spoke.account, job_region=spoke.region, exc_info=error)
     metrics.add_metric(name=SPOKE_FAILURES, unit=MetricUnit.Count, value=1)

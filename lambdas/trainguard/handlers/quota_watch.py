@@ -6,21 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from trainguard.handlers.observability import logger, metrics, record_outcome
-from trainguard.handlers.origin import ports_for_each_place, spoke_failed
+from trainguard.handlers.origin import ports_for_each_place, serve_each_place
 from trainguard.handlers.wiring import PortSet
 from trainguard.workflows.function_ports import QuotaWatchPorts
 from trainguard.workflows.quota_watch import check_quota_walls
 
 
 def handle(event: Any, ports: QuotaWatchPorts | PortSet | None = None) -> list[dict[str, Any]]:
-    outcomes = []
-    for place, place_ports in ports_for_each_place(ports, QuotaWatchPorts):
-        try:
-            outcomes += check_quota_walls(place_ports)
-        except Exception:  # one spoke's trouble must not keep the others from their quotas; the home's is raised
-            if place is None:
-                raise
-            spoke_failed(place)
+    served = serve_each_place(ports_for_each_place(ports, QuotaWatchPorts), check_quota_walls)
+    outcomes = [outcome for place_outcomes in served for outcome in place_outcomes]
     for outcome in outcomes:
         record_outcome(outcome)
     return [outcome.as_dict() for outcome in outcomes]

@@ -8,22 +8,15 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from trainguard.handlers.observability import logger, metrics, record_outcome
-from trainguard.handlers.origin import ports_for_each_place, spoke_failed
+from trainguard.handlers.origin import ports_for_each_place, serve_each_place
 from trainguard.handlers.wiring import PortSet
 from trainguard.metric_names import PROBER_CYCLES, WATCHED_JOBS
 from trainguard.workflows.function_ports import StallProberPorts
-from trainguard.workflows.stall_prober import ProbeReport, probe
+from trainguard.workflows.stall_prober import probe
 
 
 def handle(event: Any, ports: StallProberPorts | PortSet | None = None) -> dict[str, Any]:
-    reports: list[ProbeReport] = []
-    for place, place_ports in ports_for_each_place(ports, StallProberPorts):
-        try:
-            reports.append(probe(place_ports))
-        except Exception:  # one spoke's trouble must not keep the others unwatched; the home's is raised
-            if place is None:
-                raise
-            spoke_failed(place)
+    reports = serve_each_place(ports_for_each_place(ports, StallProberPorts), probe)
     for report in reports:
         for outcome in report.outcomes:
             record_outcome(outcome)
