@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from trainguard.domain.stalls import ALARM_PREFIX
+from trainguard.events.log_subscription import SPOKE_LOG_DETAIL_TYPE, SPOKE_LOG_SOURCE
 
 SAGEMAKER_SOURCE = "aws.sagemaker"
 TRAINING_JOB_STATE_CHANGE = "SageMaker Training Job State Change"
@@ -63,6 +64,11 @@ def guarded_events(watch_failed_launches: bool) -> dict[str, dict[str, Any]]:
     if watch_failed_launches:
         events["FailedLaunches"] = failed_training_job_launch_pattern()
     return events
+
+
+def spoke_log_lines_pattern() -> dict[str, Any]:
+    """A spoke's training log deliveries, which its log forwarder puts on the hub's bus (spoke_log_forwarder.py)."""
+    return {"source": [SPOKE_LOG_SOURCE], "detail-type": [SPOKE_LOG_DETAIL_TYPE]}
 
 
 def from_enrolled(pattern: dict[str, Any], accounts: Sequence[str], regions: Sequence[str]) -> dict[str, Any]:

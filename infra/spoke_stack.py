@@ -16,18 +16,22 @@ hub's; a passable role is passed here by its path and name, in this account.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from aws_cdk import Aws, Stack
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_logs_destinations as logs_destinations
 from constructs import Construct
 
+from infra import spoke_log_forwarder
 from infra.event_patterns import guarded_events
 from infra.grants import Grants
-from infra.guard_function import dead_letter_queue, event_pattern
+from infra.guard_function import dead_letter_queue, event_pattern, guard_function
 from infra.job_events import JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER
 from infra.nag import PendingAcknowledgments
 from infra.quota_walls import FAILED_LAUNCHES_HANDLER, QUOTA_WATCH_HANDLER
@@ -36,6 +40,7 @@ from infra.stack import acts_in_job_account, in_job_account_actions
 from infra.stall_detection import LOG_ACTIVITY_HANDLER, STALL_ALARMS_HANDLER, STALL_PROBER_HANDLER
 from trainguard.adapters.job_activity import LOG_GROUP as TRAINING_LOG_GROUP
 from trainguard.adapters.spoke_roles import function_key, hub_event_bus_arn, hub_role_name, spoke_role_name
+from trainguard.events.log_subscription import SPOKE_LOG_DETAIL_TYPE, SPOKE_LOG_SOURCE
 
 HANDLERS = (
     JOB_EVENTS_HANDLER,
@@ -76,6 +81,11 @@ class TrainGuardSpokeStack(Stack):
         self.grants = Grants(stack=self, settings=settings, acknowledgments=PendingAcknowledgments())
         self._forward_to(hub_event_bus_arn(hub_account, hub_region, Aws.PARTITION))
         training_logs = logs.LogGroup.from_log_group_name(self, "TrainingLogs", TRAINING_LOG_GROUP)
+        self.log_forwarder = (
+            self._forward_log_lines(hub_event_bus_arn(hub_account, hub_region, Aws.PARTITION), training_logs)
+            if settings.subscribe_to_training_logs
+            else None
+        )
         self.roles = {
             function_key(handler): self._spoke_role(handler, training_logs) for handler in acting_handlers(settings)
         }
@@ -104,6 +114,32 @@ class TrainGuardSpokeStack(Stack):
             )
             for name, pattern in patterns.items()
         ]
+
+    def _forward_log_lines(self, hub_bus_arn: str, training_logs: logs.ILogGroup) -> lambda_.Function:
+        """The log rhythm's way to the hub: a subscription on SageMaker's training log group here, to a small
+        function (infra/spoke_log_forwarder.py, inline) that puts each delivery on the hub's bus, where the hub's
+        log-activity function records it as it records its own account's."""
+        function = guard_function(
+            self,
+            "LogForwarder",
+            code=lambda_.Code.from_inline(Path(spoke_log_forwarder.__file__).read_text()),
+            handler="index.handler",
+            description="trainguard spoke: puts this account's training log deliveries on the hub's bus",
+            dead_letter_queue=self.forward_dead_letter_queue,
+        )
+        function.add_environment("HUB_BUS_ARN", hub_bus_arn)
+        function.add_environment("SOURCE", SPOKE_LOG_SOURCE)
+        function.add_environment("DETAIL_TYPE", SPOKE_LOG_DETAIL_TYPE)
+        function.add_to_role_policy(iam.PolicyStatement(actions=["events:PutEvents"], resources=[hub_bus_arn]))
+        # LambdaDestination also lets logs.amazonaws.com invoke the function, from this log group only.
+        logs.SubscriptionFilter(
+            self,
+            "TrainingLogsToHub",
+            log_group=training_logs,
+            destination=logs_destinations.LambdaDestination(function),
+            filter_pattern=logs.FilterPattern.all_events(),
+        )
+        return function
 
     def _spoke_role(self, handler: str, training_logs: logs.ILogGroup) -> iam.Role:
         """The role the hub's function `handler` assumes here, with its statements for the job's account."""

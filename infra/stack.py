@@ -19,7 +19,7 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from infra.dashboard import GuardDashboard
-from infra.event_patterns import guarded_events
+from infra.event_patterns import guarded_events, spoke_log_lines_pattern
 from infra.grants import Grants
 from infra.hub import Hub, Route
 from infra.job_events import JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER, JobEvents
@@ -118,6 +118,9 @@ class TrainGuardStack(Stack):
             function, dead_letters = handled_by[name]
             assert function is not None  # the failed-launches function exists where its events are guarded
             routes.append(Route(name, pattern, function, dead_letters))
+        if self.settings.subscribe_to_training_logs:  # the spokes' log lines (infra/spoke_log_forwarder.py)
+            log_lines = spoke_log_lines_pattern()
+            routes.append(Route("LogLines", log_lines, stalls.log_activity_function, stalls.dead_letter_queue))
         acting = [(function, handler) for function, handler in self.handlers if acts_in_job_account(handler)]
         return Hub(
             self,

@@ -13,11 +13,17 @@ from typing import Any
 
 import pytest
 
-from infra.event_patterns import failed_training_job_launch_pattern, stall_alarm_pattern, training_job_state_pattern
+from infra.event_patterns import (
+    failed_training_job_launch_pattern,
+    spoke_log_lines_pattern,
+    stall_alarm_pattern,
+    training_job_state_pattern,
+)
 from infra.spoke_stack import HANDLERS
 from infra.stack import in_job_account_actions
 from tests.iam_evaluation import Principal, may_assume, may_call
 from tests.infra.template_queries import CONFIGURED_CONTEXT, as_list
+from trainguard.adapters.job_activity import LOG_GROUP as TRAINING_LOG_GROUP
 from trainguard.adapters.spoke_roles import HUB_EVENT_BUS_NAME, function_key, hub_role_name, spoke_role_arn
 
 pytestmark = pytest.mark.slow
@@ -27,6 +33,7 @@ ENROLLED_ACCOUNTS, ENROLLED_REGIONS = ["111111111111", "222222222222"], ["us-eas
 ORGANIZATION = "o-exampleorg1"
 HUB_CONTEXT = {
     **CONFIGURED_CONTEXT,
+    "subscribe_to_training_logs": True,  # the spokes' log forwarders, and the hub's route for their lines
     "enrolled_accounts": ENROLLED_ACCOUNTS,
     "enrolled_regions": ENROLLED_REGIONS,
     "organization_id": ORGANIZATION,
@@ -108,7 +115,12 @@ def test_the_hub_routes_the_enrolled_accounts_and_regions_and_parks_everything_e
 ) -> None:
     on_hub_bus = [r for r in resources(organization.hub, "AWS::Events::Rule").values() if "EventBusName" in r]
     patterns = [rule["EventPattern"] for rule in on_hub_bus]
-    for pattern in (training_job_state_pattern(), stall_alarm_pattern(), failed_training_job_launch_pattern()):
+    for pattern in (
+        training_job_state_pattern(),
+        stall_alarm_pattern(),
+        failed_training_job_launch_pattern(),
+        spoke_log_lines_pattern(),
+    ):
         assert {**pattern, "account": ENROLLED_ACCOUNTS, "region": ENROLLED_REGIONS} in patterns
     refused = [p for p in patterns if "$or" in p]
     assert refused == [
@@ -119,7 +131,7 @@ def test_the_hub_routes_the_enrolled_accounts_and_regions_and_parks_everything_e
             ]
         }
     ]
-    assert len(on_hub_bus) == 4
+    assert len(on_hub_bus) == 5
     (parked,) = [r for r in on_hub_bus if "$or" in r["EventPattern"]]
     (queue_id,) = [t["Arn"]["Fn::GetAtt"][0] for t in parked["Targets"]]
     alarms = resources(organization.hub, "AWS::CloudWatch::Alarm").values()
@@ -199,15 +211,20 @@ def test_the_spoke_forwards_the_hubs_patterns_to_the_hub_bus_with_its_own_role(o
     for rule in rules:
         (target,) = rule["Targets"]
         assert joined(target["Arn"]) == hub_bus and "RoleArn" in target and "DeadLetterConfig" in target
-    (forward_role,) = [v for v in resources(organization.spoke, "AWS::IAM::Role").values() if "RoleName" not in v]
-    (trust,) = forward_role["AssumeRolePolicyDocument"]["Statement"]
-    assert trust["Principal"] == {"Service": "events.amazonaws.com"}
+    roles = resources(organization.spoke, "AWS::IAM::Role")
+    trusted = sorted(
+        json.dumps(role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"])
+        for role in roles.values()
+        if "RoleName" not in role
+    )
+    assert trusted == ['{"Service": "events.amazonaws.com"}', '{"Service": "lambda.amazonaws.com"}']  # + forwarder
     put_events = [
-        statement
-        for statement, _ in statements_by_role(organization.spoke)
+        (statement, attached)
+        for statement, attached in statements_by_role(organization.spoke)
         if "events:PutEvents" in as_list(statement["Action"])
     ]
-    assert [joined(s["Resource"]) for s in put_events] == [hub_bus]
+    assert [joined(s["Resource"]) for s, _ in put_events] == [hub_bus, hub_bus]
+    assert [as_list(s["Action"]) for s, _ in put_events] == [["events:PutEvents"], ["events:PutEvents"]]
 
 
 def test_the_spoke_has_no_asset_and_no_bootstrap_rule_so_stacksets_can_deploy_it(organization: Organization) -> None:
@@ -218,7 +235,14 @@ def test_the_spoke_has_no_asset_and_no_bootstrap_rule_so_stacksets_can_deploy_it
         "AWS::IAM::Policy",
         "AWS::SQS::Queue",
         "AWS::SQS::QueuePolicy",
+        "AWS::Lambda::Function",  # the log forwarder, whose code is in the template (ZipFile)
+        "AWS::Lambda::Permission",
+        "AWS::Lambda::EventInvokeConfig",
+        "AWS::Logs::LogGroup",
+        "AWS::Logs::SubscriptionFilter",
     }
+    (forwarder,) = resources(organization.spoke, "AWS::Lambda::Function").values()
+    assert set(forwarder["Code"]) == {"ZipFile"}
     assert "BootstrapVersion" not in organization.spoke.get("Parameters", {})
     assert "CheckBootstrapVersion" not in organization.spoke.get("Rules", {})
 
@@ -314,6 +338,30 @@ def test_the_spoke_template_fits_in_a_request_as_stacksets_and_an_unbootstrapped
     organization: Organization,
 ) -> None:
     # CloudFormation takes a template body of at most 51,200 bytes (TemplateBody, botocore's cloudformation model);
-    # larger ones need an S3 URL, which an account with nothing bootstrapped does not have. Kept with headroom.
-    size = len(json.dumps(organization.spoke, indent=1))
-    assert size < 48_000, size
+    # larger ones need an S3 URL, which an account with nothing bootstrapped does not have. The CDK CLI sends the
+    # template as YAML (makeBodyParameter: toYAML, then TemplateBody up to 50 KiB); the StackSets steps of
+    # docs/organization.md send it as minified JSON. Both are kept with headroom.
+    import yaml
+
+    as_yaml = len(yaml.safe_dump(organization.spoke, default_flow_style=False, sort_keys=False))
+    minified = len(json.dumps(organization.spoke, separators=(",", ":")))
+    assert as_yaml < 46_000 and minified < 40_000, (as_yaml, minified)
+
+
+def test_the_spoke_forwards_its_training_log_lines_to_the_hub_with_inline_code(organization: Organization) -> None:
+    from infra import spoke_log_forwarder
+
+    (forwarder,) = resources(organization.spoke, "AWS::Lambda::Function").values()
+    code = Path(spoke_log_forwarder.__file__).read_text()
+    assert forwarder["Code"]["ZipFile"] == code and len(code) <= 4096  # Lambda's limit for inline code
+    hub_bus = f"arn:${{AWS::Partition}}:events:{HUB_REGION}:{HUB_ACCOUNT}:event-bus/{HUB_EVENT_BUS_NAME}"
+    environment = forwarder["Environment"]["Variables"]
+    assert joined(environment["HUB_BUS_ARN"]) == hub_bus
+    assert {**spoke_log_lines_pattern()} == {
+        "source": [environment["SOURCE"]],
+        "detail-type": [environment["DETAIL_TYPE"]],
+    }
+    (subscription,) = resources(organization.spoke, "AWS::Logs::SubscriptionFilter").values()
+    assert subscription["LogGroupName"] == TRAINING_LOG_GROUP and subscription["FilterPattern"] == ""
+    (permission,) = resources(organization.spoke, "AWS::Lambda::Permission").values()
+    assert permission["Principal"] == "logs.amazonaws.com" and "training" in joined(permission["SourceArn"]).lower()

@@ -8,7 +8,7 @@ import gzip
 import json
 from datetime import datetime, timedelta
 
-from tests.fakes import NOW, FakePorts, fake_ports
+from tests.fakes import NOW, FakePorts, fake_ports, narrowed
 from tests.unit.test_stall_workflows import alarm, at, training
 from trainguard.domain.log_rhythm import FLOOR_MINUTES, LimitSource
 from trainguard.domain.outcome import OutcomeKind
@@ -47,9 +47,7 @@ def logs_every(ports: FakePorts, seconds: int, *, from_: datetime, to: datetime,
         times.append(moment)
         moment += timedelta(seconds=seconds)
     for start in range(0, len(times), per_delivery):
-        log_activity.handle(
-            delivery(JOB, times[start : start + per_delivery]), LogActivityPorts(stall_ledger=ports.stall_ledger)
-        )
+        log_activity.handle(delivery(JOB, times[start : start + per_delivery]), narrowed(LogActivityPorts, ports))
 
 
 def watched_chatty_job() -> FakePorts:
@@ -74,9 +72,9 @@ def test_a_delivery_for_a_job_not_watched_or_older_than_the_newest_records_nothi
     ports = watched_chatty_job()
     before = ports.stall_ledger.watched()
     late = delivery(JOB, [NOW - timedelta(minutes=50)], host=2)
-    assert log_activity.handle(late, LogActivityPorts(stall_ledger=ports.stall_ledger))["recorded"] is False
+    assert log_activity.handle(late, narrowed(LogActivityPorts, ports))["recorded"] is False
     unknown = delivery("someone-else", [NOW])
-    assert log_activity.handle(unknown, LogActivityPorts(stall_ledger=ports.stall_ledger))["recorded"] is False
+    assert log_activity.handle(unknown, narrowed(LogActivityPorts, ports))["recorded"] is False
     assert ports.stall_ledger.watched() == before
 
 
@@ -97,7 +95,7 @@ def test_a_chatty_job_announcing_an_evaluation_gets_the_fixed_threshold_as_its_g
     last = NOW - timedelta(minutes=6)
     log_activity.handle(
         delivery(JOB, [last + timedelta(seconds=1)], message="***** Running Evaluation *****"),
-        LogActivityPorts(stall_ledger=ports.stall_ledger),
+        narrowed(LogActivityPorts, ports),
     )
     probe(ports)
     assert ports.alarms.published[-1][JOB] < 0
@@ -113,7 +111,7 @@ def test_a_slow_epoch_job_is_left_alone_through_a_silence_longer_than_the_fixed_
     follow_training_state(ports, JOB)
     for k in range(4):  # epochs end 160, 120, 80, 45 minutes ago
         ts = [NOW - timedelta(minutes=(160, 120, 80, 45)[k])]
-        log_activity.handle(delivery(JOB, ts, "epoch done"), LogActivityPorts(stall_ledger=ports.stall_ledger))
+        log_activity.handle(delivery(JOB, ts, "epoch done"), narrowed(LogActivityPorts, ports))
     probe(ports)
     assert ports.alarms.published[-1][JOB] < 0
     ports.job_logs.newest = None

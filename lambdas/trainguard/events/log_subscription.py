@@ -23,6 +23,11 @@ from typing import Any
 from trainguard.domain.log_rhythm import PHASE_LINE
 from trainguard.events.training_job import MalformedInput
 
+# A spoke's training log lines, forwarded to its hub's bus (infra/spoke_log_forwarder.py): a custom event whose
+# detail is the subscription delivery itself, `{"awslogs": {"data": ...}}`, so that the hub reads it as above.
+SPOKE_LOG_SOURCE = "trainguard.spoke"
+SPOKE_LOG_DETAIL_TYPE = "Training Log Lines"
+
 _STREAM = re.compile(r"^(?P<job>[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62})/algo-(?P<host>\d{1,3})-\d+$")
 LAST_LINE_LIMIT = 300
 
@@ -46,6 +51,15 @@ def _event_time(event: Mapping[str, Any]) -> datetime | None:
         return datetime.fromtimestamp(stamp / 1000, tz=UTC)
     except (OverflowError, OSError, ValueError):
         return None
+
+
+def is_forwarded_log_lines(event: object) -> bool:
+    """Whether `event` is a spoke's forwarded delivery (on a hub's bus), not a delivery of the hub's own group."""
+    return (
+        isinstance(event, Mapping)
+        and event.get("source") == SPOKE_LOG_SOURCE
+        and event.get("detail-type") == SPOKE_LOG_DETAIL_TYPE
+    )
 
 
 def parse_log_delivery(event: object) -> LogActivity | None:

@@ -123,8 +123,9 @@ class StallProberPorts(Settled):
 
 
 @dataclass(frozen=True, kw_only=True)
-class LogActivityPorts:
-    """The training log subscription: record each watched job's newest line."""
+class LogActivityPorts(Settled):
+    """The training log subscription (and, in a hub, its spokes' forwarded deliveries): record each watched
+    job's newest line."""
 
     stall_ledger: LogActivityLedger
 

@@ -1,0 +1,46 @@
+"""Forward this spoke's training log deliveries to the hub's bus (infra/spoke_stack.py deploys it as inline code).
+
+The spoke has no package of trainguard's: this file is the function's whole code, read by the spoke stack into
+its template (Lambda's inline ZipFile, at most 4,096 characters: tests/infra check). Each CloudWatch Logs
+subscription delivery goes out as one custom event whose detail is the delivery itself, which the hub's
+log-activity function parses as it parses its own account's (trainguard/events/log_subscription.py). A delivery
+too large for one PutEvents entry (256 KB) keeps its newest lines, with their times, each cut to 300 characters.
+"""
+
+import base64
+import gzip
+import json
+import os
+
+import boto3
+
+LIMIT = 200_000
+_events = None
+
+
+def handler(event, context, client=None):
+    global _events
+    data = event["awslogs"]["data"]
+    if len(data) > LIMIT:
+        payload = json.loads(gzip.decompress(base64.b64decode(data)))
+        if payload.get("messageType") != "DATA_MESSAGE":
+            return 0
+        lines = payload["logEvents"][-2000:]
+        payload["logEvents"] = [dict(line, message=line["message"][:300]) for line in lines]
+        data = base64.b64encode(gzip.compress(json.dumps(payload).encode())).decode()
+    if client is None:
+        _events = _events or boto3.client("events")
+        client = _events
+    response = client.put_events(
+        Entries=[
+            {
+                "EventBusName": os.environ["HUB_BUS_ARN"],
+                "Source": os.environ["SOURCE"],
+                "DetailType": os.environ["DETAIL_TYPE"],
+                "Detail": json.dumps({"awslogs": {"data": data}}),
+            }
+        ]
+    )
+    if response.get("FailedEntryCount"):
+        raise RuntimeError(f"the hub's bus refused the log lines: {response['Entries']}")
+    return 1
