@@ -32,12 +32,19 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.event_patterns import from_enrolled, not_enrolled
-from infra.guard_function import ALARM_PERIOD, alarm_above_zero, dead_letter_queue, rule_to_function
+from infra.guard_function import (
+    ALARM_PERIOD,
+    POWERTOOLS_ENVIRONMENT,
+    alarm_above_zero,
+    dead_letter_queue,
+    rule_to_function,
+)
 from infra.nag import PendingAcknowledgments, nag_arn
 from infra.settings import Settings
 from trainguard.adapters.permissions import actions_of
 from trainguard.adapters.spoke_roles import HUB_EVENT_BUS_NAME, function_key, hub_role_name, spoke_role_name
 from trainguard.adapters.spoke_sessions import SpokeSessions
+from trainguard.metric_names import SPOKE_FAILURES
 
 # What a hub function's own role needs to act in a spoke: the declaration of the method that takes the credentials.
 SPOKE_CREDENTIAL_ACTIONS = actions_of(SpokeSessions, "_assume")
@@ -116,6 +123,21 @@ class Hub(Construct):
             ),
             description="trainguard hub: events came from an account or region that is not enrolled and were not "
             "acted on; read them in the hub's RefusedEvents queue, then enroll the spoke or remove its rules.",
+            topic=alarm_topic,
+        )
+        self.spoke_failures_alarm = alarm_above_zero(
+            self,
+            "SpokeFailuresAlarm",
+            metric=cloudwatch.Metric(
+                namespace=POWERTOOLS_ENVIRONMENT["POWERTOOLS_METRICS_NAMESPACE"],
+                metric_name=SPOKE_FAILURES,
+                dimensions_map={"service": POWERTOOLS_ENVIRONMENT["POWERTOOLS_SERVICE_NAME"]},
+                statistic=cloudwatch.Stats.SUM,
+                period=ALARM_PERIOD,
+            ),
+            description="trainguard hub: the stall prober or the quota watch could not serve an enrolled account "
+            "and region (its spoke stack not deployed there, or a call refused); its jobs are not probed. Read the "
+            "function's log (job_account, job_region), then deploy the spoke there or change the enrolled regions.",
             topic=alarm_topic,
         )
         for function, handler in acting_functions:

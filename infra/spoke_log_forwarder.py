@@ -1,10 +1,12 @@
-"""Forward this spoke's training log deliveries to the hub's bus (infra/spoke_stack.py deploys it as inline code).
+"""Forward this spoke's training log deliveries towards the hub (infra/spoke_stack.py deploys it as inline code).
 
 The spoke has no package of trainguard's: this file is the function's whole code, read by the spoke stack into
 its template (Lambda's inline ZipFile, at most 4,096 characters: tests/infra check). Each CloudWatch Logs
-subscription delivery goes out as one custom event whose detail is the delivery itself, which the hub's
-log-activity function parses as it parses its own account's (trainguard/events/log_subscription.py). A delivery
-too large for one PutEvents entry (256 KB) keeps its newest lines, with their times, each cut to 300 characters.
+subscription delivery goes out as one custom event on this account's default bus, whose detail is the delivery
+itself; the spoke's forwarding rule takes it to the hub's bus with this account and region as its origin, and the
+hub's log-activity function parses it as it parses its own account's (trainguard/events/log_subscription.py). A
+delivery too large for one PutEvents entry (256 KB) keeps its newest lines, each cut to 300 characters, halved
+until it fits.
 """
 
 import base64
@@ -25,16 +27,19 @@ def handler(event, context, client=None):
         payload = json.loads(gzip.decompress(base64.b64decode(data)))
         if payload.get("messageType") != "DATA_MESSAGE":
             return 0
-        lines = payload["logEvents"][-2000:]
-        payload["logEvents"] = [dict(line, message=line["message"][:300]) for line in lines]
-        data = base64.b64encode(gzip.compress(json.dumps(payload).encode())).decode()
+        lines = [dict(line, message=line["message"][:300]) for line in payload["logEvents"][-2000:]]
+        while True:
+            payload["logEvents"] = lines
+            data = base64.b64encode(gzip.compress(json.dumps(payload).encode())).decode()
+            if len(data) <= LIMIT or len(lines) == 1:
+                break
+            lines = lines[len(lines) // 2 :]
     if client is None:
         _events = _events or boto3.client("events")
         client = _events
     response = client.put_events(
         Entries=[
             {
-                "EventBusName": os.environ["HUB_BUS_ARN"],
                 "Source": os.environ["SOURCE"],
                 "DetailType": os.environ["DETAIL_TYPE"],
                 "Detail": json.dumps({"awslogs": {"data": data}}),
@@ -42,5 +47,5 @@ def handler(event, context, client=None):
         ]
     )
     if response.get("FailedEntryCount"):
-        raise RuntimeError(f"the hub's bus refused the log lines: {response['Entries']}")
+        raise RuntimeError(f"EventBridge refused the log lines: {response['Entries']}")
     return 1

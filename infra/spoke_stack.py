@@ -29,7 +29,7 @@ from aws_cdk import aws_logs_destinations as logs_destinations
 from constructs import Construct
 
 from infra import spoke_log_forwarder
-from infra.event_patterns import guarded_events
+from infra.event_patterns import guarded_events, spoke_log_lines_pattern
 from infra.grants import Grants
 from infra.guard_function import dead_letter_queue, event_pattern, guard_function
 from infra.job_events import JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER
@@ -81,11 +81,7 @@ class TrainGuardSpokeStack(Stack):
         self.grants = Grants(stack=self, settings=settings, acknowledgments=PendingAcknowledgments())
         self._forward_to(hub_event_bus_arn(hub_account, hub_region, Aws.PARTITION))
         training_logs = logs.LogGroup.from_log_group_name(self, "TrainingLogs", TRAINING_LOG_GROUP)
-        self.log_forwarder = (
-            self._forward_log_lines(hub_event_bus_arn(hub_account, hub_region, Aws.PARTITION), training_logs)
-            if settings.subscribe_to_training_logs
-            else None
-        )
+        self.log_forwarder = self._forward_log_lines(training_logs) if settings.subscribe_to_training_logs else None
         self.roles = {
             function_key(handler): self._spoke_role(handler, training_logs) for handler in acting_handlers(settings)
         }
@@ -97,6 +93,8 @@ class TrainGuardSpokeStack(Stack):
             self, "ForwardDeadLetterQueue", holds="the events this spoke could not put on the hub's bus"
         )
         patterns = guarded_events(self.settings.watch_failed_launches)
+        if self.settings.subscribe_to_training_logs:  # the log forwarder's events (_forward_log_lines)
+            patterns["LogLines"] = spoke_log_lines_pattern()
         self.forward_role = iam.Role(
             self,
             "ForwardToHubRole",
@@ -115,10 +113,11 @@ class TrainGuardSpokeStack(Stack):
             for name, pattern in patterns.items()
         ]
 
-    def _forward_log_lines(self, hub_bus_arn: str, training_logs: logs.ILogGroup) -> lambda_.Function:
+    def _forward_log_lines(self, training_logs: logs.ILogGroup) -> lambda_.Function:
         """The log rhythm's way to the hub: a subscription on SageMaker's training log group here, to a small
-        function (infra/spoke_log_forwarder.py, inline) that puts each delivery on the hub's bus, where the hub's
-        log-activity function records it as it records its own account's."""
+        function (infra/spoke_log_forwarder.py, inline) that puts each delivery on this account's default bus, from
+        where the forwarding rule of its pattern takes it to the hub's bus (PutEvents reaches a bus of its own
+        region only, and the event keeps this account and region as its origin)."""
         function = guard_function(
             self,
             "LogForwarder",
@@ -127,10 +126,10 @@ class TrainGuardSpokeStack(Stack):
             description="trainguard spoke: puts this account's training log deliveries on the hub's bus",
             dead_letter_queue=self.forward_dead_letter_queue,
         )
-        function.add_environment("HUB_BUS_ARN", hub_bus_arn)
         function.add_environment("SOURCE", SPOKE_LOG_SOURCE)
         function.add_environment("DETAIL_TYPE", SPOKE_LOG_DETAIL_TYPE)
-        function.add_to_role_policy(iam.PolicyStatement(actions=["events:PutEvents"], resources=[hub_bus_arn]))
+        default_bus = events.EventBus.from_event_bus_name(self, "DefaultBus", "default")
+        default_bus.grant_put_events_to(function)
         # LambdaDestination also lets logs.amazonaws.com invoke the function, from this log group only.
         logs.SubscriptionFilter(
             self,

@@ -205,7 +205,12 @@ def test_the_spoke_forwards_the_hubs_patterns_to_the_hub_bus_with_its_own_role(o
     rules = list(resources(organization.spoke, "AWS::Events::Rule").values())
     assert sorted(json.dumps(r["EventPattern"], sort_keys=True) for r in rules) == sorted(
         json.dumps(p, sort_keys=True)
-        for p in (training_job_state_pattern(), stall_alarm_pattern(), failed_training_job_launch_pattern())
+        for p in (
+            training_job_state_pattern(),
+            stall_alarm_pattern(),
+            failed_training_job_launch_pattern(),
+            spoke_log_lines_pattern(),  # the log forwarder's events, put on this account's default bus
+        )
     )
     hub_bus = f"arn:${{AWS::Partition}}:events:{HUB_REGION}:{HUB_ACCOUNT}:event-bus/{HUB_EVENT_BUS_NAME}"
     for rule in rules:
@@ -223,7 +228,8 @@ def test_the_spoke_forwards_the_hubs_patterns_to_the_hub_bus_with_its_own_role(o
         for statement, attached in statements_by_role(organization.spoke)
         if "events:PutEvents" in as_list(statement["Action"])
     ]
-    assert [joined(s["Resource"]) for s, _ in put_events] == [hub_bus, hub_bus]
+    default_bus = "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/default"
+    assert sorted(joined(s["Resource"]) for s, _ in put_events) == sorted([hub_bus, default_bus])
     assert [as_list(s["Action"]) for s, _ in put_events] == [["events:PutEvents"], ["events:PutEvents"]]
 
 
@@ -354,9 +360,7 @@ def test_the_spoke_forwards_its_training_log_lines_to_the_hub_with_inline_code(o
     (forwarder,) = resources(organization.spoke, "AWS::Lambda::Function").values()
     code = Path(spoke_log_forwarder.__file__).read_text()
     assert forwarder["Code"]["ZipFile"] == code and len(code) <= 4096  # Lambda's limit for inline code
-    hub_bus = f"arn:${{AWS::Partition}}:events:{HUB_REGION}:{HUB_ACCOUNT}:event-bus/{HUB_EVENT_BUS_NAME}"
     environment = forwarder["Environment"]["Variables"]
-    assert joined(environment["HUB_BUS_ARN"]) == hub_bus
     assert {**spoke_log_lines_pattern()} == {
         "source": [environment["SOURCE"]],
         "detail-type": [environment["DETAIL_TYPE"]],
@@ -365,3 +369,17 @@ def test_the_spoke_forwards_its_training_log_lines_to_the_hub_with_inline_code(o
     assert subscription["LogGroupName"] == TRAINING_LOG_GROUP and subscription["FilterPattern"] == ""
     (permission,) = resources(organization.spoke, "AWS::Lambda::Permission").values()
     assert permission["Principal"] == "logs.amazonaws.com" and "training" in joined(permission["SourceArn"]).lower()
+
+
+def test_the_hub_alarms_when_a_spoke_cannot_be_served(organization: Organization) -> None:
+    from trainguard.metric_names import SPOKE_FAILURES
+
+    alarms = [
+        a
+        for a in resources(organization.hub, "AWS::CloudWatch::Alarm").values()
+        if a.get("MetricName") == SPOKE_FAILURES
+    ]
+    assert len(alarms) == 1 and alarms[0]["Threshold"] == 0 and alarms[0]["AlarmActions"]
+    assert alarms[0]["Namespace"] == "TrainGuard" and alarms[0]["Dimensions"] == [
+        {"Name": "service", "Value": "trainguard"}
+    ]

@@ -173,3 +173,57 @@ def test_a_hubs_relaunches_count_against_their_accounts_budget_and_the_organizat
         f"{OTHER}#budget#retries": 1,
         "organization#budget#retries": 3,
     }
+
+
+def test_a_lazy_client_answers_copy_and_probes_of_special_names_without_assuming(home: Any) -> None:
+    import copy
+
+    spokes = sessions(home)
+    client = spokes.clients_in(Location(SPOKE, SPOKE_REGION))("sagemaker")
+    copy.copy(client)  # no RecursionError: special names are not forwarded
+    assert not hasattr(client, "__wrapped__") and spokes._held == {}  # and no role assumed for them
+
+
+def test_places_served_at_once_each_assume_their_own_role_once(home: Any) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    spokes = SpokeSessions(
+        home,
+        "stall-prober",
+        enrolled_accounts=(SPOKE, OTHER),
+        enrolled_regions=("us-east-1", SPOKE_REGION),
+        clock=Clock(),
+    )
+    places = [Location(a, r) for a in (SPOKE, OTHER) for r in ("us-east-1", SPOKE_REGION)] * 4
+
+    def who(place: Location) -> str:
+        return str(spokes.clients_in(place)("sts").get_caller_identity()["Arn"])
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        arns = list(pool.map(who, places))
+
+    assert len(spokes._held) == 4  # one session per place, however many threads asked at once
+    for place, arn in zip(places, arns, strict=True):
+        assert f"::{place.account}:assumed-role/trainguard-spoke-stall-prober-{place.region}/" in arn
+
+
+def test_a_hubs_own_account_has_one_budget_across_its_regions(home: Any) -> None:
+    home.client("dynamodb").create_table(**create_table_request("ledger"))
+    config = GuardConfig(
+        ledger_table_name="ledger",
+        topic_arn=f"arn:aws:sns:us-east-1:{HUB}:tg",
+        account_id=HUB,
+        enrolled_accounts=(HUB, SPOKE),
+        enrolled_regions=("us-east-1", SPOKE_REGION),
+        retry_budget_per_hour=1,
+    )
+    hub = PortSet(home.client, config, "us-east-1", lambda: datetime.now(UTC), spoke_clients_on(home, config))
+    now = datetime.now(UTC)
+    at_home, elsewhere = (hub.at(RetryLauncherPorts, place).ledger for place in (None, Location(HUB, SPOKE_REGION)))
+
+    assert at_home.take_retry_budget(now, 1) is True
+    assert elsewhere.take_retry_budget(now, 1) is False  # the same account: its one relaunch this hour is taken
+    used = {
+        item["pk"]["S"]: int(item["used"]["N"]) for item in home.client("dynamodb").scan(TableName="ledger")["Items"]
+    }
+    assert used == {f"{HUB}#budget#retries": 1, "organization#budget#retries": 1}

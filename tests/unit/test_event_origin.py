@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -169,10 +170,19 @@ def test_a_scheduled_relaunch_of_a_spoke_job_is_made_in_that_spoke() -> None:
     assert retry_launcher.handle(forged, hub).kind is OutcomeKind.SKIPPED
 
 
-def test_the_prober_of_a_hub_probes_home_and_every_enrolled_spoke() -> None:
+def test_the_prober_of_a_hub_probes_home_and_every_enrolled_spoke_each_in_its_own_place() -> None:
     hub = FakePlaces(**HUB)
-    stall_prober.handle({}, hub)
-    assert set(hub.by_place) == {None, SPOKE, Location("222222222222", "us-west-2")}
+    other = Location("222222222222", "us-west-2")
+    for place, job in ((None, "at-home"), (SPOKE, "in-spoke"), (other, "in-other")):
+        ports = hub.at(type(hub.by_place[None]), place)
+        training(ports, job)
+        follow_training_state(ports, job)
+
+    result = stall_prober.handle({}, hub)
+
+    assert result["watched"] == 3
+    published = {place: [set(batch) for batch in ports.alarms.published] for place, ports in hub.by_place.items()}
+    assert published == {None: [{"at-home"}], SPOKE: [{"in-spoke"}], other: [{"in-other"}]}
 
 
 OWN = Location(HOME, "us-east-1")
@@ -230,3 +240,47 @@ def test_the_home_s_own_failure_is_raised_so_that_the_cycle_is_retried_and_alarm
     object.__setattr__(hub.by_place[None], "stall_ledger", _Unreachable())
     with pytest.raises(ConnectionError):
         stall_prober.handle({}, hub)
+
+
+def test_a_hubs_notification_names_its_account_and_region_in_subject_body_attributes_and_chat() -> None:
+    from trainguard.domain.chat_messages import compose_chat_message
+    from trainguard.domain.messages import Notification, naming_the_account
+
+    plain = Notification("[trainguard] relaunched llama-pretrain", "What happened\n  it failed", {"job_name": "x"})
+
+    named = naming_the_account(plain, SPOKE.account, SPOKE.region)
+
+    assert named.subject == "[trainguard 111111111111 us-west-2] relaunched llama-pretrain"
+    assert named.body.startswith("Account 111111111111, region us-west-2.") and named.body.endswith(plain.body)
+    assert named.attributes == {"job_name": "x", "account": SPOKE.account, "region": SPOKE.region}
+    long = naming_the_account(replace(plain, subject="[trainguard] " + "j" * 95), SPOKE.account, SPOKE.region)
+    assert len(long.subject) < 100 and long.subject.endswith("...")  # SNS: subjects under 100 characters
+    chat = compose_chat_message(named, notification_id="m-1")
+    assert chat["content"]["title"] == "relaunched llama-pretrain"
+    assert {SPOKE.account, SPOKE.region} <= set(chat["content"].get("keywords", []))
+
+
+def test_a_scheduled_relaunch_of_a_spoke_job_carries_its_place_and_is_named_apart_from_homes() -> None:
+    from trainguard.adapters.scheduler import RelaunchScheduler, schedule_name
+
+    class Scheduler:
+        def __init__(self) -> None:
+            self.created: list[dict[str, Any]] = []
+
+        def create_schedule(self, **request: Any) -> None:
+            self.created.append(request)
+
+    client = Scheduler()
+    adapter = RelaunchScheduler(client, group_name="g", target_arn="arn:t", role_arn="arn:r", spoke=SPOKE)
+
+    name = adapter.schedule_relaunch("llama-pretrain", NOW, "capacity")
+
+    [request] = client.created
+    assert json.loads(request["Target"]["Input"]) == {
+        "failed_job_name": "llama-pretrain",
+        "reason": "capacity",
+        "account": SPOKE.account,
+        "region": SPOKE.region,
+    }
+    assert name != schedule_name("llama-pretrain") and name == schedule_name("llama-pretrain", SPOKE)
+    assert name != schedule_name("llama-pretrain", Location("222222222222", SPOKE.region))

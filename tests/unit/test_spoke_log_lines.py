@@ -1,6 +1,7 @@
 """The log rhythm's way from a spoke to its hub (docs/organization.md): the spoke's forwarder puts each
-subscription delivery on the hub's bus as it came (infra/spoke_log_forwarder.py), and the hub's log-activity
-function records it for the job of the account and region that sent it, in that place's records."""
+subscription delivery as it came on its own account's default bus (infra/spoke_log_forwarder.py), whose rule
+forwards it to the hub's bus; the hub's log-activity function records it for the job of the account and region
+that sent it, in that place's records."""
 
 from __future__ import annotations
 
@@ -24,7 +25,6 @@ from trainguard.workflows.stall_watch import follow_training_state
 
 HUB = {"account_id": "123456789012", "enrolled_accounts": ("111111111111",), "enrolled_regions": ("us-west-2",)}
 SPOKE = Location("111111111111", "us-west-2")
-BUS = "arn:aws:events:us-east-1:123456789012:event-bus/trainguard-hub"
 
 
 class Bus:
@@ -39,12 +39,13 @@ class Bus:
 @pytest.fixture(autouse=True)
 def forwarder_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """What the spoke stack sets (infra/spoke_stack.py)."""
-    for name, value in (("HUB_BUS_ARN", BUS), ("SOURCE", SPOKE_LOG_SOURCE), ("DETAIL_TYPE", SPOKE_LOG_DETAIL_TYPE)):
+    for name, value in (("SOURCE", SPOKE_LOG_SOURCE), ("DETAIL_TYPE", SPOKE_LOG_DETAIL_TYPE)):
         monkeypatch.setitem(os.environ, name, value)
 
 
 def forwarded(entry: dict[str, Any], place: Location = SPOKE) -> dict[str, Any]:
-    """The entry as EventBridge delivers it from the hub's bus: with the sender's account and region."""
+    """The entry as EventBridge delivers it from the hub's bus: put on the spoke's default bus and forwarded by its
+    rule, it carries the spoke's account and region."""
     return {
         "version": "0",
         "id": "1",
@@ -64,7 +65,7 @@ def test_a_delivery_goes_to_the_hubs_bus_as_it_came() -> None:
     assert spoke_log_forwarder.handler(sent, None, client=bus) == 1
 
     [entry] = bus.entries
-    assert entry["EventBusName"] == BUS and entry["Source"] == SPOKE_LOG_SOURCE
+    assert "EventBusName" not in entry and entry["Source"] == SPOKE_LOG_SOURCE  # the spoke's own default bus
     assert json.loads(entry["Detail"]) == sent
     assert len(entry["Detail"]) < 256 * 1024
 
@@ -82,6 +83,25 @@ def test_a_delivery_too_large_for_one_entry_keeps_its_newest_lines() -> None:
     activity = parse_log_delivery(json.loads(entry["Detail"]))
     assert activity is not None and activity.newest == NOW.replace(microsecond=(NOW.microsecond // 1000) * 1000)
     assert len(activity.times) == 2000
+
+
+def test_a_delivery_of_text_that_compresses_poorly_is_halved_until_it_fits() -> None:
+    times = [NOW - timedelta(seconds=n) for n in range(3000, -1, -1)]
+    sent = delivery("llama-pretrain", times)
+    payload = json.loads(gzip.decompress(base64.b64decode(sent["awslogs"]["data"])))  # type: ignore[index]
+    for line in payload["logEvents"]:
+        line["message"] = base64.b64encode(os.urandom(300)).decode()  # random text: about 4:3 compressed
+    data = base64.b64encode(gzip.compress(json.dumps(payload).encode())).decode()
+    bus = Bus()
+
+    spoke_log_forwarder.handler({"awslogs": {"data": data}}, None, client=bus)
+
+    [entry] = bus.entries
+    assert len(entry["Detail"]) < 256 * 1024
+    activity = parse_log_delivery(json.loads(entry["Detail"]))
+    assert activity is not None
+    assert int(activity.newest.timestamp() * 1000) == payload["logEvents"][-1]["timestamp"]  # the newest kept
+    assert 100 < len(activity.times) < 2000  # the newest lines, as many as fit
 
 
 def test_a_control_message_too_large_for_one_entry_is_not_forwarded() -> None:
@@ -124,3 +144,20 @@ def test_the_hub_refuses_log_lines_from_an_account_that_is_not_enrolled() -> Non
 
     assert result["recorded"] is False and "333333333333" in result["reason"]
     assert list(hub.by_place) == [None]
+
+
+def test_a_delivery_that_inflates_past_the_limit_is_refused_as_malformed_not_decoded() -> None:
+    from trainguard.events.log_subscription import MAX_DECOMPRESSED
+    from trainguard.events.training_job import MalformedInput
+
+    bomb = gzip.compress(b" " * (MAX_DECOMPRESSED + 1024))  # about 33 KB that inflate to 32 MiB and more
+    with pytest.raises(MalformedInput, match="more than 32 MiB"):
+        parse_log_delivery({"awslogs": {"data": base64.b64encode(bomb).decode()}})
+
+
+def test_a_cut_gzip_stream_is_malformed() -> None:
+    from trainguard.events.training_job import MalformedInput
+
+    whole = gzip.compress(json.dumps({"messageType": "DATA_MESSAGE", "logEvents": []}).encode())
+    with pytest.raises(MalformedInput, match="cut short"):
+        parse_log_delivery({"awslogs": {"data": base64.b64encode(whole[:-12]).decode()}})

@@ -61,19 +61,21 @@ class LedgerScope:
         return item_key(self.records + pk, sk)
 
 
-HOME = LedgerScope()
+OWN_RECORDS = LedgerScope()  # a single-account stack's, and a hub's for its own account and region
 
 
-def ledger_scope(spoke: Location | None, organization_budget: int = 0) -> LedgerScope:
-    """The records of one place: a spoke's under its account and region, its budget under its account; None is
-    home (in a hub, its relaunches count against the organization's budget too)."""
+def ledger_scope(spoke: Location | None, hub_account: str = "", organization_budget: int = 0) -> LedgerScope:
+    """The records of one place: a spoke's under its account and region; None is the function's own. In a hub
+    (`hub_account` set) every account's budget is under its account, its own as well, so that an account with
+    jobs in the hub's region and in another counts both against one budget; and every relaunch counts against
+    the organization's budget too."""
     if spoke is None:
-        return LedgerScope(organization_budget=organization_budget)
+        return LedgerScope("", f"{hub_account}#" if hub_account else "", organization_budget)
     return LedgerScope(f"{spoke.account}#{spoke.region}#", f"{spoke.account}#", organization_budget)
 
 
 class Ledger:
-    def __init__(self, client: Any, table_name: str, scope: LedgerScope = HOME) -> None:
+    def __init__(self, client: Any, table_name: str, scope: LedgerScope = OWN_RECORDS) -> None:
         self._client = client
         self._table = table_name
         self._scope = scope
@@ -145,15 +147,24 @@ class Ledger:
         if not self._take_budget(item_key(self._scope.budget + _BUDGET_KEY, hour), now, limit):
             return False
         organization = self._scope.organization_budget
-        if not organization or self._take_budget(item_key(_ORGANIZATION_BUDGET_KEY, hour), now, organization):
-            return True
+        try:
+            if not organization or self._take_budget(item_key(_ORGANIZATION_BUDGET_KEY, hour), now, organization):
+                return True
+        except Exception:  # not counted against the organization: not against the account either
+            self._give_back(hour)
+            raise
+        self._give_back(hour)
+        return False
+
+    def _give_back(self, hour: str) -> None:
+        """Not atomic with the take: a relaunch of the same account at this moment may be refused for it, which
+        errs on the side of fewer relaunches."""
         self._client.update_item(
             TableName=self._table,
             Key=item_key(self._scope.budget + _BUDGET_KEY, hour),
             UpdateExpression="ADD used :minus_one",
             ExpressionAttributeValues={":minus_one": {"N": "-1"}},
         )
-        return False
 
     def _take_budget(self, key: dict[str, dict[str, str]], now: datetime, limit: int) -> bool:
         if limit <= 0:  # the condition below lets the hour's first count through: a budget of none is none
@@ -231,7 +242,7 @@ class QuotaLedger:
     (one item per quota name) and `quota-waits` (one item per waiting launch, by job name).
     """
 
-    def __init__(self, client: Any, table_name: str, scope: LedgerScope = HOME) -> None:
+    def __init__(self, client: Any, table_name: str, scope: LedgerScope = OWN_RECORDS) -> None:
         self._client = client
         self._table = table_name
         self._scope = scope

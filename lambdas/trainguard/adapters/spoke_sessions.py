@@ -67,7 +67,10 @@ class SpokeSessions:
         self._partition = partition
         self._held: dict[Location, _Held] = {}
         self._sts: Any = None
-        self._lock = threading.Lock()  # a hub's scheduled functions serve several spokes at once
+        # A hub's scheduled functions serve several spokes at once: one lock per place, so that a slow AssumeRole
+        # in one spoke holds up that spoke's calls only.
+        self._locks: dict[Location, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
 
     def clients_in(self, location: Location) -> Clients:
         """The clients of `location`'s spoke role (NotEnrolled, with no call made, for anywhere else)."""
@@ -80,7 +83,9 @@ class SpokeSessions:
         return client
 
     def _client_in(self, location: Location, service: str) -> Any:
-        with self._lock:
+        with self._locks_lock:
+            lock = self._locks.setdefault(location, threading.Lock())
+        with lock:
             held = self._session_in(location)
             if service not in held.clients:
                 held.clients[service] = held.session.client(service, config=self._config)
@@ -97,9 +102,10 @@ class SpokeSessions:
     def _assume(self, location: Location) -> _Held:
         import boto3
 
-        if self._sts is None:
-            region = self._home.region_name
-            self._sts = self._home.client("sts", region_name=region, config=self._config)
+        with self._locks_lock:  # the home session is shared by every place's thread
+            if self._sts is None:
+                region = self._home.region_name
+                self._sts = self._home.client("sts", region_name=region, config=self._config)
         role = spoke_role_arn(location.account, location.region, self._key, self._partition)
         credentials = self._sts.assume_role(RoleArn=role, RoleSessionName=f"trainguard-{self._key}")["Credentials"]
         session = boto3.session.Session(
@@ -138,10 +144,14 @@ def spoke_clients_on(home_session: Any, config: GuardConfig, *, client_config: A
 
 
 class _OnFirstUse:
-    """A client made when it is first used, from credentials that are fresh then (not when an adapter is built)."""
+    """A client made when it is first used, from credentials that are fresh then (not when an adapter is built).
+    Every attribute but the special ones is the client's; an adapter must not probe its client before calling it
+    (hasattr would assume the role)."""
 
     def __init__(self, make: Callable[[], Any]) -> None:
         self._make = make
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "_make":  # copy, pickle and the like ask before __init__ has run
+            raise AttributeError(name)
         return getattr(self._make(), name)

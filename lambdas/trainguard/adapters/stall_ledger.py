@@ -15,7 +15,7 @@ from dataclasses import asdict, fields
 from datetime import UTC, datetime
 from typing import Any
 
-from trainguard.adapters.ledger import HOME, RETENTION, TTL_ATTRIBUTE, LedgerScope, conditional_update
+from trainguard.adapters.ledger import OWN_RECORDS, RETENTION, TTL_ATTRIBUTE, LedgerScope, conditional_update
 from trainguard.adapters.permissions import needs
 from trainguard.domain.log_rhythm import LogRhythm
 from trainguard.domain.stalls import StallThresholds
@@ -27,7 +27,7 @@ _WATCH = "stall-watch"
 class StallLedger:
     """One place's watched jobs and stalls (ledger.LedgerScope: in a hub, each spoke's records are its own)."""
 
-    def __init__(self, client: Any, table_name: str, scope: LedgerScope = HOME) -> None:
+    def __init__(self, client: Any, table_name: str, scope: LedgerScope = OWN_RECORDS) -> None:
         self._client = client
         self._table = table_name
         self._scope = scope

@@ -19,6 +19,7 @@ links the next steps, so the two never say different things.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from trainguard.domain.messages import Notification
@@ -27,7 +28,7 @@ from trainguard.domain.naming import lineage_of
 CHAT_SCHEMA_VERSION = "1.0"
 CHAT_SOURCE = "custom"
 CHAT_TEXT_TYPE = "client-markdown"
-_SUBJECT_PREFIX = "[trainguard] "
+_SUBJECT_TAG = re.compile(r"^\[trainguard[^\]]*\] ")
 _LINKS_SECTION = "Links"
 
 
@@ -39,10 +40,11 @@ def compose_chat_message(notification: Notification, notification_id: str = "") 
     )
     links = next((lines for title, lines in sections if title == _LINKS_SECTION), [])
     job_name = notification.attributes.get("job_name", "")
-    title = notification.subject.removeprefix(_SUBJECT_PREFIX)
-    keywords = [
-        value for value in (notification.attributes.get("outcome"), notification.attributes.get("category")) if value
-    ]
+    # "[trainguard] ..." or, from a hub, "[trainguard <account> <region>] ..." (messages.naming_the_account),
+    # whose account and region become keywords.
+    title = _SUBJECT_TAG.sub("", notification.subject, count=1)
+    attributes = notification.attributes
+    keywords = [value for value in (attributes.get(k) for k in ("outcome", "category", "account", "region")) if value]
     message: dict[str, Any] = {
         "version": CHAT_SCHEMA_VERSION,
         "source": CHAT_SOURCE,

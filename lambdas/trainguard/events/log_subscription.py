@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import gzip
 import json
 import re
 import zlib
@@ -30,6 +29,9 @@ SPOKE_LOG_DETAIL_TYPE = "Training Log Lines"
 
 _STREAM = re.compile(r"^(?P<job>[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62})/algo-(?P<host>\d{1,3})-\d+$")
 LAST_LINE_LIMIT = 300
+# A delivery reaches Lambda as an asynchronous invocation (256 KB at most); 32 MiB is a 128:1 ratio, more than log
+# text compresses, and within the function's 256 MB.
+MAX_DECOMPRESSED = 32 * 2**20
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,17 @@ def _event_time(event: Mapping[str, Any]) -> datetime | None:
         return None
 
 
+def _gunzip(compressed: bytes) -> bytes:
+    """The delivery's JSON, refused past MAX_DECOMPRESSED: a payload a spoke could forge small and make huge."""
+    inflate = zlib.decompressobj(wbits=31)  # gzip framing
+    text = inflate.decompress(compressed, MAX_DECOMPRESSED)
+    if inflate.unconsumed_tail:
+        raise ValueError(f"it inflates to more than {MAX_DECOMPRESSED // 2**20} MiB")
+    if not inflate.eof:
+        raise EOFError("the gzip stream is cut short")
+    return text
+
+
 def is_forwarded_log_lines(event: object) -> bool:
     """Whether `event` is a spoke's forwarded delivery (on a hub's bus), not a delivery of the hub's own group."""
     return (
@@ -71,7 +84,7 @@ def parse_log_delivery(event: object) -> LogActivity | None:
     if not isinstance(data, str):
         raise MalformedInput("awslogs.data is missing")
     try:
-        payload: Any = json.loads(gzip.decompress(base64.b64decode(data, validate=True)))
+        payload: Any = json.loads(_gunzip(base64.b64decode(data, validate=True)))
     except (binascii.Error, OSError, EOFError, zlib.error, ValueError, RecursionError) as err:
         raise MalformedInput(f"awslogs.data cannot be decoded: {err}") from None
     if not isinstance(payload, Mapping):

@@ -62,23 +62,34 @@ def ports_for_each_place(given: Ports | PortSet | None, kind: type[Ports]) -> li
     return served
 
 
-def serve_each_place(places: list[tuple[Location | None, Ports]], work: Callable[[Ports], Result]) -> list[Result]:
-    """`work` done for every place, up to PLACES_AT_ONCE at a time; the results of those that succeeded. The home's
-    error is raised; a spoke's is logged and counted (SpokeFailures), and the others are served all the same."""
+def serve_each_place(
+    places: list[tuple[Location | None, Ports]], work: Callable[[Ports], Result]
+) -> list[tuple[Location | None, Result]]:
+    """`work` done for every place, up to PLACES_AT_ONCE at a time; each place that succeeded, with its result.
+    The home's error is raised; a spoke's is logged and counted (SpokeFailures), and the others are served all the
+    same."""
     if len(places) == 1:
-        return [work(places[0][1])]
+        return [(places[0][0], work(places[0][1]))]
     with ThreadPoolExecutor(max_workers=min(PLACES_AT_ONCE, len(places))) as pool:
         running = [(place, pool.submit(work, ports)) for place, ports in places]
-    results = []
+    results: list[tuple[Location | None, Result]] = []
     for place, future in running:
         error = future.exception()
         if error is None:
-            results.append(future.result())
+            results.append((place, future.result()))
         elif place is None:
             raise error
         else:
             spoke_failed(place, error)
     return results
+
+
+def at_place(place: Location | None) -> None:
+    """The log keys of the place whose outcomes are recorded next (none for the function's own)."""
+    if place is None:
+        logger.remove_keys(["job_account", "job_region"])
+    else:
+        logger.append_keys(job_account=place.account, job_region=place.region)
 
 
 def spoke_failed(spoke: Location, error: BaseException) -> None:

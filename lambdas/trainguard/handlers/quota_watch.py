@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainguard.handlers.observability import logger, metrics, record_outcome
-from trainguard.handlers.origin import ports_for_each_place, serve_each_place
+from trainguard.handlers.origin import at_place, ports_for_each_place, serve_each_place
 from trainguard.handlers.wiring import PortSet
 from trainguard.workflows.function_ports import QuotaWatchPorts
 from trainguard.workflows.quota_watch import check_quota_walls
@@ -14,10 +14,12 @@ from trainguard.workflows.quota_watch import check_quota_walls
 
 def handle(event: Any, ports: QuotaWatchPorts | PortSet | None = None) -> list[dict[str, Any]]:
     served = serve_each_place(ports_for_each_place(ports, QuotaWatchPorts), check_quota_walls)
-    outcomes = [outcome for place_outcomes in served for outcome in place_outcomes]
-    for outcome in outcomes:
-        record_outcome(outcome)
-    return [outcome.as_dict() for outcome in outcomes]
+    for place, outcomes in served:
+        at_place(place)
+        for outcome in outcomes:
+            record_outcome(outcome)
+    at_place(None)
+    return [outcome.as_dict() for _, outcomes in served for outcome in outcomes]
 
 
 @metrics.log_metrics

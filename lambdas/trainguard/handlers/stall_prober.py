@@ -8,7 +8,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from trainguard.handlers.observability import logger, metrics, record_outcome
-from trainguard.handlers.origin import ports_for_each_place, serve_each_place
+from trainguard.handlers.origin import at_place, ports_for_each_place, serve_each_place
 from trainguard.handlers.wiring import PortSet
 from trainguard.metric_names import PROBER_CYCLES, WATCHED_JOBS
 from trainguard.workflows.function_ports import StallProberPorts
@@ -16,10 +16,13 @@ from trainguard.workflows.stall_prober import probe
 
 
 def handle(event: Any, ports: StallProberPorts | PortSet | None = None) -> dict[str, Any]:
-    reports = serve_each_place(ports_for_each_place(ports, StallProberPorts), probe)
-    for report in reports:
+    served = serve_each_place(ports_for_each_place(ports, StallProberPorts), probe)
+    for place, report in served:
+        at_place(place)
         for outcome in report.outcomes:
             record_outcome(outcome)
+    at_place(None)
+    reports = [report for _, report in served]
     watched = sum(report.watched for report in reports)
     # The heartbeat the prober-health alarm watches: missing for a few minutes means the prober stopped.
     metrics.add_metric(name=PROBER_CYCLES, unit=MetricUnit.Count, value=1)

@@ -45,8 +45,11 @@ def _ledger_adapter(name: str, module: str = "trainguard.adapters.ledger") -> Ad
     def build(cls: Any, clients: Clients, config: GuardConfig, spoke: Location | None) -> Any:
         from trainguard.adapters.ledger import ledger_scope
 
-        organization_budget = config.organization_retry_budget_per_hour if config.is_hub else 0
-        return cls(clients("dynamodb"), config.ledger_table_name, ledger_scope(spoke, organization_budget))
+        hub = config.is_hub
+        scope = ledger_scope(
+            spoke, config.account_id if hub else "", config.organization_retry_budget_per_hour if hub else 0
+        )
+        return cls(clients("dynamodb"), config.ledger_table_name, scope)
 
     return Adapter(module, name, build)
 
