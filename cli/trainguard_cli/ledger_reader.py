@@ -6,6 +6,9 @@ thing has no partition of its own: a relaunch that waits in EventBridge Schedule
 of the job that failed (kind `relaunch-scheduled`), so `pending_relaunches` finds those with a Scan,
 filtered and bounded to `scan_pages` pages of 1 MB, and says when it stopped before the table's end.
 
+In an organization's hub, one place's records at a time (adapters/ledger.py, LedgerScope): the hub's own
+account and region by default, or a spoke's.
+
 IAM (for the person who runs the commands): dynamodb:Query, dynamodb:BatchGetItem, dynamodb:Scan on
 the ledger table. Nothing here writes.
 """
@@ -21,7 +24,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from trainguard.adapters.ledger import PARTITION_KEY, SORT_KEY, QuotaLedger, item_key
+from trainguard.adapters.ledger import OWN_RECORDS, PARTITION_KEY, SORT_KEY, LedgerScope, QuotaLedger
 from trainguard.adapters.stall_ledger import StallLedger
 from trainguard.domain.quotas import WaitingLaunch
 from trainguard.domain.watched_job import WatchedJob
@@ -120,20 +123,22 @@ class PendingRelaunch:
 
 
 class LedgerReader:
-    def __init__(self, client: Any, table_name: str, *, scan_pages: int = 20) -> None:
+    def __init__(self, client: Any, table_name: str, *, scan_pages: int = 20, scope: LedgerScope = OWN_RECORDS) -> None:
         self._client = client
         self._table = table_name
         self._scan_pages = scan_pages
+        self._scope = scope
+        self._jobs = scope.records + "job#"
 
     @property
     def table_name(self) -> str:
         return self._table
 
     def watched(self) -> list[WatchedJob]:
-        return StallLedger(self._client, self._table).watched()
+        return StallLedger(self._client, self._table, self._scope).watched()
 
     def waiting(self) -> list[WaitingLaunch]:
-        return QuotaLedger(self._client, self._table).waiting()
+        return QuotaLedger(self._client, self._table, self._scope).waiting()
 
     def quota_requests(self) -> list[QuotaRequestRecord]:
         records = []
@@ -161,10 +166,10 @@ class LedgerReader:
 
     def jobs(self, job_names: list[str], steps: tuple[str, ...]) -> dict[str, JobRecord]:
         """The given steps (and `stall` records) of many jobs, by BatchGetItem: one Query per job avoided."""
-        keys = [item_key(f"job#{name}", step) for name in dict.fromkeys(job_names) for step in steps]
+        keys = [self._scope.key(f"job#{name}", step) for name in dict.fromkeys(job_names) for step in steps]
         found: dict[str, list[dict[str, Any]]] = {name: [] for name in job_names}
         for item in self._batch_get(keys):
-            found.setdefault(item[PARTITION_KEY]["S"].removeprefix("job#"), []).append(item)
+            found.setdefault(item[PARTITION_KEY]["S"].removeprefix(self._jobs), []).append(item)
         return {name: _job_record(name, items) for name, items in found.items()}
 
     def recorded_root(self, job_name: str) -> str | None:
@@ -214,25 +219,33 @@ class LedgerReader:
         """The `end` steps of kind relaunch-scheduled (any age), and whether the bounded Scan was cut short."""
         kwargs: dict[str, Any] = {
             "TableName": self._table,
-            "FilterExpression": "#sk = :end AND #kind = :scheduled",
-            "ExpressionAttributeNames": {"#sk": SORT_KEY, "#kind": "kind"},
-            "ExpressionAttributeValues": {":end": {"S": "end"}, ":scheduled": {"S": "relaunch-scheduled"}},
+            # This place's jobs only: in a hub, every place's records share the table.
+            "FilterExpression": "#sk = :end AND #kind = :scheduled AND begins_with(#pk, :jobs)",
+            "ExpressionAttributeNames": {"#sk": SORT_KEY, "#kind": "kind", "#pk": PARTITION_KEY},
+            "ExpressionAttributeValues": {
+                ":end": {"S": "end"},
+                ":scheduled": {"S": "relaunch-scheduled"},
+                ":jobs": {"S": self._jobs},
+            },
         }
         items: list[dict[str, Any]] = []
         for _ in range(self._scan_pages):
             page = self._client.scan(**kwargs)
             items.extend(page.get("Items", []))
             if "LastEvaluatedKey" not in page:
-                return [_step(item) for item in items], False
+                return [self._step(item) for item in items], False
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-        return [_step(item) for item in items], True
+        return [self._step(item) for item in items], True
+
+    def _step(self, item: dict[str, Any]) -> RecordedStep:
+        return _step(item, item[PARTITION_KEY]["S"].removeprefix(self._jobs))
 
     def _query(self, partition: str) -> list[dict[str, Any]]:
         pages = self._client.get_paginator("query").paginate(
             TableName=self._table,
             KeyConditionExpression="#pk = :pk",
             ExpressionAttributeNames={"#pk": PARTITION_KEY},
-            ExpressionAttributeValues={":pk": {"S": partition}},
+            ExpressionAttributeValues={":pk": {"S": self._scope.records + partition}},
         )
         return [item for page in pages for item in page.get("Items", [])]
 
@@ -257,15 +270,15 @@ def _job_record(job_name: str, items: list[dict[str, Any]]) -> JobRecord:
     stall = next((item for item in items if item[SORT_KEY]["S"] == STALL_RECORD), None)
     return JobRecord(
         job_name=job_name,
-        steps=[_step(item) for item in items if item[SORT_KEY]["S"] != STALL_RECORD],
+        steps=[_step(item, job_name) for item in items if item[SORT_KEY]["S"] != STALL_RECORD],
         stall=None if stall is None else json.loads(stall.get("evidence", {}).get("S", "{}")),
         stall_stopped_at=None if stall is None else _time(stall.get("stopped_at")),
     )
 
 
-def _step(item: dict[str, Any]) -> RecordedStep:
+def _step(item: dict[str, Any], job_name: str) -> RecordedStep:
     return RecordedStep(
-        job_name=item[PARTITION_KEY]["S"].removeprefix("job#"),
+        job_name=job_name,
         step=item[SORT_KEY]["S"],
         status=item.get("status", {}).get("S", ""),
         outcome=json.loads(item.get("outcome", {}).get("S", "{}")),

@@ -25,8 +25,11 @@ _OPTIONS: dict[str, dict[str, Any]] = {
     "--table": {"help": f"the ledger table (default: ${TABLE_VARIABLE})"},
     "--tag-prefix": {"default": "trainguard", "help": "the deployed tag prefix (default: trainguard)"},
     "--json": {"action": "store_true", "help": "print JSON (the default is text)"},
+    "--account": {"help": "in an organization's hub: the spoke account whose records to read (with --region)"},
+    "--region": {"help": "in an organization's hub: the spoke region whose records to read (with --account)"},
 }
 _BOTH = ("--table", "--tag-prefix")
+_SPOKE = ("--account", "--region")
 STATUS_KEYS = """JSON keys (stable): table, generated_at (ISO 8601 UTC, as every time below; null when unknown),
   watched: [{job_name, instance_type, hosts, training_since, last_log_at, minutes_since_last_log,
              stall_minutes, silence_limit_minutes (the job's own limit), silence_limit (where it comes from),
@@ -67,7 +70,7 @@ _NOT_WATCHED_YET = (
 def add_operator_commands(commands: Any) -> None:
     summary = "watched jobs, open stalls, pending relaunches, quota requests"
     about = "What trainguard is watching and waiting for now, read from its ledger."
-    _command(commands, "status", summary, about, STATUS_KEYS, run_status, status_text, ("--table",))
+    _command(commands, "status", summary, about, STATUS_KEYS, run_status, status_text, ("--table", *_SPOKE))
     summary = "the lineage of a job: every attempt, decision and reason"
     about = (
         "The lineage of a job (its root, from the tag trainguard:root-job, and every relaunch) and what "
@@ -111,7 +114,20 @@ def _reader(args: argparse.Namespace) -> Any:
     table = args.table or os.environ.get(TABLE_VARIABLE, "")
     if not table:
         raise ValueError(f"no ledger table: pass --table or set {TABLE_VARIABLE}")
-    return LedgerReader(_clients("dynamodb")[0], table)
+    return LedgerReader(_clients("dynamodb")[0], table, scope=_place(args))
+
+
+def _place(args: argparse.Namespace) -> Any:
+    """The records of the spoke named by --account and --region (a hub's); the table's own without them."""
+    from trainguard.adapters.ledger import OWN_RECORDS, ledger_scope
+    from trainguard.domain.origin import Location
+
+    account, region = getattr(args, "account", None), getattr(args, "region", None)
+    if not account and not region:
+        return OWN_RECORDS
+    if not (account and region):
+        raise ValueError("--account and --region name a spoke together")
+    return ledger_scope(Location(account, region))
 
 
 def run_status(args: argparse.Namespace) -> tuple[dict[str, Any], int]:

@@ -313,3 +313,41 @@ def test_keys_left_unprocessed_are_asked_again_then_refused(monkeypatch: pytest.
         with pytest.raises(ClientError, match="ProvisionedThroughputExceeded"):
             LedgerReader(client, "ledger").jobs(["a"], ("relaunch",))
     assert records["a"].steps == [] and [s.kind for s in records["b"].steps] == ["relaunched"]
+
+
+def test_status_in_a_hub_reads_one_places_records(capsys: pytest.CaptureFixture[str], monkeypatch: Any) -> None:
+    """A hub's ledger holds every place's records (adapters/ledger.py, LedgerScope): `status` shows its own account
+    and region's by default, a spoke's with --account and --region, and never mixes them."""
+    from moto import mock_aws
+
+    from trainguard.adapters.ledger import Ledger, create_table_request, ledger_scope
+    from trainguard.adapters.stall_ledger import StallLedger
+    from trainguard.domain.origin import Location
+    from trainguard.domain.outcome import Outcome, OutcomeKind
+    from trainguard.domain.stalls import StallThresholds
+    from trainguard.domain.watched_job import WatchedJob
+
+    spoke = Location("111111111111", "us-west-2")
+    now = datetime.now(UTC)
+    with mock_aws():
+        monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        dynamodb.create_table(**create_table_request("ledger"))
+        for name, scope in (("at-home", ledger_scope(None)), ("in-spoke", ledger_scope(spoke))):
+            StallLedger(dynamodb, "ledger", scope).watch(
+                WatchedJob(name, "ml.p4d.24xlarge", 1, StallThresholds(), now - timedelta(hours=1))
+            )
+            ledger = Ledger(dynamodb, "ledger", scope)
+            ledger.begin_step(name, "end", now)
+            later = (now + timedelta(minutes=10)).strftime("%Y-%m-%d %H:%M UTC")
+            scheduled = Outcome(OutcomeKind.RELAUNCH_SCHEDULED, name, "capacity", details={"launch_at": later})
+            ledger.finish_step(name, "end", scheduled, now)
+
+        reports = [
+            run_json(capsys, "status", "--table", "ledger", *where)
+            for where in ((), ("--account", spoke.account, "--region", spoke.region))
+        ]
+
+    for report, name in zip(reports, ("at-home", "in-spoke"), strict=True):
+        assert [w["job_name"] for w in report["watched"]] == [name]
+        assert [p["job_name"] for p in report["pending_relaunches"]] == [name]

@@ -42,6 +42,9 @@ def test_the_hung_job_is_stopped_in_its_account_by_the_stall_alarm_there(report:
     assert (stop["job"], *_at(stop)) == ("nccl-allreduce", TEAM_B.account, TEAM_B.region)
     [stopped] = [o for o in report["outcomes"] if o["kind"] == "stall-stopped"]
     assert "no new log line for 3" in stopped["reason"]
+    # The newest line reached the hub through team B's log forwarder, and the stop's notice quotes it.
+    [notice] = [m for m in report["notifications"] if "stalled: stopped" in m["Subject"]]
+    assert "step 155 loss 2.1" in notice["Message"]
 
 
 def test_the_quota_request_is_filed_in_the_account_that_hit_the_wall(report: dict[str, Any]) -> None:

@@ -5,8 +5,9 @@ team B's spoke (222222222222, us-west-2); 333333333333 is not enrolled. The hub'
 the spokes' forwarding rules send to its bus, and act in the job's own account and region through that spoke's
 role (moto's STS AssumeRole), each spoke with its own simulated SageMaker and Service Quotas:
 
-1. team B's job hangs (a dead NCCL collective: GPUs busy, no logs): its stall alarm, in team B's account, fires
-   after the fixed 30 silent minutes; the hub stops the job there and relaunches it from its checkpoint;
+1. team B's job logs a line every 10 s for 25 minutes, then hangs (a dead NCCL collective: GPUs busy, no more
+   logs). Its lines reach the hub through team B's log forwarder; its stall alarm, in team B's account, fires
+   30 minutes after its newest line; the hub stops the job there and relaunches it from its checkpoint;
 2. team A's job fails with an InternalServerError: the hub relaunches it in team A's account and region;
 3. team B launches on ml.p4d.24xlarge, where its quota is 0: the refused CreateTrainingJob (CloudTrail) reaches
    the hub, which files the quota increase request in team B's account;
@@ -32,11 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from trainguard.domain.origin import Location
+from trainguard.workflows.function_ports import StallProberPorts
 from trainguard_local.stand_in.alarm_evaluator import LocalAlarmEvaluator
 from trainguard_local.stand_in.fleet_side import training_request
 from trainguard_local.stand_in.organization import (
     CHECKPOINT_BUCKETS,
     HUB,
+    TRAINING_LOG_GROUP,
     Organization,
     Spoke,
     organization,
@@ -48,7 +51,8 @@ TEAM_B = Location("222222222222", "us-west-2")
 STRANGER = Location("333333333333", "us-east-1")
 ENROLLED_REGIONS = ("us-east-1", "us-west-2")
 OPTED_IN = {"trainguard:enabled": "true"}
-HANG_MINUTES = 55  # the 20-minute startup grace, then the fixed 30 silent minutes, and the stop
+LOGS_UNTIL_MINUTE = 25  # past its 20-minute startup grace; then the collective hangs
+HANG_MINUTES = 60  # 25 minutes of lines, the fixed 30 silent minutes, and the stop
 GPU_NAMESPACE = "/aws/sagemaker/TrainingJobs"
 
 
@@ -87,9 +91,11 @@ class _Hub:
         self.ports = org.hub_ports()
 
     def deliver(self) -> list[dict[str, Any]]:
-        from trainguard.handlers import failed_launches, job_events, stall_alarms
+        from trainguard.handlers import failed_launches, job_events, log_activity, stall_alarms
 
         told = []
+        for event in self.org.hub_bus.take("LogLines"):  # the spokes' log forwarders
+            log_activity.handle(event, self.ports)
         for route, handle in (
             ("TrainingJobStates", job_events.handle),
             ("FailedLaunches", failed_launches.handle),
@@ -130,11 +136,21 @@ def _act_hang(org: Organization, guard: _Hub, say: Any) -> None:
     guard.deliver()  # InProgress: the hub watches it, with its stall alarms in team B's account
     alarms = spoke.client("cloudwatch").describe_alarms(AlarmNamePrefix="trainguard-")["MetricAlarms"]
     say(f"  the hub put {len(alarms)} stall alarm(s) in team B's account: {', '.join(a['AlarmName'] for a in alarms)}")
-    say("  the job's collective hangs at once: GPUs busy at 800% per host, no log line")
+    say(f"  it logs a line every 10 s; at t+{LOGS_UNTIL_MINUTE} min its collective hangs: GPUs busy, no more lines")
     evaluator = LocalAlarmEvaluator(spoke.client("cloudwatch"), _EventSink(), org.clock)
+    forwarder = _LogForwarder(org, spoke)
     for minute in range(1, HANG_MINUTES + 1):
         org.clock.skip(timedelta(minutes=1))
         _publish_gpu(spoke, "nccl-allreduce", hosts=2, value=800.0, now=org.clock())
+        if minute <= LOGS_UNTIL_MINUTE:
+            forwarder.log_a_minute("nccl-allreduce", minute, org.clock())
+            guard.deliver()
+        if minute == LOGS_UNTIL_MINUTE:
+            [watched] = guard.ports.at(StallProberPorts, TEAM_B).stall_ledger.watched_job("nccl-allreduce")
+            say(
+                f"  t+{minute} min: the hub has team B's newest line, through its log forwarder: "
+                f"{watched.last_log_line!r}"
+            )
         guard.probe()  # every place the hub serves; in team B's account it publishes the job's log silence
         for event in evaluator.evaluate_all():  # CloudWatch in team B's account; its rule forwards to the hub
             org.forward(event)
@@ -224,6 +240,60 @@ def _publish_gpu(spoke: Spoke, job: str, *, hosts: int, value: float, now: datet
             for n in range(1, hosts + 1)
         ],
     )
+
+
+class _LogForwarder:
+    """Team B's training logs and its log forwarder (infra/spoke_log_forwarder.py, the code the spoke stack puts
+    in its template): the lines go to the spoke's log group, and each minute's delivery, as the subscription
+    hands it to the forwarder, goes to the spoke's default bus, whose rule forwards it to the hub's bus."""
+
+    def __init__(self, org: Organization, spoke: Spoke) -> None:
+        from infra import spoke_log_forwarder
+        from trainguard.events.log_subscription import SPOKE_LOG_DETAIL_TYPE, SPOKE_LOG_SOURCE
+
+        os.environ.update(SOURCE=SPOKE_LOG_SOURCE, DETAIL_TYPE=SPOKE_LOG_DETAIL_TYPE)  # as the spoke stack sets them
+        self.org, self.spoke, self.forward_delivery = org, spoke, spoke_log_forwarder.handler
+        self.logs = spoke.client("logs")
+
+    def log_a_minute(self, job: str, minute: int, now: datetime) -> None:
+        from trainguard_local.stand_in.fleet_side import log_delivery
+
+        stream = f"{job}/algo-1-1764417600"
+        if minute == 1:
+            self.logs.create_log_stream(logGroupName=TRAINING_LOG_GROUP, logStreamName=stream)
+        lines = [
+            {
+                "timestamp": int((now - timedelta(seconds=60 - second)).timestamp() * 1000),
+                "message": f"step {n} loss 2.1",
+            }
+            for n, second in enumerate(range(0, 60, 10), start=minute * 6)
+        ]
+        self.logs.put_log_events(logGroupName=TRAINING_LOG_GROUP, logStreamName=stream, logEvents=lines)
+        delivery = log_delivery(stream, [{"id": str(n), **line} for n, line in enumerate(lines)])
+        self.forward_delivery(delivery, None, client=self)
+
+    def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:
+        """The spoke's default bus: each entry becomes an event from the spoke's account and region."""
+        for entry in Entries:
+            place = self.spoke.place
+            self.org.forward(
+                {
+                    "version": "0",
+                    "id": str(uuid.uuid4()),
+                    "detail-type": entry["DetailType"],
+                    "source": entry["Source"],
+                    "account": place.account,
+                    "time": self.org.clock().strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    "region": place.region,
+                    "resources": [],
+                    "detail": json.loads(entry["Detail"]),
+                }
+            )
+        return {"FailedEntryCount": 0, "Entries": [{"EventId": str(uuid.uuid4())} for _ in Entries]}
+
+
+def _ms(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
 
 
 class _EventSink:

@@ -24,7 +24,7 @@ from typing import Any
 
 import boto3
 
-from infra.event_patterns import from_enrolled, guarded_events, not_enrolled
+from infra.event_patterns import from_enrolled, guarded_events, not_enrolled, spoke_log_lines_pattern
 from trainguard.config import GuardConfig
 from trainguard.domain.origin import Location
 from trainguard.handlers.wiring import PortSet
@@ -77,6 +77,12 @@ class Spoke:
         return self.team.client(service)
 
 
+def forwarded_patterns() -> dict[str, dict[str, Any]]:
+    """What a spoke forwards and the hub routes, as the stacks build them with every option on: the guarded
+    events and the log forwarder's lines (infra/spoke_stack.py, infra/stack.py)."""
+    return {**guarded_events(watch_failed_launches=True), "LogLines": spoke_log_lines_pattern()}
+
+
 def matches(pattern: dict[str, Any], event: dict[str, Any]) -> bool:
     """Whether EventBridge's `pattern` matches `event`, by moto's matcher (the one its rules use)."""
     from moto.events.models import EventPattern
@@ -98,7 +104,7 @@ class HubBus:
         if matches(not_enrolled(self.accounts, self.regions), event):
             self.parked.append(event)
             return
-        for route, pattern in guarded_events(watch_failed_launches=True).items():
+        for route, pattern in forwarded_patterns().items():
             if matches(from_enrolled(pattern, self.accounts, self.regions), event):
                 self.queued.setdefault(route, []).append(event)
 
@@ -127,7 +133,7 @@ class Organization:
 
     def forward(self, event: dict[str, Any]) -> None:
         """A spoke's forwarding rules: what matches the guarded patterns goes to the hub's bus, as it was sent."""
-        for pattern in guarded_events(watch_failed_launches=True).values():
+        for pattern in forwarded_patterns().values():
             if matches(pattern, event):
                 self.hub_bus.put(event)
                 return
