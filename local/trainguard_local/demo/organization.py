@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from trainguard.domain.origin import Location
-from trainguard.workflows.function_ports import StallProberPorts
+from trainguard.workflows.function_ports import StallAlarmsPorts
 from trainguard_local.stand_in.alarm_evaluator import LocalAlarmEvaluator
 from trainguard_local.stand_in.fleet_side import training_request
 from trainguard_local.stand_in.organization import (
@@ -146,7 +146,7 @@ def _act_hang(org: Organization, guard: _Hub, say: Any) -> None:
             forwarder.log_a_minute("nccl-allreduce", minute, org.clock())
             guard.deliver()
         if minute == LOGS_UNTIL_MINUTE:
-            [watched] = guard.ports.at(StallProberPorts, TEAM_B).stall_ledger.watched_job("nccl-allreduce")
+            [watched] = guard.ports.at(StallAlarmsPorts, TEAM_B).stall_ledger.watched_job("nccl-allreduce")
             say(
                 f"  t+{minute} min: the hub has team B's newest line, through its log forwarder: "
                 f"{watched.last_log_line!r}"
