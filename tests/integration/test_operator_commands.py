@@ -270,9 +270,13 @@ def test_the_scan_for_scheduled_relaunches_is_bounded() -> None:
     client = boto3.client("dynamodb", region_name="us-east-1")
     scan = {
         "TableName": "ledger",
-        "FilterExpression": "#sk = :end AND #kind = :scheduled",
-        "ExpressionAttributeNames": {"#sk": "sk", "#kind": "kind"},
-        "ExpressionAttributeValues": {":end": {"S": "end"}, ":scheduled": {"S": "relaunch-scheduled"}},
+        "FilterExpression": "#sk = :end AND #kind = :scheduled AND begins_with(#pk, :jobs)",
+        "ExpressionAttributeNames": {"#sk": "sk", "#kind": "kind", "#pk": "pk"},
+        "ExpressionAttributeValues": {
+            ":end": {"S": "end"},
+            ":scheduled": {"S": "relaunch-scheduled"},
+            ":jobs": {"S": "job#"},  # this place's jobs: a single-account stack's, or a hub's own
+        },
     }
     more = {"LastEvaluatedKey": item_key("job#a", "end")}
     waits = {
