@@ -49,6 +49,9 @@ class Sandbox:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            # Ctrl-C is how a user stops it, and how stop() does. A shell without job control starts a command run
+            # with `&` with SIGINT ignored, and the sandbox would inherit that: give it SIGINT's default back.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         self.lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
