@@ -74,7 +74,7 @@ def test_one_notification_per_action_each_naming_its_account_and_region(report: 
 
 
 def test_make_demo_org_json_writes_the_actions(tmp_path: Path) -> None:
-    out = tmp_path / "org.json"
+    out = tmp_path / "demo-out" / "org.json"  # a fresh clone has no demo-out/ yet
     assert main(["--json", str(out)]) == 0
     written = json.loads(out.read_text())
     assert isinstance(written["actions"], list) and written["actions"]

@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
 
         report = run_fleet_demo(args.out)
     if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=2, default=str))
     return 0
 
