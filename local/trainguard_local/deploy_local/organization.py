@@ -134,7 +134,14 @@ def check_spoke(local: LocalDeploy, spoke: Spoke) -> str:
     for rule in rules:
         (target,) = events.list_targets_by_rule(Rule=rule["Name"])["Targets"]
         require(target["Arn"] == hub_bus and "RoleArn" in target, f"{rule['Name']} targets {target}")
-    return f"{spoke.account} {spoke.region}: {len(roles)} roles trusting their hub roles, {len(rules)} rules to the hub"
+    forwarders = [f for f in local.client("lambda").list_functions()["Functions"] if f["Handler"] == "index.handler"]
+    require(len(forwarders) == 1, f"the spoke has log forwarders {[f['FunctionName'] for f in forwarders]}")
+    # moto 5.2.5's CloudFormation creates no AWS::Logs::SubscriptionFilter (it is not among the resource types it
+    # models), so the forwarder's subscription is checked in the synthesized template (tests/infra).
+    return (
+        f"{spoke.account} {spoke.region}: {len(roles)} roles trusting their hub roles, {len(rules)} rules to the hub, "
+        "the log forwarder"
+    )
 
 
 def check_gone(local: LocalDeploy, stack: str, role_names: list[str]) -> None:
