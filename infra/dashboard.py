@@ -28,7 +28,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct, IConstruct
 
-from infra.guard_function import POWERTOOLS_ENVIRONMENT
+from infra.guard_function import guard_metric
 from infra.stall_detection import PROBER_HEARTBEAT_METRIC
 from trainguard.domain.outcome import OutcomeKind
 from trainguard.domain.stall_alarms import LOG_SILENCE_DIMENSION, LOG_SILENCE_METRIC, LOG_SILENCE_NAMESPACE
@@ -63,18 +63,6 @@ Panel = tuple[str, Sequence[cloudwatch.IMetric]]
 
 def outcome_metric_name(kind: OutcomeKind) -> str:
     return f"{OUTCOME_METRIC_PREFIX}{kind.value}"
-
-
-def guard_metric(name: str, *, statistic: str, period: Duration, label: str | None = None) -> cloudwatch.Metric:
-    """One of the handlers' Powertools metrics (their namespace and `service` dimension)."""
-    return cloudwatch.Metric(
-        namespace=POWERTOOLS_ENVIRONMENT["POWERTOOLS_METRICS_NAMESPACE"],
-        metric_name=name,
-        dimensions_map={"service": POWERTOOLS_ENVIRONMENT["POWERTOOLS_SERVICE_NAME"]},
-        statistic=statistic,
-        period=period,
-        label=label,
-    )
 
 
 def outcome_count(kind: OutcomeKind) -> cloudwatch.Metric:

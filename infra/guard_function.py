@@ -245,3 +245,15 @@ def errors_alarm(
         description=f"trainguard: the {name} function raised an error; see its log group.",
         topic=topic,
     )
+
+
+def guard_metric(name: str, *, statistic: str, period: Duration, label: str | None = None) -> cloudwatch.Metric:
+    """One of the handlers' Powertools metrics (their namespace and `service` dimension)."""
+    return cloudwatch.Metric(
+        namespace=POWERTOOLS_ENVIRONMENT["POWERTOOLS_METRICS_NAMESPACE"],
+        metric_name=name,
+        dimensions_map={"service": POWERTOOLS_ENVIRONMENT["POWERTOOLS_SERVICE_NAME"]},
+        statistic=statistic,
+        period=period,
+        label=label,
+    )

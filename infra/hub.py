@@ -34,9 +34,9 @@ from constructs import Construct
 from infra.event_patterns import from_enrolled, not_enrolled
 from infra.guard_function import (
     ALARM_PERIOD,
-    POWERTOOLS_ENVIRONMENT,
     alarm_above_zero,
     dead_letter_queue,
+    guard_metric,
     rule_to_function,
 )
 from infra.nag import PendingAcknowledgments, nag_arn
@@ -128,13 +128,7 @@ class Hub(Construct):
         self.spoke_failures_alarm = alarm_above_zero(
             self,
             "SpokeFailuresAlarm",
-            metric=cloudwatch.Metric(
-                namespace=POWERTOOLS_ENVIRONMENT["POWERTOOLS_METRICS_NAMESPACE"],
-                metric_name=SPOKE_FAILURES,
-                dimensions_map={"service": POWERTOOLS_ENVIRONMENT["POWERTOOLS_SERVICE_NAME"]},
-                statistic=cloudwatch.Stats.SUM,
-                period=ALARM_PERIOD,
-            ),
+            metric=guard_metric(SPOKE_FAILURES, statistic=cloudwatch.Stats.SUM, period=ALARM_PERIOD),
             description="trainguard hub: the stall prober or the quota watch could not serve an enrolled account "
             "and region (its spoke stack not deployed there, or a call refused); its jobs are not probed. Read the "
             "function's log (job_account, job_region), then deploy the spoke there or change the enrolled regions.",

@@ -36,13 +36,13 @@ from constructs import Construct
 
 from infra.event_patterns import stall_alarm_pattern
 from infra.guard_function import (
-    POWERTOOLS_ENVIRONMENT,
     add_environment,
     dead_letter_queue,
     dead_letter_queue_alarm,
     errors_alarm,
     function_for_rule,
     guard_function,
+    guard_metric,
     schedule_to_function,
 )
 from infra.lambda_asset import guard_code
@@ -163,12 +163,8 @@ class StallDetection(Construct):
         publishes nothing, and nothing is exactly what must alarm. The log-silence alarms treat that
         same missing data as not breaching, so no job is stopped for a dead prober; people are told.
         """
-        heartbeat = cloudwatch.Metric(
-            namespace=POWERTOOLS_ENVIRONMENT["POWERTOOLS_METRICS_NAMESPACE"],
-            metric_name=PROBER_HEARTBEAT_METRIC,
-            dimensions_map={"service": POWERTOOLS_ENVIRONMENT["POWERTOOLS_SERVICE_NAME"]},
-            statistic=cloudwatch.Stats.SUM,
-            period=PROBER_HEARTBEAT_PERIOD,
+        heartbeat = guard_metric(
+            PROBER_HEARTBEAT_METRIC, statistic=cloudwatch.Stats.SUM, period=PROBER_HEARTBEAT_PERIOD
         )
         alarm = cloudwatch.Alarm(
             self,
