@@ -1,12 +1,14 @@
 """Forward this spoke's training log deliveries towards the hub (infra/spoke_stack.py deploys it as inline code).
 
 The spoke has no package of trainguard's: this file is the function's whole code, read by the spoke stack into
-its template (Lambda's inline ZipFile, at most 4,096 characters: tests/infra check). Each CloudWatch Logs
-subscription delivery goes out as one custom event on this account's default bus, whose detail is the delivery
-itself; the spoke's forwarding rule takes it to the hub's bus with this account and region as its origin, and the
-hub's log-activity function parses it as it parses its own account's (trainguard/events/log_subscription.py). A
-delivery too large for one PutEvents entry (256 KB) keeps its newest lines, each cut to 300 characters, halved
-until it fits.
+its template (Lambda's inline ZipFile). CloudFormation no longer limits inline code to 4 KB (aws/aws-cdk#20624);
+the spoke keeps it under 4,096 characters all the same, to keep its template small (tests/infra check).
+
+Each CloudWatch Logs subscription delivery goes out as one custom event on this account's default bus, whose
+detail is the delivery itself; the spoke's forwarding rule takes it to the hub's bus with this account and region
+as its origin, and the hub's log-activity function parses it as it parses its own account's
+(trainguard/events/log_subscription.py). A delivery too large for one PutEvents entry (256 KB) keeps its newest
+lines, each cut to 300 characters, halved until it fits.
 """
 
 import base64

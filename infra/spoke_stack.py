@@ -116,8 +116,8 @@ class TrainGuardSpokeStack(Stack):
     def _forward_log_lines(self, training_logs: logs.ILogGroup) -> lambda_.Function:
         """The log rhythm's way to the hub: a subscription on SageMaker's training log group here, to a small
         function (infra/spoke_log_forwarder.py, inline) that puts each delivery on this account's default bus, from
-        where the forwarding rule of its pattern takes it to the hub's bus (PutEvents reaches a bus of its own
-        region only, and the event keeps this account and region as its origin)."""
+        where the forwarding rule of its pattern takes it to the hub's bus, as it takes every other event: with
+        its role and its dead-letter queue, and with this account and region as the event's origin."""
         function = guard_function(
             self,
             "LogForwarder",

@@ -359,7 +359,7 @@ def test_the_spoke_forwards_its_training_log_lines_to_the_hub_with_inline_code(o
 
     (forwarder,) = resources(organization.spoke, "AWS::Lambda::Function").values()
     code = Path(spoke_log_forwarder.__file__).read_text()
-    assert forwarder["Code"]["ZipFile"] == code and len(code) <= 4096  # Lambda's limit for inline code
+    assert forwarder["Code"]["ZipFile"] == code and len(code) <= 4096  # the spoke's own budget for inline code
     environment = forwarder["Environment"]["Variables"]
     assert {**spoke_log_lines_pattern()} == {
         "source": [environment["SOURCE"]],

@@ -114,14 +114,14 @@ def _client_of(adapter: Any) -> Any:
     return client
 
 
-def hub_port_set(home: Any, **settings: Any) -> PortSet:
+def hub_port_set(home: Any, enrolled_accounts: tuple[str, ...] = (SPOKE, OTHER), **settings: Any) -> PortSet:
     """A hub's ports on moto, as boto3_ports makes them: the ledger table made, the spokes enrolled."""
     home.client("dynamodb").create_table(**create_table_request("ledger"))
     config = GuardConfig(
         ledger_table_name="ledger",
         topic_arn=f"arn:aws:sns:us-east-1:{HUB}:tg",
         account_id=HUB,
-        enrolled_accounts=(SPOKE, OTHER),
+        enrolled_accounts=enrolled_accounts,
         enrolled_regions=("us-east-1", SPOKE_REGION),
         **settings,
     )
@@ -208,16 +208,7 @@ def test_places_served_at_once_each_assume_their_own_role_once(home: Any) -> Non
 
 
 def test_a_hubs_own_account_has_one_budget_across_its_regions(home: Any) -> None:
-    home.client("dynamodb").create_table(**create_table_request("ledger"))
-    config = GuardConfig(
-        ledger_table_name="ledger",
-        topic_arn=f"arn:aws:sns:us-east-1:{HUB}:tg",
-        account_id=HUB,
-        enrolled_accounts=(HUB, SPOKE),
-        enrolled_regions=("us-east-1", SPOKE_REGION),
-        retry_budget_per_hour=1,
-    )
-    hub = PortSet(home.client, config, "us-east-1", lambda: datetime.now(UTC), spoke_clients_on(home, config))
+    hub = hub_port_set(home, enrolled_accounts=(HUB, SPOKE), retry_budget_per_hour=1)
     now = datetime.now(UTC)
     at_home, elsewhere = (hub.at(RetryLauncherPorts, place).ledger for place in (None, Location(HUB, SPOKE_REGION)))
 

@@ -39,7 +39,6 @@ from trainguard_local.stand_in.fleet_side import training_request
 from trainguard_local.stand_in.organization import (
     CHECKPOINT_BUCKETS,
     HUB,
-    TRAINING_LOG_GROUP,
     Organization,
     Spoke,
     organization,
@@ -53,7 +52,6 @@ ENROLLED_REGIONS = ("us-east-1", "us-west-2")
 OPTED_IN = {"trainguard:enabled": "true"}
 LOGS_UNTIL_MINUTE = 25  # past its 20-minute startup grace; then the collective hangs
 HANG_MINUTES = 60  # 25 minutes of lines, the fixed 30 silent minutes, and the stop
-GPU_NAMESPACE = "/aws/sagemaker/TrainingJobs"
 
 
 def run_org_demo(say: Any = print) -> dict[str, Any]:
@@ -120,12 +118,13 @@ class _Hub:
         stall_prober.handle({}, self.ports)
 
 
-def _launch(spoke: Spoke, name: str, instance_type: str, count: int) -> None:
+def _launch(spoke: Spoke, name: str, instance_type: str, count: int) -> str:
+    """The team's CreateTrainingJob, with a checkpoint already there; '' or the refusal, "Code: Message"."""
     bucket = CHECKPOINT_BUCKETS[spoke.place.account]
-    spoke.client("s3").put_object(Bucket=bucket, Key=f"{name}/step-000400/model.pt", Body=b"weights")
     request = training_request(name, instance_type, count, OPTED_IN, bucket=bucket)
     request["RoleArn"] = training_role(spoke.place.account)
-    spoke.client("sagemaker").create_training_job(**request)
+    spoke.team.write_checkpoint(request["CheckpointConfig"]["S3Uri"], "step-000400/model.pt")
+    return spoke.team.launch(request)
 
 
 def _act_hang(org: Organization, guard: _Hub, say: Any) -> None:
@@ -138,12 +137,12 @@ def _act_hang(org: Organization, guard: _Hub, say: Any) -> None:
     say(f"  the hub put {len(alarms)} stall alarm(s) in team B's account: {', '.join(a['AlarmName'] for a in alarms)}")
     say(f"  it logs a line every 10 s; at t+{LOGS_UNTIL_MINUTE} min its collective hangs: GPUs busy, no more lines")
     evaluator = LocalAlarmEvaluator(spoke.client("cloudwatch"), _EventSink(), org.clock)
-    forwarder = _LogForwarder(org, spoke)
+    forwarder, started = _LogForwarder(org, spoke), org.clock()
     for minute in range(1, HANG_MINUTES + 1):
         org.clock.skip(timedelta(minutes=1))
-        _publish_gpu(spoke, "nccl-allreduce", hosts=2, value=800.0, now=org.clock())
+        spoke.team.put_gpu_utilization("nccl-allreduce", 2, [(org.clock() - timedelta(seconds=30), 800.0)])
         if minute <= LOGS_UNTIL_MINUTE:
-            forwarder.log_a_minute("nccl-allreduce", minute, org.clock())
+            forwarder.log_a_minute("nccl-allreduce", started, minute, org.clock())
             guard.deliver()
         if minute == LOGS_UNTIL_MINUTE:
             [watched] = guard.ports.at(StallAlarmsPorts, TEAM_B).stall_ledger.watched_job("nccl-allreduce")
@@ -173,14 +172,10 @@ def _act_failure(org: Organization, guard: _Hub, say: Any) -> None:
 
 
 def _act_quota_wall(org: Organization, guard: _Hub, say: Any) -> None:
-    from botocore.exceptions import ClientError
-
     spoke = org.spokes[TEAM_B]
     say(f"=== 3. A quota wall in team B's account ({TEAM_B}) ===")
-    try:
-        _launch(spoke, "gpt-finetune-p4d", "ml.p4d.24xlarge", 2)
-    except ClientError as err:
-        say(f"  team B's CreateTrainingJob: {err.response['Error']['Code']}: {err.response['Error']['Message'][:110]}")
+    if refused := _launch(spoke, "gpt-finetune-p4d", "ml.p4d.24xlarge", 2):
+        say(f"  team B's CreateTrainingJob: {refused[:150]}")
     guard.deliver()
     say("")
 
@@ -226,22 +221,6 @@ def _moved(event: dict[str, Any], place: Location) -> dict[str, Any]:
     return moved
 
 
-def _publish_gpu(spoke: Spoke, job: str, *, hosts: int, value: float, now: datetime) -> None:
-    spoke.client("cloudwatch").put_metric_data(
-        Namespace=GPU_NAMESPACE,
-        MetricData=[
-            {
-                "MetricName": "GPUUtilization",
-                "Dimensions": [{"Name": "Host", "Value": f"{job}/algo-{n}"}],
-                "Timestamp": now - timedelta(seconds=30),
-                "Value": value,
-                "Unit": "Percent",
-            }
-            for n in range(1, hosts + 1)
-        ],
-    )
-
-
 class _LogForwarder:
     """Team B's training logs and its log forwarder (infra/spoke_log_forwarder.py, the code the spoke stack puts
     in its template): the lines go to the spoke's log group, and each minute's delivery, as the subscription
@@ -253,23 +232,17 @@ class _LogForwarder:
 
         os.environ.update(SOURCE=SPOKE_LOG_SOURCE, DETAIL_TYPE=SPOKE_LOG_DETAIL_TYPE)  # as the spoke stack sets them
         self.org, self.spoke, self.forward_delivery = org, spoke, spoke_log_forwarder.handler
-        self.logs = spoke.client("logs")
 
-    def log_a_minute(self, job: str, minute: int, now: datetime) -> None:
+    def log_a_minute(self, job: str, started: datetime, minute: int, now: datetime) -> None:
+        """A line every 10 s of the minute ending `now`, written and then delivered to the forwarder."""
         from trainguard_local.stand_in.fleet_side import log_delivery
 
-        stream = f"{job}/algo-1-1764417600"
-        if minute == 1:
-            self.logs.create_log_stream(logGroupName=TRAINING_LOG_GROUP, logStreamName=stream)
         lines = [
-            {
-                "timestamp": int((now - timedelta(seconds=60 - second)).timestamp() * 1000),
-                "message": f"step {n} loss 2.1",
-            }
+            (now - timedelta(seconds=60 - second), f"step {n} loss 2.1")
             for n, second in enumerate(range(0, 60, 10), start=minute * 6)
         ]
-        self.logs.put_log_events(logGroupName=TRAINING_LOG_GROUP, logStreamName=stream, logEvents=lines)
-        delivery = log_delivery(stream, [{"id": str(n), **line} for n, line in enumerate(lines)])
+        stream, events = self.spoke.team.write_log_lines(job, started, lines)
+        delivery = log_delivery(stream, [{"id": str(n), **event} for n, event in enumerate(events)])
         self.forward_delivery(delivery, None, client=self)
 
     def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -290,10 +263,6 @@ class _LogForwarder:
                 }
             )
         return {"FailedEntryCount": 0, "Entries": [{"EventId": str(uuid.uuid4())} for _ in Entries]}
-
-
-def _ms(moment: datetime) -> int:
-    return int(moment.timestamp() * 1000)
 
 
 class _EventSink:

@@ -30,6 +30,7 @@ from trainguard.domain.origin import Location
 from trainguard.handlers.wiring import PortSet
 from trainguard_local.stand_in.accounts import PlanesByPlace
 from trainguard_local.stand_in.cloudtrail import failed_call_event
+from trainguard_local.stand_in.fleet_side import FleetSide
 from trainguard_local.stand_in.json_api import ApiError
 from trainguard_local.stand_in.json_api_server import JsonApiServer
 from trainguard_local.stand_in.local_aws import VirtualClock, moto_on_loopback, training_limit
@@ -71,7 +72,7 @@ class Spoke:
     place: Location
     sagemaker: SimulatedSageMaker
     quotas: SimulatedServiceQuotas
-    team: Any  # a boto3 session in the spoke's account and region
+    team: FleetSide  # the team's launches and writes, on a boto3 session in the spoke's account and region
 
     def client(self, service: str) -> Any:
         return self.team.client(service)
@@ -157,21 +158,17 @@ def organization(spoke_places: tuple[Location, ...], *, enrolled_regions: tuple[
             passable_role_arns=tuple(training_role(account) for account in (HUB.account, *accounts)),
         )
         org = Organization(clock, config, HubBus(accounts, enrolled_regions), {}, moto_url)
-        for place in spoke_places:
-            org.spokes[place] = _spoke(org, place)
-        sagemaker = JsonApiServer(
-            PlanesByPlace({place: spoke.sagemaker for place, spoke in org.spokes.items()}),
-            SAGEMAKER_API,
-            thread_name="simulated-sagemaker-organization",
-        ).start()
-        quotas = JsonApiServer(
-            PlanesByPlace({place: spoke.quotas for place, spoke in org.spokes.items()}),
-            SERVICE_QUOTAS_API,
-            thread_name="simulated-service-quotas-organization",
-        ).start()
-        os.environ["AWS_ENDPOINT_URL_SAGEMAKER"] = sagemaker.endpoint_url
-        os.environ[QUOTAS_ENDPOINT_VARIABLE] = quotas.endpoint_url
+        # The endpoints first, so that every client made from here on (the teams' too) reaches them.
+        sagemaker_planes: PlanesByPlace[SimulatedSageMaker] = PlanesByPlace({})
+        quota_planes: PlanesByPlace[SimulatedServiceQuotas] = PlanesByPlace({})
+        sagemaker = JsonApiServer(sagemaker_planes, SAGEMAKER_API, thread_name="simulated-sagemaker-organization")
+        quotas = JsonApiServer(quota_planes, SERVICE_QUOTAS_API, thread_name="simulated-service-quotas-organization")
+        os.environ["AWS_ENDPOINT_URL_SAGEMAKER"] = sagemaker.start().endpoint_url
+        os.environ[QUOTAS_ENDPOINT_VARIABLE] = quotas.start().endpoint_url
         os.environ.update(config.to_env())
+        for place in spoke_places:
+            spoke = org.spokes[place] = _spoke(org, place)
+            sagemaker_planes.planes[place], quota_planes.planes[place] = spoke.sagemaker, spoke.quotas
         try:
             yield org
         finally:
@@ -215,7 +212,7 @@ def _spoke(org: Organization, place: Location) -> Spoke:
         account_id=place.account,
         region=place.region,
     )
-    return Spoke(place, sagemaker, quotas, team)
+    return Spoke(place, sagemaker, quotas, FleetSide(team.client))
 
 
 def _bucket_location(region: str) -> dict[str, Any]:
