@@ -109,6 +109,7 @@ def main() -> int:
     os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "TrainGuardBench")
     from trainguard_local.bench.measure_stalls import measure
     from trainguard_local.fleet.anchors import anchor_strategies
+    from trainguard_local.fleet.goal_floors import floors
     from trainguard_local.fleet.report import run_all
     from trainguard_local.fleet.trace import generate_trace
     from trainguard_local.fleet.trainguard_strategy import TrainguardStrategy
@@ -130,6 +131,7 @@ def main() -> int:
     started = time.perf_counter()
     report = run_all(trace, strategies, on_strategy=strategy_started)
     simulate_seconds = time.perf_counter() - started
+    report["goal_floors"] = floors(trace, report["strategies"]["none"])
     scale_step = len(strategies) + 1
     scale = measure(
         2000, cycles=REPEATS, on_progress=lambda what: progress.update(scale_step, f"scale, 2,000 jobs: {what}")
@@ -182,7 +184,7 @@ def _goals_markdown(report: dict[str, Any]) -> list[str]:
         "",
         *_today_goal(strategies),
         "",
-        *_rhythm_goals(strategies),
+        *_rhythm_goals(strategies, report.get("goal_floors")),
         "Of trainguard's wasted GPU-hours, "
         f"{guard.get('wasted_gpu_hours_hung_or_idle', 0):,.1f} are hung or idle time and "
         f"{guard.get('wasted_gpu_hours_lost_since_checkpoint', 0):,.1f} are work lost since the last checkpoint "
@@ -203,8 +205,9 @@ def _goals_markdown(report: dict[str, Any]) -> list[str]:
     ]
 
 
-def _rhythm_goals(strategies: dict[str, Any]) -> list[str]:
-    """Issue 14's goals: hung time, wrong actions, hang-to-stop by cadence, and the work lost by fault."""
+def _rhythm_goals(strategies: dict[str, Any], floors: dict[str, Any] | None) -> list[str]:
+    """Issue 14's goals: hung time, wrong actions, hang-to-stop by cadence, and the work lost by fault; with
+    `floors`, how far the goals can go on the trace."""
     guard, none = strategies["trainguard"], strategies["none"]
     hung, hung_none = guard["wasted_gpu_hours_hung_or_idle"], none["wasted_gpu_hours_hung_or_idle"]
     own = "wasted_gpu_hours_hung_or_idle_not_parent_owned"
@@ -235,6 +238,7 @@ def _rhythm_goals(strategies: dict[str, Any]) -> list[str]:
         f"{guard['detect_minutes'].get('checkpoint_sync_stopped', {}).get('p50')} min (p50) after the sync stops; the "
         "person acts a response time later (median 4 h), and the failure often strikes first.",
         "",
+        *_rhythm_floors(floors),
         "Hang detection minutes by cadence class (p50 / p95 (hangs); the same without the jobs a parent owns):",
         "",
         *_header("strategy", classes),
@@ -257,6 +261,38 @@ def _rhythm_goals(strategies: dict[str, Any]) -> list[str]:
         ),
         "",
     ]
+
+
+def _rhythm_floors(found: dict[str, Any] | None) -> list[str]:
+    """How far the three missed goals can go on this trace, whatever a guard does within issue 14's rules
+    (fleet/goal_floors.py)."""
+    if not found:
+        return []
+    lookalike = found["longest_busy_lookalike"]
+    seen = (
+        f"a healthy job ({lookalike['job']}) is silent {lookalike['silent_minutes']} min mid-run with busy GPUs, "
+        f"its next checkpoint {lookalike['minutes_to_next_checkpoint']} min away, so a rule with no wrong stop "
+        "cannot stop a busy hang sooner"
+        if lookalike
+        else "no healthy chatty job is silent mid-run with busy GPUs on this trace"
+    )
+    sync = found["sync_loss_gpu_hours"]
+    return [
+        "How far those goals can go on this trace, whatever a guard does within the issue's rules "
+        "(`python -m trainguard_local.fleet.goal_floors`; how each floor is derived: fleet/goal_floors.py):",
+        f"- hung or idle GPU-hours: at least {_share(found['hung_or_idle_share_of_none_at_least'])} of no guard's, "
+        "the part on jobs a parent owns, which trainguard never acts on;",
+        f"- hang to stop, chatty jobs no parent owns: p95 at least {found['chatty_hang_to_stop_p95_minutes_at_least']}"
+        f" min over {found['chatty_hangs_not_parent_owned']} hangs: {seen};",
+        f"- work lost to checkpoint_sync_stopped: at least {_share(found['sync_loss_share_of_none_at_least'])} of no "
+        f"guard's, even with a warning the minute the sync stops ({sync['warning_at_once']:,.1f} of "
+        f"{sync['none']:,.1f} GPU-h), because the person acts a response time later.",
+        "",
+    ]
+
+
+def _share(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
 
 
 def _header(first: str, columns: Any) -> list[str]:
