@@ -8,7 +8,8 @@ run. So it holds for any guard that follows the same rules:
 - **the busy silence that nothing tells apart**: a healthy job of the fastest cadence class (median log gap
   under a minute) that falls silent mid-run with busy GPUs (a slow_but_healthy fault) shows the guard exactly
   what a busy hang shows: no line, busy GPUs, no new checkpoint. That lasts until its silence ends or its next
-  checkpoint reaches S3, whichever comes first. A rule with no wrong stop leaves a busy hang of such a job
+  checkpoint reaches S3, whichever comes first. (The simulator writes no checkpoint while a job is silent, so
+  there it lasts the whole silence; taking the sooner keeps the floor true where a silent job does write one.) A rule with no wrong stop leaves a busy hang of such a job
   running at least that long, and an NCCL hang until its watchdog fails the job, if that is sooner. Idle-GPU
   hangs get a floor of 0 here, which is generous. The p95 over those per-hang floors is then a floor for the
   p95 of hang to stop.
