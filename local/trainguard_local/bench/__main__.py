@@ -21,6 +21,8 @@ from typing import Any
 
 from trainguard.config import GuardConfig
 from trainguard_local.fleet.benchmark_chart import write_benchmark_chart
+from trainguard_local.fleet.goal_floors import floor_lines
+from trainguard_local.fleet.goal_floors import floors as goal_floors
 from trainguard_local.fleet.progress import Progress
 
 HANDLERS = (
@@ -109,7 +111,6 @@ def main() -> int:
     os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "TrainGuardBench")
     from trainguard_local.bench.measure_stalls import measure
     from trainguard_local.fleet.anchors import anchor_strategies
-    from trainguard_local.fleet.goal_floors import floors
     from trainguard_local.fleet.report import run_all
     from trainguard_local.fleet.trace import generate_trace
     from trainguard_local.fleet.trainguard_strategy import TrainguardStrategy
@@ -131,7 +132,7 @@ def main() -> int:
     started = time.perf_counter()
     report = run_all(trace, strategies, on_strategy=strategy_started)
     simulate_seconds = time.perf_counter() - started
-    report["goal_floors"] = floors(trace, report["strategies"]["none"])
+    report["goal_floors"] = goal_floors(trace, report["strategies"]["none"])
     scale_step = len(strategies) + 1
     scale = measure(
         2000, cycles=REPEATS, on_progress=lambda what: progress.update(scale_step, f"scale, 2,000 jobs: {what}")
@@ -264,35 +265,17 @@ def _rhythm_goals(strategies: dict[str, Any], floors: dict[str, Any] | None) -> 
 
 
 def _rhythm_floors(found: dict[str, Any] | None) -> list[str]:
-    """How far the three missed goals can go on this trace, whatever a guard does within issue 14's rules
+    """How far the three missed goals can go on this trace, for a guard that keeps issue 14's rules
     (fleet/goal_floors.py)."""
     if not found:
         return []
-    lookalike = found["longest_busy_lookalike"]
-    seen = (
-        f"a healthy job ({lookalike['job']}) is silent {lookalike['silent_minutes']} min mid-run with busy GPUs, "
-        f"its next checkpoint {lookalike['minutes_to_next_checkpoint']} min away, so a rule with no wrong stop "
-        "cannot stop a busy hang sooner"
-        if lookalike
-        else "no healthy chatty job is silent mid-run with busy GPUs on this trace"
-    )
-    sync = found["sync_loss_gpu_hours"]
     return [
-        "How far those goals can go on this trace, whatever a guard does within the issue's rules "
-        "(`python -m trainguard_local.fleet.goal_floors`; how each floor is derived: fleet/goal_floors.py):",
-        f"- hung or idle GPU-hours: at least {_share(found['hung_or_idle_share_of_none_at_least'])} of no guard's, "
-        "the part on jobs a parent owns, which trainguard never acts on;",
-        f"- hang to stop, chatty jobs no parent owns: p95 at least {found['chatty_hang_to_stop_p95_minutes_at_least']}"
-        f" min over {found['chatty_hangs_not_parent_owned']} hangs: {seen};",
-        f"- work lost to checkpoint_sync_stopped: at least {_share(found['sync_loss_share_of_none_at_least'])} of no "
-        f"guard's, even with a warning the minute the sync stops ({sync['warning_at_once']:,.1f} of "
-        f"{sync['none']:,.1f} GPU-h), because the person acts a response time later.",
+        "How far those goals can go on this trace, for a guard that keeps the issue's rules "
+        "(`python -m trainguard_local.fleet.goal_floors`; how each floor is derived, and for which rules: "
+        "fleet/goal_floors.py):",
+        *floor_lines(found),
         "",
     ]
-
-
-def _share(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1%}"
 
 
 def _header(first: str, columns: Any) -> list[str]:
