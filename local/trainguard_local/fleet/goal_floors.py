@@ -27,7 +27,8 @@ trainguard's run:
   trainguard's run uses for its warning. The hardware failure that still strikes after the person's relaunch is
   left out, which only lowers the floor. Training makes progress at the clock's rate (model.py), so work is hours.
 
-Run it: `python -m trainguard_local.fleet.goal_floors --jobs 200 --hours 72 --seed 7` (the standard trace).
+Run it: `python -m trainguard_local.fleet.goal_floors --jobs 200 --hours 72 --seed 7` (the standard trace);
+`--seeds 1-40` counts, over those traces, the floors above each goal.
 """
 
 from __future__ import annotations
@@ -177,22 +178,43 @@ def floor_lines(found: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def main(argv: list[str] | None = None) -> int:
-    from trainguard_local.fleet.anchors import no_guard
-    from trainguard_local.fleet.report import run_all
-    from trainguard_local.fleet.trace import generate_trace
+GOALS = {  # issue 14's goals: the floor's key, the goal's bound, its words
+    "hung_or_idle_share_of_none_at_least": (0.10, "hung or idle GPU-hours above 10% of no guard's"),
+    "chatty_hang_to_stop_p95_minutes_at_least": (10.0, "chatty hang-to-stop p95 above 10 min"),
+    "sync_loss_share_of_none_at_least": (0.50, "sync loss above 50% of no guard's"),
+}
 
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=200)
     parser.add_argument("--hours", type=float, default=72.0)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--seeds", help="FIRST-LAST: count the traces whose floors are above the goals instead")
     args = parser.parse_args(argv)
-    trace = generate_trace(args.jobs, args.hours, args.seed)
-    anchor: list[Any] = [no_guard()]
-    none = run_all(trace, anchor)["strategies"]["none"]
+    if args.seeds:
+        first, last = (int(n) for n in args.seeds.split("-"))
+        above = dict.fromkeys(GOALS, 0)
+        for seed in range(first, last + 1):
+            found = _floors_of(args.jobs, args.hours, seed)
+            for key, (bound, _) in GOALS.items():
+                above[key] += (found[key] or 0.0) > bound
+        print(f"Of {last - first + 1} traces (seeds {first}-{last}, {args.jobs} jobs, {args.hours:g} h), floors with")
+        print("\n".join(f"- {words}: {above[key]}" for key, (_, words) in GOALS.items()))
+        return 0
     print(f"The floors of issue 14's goals on a trace of {args.jobs} jobs, {args.hours:g} h, seed {args.seed}:")
-    print("\n".join(floor_lines(floors(trace, none))))
+    print("\n".join(floor_lines(_floors_of(args.jobs, args.hours, args.seed))))
     return 0
+
+
+def _floors_of(jobs: int, hours: float, seed: int) -> dict[str, Any]:
+    from trainguard_local.fleet.anchors import no_guard
+    from trainguard_local.fleet.report import run_all
+    from trainguard_local.fleet.trace import generate_trace
+
+    trace = generate_trace(jobs, hours, seed)
+    anchor: list[Any] = [no_guard()]
+    return floors(trace, run_all(trace, anchor)["strategies"]["none"])
 
 
 def _percent(share: float | None) -> str:

@@ -5,10 +5,12 @@ import pytest
 from tests.unit.fleet.cases import PERSON, fault, job
 from trainguard_local.fleet.anchors import no_guard
 from trainguard_local.fleet.goal_floors import (
+    GOALS,
     BusySilence,
     chatty_hang_floor,
     floor_lines,
     floors,
+    main,
     owners_hung_share,
     sync_loss_floor,
 )
@@ -111,3 +113,20 @@ def test_on_the_standard_trace_no_guards_sync_loss_is_what_the_simulator_measure
     )
     # the warning's response is the first one drawn for each job, as in every strategy: on this trace 214.7 GPU-h
     assert found["sync_loss_gpu_hours"]["warning_at_once"] == pytest.approx(214.7, abs=0.05)
+
+
+def test_the_command_prints_one_traces_floors_or_counts_them_over_seeds(capsys):
+    assert main(["--jobs", "40", "--hours", "24", "--seed", "3"]) == 0
+    one = capsys.readouterr().out
+    assert "seed 3:" in one and one.count("\n- ") == 3
+    assert main(["--jobs", "40", "--hours", "24", "--seeds", "3-5"]) == 0
+    counted = capsys.readouterr().out.splitlines()
+    assert counted[0].startswith("Of 3 traces (seeds 3-5, 40 jobs, 24 h)")
+    counts = [int(line.rsplit(": ", 1)[1]) for line in counted[1:]]
+    expected = [0, 0, 0]
+    for seed in (3, 4, 5):
+        trace = generate_trace(40, 24, seed)
+        found = floors(trace, run_all(trace, [no_guard()])["strategies"]["none"])
+        for n, key in enumerate(GOALS):
+            expected[n] += (found[key] or 0.0) > GOALS[key][0]
+    assert counts == expected
