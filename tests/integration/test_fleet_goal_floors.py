@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.fleet.cases import PERSON, fault, job, trace_of
+from tests.unit.fleet.cases import PERSON, fault, job, trace_of, trace_of_many
 from trainguard_local.fleet.anchors import no_guard
 from trainguard_local.fleet.goal_floors import chatty_hang_floor, owners_hung_share, sync_loss_floor
 from trainguard_local.fleet.report import build_report
@@ -28,12 +28,8 @@ def figures(trace: Trace) -> dict[str, dict]:
 def test_trainguards_hung_time_on_a_parents_job_is_no_guards():
     owned = job(name="owned", owner="pipelines")
     ours = job(name="ours", submitted_at=2.0)
-    trace = Trace(
-        seed=1,
-        hours=72.0,
-        parameters=trace_of(owned).parameters,
-        jobs=(owned, ours),
-        faults=(fault(owned, FaultKind.HANG_IDLE_GPU, 2.0), fault(ours, FaultKind.HANG_IDLE_GPU, 2.0)),
+    trace = trace_of_many(
+        (owned, fault(owned, FaultKind.HANG_IDLE_GPU, 2.0)), (ours, fault(ours, FaultKind.HANG_IDLE_GPU, 2.0))
     )
     found = figures(trace)
     none, guard = found["none"], found["trainguard"]
@@ -48,13 +44,7 @@ def test_a_busy_hang_runs_at_least_as_long_as_the_healthy_silence_left_alone():
     healthy = job(name="healthy", rhythm=CHATTY)
     hung = job(name="hung", rhythm=CHATTY, submitted_at=2.0)
     silence = fault(healthy, FaultKind.SLOW_BUT_HEALTHY, 2.1, silent_minutes=16.0)
-    trace = Trace(
-        seed=1,
-        hours=72.0,
-        parameters=trace_of(healthy).parameters,
-        jobs=(healthy, hung),
-        faults=(silence, fault(hung, FaultKind.HANG_BUSY_GPU, 3.0)),
-    )
+    trace = trace_of_many((healthy, silence), (hung, fault(hung, FaultKind.HANG_BUSY_GPU, 3.0)))
     guard = figures(trace)["trainguard"]
     floor = chatty_hang_floor(trace)
     assert guard["wrong_actions"] == 0

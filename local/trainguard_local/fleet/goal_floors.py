@@ -38,11 +38,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from trainguard_local.fleet.anchors import no_guard
 from trainguard_local.fleet.model import newest_checkpoint
 from trainguard_local.fleet.person import PersonOnCall, person_rng
-from trainguard_local.fleet.report import percentile
+from trainguard_local.fleet.report import HANG_DETECTIONS, percentile, run_all
 from trainguard_local.fleet.rhythm import CADENCE_CLASSES
-from trainguard_local.fleet.trace import Fault, FaultKind, JobSpec, Trace
+from trainguard_local.fleet.trace import Fault, FaultKind, JobSpec, Trace, generate_trace
 
 CHATTY = CADENCE_CLASSES[0][0]  # "under 1 min"
 
@@ -78,9 +79,6 @@ class ChattyHangFloor:
         return len(self.per_hang_minutes)
 
 
-_HANGS = frozenset({FaultKind.HANG_IDLE_GPU, FaultKind.HANG_BUSY_GPU, FaultKind.NCCL_TIMEOUT})
-
-
 def chatty_hang_floor(trace: Trace) -> ChattyHangFloor:
     jobs = {job.name: job for job in trace.jobs}
     chatty = [f for f in trace.faults if _is_chatty_and_ours(jobs[f.job_name])]
@@ -91,7 +89,7 @@ def chatty_hang_floor(trace: Trace) -> ChattyHangFloor:
     ]
     longest = max(lookalikes, key=lambda s: s.silent_minutes, default=None)
     floor = longest.silent_minutes if longest is not None else 0.0
-    per_hang = {f.job_name: _hang_floor(f, floor) for f in chatty if f.kind in _HANGS}
+    per_hang = {f.job_name: _hang_floor(f, floor) for f in chatty if f.kind in HANG_DETECTIONS}
     return ChattyHangFloor(percentile(per_hang.values(), 95), per_hang, longest)
 
 
@@ -113,7 +111,6 @@ class SyncLossFloor:
 
     none_gpu_hours: float
     warning_at_once_gpu_hours: float
-    jobs: int
 
     @property
     def share(self) -> float | None:
@@ -124,15 +121,14 @@ def sync_loss_floor(trace: Trace, person: PersonOnCall | None = None) -> SyncLos
     person = person or PersonOnCall()
     jobs = {job.name: job for job in trace.jobs}
     none = at_once = 0.0
-    faults = [f for f in trace.faults if f.kind is FaultKind.CHECKPOINT_SYNC_STOPPED]
-    for fault in faults:
+    for fault in (f for f in trace.faults if f.kind is FaultKind.CHECKPOINT_SYNC_STOPPED):
         job = jobs[fault.job_name]
         already_lost = fault.at_work_hours - newest_checkpoint(fault.at_work_hours, job.checkpoint_every_minutes)
         until_failure = fault.fails_at_work_hours - fault.at_work_hours
         response = person.response_hours(person_rng(trace.seed, job.name))
         none += (already_lost + until_failure) * job.gpus
         at_once += (already_lost + min(until_failure, response)) * job.gpus
-    return SyncLossFloor(none, at_once, len(faults))
+    return SyncLossFloor(none, at_once)
 
 
 def floors(trace: Trace, none_figures: Mapping[str, Any], person: PersonOnCall | None = None) -> dict[str, Any]:
@@ -208,10 +204,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _floors_of(jobs: int, hours: float, seed: int) -> dict[str, Any]:
-    from trainguard_local.fleet.anchors import no_guard
-    from trainguard_local.fleet.report import run_all
-    from trainguard_local.fleet.trace import generate_trace
-
     trace = generate_trace(jobs, hours, seed)
     anchor: list[Any] = [no_guard()]
     return floors(trace, run_all(trace, anchor)["strategies"]["none"])

@@ -41,5 +41,10 @@ def trace_of(spec: JobSpec, *faults: Fault) -> Trace:
     return Trace(seed=1, hours=72.0, parameters=TraceParameters(0.2, 0.2, 0.3, 0.35), jobs=(spec,), faults=faults)
 
 
+def trace_of_many(*pairs: tuple[JobSpec, Fault]) -> Trace:
+    """A trace of several jobs, each with its one fault."""
+    return replace(trace_of(pairs[0][0]), jobs=tuple(spec for spec, _ in pairs), faults=tuple(f for _, f in pairs))
+
+
 def hours_in(outcome: JobOutcome, state: State) -> float:
     return sum(s.hours for s in outcome.segments if s.state is state)

@@ -2,7 +2,7 @@ from dataclasses import replace
 
 import pytest
 
-from tests.unit.fleet.cases import PERSON, fault, job
+from tests.unit.fleet.cases import PERSON, fault, job, trace_of_many
 from trainguard_local.fleet.anchors import no_guard
 from trainguard_local.fleet.goal_floors import (
     GOALS,
@@ -16,20 +16,9 @@ from trainguard_local.fleet.goal_floors import (
 )
 from trainguard_local.fleet.report import run_all
 from trainguard_local.fleet.rhythm import JobRhythm
-from trainguard_local.fleet.trace import FaultKind, Trace, TraceParameters, generate_trace
+from trainguard_local.fleet.trace import FaultKind, generate_trace
 
 CHATTY, SLOW = JobRhythm(log_every_seconds=10.0), JobRhythm(log_every_seconds=1500.0)
-
-
-def trace_of_many(*pairs):
-    """A trace of (job, fault) pairs, each job with its own name."""
-    return Trace(
-        seed=1,
-        hours=72.0,
-        parameters=TraceParameters(0.2, 0.2, 0.3, 0.35),
-        jobs=tuple(spec for spec, _ in pairs),
-        faults=tuple(f for _, f in pairs if f is not None),
-    )
 
 
 def test_owners_share_is_the_part_of_no_guards_hung_time_on_parents_jobs():
