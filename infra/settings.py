@@ -22,6 +22,9 @@ from trainguard.config import FunctionSettings
 CONTEXT_KEY = "trainguard"
 _EMAIL = re.compile(r"^[^@\s,]+@[^@\s,]+\.[^@\s,]+$")
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
+# A SageMaker instance type: botocore's TrainingInstanceType values (ml.<family>.<size>, families such as p6-b200).
+_INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9]+(-[a-z0-9]+)?\.[a-z0-9]+$")
+MAX_LAUNCHABLE_TYPES = 60  # the functions' environment variables share Lambda's 4 KB
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _TAG_PREFIX = re.compile(r"^[A-Za-z0-9_.:/=+@-]{1,100}$")
 _ACCOUNT = re.compile(r"^\d{12}$")
@@ -89,6 +92,17 @@ class Settings(FunctionSettings):
             _check(bool(_EMAIL.match(email)), "notification_emails", f"email addresses ({email!r} is not one)")
         for arn in self.passable_role_arns:
             _check(bool(_ROLE_ARN.match(arn)), "passable_role_arns", f"IAM role ARNs ({arn!r} is not one)")
+        for instance_type in self.launchable_instance_types:
+            _check(
+                bool(_INSTANCE_TYPE.match(instance_type)),
+                "launchable_instance_types",
+                f"SageMaker instance types such as 'ml.p5.48xlarge' ({instance_type!r} is not one)",
+            )
+        _check(
+            len(self.launchable_instance_types) <= MAX_LAUNCHABLE_TYPES,
+            "launchable_instance_types",
+            f"at most {MAX_LAUNCHABLE_TYPES} instance types",
+        )
         for bucket in self.checkpoint_buckets:
             _check(bool(_BUCKET.match(bucket)), "checkpoint_buckets", f"S3 bucket names ({bucket!r} is not one)")
         _check(

@@ -38,6 +38,11 @@ class FunctionSettings:
     infra_check_after_host_faults: bool = False
     # The only execution roles a relaunch may pass to SageMaker (in the environment: space-separated).
     passable_role_arns: tuple[str, ...] = ()
+    # The deployer's bound on what trainguard launches for anyone (SECURITY.md, "What trainguard may launch").
+    # Empty: only the shape the owner launched (same types, counts, spot or not); no fallback, no on-demand move.
+    # Set: every launch only on these types (the CreateTrainingJob grants carry them as sagemaker:InstanceTypes),
+    # and the fallbacks and on-demand moves the owner's tags allow only among them.
+    launchable_instance_types: tuple[str, ...] = ()
     # Quota walls: RequestServiceQuotaIncrease's SupportCaseAllowed, the most trainguard asks for by default,
     # and how long a blocked launch waits for its quota before it is given up.
     quota_support_case_allowed: bool = True
