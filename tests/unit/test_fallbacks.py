@@ -7,20 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.fakes import described_job, fake_ports
+from tests.fakes import FakePorts, described_job, with_config
+from tests.fakes import fake_ports as product_default_ports
 from tests.unit.test_request_builder import assert_valid_create_request
-from trainguard.domain.fallbacks import (
-    Alternative,
-    FallbackKind,
-    FallbackOptions,
-    JobFacts,
-    plan_fallback,
-    read_fallback_options,
-    within_bounds,
-)
+from trainguard.domain.fallback_options import Alternative, FallbackOptions, read_fallback_options, within_bounds
+from trainguard.domain.fallbacks import FallbackKind, JobFacts, plan_fallback
 from trainguard.domain.model import Category
 from trainguard.domain.outcome import OutcomeKind
 from trainguard.domain.policy import TagKeys
@@ -33,6 +28,12 @@ CAPACITY = (
 )
 OPTED_IN = {"trainguard:enabled": "true"}
 ALTERNATIVES = {"trainguard:fallback-types": "ml.p5.48xlarge:2+ml.p4de.24xlarge"}
+# The deployer's bound these tests run under (setting launchable_instance_types); the product's default is none.
+LAUNCHABLE = ("ml.p4d.24xlarge", "ml.p4de.24xlarge", "ml.p5.48xlarge", "ml.g5.48xlarge", "ml.g6e.48xlarge")
+
+
+def fake_ports() -> FakePorts:
+    return with_config(product_default_ports(), launchable_instance_types=LAUNCHABLE)
 
 
 def tags_of(request: dict[str, Any]) -> dict[str, str]:
@@ -97,7 +98,7 @@ def test_a_spot_job_at_the_end_of_its_list_gets_the_plain_relaunch() -> None:
         "EnableManagedSpotTraining": True,
     }
     options = read_fallback_options(ALTERNATIVES, KEYS)
-    assert plan_fallback(Category.CAPACITY, request, JobFacts(True, 1, None), options) is None
+    assert plan_fallback(Category.CAPACITY, request, JobFacts(True, 1, None), options, LAUNCHABLE) is None
 
 
 def spot_description(**extra: Any) -> dict[str, Any]:
@@ -193,7 +194,7 @@ def test_a_fallback_never_asks_for_a_type_the_user_did_not_list(
         request["EnableManagedSpotTraining"] = True
     options = FallbackOptions(tuple(Alternative(t, None) for t in dict.fromkeys(listed)), on_demand_after=2)
     for category in (Category.CAPACITY, Category.SPOT_INTERRUPTION):
-        fallback = plan_fallback(category, request, JobFacts(spot, failures, None), options)
+        fallback = plan_fallback(category, request, JobFacts(spot, failures, None), options, LAUNCHABLE)
         if fallback is None:
             continue
         resource = fallback.request["ResourceConfig"]
@@ -214,7 +215,7 @@ QUOTAS = {
     "ml.p4de.24xlarge for training job usage": 8,  # room by its value; SageMaker decides on usage
     "ml.g6e.48xlarge for training job usage": 8,
 }
-QUOTA_ALTERNATIVES = {"trainguard:fallback-types": "ml.p5.48xlarge:2+ml.p4de.24xlarge+ml.g6e.48xlarge:8"}
+QUOTA_ALTERNATIVES = {"trainguard:fallback-types": "ml.p5.48xlarge:2+ml.p4de.24xlarge+ml.g6e.48xlarge:4"}
 
 
 def quota_wall_ports() -> Any:
@@ -247,13 +248,13 @@ def test_at_a_quota_wall_the_first_alternative_with_room_runs_while_the_request_
     ]
     [request] = ports.jobs.created
     assert_valid_create_request(request)
-    assert request["ResourceConfig"]["InstanceCount"] == 8
+    assert request["ResourceConfig"]["InstanceCount"] == 4
     assert request["CheckpointConfig"]["S3Uri"] == "s3://ckpt-bucket/llama-pretrain/"
     [filed] = ports.quotas.requests  # for the job's own type only, never for an alternative
     assert filed.quota_name == "ml.p4d.24xlarge for training job usage" and filed.status == "PENDING"
     assert ports.quota_ledger.waiting() == []  # nothing waits: the approval launches no second copy
     assert ports.ledger.lineage == [("llama-pretrain", 1, "llama-pretrain-retry1", "llama-pretrain")]
-    assert "8 x ml.g6e.48xlarge" in ports.notifier.sent[0].body
+    assert "4 x ml.g6e.48xlarge" in ports.notifier.sent[0].body
 
     ports.quotas.decide(filed.request_id, "APPROVED")
     check_quota_walls(ports)
@@ -331,16 +332,70 @@ def test_a_dry_run_of_a_users_launch_at_a_quota_wall_names_the_alternatives_it_w
     assert ports.jobs.attempts == [] and ports.quotas.requests == []
 
 
-def test_an_alternative_more_than_twice_the_jobs_size_is_never_used() -> None:
+def test_an_alternative_more_than_twice_the_jobs_accelerators_or_instances_is_never_used() -> None:
     request = {"ResourceConfig": {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 4}}  # 32 GPUs
     options = read_fallback_options({"trainguard:fallback-types": "ml.p5.48xlarge:16+ml.p5.48xlarge:8"}, KEYS)
-    assert [a.instance_count for a in within_bounds(options, request).alternatives] == []  # p5:16 = 128 GPUs first
-    options = read_fallback_options({"trainguard:fallback-types": "ml.p5.48xlarge:9+ml.g5.48xlarge:8"}, KEYS)
-    kept = within_bounds(options, request).alternatives
-    assert kept == (Alternative("ml.g5.48xlarge", 8),)  # 64 GPUs: twice, allowed; p5 x 9 = 72: more than twice
-    fallback = plan_fallback(Category.CAPACITY, request, JobFacts(False, 0, None), options)
+    assert within_bounds(options, request, LAUNCHABLE).alternatives == ()  # p5:16 = 128 GPUs first
+    tag = "ml.p5.48xlarge:9 ml.g5.48xlarge:8 ml.g6e.48xlarge:4"
+    bounded = within_bounds(read_fallback_options({"trainguard:fallback-types": tag}, KEYS), request, LAUNCHABLE)
+    assert bounded.alternatives == (Alternative("ml.g6e.48xlarge", 4),)  # 32 GPUs on as many hosts
+    assert [line.split(":")[0] for line in bounded.not_followed] == ["9 x ml.p5.48xlarge", "8 x ml.g5.48xlarge"]
+    options = read_fallback_options({"trainguard:fallback-types": tag}, KEYS)
+    fallback = plan_fallback(Category.CAPACITY, request, JobFacts(False, 0, None), options, LAUNCHABLE)
     assert fallback is not None
     assert [p["InstanceType"] for p in fallback.request["ResourceConfig"]["InstancePreferences"]] == [
         "ml.p4d.24xlarge",
-        "ml.g5.48xlarge",
+        "ml.g6e.48xlarge",
     ]
+
+
+@pytest.mark.parametrize(
+    ("own", "tag", "launchable", "why"),
+    [
+        # Issue 24: a CPU job's "twice the instances" bound bought 16 H100s.
+        (("ml.m5.large", 1), "ml.p5.48xlarge:2", ("ml.m5.large", "ml.p5.48xlarge"), "more instances"),
+        (("ml.m5.large", 1), "ml.p5.48xlarge:1", ("ml.m5.large", "ml.p5.48xlarge"), "8 accelerators, more than 2 x"),
+        # Issue 24: a type whose GPUs were unknown was bounded by instances only.
+        (("ml.g6.xlarge", 1), "ml.p6-b200.48xlarge:1", ("ml.g6.xlarge", "ml.p6-b200.48xlarge"), "8 accelerators"),
+        (("ml.g6.xlarge", 2), "ml.p9-future.48xlarge:1", ("ml.p9-future.48xlarge",), "does not know how many"),
+        (("ml.p4d.24xlarge", 2), "ml.p5.48xlarge:1", ("ml.p4d.24xlarge",), "not in the deployment's launchable"),
+        (("ml.p4d.24xlarge", 2), "ml.p5.48xlarge:1", (), "setting launchable_instance_types is empty"),
+    ],
+)
+def test_the_deployments_bounds_refuse_what_a_tag_asks_beyond_them(
+    own: tuple[str, int], tag: str, launchable: tuple[str, ...], why: str
+) -> None:
+    request = {"ResourceConfig": {"InstanceType": own[0], "InstanceCount": own[1]}}
+    options = read_fallback_options({"trainguard:fallback-types": tag, "trainguard:on-demand-after": "1"}, KEYS)
+    bounded = within_bounds(options, request, launchable)
+    assert bounded.alternatives == () and any(why in line for line in bounded.not_followed), bounded.not_followed
+    spot = {**request, "EnableManagedSpotTraining": True}
+    for category in (Category.CAPACITY, Category.SPOT_INTERRUPTION):
+        fallback = plan_fallback(category, spot, JobFacts(True, 1, None), options, launchable)
+        assert fallback is None or fallback.instance_type == own[0]
+    if own[0] not in launchable:  # the job's own type outside the bound: no move to on-demand either
+        assert plan_fallback(Category.SPOT_INTERRUPTION, spot, JobFacts(True, 1, None), options, launchable) is None
+
+
+def test_with_the_products_default_bound_a_fallback_tag_buys_nothing_and_the_owner_is_told_why() -> None:
+    ports = product_default_ports()
+    ports.jobs.add(described_job(reason=CAPACITY, spot=True), {**OPTED_IN, **ALTERNATIVES})
+    outcome = handle_job_end(ports, "llama-pretrain")
+    assert outcome.kind is OutcomeKind.RELAUNCH_SCHEDULED and "fallback" not in outcome.details
+    assert "launchable_instance_types is empty" in ports.notifier.sent[0].body
+
+
+def test_capacity_words_the_training_script_wrote_buy_the_same_shape_only() -> None:
+    """Issue 24: 'AlgorithmError: RuntimeError: insufficient capacity' moved a spot 1 x g5 job to 2 x p6-b200."""
+    ports = with_config(product_default_ports(), launchable_instance_types=("ml.g5.xlarge", "ml.p6-b200.48xlarge"))
+    description = described_job(reason="AlgorithmError: RuntimeError: insufficient capacity", spot=True)
+    description["ResourceConfig"] = {"InstanceType": "ml.g5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 100}
+    tags = {**OPTED_IN, "trainguard:fallback-types": "ml.p6-b200.48xlarge:2", "trainguard:on-demand-after": "1"}
+    ports.jobs.add(description, tags)
+    outcome = handle_job_end(ports, "llama-pretrain")
+    assert outcome.kind is OutcomeKind.RELAUNCH_SCHEDULED and "fallback" not in outcome.details
+    handle_scheduled_relaunch(ports, "llama-pretrain")
+    [request] = ports.jobs.created
+    assert request["ResourceConfig"]["InstanceType"] == "ml.g5.xlarge"
+    assert request["ResourceConfig"]["InstanceCount"] == 1 and request["EnableManagedSpotTraining"] is True
+    assert "trainguard:spot-failures" not in tags_of(request)

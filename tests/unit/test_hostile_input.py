@@ -36,8 +36,13 @@ from tests.cloudtrail_events import envelope_from_record
 from tests.conftest import load_fixture
 from tests.fakes import ROLE, FakePorts, described_job, fake_ports, with_config
 from trainguard.adapters.scheduler import schedule_name
-from trainguard.domain.classification import DECISION_BY_CATEGORY, classify_failure_reason, classify_job_end
-from trainguard.domain.model import Category, Decision
+from trainguard.domain.classification import (
+    DECISION_BY_CATEGORY,
+    classify_failure_reason,
+    classify_job_end,
+    classify_text,
+)
+from trainguard.domain.model import Category, Decision, TextSource
 from trainguard.domain.naming import MAX_JOB_NAME_LENGTH, is_valid_job_name, retry_job_name
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.policy import KNOWN_ACTIONS, MAX_RETRIES_CEILING, PolicyDefaults, read_job_policy
@@ -564,18 +569,22 @@ def test_any_failure_reason_is_classified_quickly_into_a_known_decision(text: st
     assert reading.reason.endswith(".") or reading.reason.endswith(".'")
     if reading.category in NEVER_RETRIED:
         assert reading.decision is not Decision.RETRY
-    assert classify_job_end("Failed", "Failed", text) == reading
+    as_failure_reason = classify_job_end("Failed", "Failed", text)
+    assert as_failure_reason == classify_text(text, TextSource.SAGEMAKER)
+    assert as_failure_reason.category is reading.category
+    assert as_failure_reason.decision is not Decision.QUOTA  # a FailureReason never files a quota request
     # Its cost on any text is bounded by construction (tests/unit/test_classification.py); speed is make bench's.
 
 
 @WORKFLOW
 @given(text=REASON_TEXTS)
 def test_a_failure_that_is_not_transient_is_never_relaunched(text: str) -> None:
-    reading = classify_failure_reason(text)
+    reading = classify_text(text, TextSource.SAGEMAKER)
     ports = fake_ports()
     ports.jobs.add(described_job(reason=text), OPTED_IN)  # type: ignore[attr-defined]
     outcome = job_events.handle(failed_event(), ports)
     count_as(f"{reading.category.value}: {outcome.kind.value}")
+    assert ports.quotas.requests == []  # type: ignore[attr-defined]  # only a refused launch's error files one
     if reading.decision is not Decision.RETRY:
         assert ports.jobs.created == [] and ports.scheduler.schedules == {}  # type: ignore[attr-defined]
     if reading.category in NEVER_RETRIED:

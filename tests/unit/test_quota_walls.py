@@ -125,17 +125,54 @@ def test_a_job_without_the_quota_action_only_tells() -> None:
     assert ports.quotas.requests == [] and ports.quota_ledger.waiting() == []
 
 
-def test_a_running_job_that_fails_on_a_quota_is_relaunched_when_the_quota_allows() -> None:
+def test_a_running_job_that_fails_on_a_quota_is_relaunched_as_it_was_and_its_refusal_meets_the_wall() -> None:
+    """The FailureReason buys a same-shape relaunch; the quota request is sized from AWS's refusal of that launch."""
     ports = fake_ports()
-    ports.jobs.add(described_job(reason=f"ResourceLimitExceeded: {WALL}"), OPTED_IN)
+    ports.jobs.refuse_with = LaunchRefused("ResourceLimitExceeded", WALL)
+    ports.jobs.add(described_job(reason=f"ResourceLimitExceeded: {WALL.replace('delta of 4', 'delta of 64')}"), OPTED_IN)
     assert handle_job_end(ports, "llama-pretrain").kind is OutcomeKind.QUOTA_WALL
     assert [w.job_name for w in ports.quota_ledger.waiting()] == ["llama-pretrain-retry1"]
+    assert [(r.quota_name, r.desired_value) for r in ports.quotas.requests] == [(P4D, 4)]  # the launch's own 4
+
+
+def test_a_failure_reason_naming_a_quota_files_no_request_when_the_launch_goes_through() -> None:
+    ports = fake_ports()
+    ports.jobs.add(described_job(reason=f"ResourceLimitExceeded: {WALL}"), OPTED_IN)
+    assert handle_job_end(ports, "llama-pretrain").kind is OutcomeKind.RELAUNCHED
+    assert ports.quotas.requests == [] and ports.quota_ledger.waiting() == []
+
+
+def test_a_quota_sentence_the_training_script_wrote_buys_no_request_and_no_relaunch() -> None:
+    """Issue 24: a crafted ResourceLimitExceeded inside AlgorithmError filed an increase for any quota, sized by
+    numbers in the text."""
+    crafted = (
+        "AlgorithmError: ResourceLimitExceeded: The account-level service limit 'ML.P5.48XLARGE for training job "
+        "usage' is 0 Instances, with current utilization of 0 Instances and a request delta of 64 Instances."
+    )
+    ports = fake_ports()
+    ports.jobs.add(described_job(reason=crafted), OPTED_IN)
+    outcome = handle_job_end(ports, "llama-pretrain")
+    assert (outcome.kind, outcome.decision) == (OutcomeKind.NOTIFIED, "notify")
+    assert ports.quotas.requests == [] and ports.jobs.created == [] and ports.quota_ledger.waiting() == []
+
+
+def test_a_refusal_naming_another_types_quota_requests_nothing() -> None:
+    """Only a quota of the launch's own instance types, or the account's instance counts, is requested."""
+    other = WALL.replace("ml.p4d.24xlarge", "ml.p5.48xlarge")
+    ports = fake_ports()
+    ports.jobs.refuse_with = LaunchRefused("ResourceLimitExceeded", other)
+    ports.jobs.add(described_job(), OPTED_IN)
+    outcome = handle_job_end(ports, "llama-pretrain")
+    assert outcome.kind is OutcomeKind.QUOTA_WALL and "not a quota of this launch" in outcome.details["quota_summary"]
+    assert ports.quotas.requests == [] and ports.quota_ledger.waiting() == []
 
 
 def failed_launch(tags: list[dict[str, str]] | None = None, message: str = WALL, **changes: Any) -> dict[str, Any]:
     record = copy.deepcopy(MEDZEN)
     record["requestParameters"]["roleArn"] = ROLE
     record["requestParameters"]["tags"] = tags if tags is not None else [{"key": "trainguard:enabled", "value": "true"}]
+    # The launch the wall refused: the quota the message names is this launch's (the real record ran a g6.xlarge).
+    record["requestParameters"]["resourceConfig"].update(instanceType="ml.p4d.24xlarge", instanceCount=4)
     record["requestParameters"].update(changes)
     return envelope_from_record(record, "ResourceLimitExceeded", message)
 

@@ -20,9 +20,10 @@ The rules themselves, in their order, are in classification_rules.py.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from trainguard.domain.classification_rules import RELAUNCH, RULES
-from trainguard.domain.model import Category, Classification, Decision
+from trainguard.domain.model import Category, Classification, Decision, TextSource
 
 DECISION_BY_CATEGORY: dict[Category, Decision] = {
     Category.INTERNAL: Decision.RETRY,
@@ -58,16 +59,87 @@ def _snippet(text: str, lowered: str, span: tuple[int, int]) -> str:
 
 
 def classify_failure_reason(text: str) -> Classification:
-    """Map a FailureReason, API error or log text to a category, a decision and the reason for both."""
+    """What a FailureReason, API error or log text says, read as if AWS had written all of it: a category, the
+    decision that category calls for, and the reason for both. What the text may buy depends on who wrote it:
+    `classify_text` caps it."""
+    return _read(text).classification
+
+
+@dataclass(frozen=True)
+class _Reading:
+    classification: Classification
+    start: int | None = None  # where the deciding words start in the text (None: no rule matched)
+    words: str = ""  # those words, quoted
+
+
+def _read(text: str) -> _Reading:
     if not text or not text.strip():
-        return Classification(Category.UNKNOWN, Decision.NOTIFY, _NO_REASON)
+        return _Reading(Classification(Category.UNKNOWN, Decision.NOTIFY, _NO_REASON))
     lowered = text.lower()
     for rule in RULES:
         found = rule.pattern.search(lowered)
         if found:
-            reason = rule.reason.replace("{match}", _snippet(text, lowered, found.span()))
-            return Classification(rule.category, DECISION_BY_CATEGORY[rule.category], reason)
-    return Classification(Category.UNKNOWN, Decision.NOTIFY, _UNRECOGNISED)
+            words = _snippet(text, lowered, found.span())
+            reason = rule.reason.replace("{match}", words)
+            reading = Classification(rule.category, DECISION_BY_CATEGORY[rule.category], reason)
+            return _Reading(reading, found.start(), words)
+    return _Reading(Classification(Category.UNKNOWN, Decision.NOTIFY, _UNRECOGNISED))
+
+
+# SageMaker's own FailureReason openings (docs/aws-facts.md; tests/fixtures/failure_reasons.json). What follows one is
+# SageMaker's text up to the first words of the job's own: the algorithm's failure file arrives as "AlgorithmError: ..."
+# ("the first 1024 characters from this file as FailureReason", https://docs.aws.amazon.com/sagemaker/latest/dg/
+# your-algorithms-training-algo-output.html). A text that opens otherwise may be the script's from its first word.
+_SAGEMAKER_OPENING = re.compile(
+    r"\s*(?:(?:ClientError|CapacityError|InternalServerError|ResourceLimitExceeded|ValidationException)\s*:"
+    r"|We encountered an internal error|Unable to provision requested ML compute capacity)",
+    re.IGNORECASE,
+)
+_SCRIPT_WORDS = re.compile(r"AlgorithmError|Algorithm Error|ExecuteUserScriptError", re.IGNORECASE)
+
+
+def script_text_start(failure_reason: str) -> int:
+    """Where the words the training job could write begin in a FailureReason: after SageMaker's own opening, at
+    the first AlgorithmError; without a known opening, at the start (the whole text may be the job's)."""
+    if not _SAGEMAKER_OPENING.match(failure_reason):
+        return 0
+    found = _SCRIPT_WORDS.search(failure_reason)
+    return found.start() if found else len(failure_reason)
+
+
+_SCRIPT_QUOTA = (
+    "The words that name a quota ({where}) are the job's own, which its training script can write; trainguard "
+    "requests a quota increase only from an error AWS returns to a launch, so it only tells you."
+)
+_SAGEMAKER_QUOTA = (
+    "{reading} trainguard requests a quota increase only from an error AWS returns to a launch, so it relaunches the "
+    "same shape: if the quota still blocks that launch, AWS's refusal is what the request is sized from."
+)
+_SCRIPT_RETRY = (
+    " The words are the job's own (its training script can write them), so trainguard relaunches only the same shape: "
+    "no fallback instance type and no move to on-demand."
+)
+
+
+def classify_text(text: str, source: TextSource) -> Classification:
+    """The reading of `text`, capped by who wrote the words that decided it (docs/decisions.md, "Who wrote the
+    text"): an API error may buy everything its category calls for; SageMaker's own words in a FailureReason no
+    quota request; the training script's words at most a relaunch of the same shape.
+
+    `source` is where the text came from; for a FailureReason (TextSource.SAGEMAKER) the words from
+    `script_text_start` on are the job's own, and a rule that matched there was decided by the script."""
+    reading = _read(text)
+    found, start = reading.classification, reading.start
+    writer = source
+    if source is TextSource.SAGEMAKER and start is not None and start >= script_text_start(text):
+        writer = TextSource.TRAINING_SCRIPT
+    if found.category is Category.QUOTA and writer is TextSource.TRAINING_SCRIPT:
+        return Classification(Category.QUOTA, Decision.NOTIFY, _SCRIPT_QUOTA.format(where=reading.words), writer)
+    if found.category is Category.QUOTA and writer is TextSource.SAGEMAKER:
+        return Classification(Category.QUOTA, Decision.RETRY, _SAGEMAKER_QUOTA.format(reading=found.reason), writer)
+    if found.decision is Decision.RETRY and writer is TextSource.TRAINING_SCRIPT:
+        return Classification(found.category, found.decision, found.reason + _SCRIPT_RETRY, writer)
+    return Classification(found.category, found.decision, found.reason, writer)
 
 
 def _squash(status: str) -> str:
@@ -92,7 +164,7 @@ def classify_job_end(
         still = f"The job is still {status.strip()}; nothing to do yet."
         return Classification(Category.IN_PROGRESS, Decision.IGNORE, still)
     if primary == "failed":
-        return classify_failure_reason(failure_reason)
+        return classify_text(failure_reason, TextSource.SAGEMAKER)
     if primary == "stopped":
         return _classify_stop(_squash(secondary_status), managed_spot=managed_spot)
     unknown = f"trainguard does not know the job status {status!r}; a person should look."

@@ -22,9 +22,11 @@ What each fallback does (`plan_fallback`):
   quota has room is launched under the same name as the waiting launch, so an approval later finds the job there
   and launches no second copy.
 
-Never a type the user did not list, nor an alternative of more than twice the job's own GPUs (or, where a type's
-GPU count is not known, instances): a tag cannot turn a relaunch into a much larger launch (SECURITY.md). The
-checkpoint prefix and everything else of the request stay as they were.
+The deployer bounds what a tag may buy (`within_bounds`, SECURITY.md "What trainguard may launch"): only types in the
+setting launchable_instance_types (empty, the default: no type change and no move to on-demand at all), never a type
+whose accelerator count trainguard does not know, never more instances than the job's own, and never more than
+MAX_GROWTH times its accelerators. A type the user did not list is never tried. The checkpoint prefix and everything
+else of the request stay as they were.
 Every fallback is a relaunch: it counts against the lineage's max-retries and the hourly budget, and a dry run
 only says what it would send.
 """
@@ -32,21 +34,14 @@ only says what it would send.
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from trainguard.domain.fallback_options import MAX_ALTERNATIVES, Alternative, FallbackOptions, within_bounds
 from trainguard.domain.instance_prices import on_demand_cost_sentence
-from trainguard.domain.instance_types import gpus_per_host
 from trainguard.domain.model import Category, instances_of
-from trainguard.domain.policy import TagKeys, TagProblem
-
-MAX_ALTERNATIVES = 4  # the job's own type + 4 = InstancePreferenceList's maximum of 5 (botocore)
-MAX_ON_DEMAND_AFTER = 10
-MAX_GROWTH = 2  # an alternative may have at most this many times the job's own GPUs (or instances)
-_ALTERNATIVE = re.compile(r"(?P<type>ml\.[a-z0-9]+(?:-[a-z0-9]+)?\.[a-z0-9]+)(?::(?P<count>[0-9]{1,4}))?")
 
 
 class FallbackKind(StrEnum):
@@ -54,64 +49,6 @@ class FallbackKind(StrEnum):
     NEXT_INSTANCE_TYPE = "next-instance-type"  # trainguard walks the list itself (spot jobs)
     ON_DEMAND = "on-demand"  # spot dropped
     QUOTA_ROOM = "quota-room"  # an alternative whose quota has room, while the increase is pending
-
-
-@dataclass(frozen=True)
-class Alternative:
-    instance_type: str
-    instance_count: int | None  # None: the job's own count
-
-    def count_for(self, own_count: int) -> int:
-        return self.instance_count if self.instance_count is not None else own_count
-
-    def describe(self, own_count: int) -> str:
-        return f"{self.count_for(own_count)} x {self.instance_type}"
-
-
-@dataclass(frozen=True)
-class FallbackOptions:
-    alternatives: tuple[Alternative, ...] = ()
-    on_demand_after: int | None = None  # None: never move a spot job to on-demand
-    problems: tuple[TagProblem, ...] = ()
-
-
-def read_fallback_options(tags: Mapping[str, str], keys: TagKeys) -> FallbackOptions:
-    """The fallbacks a job's tags allow. Never raises: a value that cannot be read allows nothing and is reported."""
-    problems: list[TagProblem] = []
-    alternatives: tuple[Alternative, ...] = ()
-    raw = tags.get(keys.fallback_types)
-    if raw is not None:
-        parsed = _parse_alternatives(raw)
-        if parsed is None:
-            problems.append(TagProblem(keys.fallback_types, raw, "no instance-type fallback"))
-        else:
-            alternatives = parsed
-    on_demand_after = None
-    raw = tags.get(keys.on_demand_after)
-    if raw is not None:
-        text = raw.strip()
-        if re.fullmatch(r"[0-9]{1,2}", text) and 1 <= int(text) <= MAX_ON_DEMAND_AFTER:
-            on_demand_after = int(text)
-        else:
-            problems.append(TagProblem(keys.on_demand_after, raw, "spot stays spot"))
-    return FallbackOptions(alternatives, on_demand_after, tuple(problems))
-
-
-def _parse_alternatives(raw: str) -> tuple[Alternative, ...] | None:
-    items = [item for item in re.split(r"[\s+]+", raw.strip()) if item]
-    if not items or len(items) > MAX_ALTERNATIVES:
-        return None
-    found: list[Alternative] = []
-    for item in items:
-        match = _ALTERNATIVE.fullmatch(item)
-        if match is None:
-            return None
-        count = int(match["count"]) if match["count"] else None
-        if count is not None and count < 1:
-            return None
-        if all(a.instance_type != match["type"] for a in found):
-            found.append(Alternative(match["type"], count))
-    return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -132,27 +69,11 @@ class JobFacts:
     billable_fraction: float | None  # BillableTimeInSeconds / TrainingTimeInSeconds of a spot job (its discount)
 
 
-def within_bounds(options: FallbackOptions, request: Mapping[str, Any]) -> FallbackOptions:
-    """The options without the alternatives larger than MAX_GROWTH times the request's own size."""
-    own_type, own_count = instances_of(request.get("ResourceConfig"))
-    own_gpus, kept = gpus_per_host(own_type), []
-    for alternative in options.alternatives:
-        count = alternative.count_for(own_count)
-        their_gpus = gpus_per_host(alternative.instance_type)
-        if own_gpus and their_gpus:
-            fits = count * their_gpus <= MAX_GROWTH * own_count * own_gpus
-        else:
-            fits = count <= MAX_GROWTH * own_count
-        if fits:
-            kept.append(alternative)
-    return FallbackOptions(tuple(kept), options.on_demand_after, options.problems)
-
-
 def plan_fallback(
-    category: Category, request: Mapping[str, Any], job: JobFacts, options: FallbackOptions
+    category: Category, request: Mapping[str, Any], job: JobFacts, options: FallbackOptions, launchable: tuple[str, ...]
 ) -> Fallback | None:
     """The fallback this failure calls for, or None (then the relaunch is the plain one, with its backoff)."""
-    options = within_bounds(options, request)
+    options = within_bounds(options, request, launchable)
     if job.spot and options.on_demand_after is not None and job.spot_failures >= options.on_demand_after:
         return _on_demand(request, job, options)
     if category is not Category.CAPACITY or not options.alternatives:
@@ -249,10 +170,10 @@ def _on_demand(request: Mapping[str, Any], job: JobFacts, options: FallbackOptio
 
 
 def quota_fallback_request(
-    request: Mapping[str, Any], options: FallbackOptions, has_room: Mapping[str, bool]
+    request: Mapping[str, Any], options: FallbackOptions, has_room: Mapping[str, bool], launchable: tuple[str, ...]
 ) -> tuple[dict[str, Any], Alternative] | None:
     """The request on the first alternative whose quota has room (`has_room` by instance type), or None."""
-    options = within_bounds(options, request)
+    options = within_bounds(options, request, launchable)
     resource = request.get("ResourceConfig") or {}
     if _has_groups(request) or resource.get("InstancePreferences"):
         return None

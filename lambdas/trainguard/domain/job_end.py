@@ -15,8 +15,9 @@ from typing import Any
 
 from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.classification import classify_job_end
-from trainguard.domain.fallbacks import Fallback, JobFacts, plan_fallback, read_fallback_options, spot_failures_now
-from trainguard.domain.model import Category, Classification, Decision, TrainingJob
+from trainguard.domain.fallback_options import FallbackOptions, read_fallback_options, types_outside
+from trainguard.domain.fallbacks import Fallback, JobFacts, plan_fallback, spot_failures_now
+from trainguard.domain.model import Category, Classification, Decision, TextSource, TrainingJob
 from trainguard.domain.naming import retry_job_name
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.ownership import Parent, decide_for_owned_job, find_parent
@@ -70,6 +71,8 @@ class RelaunchSettings:
     capacity_backoff_minutes: int
     capacity_backoff_max_minutes: int
     infra_check_after_host_faults: bool = False
+    # The deployer's bound on every launch (setting launchable_instance_types); empty: same shape only.
+    launchable_instance_types: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -163,7 +166,7 @@ def plan_relaunch(
     category = assessment.classification.category
     if settings.infra_check_after_host_faults and category in HOST_FAULT_CATEGORIES:
         request = {**request, "InfraCheckConfig": {"EnableInfraCheck": True}}
-    fallback = _fallback(job, category, request, keys)
+    fallback = _fallback(job, assessment.classification, request, keys, settings.launchable_instance_types)
     if fallback is not None:
         request = fallback.request
     # A fallback runs now, on what the owner allowed; only the same launch again waits for capacity to come back.
@@ -210,6 +213,12 @@ def _why_not_relaunched(
             f"no checkpoint has been written to {checkpoint.s3_uri} yet, so a relaunch would start from "
             f"scratch; trainguard does not do that unless the job is tagged {keys.restart_without_checkpoint}=true."
         )
+    outside = types_outside(job.description.get("ResourceConfig"), settings.launchable_instance_types)
+    if outside:
+        return (
+            f"its instance type {outside} is not one the deployment lets trainguard launch (setting "
+            "launchable_instance_types)."
+        )
     role = str(job.description.get("RoleArn", ""))
     if role not in settings.passable_role_arns:
         return (
@@ -219,14 +228,23 @@ def _why_not_relaunched(
     return ""
 
 
-def _fallback(job: TrainingJob, category: Category, request: dict[str, Any], keys: TagKeys) -> Fallback | None:
+def _fallback(
+    job: TrainingJob,
+    reading: Classification,
+    request: dict[str, Any],
+    keys: TagKeys,
+    launchable: tuple[str, ...],
+) -> Fallback | None:
     """The fallback the owner's tags allow for this failure, with the lineage's spot-failure count carried on the
-    request's tags (dropped once the job is on-demand)."""
+    request's tags (dropped once the job is on-demand). Words the training script wrote buy none (TextSource)."""
     spot = job.description.get("EnableManagedSpotTraining") is True
     raw = job.tags.get(keys.spot_failures, "0").strip()
+    trusted = reading.source is not TextSource.TRAINING_SCRIPT
+    category = reading.category if trusted else Category.UNKNOWN  # counts no spot failure, calls for no fallback
     failures = spot_failures_now(category, spot, int(raw) if re.fullmatch(r"[0-9]{1,3}", raw) else 0)
     facts = JobFacts(spot=spot, spot_failures=failures, billable_fraction=_billable_fraction(job.description))
-    fallback = plan_fallback(category, request, facts, read_fallback_options(job.tags, keys))
+    options = read_fallback_options(job.tags, keys) if trusted else FallbackOptions()
+    fallback = plan_fallback(category, request, facts, options, launchable)
     target = fallback.request if fallback else request
     still_spot = target.get("EnableManagedSpotTraining") is True
     tags = [t for t in target.get("Tags", []) if t.get("Key") != keys.spot_failures]

@@ -73,7 +73,7 @@ def compose_job_end_notification(
         if relaunching and advice:
             lines.append(f"  Advice: {advice}.")
     if tag_problems:
-        lines += ["", "Tags that could not be read (defaults used)"] + [f"  - {p}" for p in tag_problems]
+        lines += ["", "Tags that could not be read (defaults used) or followed"] + [f"  - {p}" for p in tag_problems]
     lines += [
         "",
         "Links",

@@ -37,11 +37,20 @@ class Category(StrEnum):
     UNKNOWN = "unknown"
 
 
+class TextSource(StrEnum):
+    """Who wrote the words a decision was read from: what they may buy depends on it (docs/decisions.md)."""
+
+    API_ERROR = "api-error"  # an AWS API's error to trainguard's own call, or to CreateTrainingJob in CloudTrail
+    SAGEMAKER = "sagemaker"  # SageMaker's own words: a status, a FailureReason before any text of the job's own
+    TRAINING_SCRIPT = "training-script"  # what the job's code can write: FailureReason from AlgorithmError on, logs
+
+
 @dataclass(frozen=True)
 class Classification:
     category: Category
     decision: Decision
     reason: str  # a sentence a person reads: why this category, and why this decision
+    source: TextSource = TextSource.SAGEMAKER  # who wrote the words that decided it
 
 
 @dataclass(frozen=True)
@@ -91,6 +100,16 @@ def instances_of(resource_config: object) -> tuple[str, int]:
         own = first.get("InstanceCount")
         return str(first.get("InstanceType", "")), own if type(own) is int else _job_level_count(resource_config)
     return kind, count
+
+
+def instance_types_in(resource_config: object) -> tuple[str, ...]:
+    """Every instance type a ResourceConfig asks for or ran on: its own, its groups', its preferences'."""
+    if not isinstance(resource_config, dict):
+        return ()
+    groups, preferences = resource_config.get("InstanceGroups") or [], resource_config.get("InstancePreferences") or []
+    parts = [resource_config, *groups, *preferences]
+    found = [p.get(key) for p in parts if isinstance(p, dict) for key in ("InstanceType", "SelectedInstanceType")]
+    return tuple(dict.fromkeys(str(t) for t in found if isinstance(t, str) and t))
 
 
 def _job_level_count(resource_config: dict[str, Any]) -> int:

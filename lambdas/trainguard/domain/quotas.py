@@ -14,9 +14,13 @@ Between them (2018-2024) the quoted name came with "Please contact AWS support t
 for this limit"; reports quote it line-wrapped anywhere and, from HTML reports, with &#39; for the quotes
 (tests/fixtures/failure_reasons_over_the_years.json, each text with its source).
 
-The desired value is usage + delta: what the blocked launch needs, not a multiple of the limit
-(Cloud Custodian's 1.2 x limit leaves a quota of 0 at 0). It is capped by a ceiling from the
-settings, and the plan says when the cap bit.
+Only a message AWS returned to a launch (trainguard's own CreateTrainingJob, or CloudTrail's record of the user's)
+may file a request, and only for a quota of that launch: its own instance types (on-demand, spot, warm pool) or
+the account's instance counts (`launch_demand`); a FailureReason never does (classification.classify_text). The
+desired value is the usage the message states plus the launch's own instances: what the blocked launch needs, not a
+multiple of the limit (Cloud Custodian's 1.2 x limit leaves a quota of 0 at 0), nor a delta read from the text. It
+is capped by a ceiling from the settings, found by the quota's normalised name or its code, and the plan says when
+the cap bit.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 # Quoted names; the older wording's "<job kind>/<instance type>" is turned into today's names.
 _USAGE_AND_DELTA = (
@@ -132,6 +137,70 @@ def read_quota_error(text: str) -> QuotaDemand | None:
     return None
 
 
+# The account's instance counts (Service Quotas names, docs/aws-facts.md): what the launch needs of each.
+_ACROSS_ALL_JOBS = "number of instances across all training jobs"  # usage + the launch's instances
+_PER_JOB = "maximum number of instances per training job"  # the launch's instances alone
+_PER_TYPE_KINDS = ("for training job usage", "for spot training job usage", "for training warm pool usage")
+
+
+def launch_demand(demand: QuotaDemand, request: Mapping[str, Any]) -> QuotaDemand | NoQuotaRequest:
+    """The demand as the blocked launch's own request sizes it, or why no request may be filed: a quota that is
+    neither one of the launch's instance types nor an instance count of the account is not this launch's to
+    raise, whatever the message names."""
+    name = normalize_quota_name(demand.quota_name)
+    counts, total = _instances_by_type(request.get("ResourceConfig"))
+    usage = demand.usage if demand.usage is not None else demand.limit
+    if name == _ACROSS_ALL_JOBS and total:
+        return QuotaDemand(demand.quota_name, demand.limit, usage, float(total), demand.unit)
+    if name == _PER_JOB and total:
+        return QuotaDemand(demand.quota_name, demand.limit, 0.0, float(total), demand.unit)
+    for instance_type, count in counts.items():
+        if name in (f"{instance_type} {kind}" for kind in _launch_kinds(request)):
+            return QuotaDemand(demand.quota_name, demand.limit, usage, float(count), demand.unit)
+    return NoQuotaRequest(
+        f"'{demand.quota_name}' is not a quota of this launch ({', '.join(counts) or 'no instance type'}) nor the "
+        "account's instance count, so trainguard requests nothing for it"
+    )
+
+
+def _launch_kinds(request: Mapping[str, Any]) -> tuple[str, ...]:
+    """The per-type quotas this request draws on: spot or on-demand, and the warm pool when it keeps one."""
+    kinds = [_PER_TYPE_KINDS[1] if request.get("EnableManagedSpotTraining") is True else _PER_TYPE_KINDS[0]]
+    resource = request.get("ResourceConfig")
+    if isinstance(resource, Mapping) and resource.get("KeepAlivePeriodInSeconds"):
+        kinds.append(_PER_TYPE_KINDS[2])
+    return tuple(kinds)
+
+
+def _instances_by_type(resource_config: object) -> tuple[dict[str, int], int]:
+    """Instances per type a ResourceConfig asks for (lower-cased names), and the instances the launch runs: the
+    groups add up; each preference counts on its own (SageMaker checks the quota of every listed type,
+    fallbacks.without_the_short_type) and the launch runs on one of them."""
+    if not isinstance(resource_config, Mapping):
+        return {}, 0
+    groups, preferences = resource_config.get("InstanceGroups"), resource_config.get("InstancePreferences")
+    entries = groups if isinstance(groups, list) and groups else preferences if isinstance(preferences, list) else []
+    counts: dict[str, int] = {}
+    for entry in entries or [resource_config]:
+        kind = entry.get("InstanceType") if isinstance(entry, Mapping) else None
+        count = entry.get("InstanceCount", resource_config.get("InstanceCount")) if isinstance(entry, Mapping) else 0
+        if isinstance(kind, str) and kind and type(count) is int and count > 0:
+            added = counts.get(kind.lower(), 0) + count
+            counts[kind.lower()] = added if entries is groups else max(count, counts.get(kind.lower(), 0))
+    if not counts:
+        return {}, 0
+    return counts, sum(counts.values()) if entries is groups and groups else max(counts.values())
+
+
+def ceiling_for(ceilings: Mapping[str, float], quota_name: str, quota_code: str, default_ceiling: float) -> float:
+    """The deployer's ceiling for a quota, keyed by its name (compared as normalize_quota_name does) or its code."""
+    wanted = {normalize_quota_name(quota_name), normalize_quota_name(quota_code)} - {""}
+    for key, ceiling in ceilings.items():
+        if normalize_quota_name(key) in wanted:
+            return ceiling
+    return default_ceiling
+
+
 def plan_quota_request(
     demand: QuotaDemand,
     *,
@@ -139,6 +208,7 @@ def plan_quota_request(
     launch_instance_count: int | None,
     ceilings: Mapping[str, float],
     default_ceiling: float,
+    quota_code: str = "",
 ) -> QuotaRequestPlan | NoQuotaRequest:
     """How much to ask for. `current_value` comes from GetServiceQuota (None if unknown);
     `launch_instance_count` sizes the older wording, which gives no usage or delta."""
@@ -159,7 +229,7 @@ def plan_quota_request(
             f"'{demand.quota_name}' is already {format_value(current)}, enough for this launch ({needed} needed); "
             "the wall was usage by other jobs, which passes as they finish"
         )
-    ceiling = ceilings.get(demand.quota_name, default_ceiling)
+    ceiling = ceiling_for(ceilings, demand.quota_name, quota_code, default_ceiling)
     if ceiling <= current:
         return NoQuotaRequest(
             f"'{demand.quota_name}' is {format_value(current)}, at or above trainguard's ceiling of "

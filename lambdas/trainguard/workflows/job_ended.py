@@ -8,7 +8,7 @@ from datetime import datetime
 
 from trainguard.domain.checkpoint_health import advise_lineage
 from trainguard.domain.checkpoints import CheckpointState
-from trainguard.domain.fallbacks import read_fallback_options
+from trainguard.domain.fallback_options import read_fallback_options, within_bounds
 from trainguard.domain.job_end import Assessment, EndedJob, assess_job_end
 from trainguard.domain.messages import compose_job_end_notification
 from trainguard.domain.model import Decision, TrainingJob
@@ -76,14 +76,24 @@ def tell_job_end(ports: EndedJobPorts, facts: EndedJob, outcome: Outcome, checkp
     """Told before the step is recorded: a failure in between means told twice, never not told (the
     redelivery acts again idempotently, and tells again)."""
     job = facts.job
-    problems = facts.policy.problems + read_fallback_options(job.tags, ports.keys).problems
     if outcome.notifies:
         now = ports.clock()
         advice = lineage_advice(ports, job, outcome, checkpoint, now)
         notification = compose_job_end_notification(
-            job, outcome, checkpoint, tuple(p.describe() for p in problems), ports.region, now, advice
+            job, outcome, checkpoint, tag_notes(ports, facts), ports.region, now, advice
         )
         ports.notifier.publish(notification)
+
+
+def tag_notes(ports: EndedJobPorts, facts: EndedJob) -> tuple[str, ...]:
+    """The job's tags that could not be read, and what its fallback tags asked beyond the deployment's bounds."""
+    options = read_fallback_options(facts.job.tags, ports.keys)
+    bounded = within_bounds(options, facts.job.description, ports.config.launchable_instance_types)
+    keys = f"{ports.keys.fallback_types} / {ports.keys.on_demand_after}"
+    return (
+        *(p.describe() for p in facts.policy.problems + options.problems),
+        *(f"tag {keys} not followed: {note}" for note in bounded.not_followed),
+    )
 
 
 def lineage_advice(

@@ -4,10 +4,11 @@ rebuilt from the CloudTrail record's requestParameters."""
 
 from __future__ import annotations
 
-from trainguard.domain.classification import classify_failure_reason
+from trainguard.domain.classification import classify_text
 from trainguard.domain.cloudtrail_launch import rebuild_create_request
+from trainguard.domain.fallback_options import types_outside
 from trainguard.domain.messages import compose_notification
-from trainguard.domain.model import Category, Decision
+from trainguard.domain.model import Category, Decision, TextSource
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
 from trainguard.domain.ownership import Parent, decide_for_owned_job, find_parent, trainguard_mark
 from trainguard.domain.policy import JobPolicy, read_job_policy
@@ -71,7 +72,7 @@ def _act(ports: FailedLaunchesPorts, launch: FailedLaunch, policy: JobPolicy) ->
 
 def _left_to_parent(ports: FailedLaunchesPorts, launch: FailedLaunch, parent: Parent) -> Outcome:
     """A parent's launch hit the wall: no quota request and no launch later; the owner is told (at most)."""
-    reading = classify_failure_reason(f"{launch.error_code}: {launch.error_message}")
+    reading = classify_text(f"{launch.error_code}: {launch.error_message}", TextSource.API_ERROR)
     decision, reason = decide_for_owned_job(reading, parent)
     kind = OutcomeKind.NOTIFIED if decision is Decision.NOTIFY else OutcomeKind.SKIPPED
     outcome = Outcome(kind, launch.job_name, reason, decision, reading.category, "", {"owner": parent.describe()})
@@ -114,6 +115,8 @@ def _blocked_launch(ports: FailedLaunchesPorts, launch: FailedLaunch) -> Blocked
         problem = f"CloudTrail hid {', '.join(rebuilt.redacted)}, so the request cannot be rebuilt exactly"
     elif broken:
         problem = f"the recorded request does not fit the API ({'; '.join(broken)[:300]})"
+    elif outside := types_outside(request.get("ResourceConfig"), ports.config.launchable_instance_types):
+        problem = f"its instance type {outside} is not one trainguard may launch (setting launchable_instance_types)"
     elif request.get("RoleArn") not in ports.config.passable_role_arns:
         problem = f"its role {request.get('RoleArn')} is not one trainguard may pass (setting passable_role_arns)"
     elif "TrainingJobName" not in request:

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from trainguard.domain.fallbacks import Alternative, FallbackOptions, quota_fallback_request, read_fallback_options
+from trainguard.domain.fallback_options import Alternative, FallbackOptions, read_fallback_options
+from trainguard.domain.fallbacks import quota_fallback_request
 from trainguard.domain.model import instances_of
 from trainguard.domain.policy import JobPolicy, parse_tag_list
 from trainguard.domain.preflight import PlannedLaunch
@@ -16,6 +17,7 @@ from trainguard.domain.quotas import (
     QuotaRequestPlan,
     WaitingLaunch,
     format_value,
+    launch_demand,
     plan_quota_request,
     read_quota_error,
 )
@@ -51,14 +53,18 @@ class QuotaWallResult:
 
 
 def meet_quota_wall(ports: QuotaWallPorts, blocked: BlockedLaunch, policy: JobPolicy) -> QuotaWallResult:
+    """`blocked.error_text` is the error AWS returned to the launch (never a FailureReason: quotas.py)."""
     now = ports.clock()
-    demand = read_quota_error(blocked.error_text)
-    if demand is None:
+    read = read_quota_error(blocked.error_text)
+    if read is None:
         return QuotaWallResult(
             "ResourceLimitExceeded, but the message names no quota (for example the instance type is not "
             "offered in this region): no increase can fix it, so trainguard requests nothing.",
             is_quota=False,
         )
+    demand = launch_demand(read, blocked.request)
+    if isinstance(demand, NoQuotaRequest):
+        return QuotaWallResult(f"No increase requested: {demand.reason}; a person must decide.")
     quota = ports.quotas.find(demand.quota_name)
     if quota is None:
         return QuotaWallResult(f"Service Quotas has no SageMaker quota named '{demand.quota_name}'; nothing requested.")
@@ -68,6 +74,7 @@ def meet_quota_wall(ports: QuotaWallPorts, blocked: BlockedLaunch, policy: JobPo
         launch_instance_count=_instance_count(blocked.request),
         ceilings=ports.config.quota_ceilings,
         default_ceiling=ports.config.default_quota_ceiling,
+        quota_code=quota.code,
     )
     if not policy.allows("quota"):
         return _dry_run(ports, blocked, plan)
@@ -155,7 +162,10 @@ def _launch_on_an_alternative(ports: QuotaWallPorts, blocked: BlockedLaunch, pol
     owner_tag = ports.keys.retry_of if blocked.origin == "relaunch" else ports.keys.blocked_launch
     for alternative in options.alternatives:
         candidate = quota_fallback_request(
-            blocked.request, FallbackOptions((alternative,)), {alternative.instance_type: True}
+            blocked.request,
+            FallbackOptions((alternative,)),
+            {alternative.instance_type: True},
+            ports.config.launchable_instance_types,
         )
         if candidate is None or not _quota_allows(ports, alternative, own_count, spot):
             continue
@@ -190,13 +200,18 @@ def _keep(ports: QuotaWallPorts, blocked: BlockedLaunch, wait: WaitingLaunch) ->
         ports.quota_ledger.save_waiting(wait)
 
 
-def ask_for_what_is_still_missing(ports: QuotaWallPorts, error_text: str) -> QuotaRequestState | None:
-    """A waiting launch was refused again after its quota request closed (approved, but for less than it
-    needs now, e.g. a request filed for another launch on the same quota): file a new request sized to
-    this refusal, unless one is open. The ceilings still cap it."""
-    demand = read_quota_error(error_text)
-    quota = None if demand is None else ports.quotas.find(demand.quota_name)
-    if demand is None or quota is None or _known_open_request(ports, quota.code):
+def ask_for_what_is_still_missing(
+    ports: QuotaWallPorts, error_text: str, request: dict[str, Any]
+) -> QuotaRequestState | None:
+    """A waiting launch (`request`) was refused again after its quota request closed (approved, but for less than
+    it needs now, e.g. a request filed for another launch on the same quota): file a new request sized to this
+    refusal and the launch, unless one is open. Only for a quota of the launch; the ceilings still cap it."""
+    read = read_quota_error(error_text)
+    demand = None if read is None else launch_demand(read, request)
+    if demand is None or isinstance(demand, NoQuotaRequest):
+        return None
+    quota = ports.quotas.find(demand.quota_name)
+    if quota is None or _known_open_request(ports, quota.code):
         return None
     plan = plan_quota_request(
         demand,
@@ -204,6 +219,7 @@ def ask_for_what_is_still_missing(ports: QuotaWallPorts, error_text: str) -> Quo
         launch_instance_count=None,
         ceilings=ports.config.quota_ceilings,
         default_ceiling=ports.config.default_quota_ceiling,
+        quota_code=quota.code,
     )
     if isinstance(plan, NoQuotaRequest):
         return None

@@ -95,7 +95,7 @@ def _attempt(ports: QuotaWatchPorts, waiting: WaitingLaunch, now: datetime) -> O
         ports.jobs.create(waiting.request, waiting.blocked_job, owner_tag)  # created, or already there: both go on
     except LaunchRefused as refused:
         if refused.code == QUOTA_ERROR_CODE:
-            ask_for_what_is_still_missing(ports, refused.message)
+            ask_for_what_is_still_missing(ports, refused.message, waiting.request)
             return None
         return _told(ports, waiting, OutcomeKind.NOT_RELAUNCHED, f"SageMaker refused the launch: {refused}", now)
     except NameTaken as taken:

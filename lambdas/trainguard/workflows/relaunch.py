@@ -7,10 +7,10 @@ from datetime import datetime
 from typing import Any
 
 from trainguard.domain.checkpoints import CheckpointState
-from trainguard.domain.classification import classify_failure_reason
+from trainguard.domain.classification import classify_text
 from trainguard.domain.fallbacks import FallbackKind, without_the_short_type
 from trainguard.domain.job_end import Assessment, EndedJob, Refusal, RelaunchPlan, RelaunchSettings, plan_relaunch
-from trainguard.domain.model import Decision, TrainingJob
+from trainguard.domain.model import TextSource, TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.quotas import read_quota_error
 from trainguard.workflows.function_ports import EndedJobPorts, JobEventsPorts
@@ -26,6 +26,7 @@ def relaunch_settings(ports: EndedJobPorts) -> RelaunchSettings:
         capacity_backoff_minutes=ports.config.capacity_backoff_minutes,
         capacity_backoff_max_minutes=ports.config.capacity_backoff_max_minutes,
         infra_check_after_host_faults=ports.config.infra_check_after_host_faults,
+        launchable_instance_types=ports.config.launchable_instance_types,
     )
 
 
@@ -76,17 +77,13 @@ def _scheduled_before(ports: JobEventsPorts, job: TrainingJob, plan: RelaunchPla
 
 
 def relaunch(ports: JobEventsPorts, ended: EndedJob, checkpoint: CheckpointState, now: datetime) -> Outcome:
-    """Plan the relaunch within the hourly budget; then meet its quota wall (a job that failed on a quota), or
-    schedule it (a capacity backoff), or launch it now."""
-    job, assessment, policy = ended.job, ended.assessment, ended.policy
+    """Plan the relaunch within the hourly budget; then schedule it (a capacity backoff) or launch it now. A job
+    that failed on a quota is launched again as it was: a quota request is sized only from the error AWS returns to
+    that launch (`launch`), never from a FailureReason (domain/quotas.py)."""
+    job, assessment = ended.job, ended.assessment
     plan = planned_within_budget(ports, ended, checkpoint, now)
     if isinstance(plan, Outcome):
         return plan
-    if assessment.decision is Decision.QUOTA:
-        wall = meet_quota_wall(ports, blocked_relaunch(plan, job.failure_reason), policy)
-        if not wall.is_quota:
-            return _not_relaunched(assessment, wall.summary, plan.new_job_name)
-        return quota_wall_outcome(ports, assessment, plan, wall, now)
     if plan.delay:
         launch_at = now + plan.delay
         schedule = ports.scheduler.schedule_relaunch(job.name, launch_at, assessment.reason)
@@ -116,7 +113,7 @@ def launch(ports: EndedJobPorts, ended: EndedJob, plan: RelaunchPlan, now: datet
             wall = meet_quota_wall(ports, blocked_relaunch(plan, refused.message), policy)
             if wall.is_quota:
                 return quota_wall_outcome(ports, assessment, plan, wall, now)
-        reading = classify_failure_reason(str(refused))
+        reading = classify_text(str(refused), TextSource.API_ERROR)
         return _not_relaunched(
             assessment,
             f"SageMaker refused the relaunch {plan.new_job_name}: {refused} ({reading.category.value}: "
