@@ -6,13 +6,14 @@ from datetime import datetime
 from typing import Any
 
 from trainguard.domain.checkpoints import CheckpointState
-from trainguard.domain.classification import classify_failure_reason
+from trainguard.domain.classification import classify_text
 from trainguard.domain.cloudtrail_launch import rebuild_create_request
+from trainguard.domain.fallback_options import read_fallback_options, within_bounds
 from trainguard.domain.job_end import RelaunchPlan, RelaunchSettings, assess_job_end, plan_relaunch
-from trainguard.domain.model import Decision, TrainingJob, instances_of
+from trainguard.domain.model import Decision, TextSource, TrainingJob, instances_of
 from trainguard.domain.ownership import decide_for_owned_job, find_parent
 from trainguard.domain.policy import PolicyDefaults, TagKeys, read_job_policy
-from trainguard.domain.quotas import NoQuotaRequest, plan_quota_request, read_quota_error
+from trainguard.domain.quotas import NoQuotaRequest, launch_demand, plan_quota_request, read_quota_error
 from trainguard.domain.request_builder import RelaunchImpossible
 from trainguard.domain.stalls import StallSignal, StallThresholds, grace_reason, parse_alarm_name, read_stall_thresholds
 from trainguard.events.alarm_state_change import AlarmStateChange
@@ -21,20 +22,32 @@ from trainguard.events.cloudtrail import FailedLaunch
 OFFLINE_CHECKPOINT_NOTE = "not listed offline"
 
 
-def explain_reason(text: str, *, quota_ceiling: float = 64, instance_count: int | None = None) -> dict[str, Any]:
-    reading = classify_failure_reason(text)
+def explain_reason(
+    text: str, source: TextSource, *, quota_ceiling: float = 64, instance_count: int | None = None
+) -> dict[str, Any]:
+    """What trainguard decides from `text`, read as the handlers read text from `source`: a job's FailureReason
+    (TextSource.SAGEMAKER, the script's words capped) or an error an AWS API returned (TextSource.API_ERROR, the
+    only text a quota request is sized from)."""
+    reading = classify_text(text, source)
     answer = _answer(reading.category.value, reading.decision.value, reading.reason)
+    answer["words_written_by"] = reading.source.value
     if reading.decision is Decision.QUOTA:
         answer["quota_request"] = offline_quota_request(text, quota_ceiling, instance_count)
     return answer
 
 
-def offline_quota_request(text: str, ceiling: float, instance_count: int | None) -> dict[str, Any] | None:
-    """The increase trainguard would ask for, sized from the message alone (offline, the quota's
-    current value is taken to be the limit the message states)."""
-    demand = read_quota_error(text)
+def offline_quota_request(
+    text: str, ceiling: float, instance_count: int | None, request: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """The increase trainguard would ask for, sized from the message and, when known, the launch's own request
+    (which must be the quota's: domain/quotas.launch_demand). Offline, the quota's current value is taken to be the
+    limit the message states."""
+    read = read_quota_error(text)
+    demand = launch_demand(read, request) if read is not None and request is not None else read
     if demand is None:
         return None
+    if isinstance(demand, NoQuotaRequest):
+        return {"quota_name": read.quota_name if read else "", "desired_value": None, "reason": demand.reason}
     plan = plan_quota_request(
         demand, current_value=None, launch_instance_count=instance_count, ceilings={}, default_ceiling=ceiling
     )
@@ -51,7 +64,6 @@ def explain_job(
     settings: RelaunchSettings,
     create_request_shape: dict[str, Any],
     now: datetime,
-    quota_ceiling: float = 64,
 ) -> dict[str, Any]:
     policy = read_job_policy(job.tags, defaults, keys)
     assessment = assess_job_end(job, policy)
@@ -62,11 +74,7 @@ def explain_job(
     if assessment.owner:
         answer["owner"] = assessment.owner
         return answer
-    if assessment.decision is Decision.QUOTA:
-        count = job.description.get("ResourceConfig", {}).get("InstanceCount")
-        answer["quota_request"] = offline_quota_request(
-            job.failure_reason, quota_ceiling, count if isinstance(count, int) else None
-        )
+    answer["words_written_by"] = assessment.classification.source.value
     if assessment.decision is not Decision.RETRY:
         return answer
     if not job.is_terminal:
@@ -75,6 +83,10 @@ def explain_job(
     # Offline, the checkpoint prefix cannot be listed: a configured prefix counts as "may hold one".
     checkpoint = CheckpointState(job.checkpoint_s3_uri, listing_error=OFFLINE_CHECKPOINT_NOTE)
     plan = plan_relaunch(job, assessment, policy, checkpoint, settings, keys, create_request_shape, now)
+    options = read_fallback_options(job.tags, keys)
+    answer["fallbacks_not_followed"] = list(
+        within_bounds(options, job.description, settings.launchable_instance_types).not_followed
+    )
     if isinstance(plan, RelaunchPlan):
         answer["create_training_job_request"] = plan.request
         answer["new_job_name"] = plan.new_job_name
@@ -98,7 +110,7 @@ def explain_failed_launch(
     """What trainguard does with the CloudTrail record of a refused CreateTrainingJob (the quota path), offline:
     the quota it would ask for, sized from the message and the request, and the request it would send once the
     quota allows. Offline, the quota's current value is taken to be the limit the message states."""
-    reading = classify_failure_reason(f"{launch.error_code}: {launch.error_message}")
+    reading = classify_text(f"{launch.error_code}: {launch.error_message}", TextSource.API_ERROR)
     answer = _answer(reading.category.value, reading.decision.value, reading.reason)
     policy = read_job_policy(launch.tags, defaults, keys)
     answer.update(job_name=launch.job_name, opted_in=policy.enabled, error_code=launch.error_code)
@@ -118,7 +130,9 @@ def explain_failed_launch(
         rebuilt = None
     if reading.decision is Decision.QUOTA:
         count = instances_of(rebuilt.request.get("ResourceConfig"))[1] if rebuilt else 0
-        answer["quota_request"] = offline_quota_request(launch.error_message, quota_ceiling, count or None)
+        answer["quota_request"] = offline_quota_request(
+            launch.error_message, quota_ceiling, count or None, rebuilt.request if rebuilt else None
+        )
     if rebuilt is not None:
         answer["create_training_job_request"] = rebuilt.request
         answer["dropped_fields"] = list(rebuilt.dropped)

@@ -54,7 +54,16 @@ def _parser() -> argparse.ArgumentParser:
         description="Tell what trainguard would do with a failure, as one JSON object. Makes no AWS call.",
     )
     source = explain.add_mutually_exclusive_group(required=True)
-    source.add_argument("--reason", help="a FailureReason or error text")
+    source.add_argument(
+        "--reason",
+        help="a job's FailureReason, decided as the handlers decide it: the words from AlgorithmError on are the "
+        "training script's and buy at most a relaunch of the same shape, never a quota request",
+    )
+    source.add_argument(
+        "--api-error",
+        help="an error message an AWS API call returned (CreateTrainingJob's ResourceLimitExceeded, say): the only "
+        "text a quota request is sized from",
+    )
     source.add_argument(
         "--event",
         type=Path,
@@ -83,6 +92,14 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument(
         "--quota-ceiling", type=int, default=64, help="the deployed default_quota_ceiling (for quota_request)"
     )
+    explain.add_argument(
+        "--launchable-type",
+        action="append",
+        default=[],
+        metavar="TYPE",
+        help="an instance type of the deployed setting launchable_instance_types; repeat it. Without it, the "
+        "product's default: no fallback and no move to on-demand",
+    )
     explain.set_defaults(run=_run_explain)
     add_preflight_command(commands)
     add_operator_commands(commands)
@@ -95,13 +112,16 @@ def _run_explain(args: argparse.Namespace) -> dict[str, Any]:
     from trainguard.adapters.service_model import create_training_job_shape
     from trainguard.config import GuardConfig
     from trainguard.domain.job_end import RelaunchSettings
+    from trainguard.domain.model import TextSource
     from trainguard.domain.policy import PolicyDefaults, TagKeys
     from trainguard.events.state_change import parse_state_change
     from trainguard.events.training_job import MalformedInput, job_from_description
     from trainguard_cli.explain import explain_job, explain_reason
 
     if args.reason is not None:
-        return explain_reason(args.reason, quota_ceiling=args.quota_ceiling)
+        return explain_reason(args.reason, TextSource.SAGEMAKER, quota_ceiling=args.quota_ceiling)
+    if args.api_error is not None:
+        return explain_reason(args.api_error, TextSource.API_ERROR, quota_ceiling=args.quota_ceiling)
     try:
         if args.event is not None:
             event = _read_json(args.event)
@@ -126,10 +146,10 @@ def _run_explain(args: argparse.Namespace) -> dict[str, Any]:
             capacity_backoff_minutes=GuardConfig.capacity_backoff_minutes,
             capacity_backoff_max_minutes=GuardConfig.capacity_backoff_max_minutes,
             infra_check_after_host_faults=args.infra_check_after_host_faults,
+            launchable_instance_types=tuple(args.launchable_type),
         ),
         create_request_shape=create_training_job_shape(),
         now=datetime.now(UTC),
-        quota_ceiling=args.quota_ceiling,
     )
     if args.allow_role is None:
         answer["notes"] = ["the execution role was not checked against passable_role_arns (use --allow-role)"]

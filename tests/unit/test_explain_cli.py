@@ -10,9 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import load_fixture
 from tests.fakes import described_job
+from trainguard.domain.instance_types import accelerators_per_host
 from trainguard_cli.main import main
 
 KEYS = {"category", "decision", "reason", "create_training_job_request", "quota_request"}
@@ -138,7 +141,7 @@ QUOTA_TEXTS = [e["text"] for e in load_fixture("failure_reasons.json") if e["dec
 def test_reason_fills_the_quota_request_for_every_shared_quota_text(
     capsys: pytest.CaptureFixture[str], text: str
 ) -> None:
-    code, answer, _ = run(capsys, "explain", "--reason", text)
+    code, answer, _ = run(capsys, "explain", "--api-error", text)
     assert code == 0 and answer is not None and answer["decision"] == "quota"
     request = answer["quota_request"]
     assert request["quota_name"].endswith(("usage", "jobs")) and "\n" not in request["quota_name"]
@@ -151,9 +154,30 @@ def test_the_ceiling_caps_the_quota_request(capsys: pytest.CaptureFixture[str]) 
         "The account-level service limit 'ml.p5.48xlarge for training job usage' is 0 Instances, with current "
         "utilization of 0 Instances and a request delta of 16 Instances."
     )
-    code, answer, _ = run(capsys, "explain", "--reason", text, "--quota-ceiling", "8")
+    code, answer, _ = run(capsys, "explain", "--api-error", text, "--quota-ceiling", "8")
     assert code == 0 and answer is not None
     assert answer["quota_request"]["desired_value"] == 8 and answer["quota_request"]["ceiling_applied"] is True
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "AlgorithmError: ResourceLimitExceeded: The account-level service limit 'ML.P5.48XLARGE for training job "
+        "usage' is 0 Instances, with current utilization of 0 Instances and a request delta of 64 Instances.",
+        "Traceback (most recent call last):\n  File \"train.py\", line 3\nValueError: bad row 'ResourceLimitExceeded'",
+    ],
+)
+def test_a_quota_sentence_in_a_failure_reason_gives_no_quota_decision(
+    capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    """Issue 24: the training script writes FailureReason; its words never buy a quota request."""
+    code, answer, _ = run(capsys, "explain", "--reason", text)
+    assert code == 0 and answer is not None
+    assert (answer["decision"], answer["quota_request"], answer["words_written_by"]) == (
+        "notify",
+        None,
+        "training-script",
+    )
 
 
 def test_a_region_error_has_no_quota_request(capsys: pytest.CaptureFixture[str]) -> None:
@@ -217,6 +241,8 @@ def failed_launch_event(tags: list[dict[str, str]], message: str) -> dict[str, A
 
     record = copy.deepcopy(load_fixture("events/cloudtrail_record.create_training_job.medzen_sanitized_real.json"))
     record["requestParameters"]["tags"] = tags
+    # The launch the wall refused: the quota the message names is this launch's (the real record ran a g6.xlarge).
+    record["requestParameters"]["resourceConfig"].update(instanceType="ml.p4d.24xlarge", instanceCount=2)
     return envelope_from_record(record, "ResourceLimitExceeded", message)
 
 
@@ -273,3 +299,58 @@ def test_a_parents_job_is_explained_as_left_to_it(capsys: pytest.CaptureFixture[
     assert code == 0 and answer is not None
     assert answer["decision"] == "notify" and "AWS Batch" in answer["owner"] and "retryStrategy" in answer["reason"]
     assert answer["create_training_job_request"] is None
+
+
+TYPES = ("ml.m5.large", "ml.g5.xlarge", "ml.g6.xlarge", "ml.p4d.24xlarge", "ml.p5.48xlarge", "ml.p6-b200.48xlarge")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    own=st.tuples(st.sampled_from(TYPES), st.integers(1, 4)),
+    listed=st.lists(st.tuples(st.sampled_from(TYPES), st.integers(1, 16)), min_size=1, max_size=4),
+    launchable=st.lists(st.sampled_from(TYPES), max_size=6, unique=True),
+    reason=st.sampled_from(
+        [
+            "CapacityError: Unable to provision requested ML compute capacity.",
+            "AlgorithmError: RuntimeError: insufficient capacity",
+        ]
+    ),
+    spot=st.booleans(),
+)
+def test_explain_never_relaunches_outside_the_bounds(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    own: tuple[str, int],
+    listed: list[tuple[str, int]],
+    launchable: list[str],
+    reason: str,
+    spot: bool,
+) -> None:
+    """Issue 24: whatever the tags list, a relaunch stays on the job's own type or a launchable one, with no more
+    instances than the job's and no more than twice its accelerators."""
+    description = described_job(reason=reason, spot=spot)
+    description["ResourceConfig"] = {"InstanceType": own[0], "InstanceCount": own[1], "VolumeSizeInGB": 100}
+    tags = {"trainguard:enabled": "true", "trainguard:on-demand-after": "1"}
+    tags["trainguard:fallback-types"] = "+".join(f"{t}:{n}" for t, n in listed)
+    describe = write(tmp_path, "d.json", description)
+    tag_file = write(tmp_path, "t.json", {"Tags": [{"Key": k, "Value": v} for k, v in tags.items()]})
+    bound = [arg for t in launchable for arg in ("--launchable-type", t)]
+    code, answer, _ = run(capsys, "explain", "--describe", describe, "--tags", tag_file, *bound)
+    assert code == 0 and answer is not None
+    request = answer["create_training_job_request"]
+    if request is None:
+        return
+    resource = request["ResourceConfig"]
+    launches = resource.get("InstancePreferences") or [resource]
+    own_accelerators = accelerators_per_host(own[0])
+    for launch in launches:
+        kind, count = launch["InstanceType"], launch.get("InstanceCount", resource.get("InstanceCount"))
+        if kind == own[0]:
+            assert count == own[1]
+            continue
+        assert kind in launchable and "AlgorithmError" not in reason and count <= own[1]
+        theirs = accelerators_per_host(kind)
+        assert theirs is not None and own_accelerators is not None
+        assert count * theirs <= 2 * own[1] * own_accelerators
+    if spot and "EnableManagedSpotTraining" not in request:  # moved to on-demand: only inside the bound
+        assert own[0] in launchable and "AlgorithmError" not in reason

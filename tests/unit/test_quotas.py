@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.conftest import load_fixture
-from trainguard.domain.quotas import NoQuotaRequest, QuotaRequestPlan, plan_quota_request, read_quota_error
+from trainguard.domain.quotas import (
+    NoQuotaRequest,
+    QuotaDemand,
+    QuotaRequestPlan,
+    launch_demand,
+    plan_quota_request,
+    read_quota_error,
+)
 
 QUOTA_TEXTS = [e for e in load_fixture("failure_reasons.json") if e["category"] == "quota"]
 CURRENT = (
@@ -107,3 +116,83 @@ def test_the_older_wording_is_sized_from_the_launch() -> None:
     assert isinstance(plan(older), NoQuotaRequest)
     sized = plan(older, launch_instance_count=2)
     assert isinstance(sized, QuotaRequestPlan) and sized.desired_value == 2
+
+
+def _wall(quota_name: str, delta: int = 64) -> str:
+    return (
+        f"The account-level service limit '{quota_name}' is 0 Instances, with current utilization of 0 Instances "
+        f"and a request delta of {delta} Instances."
+    )
+
+
+P4D_X4 = {"ResourceConfig": {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 4}}
+
+
+@pytest.mark.parametrize(
+    ("quota_name", "launch", "needed"),
+    [
+        ("ml.p4d.24xlarge for training job usage", P4D_X4, 4),  # the launch's 4, not the text's 64
+        ("ML.P4D.24XLARGE  for training job usage", P4D_X4, 4),
+        ("Number of instances across all training jobs", P4D_X4, 4),
+        ("Maximum number of instances per training job", P4D_X4, 4),
+        ("ml.p4d.24xlarge for spot training job usage", {**P4D_X4, "EnableManagedSpotTraining": True}, 4),
+        (
+            "ml.g5.48xlarge for training job usage",
+            {
+                "ResourceConfig": {
+                    "InstanceGroups": [
+                        {"InstanceType": "ml.g5.48xlarge", "InstanceCount": 2},
+                        {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 1},
+                    ]
+                }
+            },
+            2,
+        ),
+    ],
+)
+def test_a_quota_of_the_launch_is_sized_from_its_own_request(
+    quota_name: str, launch: dict[str, Any], needed: int
+) -> None:
+    demand = read_quota_error(_wall(quota_name))
+    assert demand is not None
+    sized = launch_demand(demand, launch)
+    assert isinstance(sized, QuotaDemand) and sized.needed == needed
+
+
+@pytest.mark.parametrize(
+    ("quota_name", "launch"),
+    [
+        ("ml.p5.48xlarge for training job usage", P4D_X4),  # another type's quota
+        ("ml.p4d.24xlarge for spot training job usage", P4D_X4),  # the job is on-demand
+        ("ml.p4d.24xlarge for training warm pool usage", P4D_X4),  # it keeps no warm pool
+        ("Number of instances across all processing jobs", P4D_X4),
+        ("ml.p4d.24xlarge for training job usage", {}),  # no request to size it from
+    ],
+)
+def test_a_quota_that_is_not_the_launchs_is_never_requested(quota_name: str, launch: dict[str, Any]) -> None:
+    """Issue 24: a crafted text filed an increase for any SageMaker quota, sized by numbers in the text."""
+    demand = read_quota_error(_wall(quota_name))
+    assert demand is not None
+    assert isinstance(launch_demand(demand, launch), NoQuotaRequest)
+
+
+def test_the_ceiling_is_found_by_the_quotas_normalised_name_or_its_code() -> None:
+    """Issue 24: the ceiling was looked up by exact text while the quota was matched loosely: 'ML.P5.48XLARGE ...'
+    escaped a ceiling of 2 and got 64."""
+    ceilings = {"ml.p5.48xlarge for training job usage": 2.0, "L-ABCD1234": 3.0}
+    for name, code, ceiling in (
+        ("ML.P5.48XLARGE  for training job usage", "L-OTHER", 2),
+        ("ml.p4d.24xlarge for training job usage", "L-ABCD1234", 3),
+        ("ml.p4d.24xlarge for training job usage", "L-OTHER", 64),
+    ):
+        demand = read_quota_error(_wall(name))
+        assert demand is not None
+        plan = plan_quota_request(
+            demand,
+            current_value=0,
+            launch_instance_count=None,
+            ceilings=ceilings,
+            default_ceiling=64,
+            quota_code=code,
+        )
+        assert isinstance(plan, QuotaRequestPlan) and plan.desired_value == ceiling, name

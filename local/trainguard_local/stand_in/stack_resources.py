@@ -21,6 +21,7 @@ from infra.event_patterns import failed_training_job_launch_pattern, stall_alarm
 from trainguard.adapters.job_activity import LOG_GROUP as TRAINING_LOG_GROUP
 from trainguard.adapters.ledger import create_table_request
 from trainguard.config import GuardConfig
+from trainguard_local.stand_in.service_quotas_catalogue import DEFAULT_INSTANCE_TYPES
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -64,6 +65,9 @@ def stack_config(topic_arn: str, **overrides: Any) -> GuardConfig:
         "ledger_table_name": LEDGER_TABLE,
         "topic_arn": topic_arn,
         "passable_role_arns": (TRAINING_ROLE,),
+        # The stand-in's deployer lets trainguard launch every type its account offers (the product's default is
+        # none, which turns every fallback and on-demand move off: docs/deploying.md).
+        "launchable_instance_types": DEFAULT_INSTANCE_TYPES,
         "retry_launcher_arn": RETRY_LAUNCHER_ARN,
         "scheduler_role_arn": SCHEDULER_ROLE_ARN,
         "schedule_group_name": SCHEDULE_GROUP,

@@ -136,6 +136,9 @@ class FleetWorld:
             ledger_table_name=TABLE,
             topic_arn=f"arn:aws:sns:{REGION}:{ACCOUNT}:{TOPIC}",
             passable_role_arns=(TRAINING_ROLE,),
+            # The modelled deployer lets trainguard launch every type the fleet trains on (an assumption: a real
+            # deployer lists its own, and the product's default is none, which turns every fallback off).
+            launchable_instance_types=types,
             retry_launcher_arn=RETRY_LAUNCHER_ARN,
             scheduler_role_arn=SCHEDULER_ROLE_ARN,
             schedule_group_name=SCHEDULE_GROUP,
