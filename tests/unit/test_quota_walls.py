@@ -129,7 +129,8 @@ def test_a_running_job_that_fails_on_a_quota_is_relaunched_as_it_was_and_its_ref
     """The FailureReason buys a same-shape relaunch; the quota request is sized from AWS's refusal of that launch."""
     ports = fake_ports()
     ports.jobs.refuse_with = LaunchRefused("ResourceLimitExceeded", WALL)
-    ports.jobs.add(described_job(reason=f"ResourceLimitExceeded: {WALL.replace('delta of 4', 'delta of 64')}"), OPTED_IN)
+    inflated = WALL.replace("delta of 4", "delta of 64")
+    ports.jobs.add(described_job(reason=f"ResourceLimitExceeded: {inflated}"), OPTED_IN)
     assert handle_job_end(ports, "llama-pretrain").kind is OutcomeKind.QUOTA_WALL
     assert [w.job_name for w in ports.quota_ledger.waiting()] == ["llama-pretrain-retry1"]
     assert [(r.quota_name, r.desired_value) for r in ports.quotas.requests] == [(P4D, 4)]  # the launch's own 4
