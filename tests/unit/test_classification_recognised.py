@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.unit.test_classification import assert_classified_as_the_fixture_says
+from tests.unit.test_classification import MODELLED, assert_classified_as_the_fixture_says
 from trainguard.domain.classification import classify_failure_reason
 from trainguard.domain.model import Category
 
@@ -48,15 +48,29 @@ def right_only_through_the_fallback(texts: list[str]) -> list[str]:
     return [text for text in texts if classify_failure_reason(text).category == Category.UNKNOWN]
 
 
+def ends_with_a_next_step(reason: str) -> bool:
+    """The reason's last sentence says what a person can do: 'Next step: <something>.'"""
+    _, _, step = reason.rpartition(" Next step: ")
+    return bool(step) and step.endswith(".") and ". " not in step.rstrip(".")
+
+
 @pytest.mark.parametrize("entry", RECOGNISED, ids=lambda e: f"{e['category']}-{e['text'][:50]}")
-def test_each_real_text_gets_its_category_and_decision(entry: dict[str, Any]) -> None:
+def test_each_real_text_gets_its_category_decision_and_next_step(entry: dict[str, Any]) -> None:
     assert_classified_as_the_fixture_says(entry)
+    assert ends_with_a_next_step(classify_failure_reason(entry["text"]).reason)
 
 
 def test_no_user_side_text_is_right_only_through_the_fallback() -> None:
     texts = [text for group in user_side_texts().values() for text in group]
     assert len(texts) >= 60
     assert right_only_through_the_fallback(texts) == []
+
+
+def test_every_user_side_reason_ends_with_a_next_step() -> None:
+    texts = [text for group in user_side_texts().values() for text in group]
+    texts += [case["text"] for case in MODELLED if case["category"] in USER_SIDE]
+    reasons = {text[:60]: classify_failure_reason(text).reason for text in texts}
+    assert {text: reason for text, reason in reasons.items() if not ends_with_a_next_step(reason)} == {}
 
 
 def test_every_new_text_has_its_source_and_surface() -> None:
@@ -93,7 +107,7 @@ def test_each_kind_has_its_own_reason_with_a_next_step() -> None:
     reasons = {kind: classify_failure_reason(text).reason for kind, text in ONE_OF_EACH_KIND.items()}
     assert len(set(reasons.values())) == len(reasons)
     assert {kind: r for kind, r in reasons.items() if r.split("(")[0] in GENERIC} == {}
-    assert {kind: r for kind, r in reasons.items() if "Next step:" not in r} == {}
+    assert {kind: r for kind, r in reasons.items() if not ends_with_a_next_step(r)} == {}
 
 
 def main() -> None:
