@@ -92,8 +92,7 @@ RULES: tuple[_Rule, ...] = (
     _Rule(Category.CONFIG, _rx(r"route table", r"VPC endpoint", r"NAT (device|gateway)", r"network ACL",
                                r"could not connect to the endpoint URL", r"free IP addresses"),
           _notify("The job could not reach S3 or another endpoint from its VPC ({match}).", "give its subnets a "
-                  "route to S3 (a VPC endpoint or a NAT gateway) and let its security groups allow outbound "
-                  "traffic.")),
+                  "route to S3 (an endpoint or NAT) and its security groups outbound access.")),
     _Rule(Category.CONFIG, _rx(r"cannot ?pull", r"image does not exist", r"pull permissions",
                                r"image (could not be |was not )?found",
                                r"cannot find (the requested image|repository)",
@@ -101,8 +100,7 @@ RULES: tuple[_Rule, ...] = (
                                r"CUDA driver version is insufficient", r"found no NVIDIA driver",
                                r"no CUDA-capable device is detected", r"FATAL tini \(\d+\)\] exec"),
           _notify("The training image could not be pulled or started on this instance ({match}).", "check the "
-                  "image URI, that the execution role may pull it, its entry point and that it runs on this "
-                  "instance type.")),
+                  "image URI, the role's pull permission, the entry point and the instance type.")),
     # A build made for other GPUs (nnUNet#1040: "the pytorch version you installed is not compatible with the GPU");
     # FlashAttention 2 on a T4 or V100 (flash-attention#762): on SageMaker, g4dn and p3.
     _Rule(Category.CONFIG, _rx(r"no kernel image is available", r"only supports Ampere GPUs",
@@ -110,15 +108,12 @@ RULES: tuple[_Rule, ...] = (
           _notify("The framework or a library in the image was not built for this instance's GPU ({match}).",
                   "use an image built for this GPU generation, or an instance type the code supports "
                   "(FlashAttention 2 needs Ampere or newer: g5, p4d, p5, not g4dn or p3).")),
-    # Hugging Face's from_pretrained: a wrong name (an unset hyperparameter reads 'None': huggingface/notebooks#145)
-    # or a job that cannot reach the Hub (network isolation, a VPC without NAT:
-    # philschmid/huggingface-sagemaker-workshop-series#15). Notify even if the Hub itself was down: rarer, and
-    # a loop of relaunches on a wrong name costs more.
+    # from_pretrained: a wrong name (huggingface/notebooks#145) or no way to the Hub (network isolation, a VPC without
+    # NAT: philschmid/huggingface-sagemaker-workshop-series#15); a Hub outage is rarer than either.
     _Rule(Category.CONFIG, _rx(r"couldn't connect to 'https://huggingface\.co", r"not a valid model identifier",
                                r"can't load (the )?(config|tokenizer|model|weights) for"),
-          _notify("The code could not load a model or tokenizer by name ({match}): the name is wrong (an unset "
-                  "hyperparameter reads 'None') or the job cannot reach the Hugging Face Hub.", "check the name in "
-                  "the hyperparameters; with network isolation or a VPC, put the model in an input channel.")),
+          _notify("The code could not load a model by name ({match}): a wrong name (an unset hyperparameter "
+                  "reads 'None') or no way to the Hugging Face Hub.", "check the name; in a VPC, use a channel.")),
     # torch.distributed's env:// rendezvous reads RANK, WORLD_SIZE, MASTER_ADDR that torchrun sets (llama-cookbook#59).
     _Rule(Category.CONFIG, _rx(r"environment variable \w+ expected, but not set"),
           _notify("The script was started without the distributed launcher's environment ({match}).", "start it "
@@ -140,11 +135,9 @@ RULES: tuple[_Rule, ...] = (
           "quota is raised, so trainguard treats it as a quota problem."),
 
     # --- Out of memory: before the user-script wrapper that often hides it. ---
-    # PyTorch's DataLoader workers pass batches through /dev/shm; SageMaker has no setting for its size
-    # (aws/sagemaker-python-sdk#5592, where fewer workers or a smaller batch fixed it).
+    # DataLoader workers pass batches through /dev/shm; SageMaker has no setting for it (sagemaker-python-sdk#5592).
     _Rule(Category.OOM, _rx(r"out of shared memory", r"insufficient shared memory", r"killed by signal: Bus error"),
-          _notify("DataLoader worker processes ran out of shared memory, /dev/shm ({match}).", "lower num_workers "
-                  "or the batch size, or pick an instance type with more memory.")),
+          _notify("DataLoader workers ran out of shared memory ({match}).", "lower num_workers or the batch size.")),
     _Rule(Category.OOM, _rx(r"out[\s_]*of[\s_]*memory", r"OOM when allocating", r"bad_alloc",
                             r"memory allocation (error|failed|failure)",
                             r"CUBLAS_STATUS_ALLOC_FAILED"),
@@ -154,8 +147,8 @@ RULES: tuple[_Rule, ...] = (
     _Rule(Category.OOM, _rx(r"instance type with more memory", r"MemoryError", r"cannot allocate memory",
                             r"OOMKilled", r"oom[-_]?\s*kill", r"exit ?(code|status)\s*:?\s*(137|-9)\b",
                             r"signal 9 \(SIGKILL\)", r":\s*\d+ Killed\b", r"killed by signal:? killed"),
-          _notify("The job ran out of host memory and was most likely killed by the out-of-memory killer "
-                  "({match}).", "use an instance type with more memory, or hold less in RAM at once.")),
+          _notify("The job ran out of host memory, most likely killed by the out-of-memory killer ({match}).",
+                  "use an instance type with more memory, or hold less in RAM at once.")),
     # A shell's bare "Killed" line. Its own rule: an anchor would slow down the alternatives above.
     _Rule(Category.OOM, re.compile(r"(?m)^[^\S\n]*killed[^\S\n]*$"),
           _notify("The job was killed, most likely by the out-of-memory killer ({match}).", "use an instance "
@@ -179,9 +172,8 @@ RULES: tuple[_Rule, ...] = (
                   "({match}).", "add it, pinned, to requirements.txt next to the entry point, or to the image.")),
     # An index out of range inside a CUDA kernel (fastai#1835: "usually means there has been a bad index error").
     _Rule(Category.USER_CODE, _rx(r"device-side assert"),
-          _notify("A CUDA kernel's own check failed ({match}): almost always an index out of range, such as a "
-                  "label not below the number of classes or a token id beyond the embedding.", "check the labels "
-                  "and ids; rerun with CUDA_LAUNCH_BLOCKING=1 to see the operation.")),
+          _notify("A CUDA kernel's own check failed ({match}): almost always an index out of range (a label or a "
+                  "token id too large).", "check labels and ids; rerun with CUDA_LAUNCH_BLOCKING=1 to see where.")),
     # "an illegal memory access was encountered" (cudaErrorIllegalAddress) is almost always an
     # out-of-bounds index or a kernel bug; a real GPU fault comes with an Xid or ECC line of its own.
     # Notify rather than risk a retry loop on a bug.
@@ -271,36 +263,30 @@ RULES: tuple[_Rule, ...] = (
     _Rule(Category.USER_CODE, _rx(r"Expected all tensors to be on the same device", r"size mismatch",
                                   r"shapes cannot be multiplied", r"Error\(s\) in loading state_dict",
                                   r"must match the size of tensor"),
-          _notify("Tensors did not fit together ({match}): the model, the data and the checkpoint disagree in "
-                  "shape or device.", "move every tensor to the model's device, or resume from a checkpoint of "
-                  "the same model configuration.")),
+          _notify("Tensors did not fit together ({match}): model, data and checkpoint disagree in shape or "
+                  "device.", "put every tensor on the model's device, or use a checkpoint of the same model.")),
     # A library refusing a feature: Lightning-AI/pytorch-lightning#20409, "RuntimeError: SMDDP does not support:
     # ReduceOp". Only after an error's name: libfabric warns "which this device does not support" on its way.
     _Rule(Category.USER_CODE, _rx(r"error:? .{0,200}(does not|doesn't|do not) support",
                                   r"error:? .{0,200}(is|are) (not (yet )?|only )supported"),
-          _notify("A framework or library refused something the code asked of it ({match}): that operation, "
-                  "data type or setting is not supported with this library version or instance type.", "change "
-                  "the call or the setting, or use a version or instance type that supports it.")),
-    # SIGSEGV (exit code 139, torchrun's -11): a crash in native code. A failing host shows Xid or ECC lines, which
-    # the hardware rule above relaunches; the same code crashing on one GPU type only is a build that does not fit
-    # it (NVIDIA/Megatron-LM#1880), so a segfault alone is not relaunched: a loop on a bug costs more.
+          _notify("A framework or library refused what the code asked ({match}): not supported with this version "
+                  "or instance type.", "change the call or setting, or use a version or instance that supports it.")),
+    # SIGSEGV (139, torchrun's -11): a failing host shows Xid or ECC lines (relaunched above); code crashing on one GPU
+    # type only is a build that does not fit it (NVIDIA/Megatron-LM#1880). A loop on a bug costs more than a notice.
     _Rule(Category.USER_CODE, _rx(r"segmentation fault", r"SIGSEGV", r"signal 11\b",
                                   r"exit ?code\s*:?\s*(139|-11)\b"),
-          _notify("A native library crashed the process with a segmentation fault ({match}): most often a bug or "
-                  "a build that does not fit (an extension built for another PyTorch or CUDA version, or for "
-                  "another GPU); a failing host shows its own Xid or ECC lines.", "read the native frames before "
-                  "the crash; if the log shows nothing else, relaunch once by hand.")),
+          _notify("Native code crashed with a segmentation fault ({match}): most often a bug or a build made for "
+                  "another PyTorch, CUDA or GPU; a failing host would show Xid or ECC lines.", "read the native "
+                  "frames before the crash; if the log shows nothing else, relaunch once by hand.")),
     _Rule(Category.USER_CODE, _rx(r"ValueError"),
           _notify("The training code rejected a value ({match}): often a row of data, a hyperparameter or a "
                   "shape.", "read the message after ValueError in the log, fix the value and launch again.")),
     _Rule(Category.USER_CODE, _rx(r"FileNotFoundError", r"no such file or directory", r"IsADirectoryError",
                                   r"NotADirectoryError"),
-          _notify("A path the code opened does not exist ({match}).", "check it against where SageMaker puts "
-                  "things (channels in /opt/ml/input/data/<channel>, the model in /opt/ml/model) and create "
-                  "output folders before writing.")),
-    # Last of these: PyTorch raises RuntimeError for most things, transient ones included (matched above). One whose
-    # message is a connection failing or a wait running out (gloo's "Connection refused", "DataLoader timed out")
-    # stays unknown: a host, a security group or slow storage may be the cause as much as the code.
+          _notify("A path the code opened does not exist ({match}).", "check it against SageMaker's paths "
+                  "(/opt/ml/input/data/<channel>, /opt/ml/model) and create output folders before writing.")),
+    # Last: PyTorch raises RuntimeError for most things (transient ones matched above). One about a connection or a
+    # wait running out (gloo's "Connection refused", "DataLoader timed out") stays unknown: a host, a security group.
     _Rule(Category.USER_CODE, _rx(r"RuntimeError(?!.{0,200}(connect|socket|broken pipe|reset by peer|time ?d? ?out))"),
           _notify("The code or its framework raised RuntimeError ({match}) and the text names no transient cause.",
                   "read the message after RuntimeError in the job's log.")),
