@@ -24,6 +24,7 @@ FIXTURE_CATEGORY = {
     "data": Category.DATA,
     "hardware": Category.HARDWARE,
     "internal": Category.INTERNAL,
+    "max-runtime": Category.MAX_RUNTIME,
     "nccl-hang/collective-timeout": Category.COLLECTIVE_TIMEOUT,
     "oom": Category.OOM,
     "quota": Category.QUOTA,
@@ -125,6 +126,9 @@ def _long_texts() -> dict[str, str]:
         "near-miss-efa": "EFA " * 25_000,
         "near-miss-xid": "Xid (" * 20_000,
         "near-miss-exit": "exit code " * 10_000,
+        # the windows after an error's name ("does not support", a RuntimeError's own message)
+        "near-miss-error": "RuntimeError: x " * 6_000,
+        "near-miss-support": "error: " + "does not " * 11_000,
     }
 
 
