@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.unit.test_classification import assert_classified_as_the_fixture_says
+from trainguard.domain.model import TextSource
 from trainguard.domain.quotas import read_quota_error
 from trainguard_cli.explain import explain_reason
 
@@ -37,7 +38,7 @@ def test_every_wording_of_a_quota_wall_gives_a_sized_request(entry: dict[str, An
     demand = read_quota_error(entry["text"])
     assert demand is not None and demand.quota_name == entry["quota_name"]
     assert demand.needed == entry["needed"]
-    answer = explain_reason(entry["text"], quota_ceiling=64)
+    answer = explain_reason(entry["text"], TextSource.API_ERROR, quota_ceiling=64)
     assert answer["decision"] == "quota"
     assert answer["quota_request"]["quota_name"] == entry["quota_name"]
     assert answer["quota_request"]["desired_value"] == entry["needed"]
@@ -56,5 +57,5 @@ def test_a_fabric_error_inside_the_toolkits_wrapper_is_still_relaunched() -> Non
         'AlgorithmError: ExecuteUserScriptError:\nExitCode 1\nErrorMessage "[rank3]: ncclRemoteError\n'
         '[rank3]: Last error: NET/OFI Request 0x7f2a completed with error. RC: 113. Error: 2 (UNDELIVERABLE)"'
     )
-    answer = explain_reason(wrapped)
+    answer = explain_reason(wrapped, TextSource.SAGEMAKER)
     assert answer["category"] == "collective-timeout" and answer["decision"] == "retry"

@@ -34,7 +34,8 @@ def ports_for_event(event: Any, given: Ports | PortSet | None, kind: type[Ports]
     places = given if given is not None else production_port_set()
     config = places.config
     origin = Location(*(str(event.get(key, "")) for key in ("account", "region")))
-    resources = [arn for arn in event.get("resources") or () if isinstance(arn, str)]
+    listed = event.get("resources")
+    resources = [arn for arn in listed if isinstance(arn, str)] if isinstance(listed, list) else []
     place = place_of(
         origin,
         resources,
