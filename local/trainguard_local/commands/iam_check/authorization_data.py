@@ -89,7 +89,7 @@ def key_exists(key: str) -> bool:
 def arn_fits(resource: str, arn_format: str) -> bool:
     """Whether a granted ARN (CloudFormation references as <...>, wildcards as *) lies within an ARN format of
     the authorization data (variables as ${...})."""
-    if resource == "*":
+    if resource == "*" or re.fullmatch(r"<[^>]+>", resource):  # a reference not to a template resource: unknown
         return True
     if arn_format == "*":
         return False

@@ -152,7 +152,7 @@ def check_principal(found: PolicyStatement) -> Iterator[str]:
             if (shown == "*" and kind == "AWS") or re.fullmatch(r"<[^>]+>", shown):
                 continue
             if not shape.fullmatch(re.sub(r"<[^>]+>", "x", shown)):
-                yield f"{named[0]} {kind} {shown}: not the shape of a {kind} principal"
+                yield f"{named[0]} {kind} {shown}: not the shape of a principal of type {kind}"
 
 
 def _exactly_one(statement: Mapping[str, Any], element: str, negation: str) -> Iterator[str]:
