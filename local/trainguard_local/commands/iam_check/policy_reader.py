@@ -51,7 +51,7 @@ class PolicyStatement:
 
     @property
     def sid(self) -> str:
-        return str(self.statement.get("Sid", ""))
+        return str(self.statement.get("Sid", "")) if isinstance(self.statement, dict) else ""
 
 
 def identity_statements(template: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -113,8 +113,18 @@ def lambda_permission_statement(props: Mapping[str, Any]) -> dict[str, Any]:
     for prop, key in (("SourceAccount", "aws:SourceAccount"), ("PrincipalOrgID", "aws:PrincipalOrgID")):
         if prop in props:
             condition.setdefault("StringEquals", {})[key] = props[prop]
-    statement = {"Effect": "Allow", "Principal": who, "Action": props.get("Action"), "Resource": props["FunctionName"]}
+    function = props.get("FunctionName")
+    if isinstance(function, str) and not function.startswith("arn:"):  # a name: the function of this account
+        function = join("arn:", PARTITION, ":lambda:", REGION, ":", ACCOUNT, f":function:{function}")
+    statement = {"Effect": "Allow", "Principal": who, "Action": props.get("Action"), "Resource": function}
     return {**statement, "Condition": condition} if condition else statement
+
+
+PARTITION, REGION, ACCOUNT = {"Ref": "AWS::Partition"}, {"Ref": "AWS::Region"}, {"Ref": "AWS::AccountId"}
+
+
+def join(*parts: Any) -> dict[str, Any]:
+    return {"Fn::Join": ["", list(parts)]}
 
 
 def document(value: Any) -> dict[str, Any]:

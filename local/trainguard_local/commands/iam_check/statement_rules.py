@@ -100,15 +100,16 @@ def check_statement(template: Mapping[str, Any], found: PolicyStatement) -> Iter
         for action in as_list(statement["Action"]):
             yield from check_action(text(action), resources, keys)
         return
-    for action in as_list(statement.get("NotAction", [])):
-        if action_data(text(action)) is None:
-            yield f"{text(action)} is not an action in AWS's authorization data"
-    yield from (
-        f"condition key {key}: neither a global key nor one its service defines" for key in keys if not key_exists(key)
-    )
+    for action in as_list(statement.get("NotAction", [])):  # what is not granted, or not denied, must exist
+        yield from check_action(text(action), [], [])
+    yield from check_action("*", [], keys)  # the actions are all others: their keys must exist
 
 
 def check_action(action: str, resources: list[str], condition_keys: list[str]) -> Iterator[str]:
+    if action == "*" or re.fullmatch(r"<[^>]+>", action):  # every action, or a reference known at deploy
+        unknown = [key for key in condition_keys if not key_exists(key)]
+        yield from (f"condition key {key}: neither a global key nor one its service defines" for key in unknown)
+        return
     data = action_data(action)
     if data is None:
         yield f"{action} is not an action in AWS's authorization data"
