@@ -243,6 +243,12 @@ CASES = [
         {"Resource": None, "NotResource": "arn:aws:sagemaker:us-east-1:123456789012:training-job/x"},
         "NotResource in an Allow",
     ),
+    (
+        "topic",
+        TOPIC,
+        {"Principal": None, "NotPrincipal": {"AWS": "arn:aws:iam::123456789012:root"}},
+        "NotPrincipal in an Allow",
+    ),
     ("identity", RELAUNCH, {"Effect": "Alow"}, "Effect Alow is neither Allow nor Deny"),
     ("identity", RELAUNCH, {"NotAction": ["iam:*"]}, "exactly one of Action and NotAction"),
     # Resource and trust policies, their principals.
