@@ -10,6 +10,7 @@ from aws_cdk.assertions import Match
 
 # One reading of a template's IAM statements, shared with make lint's check of them.
 from trainguard_local.commands.iam_check import as_list, identity_statements, render  # noqa: F401  (re-exported)
+from trainguard_local.commands.iam_check.policy_reader import policy_statements
 
 CONFIGURED_STACK = "TrainGuard"
 DEFAULTS_STACK = "TrainGuardDefaults"
@@ -100,18 +101,9 @@ def dead_letter_queue_of(template: dict[str, Any], function_id: str) -> str:
 
 
 def resource_policy_statements(template: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(resource logical ID, statement) for key, topic, queue and trust policies."""
-    documents = {
-        "AWS::KMS::Key": "KeyPolicy",
-        "AWS::SNS::TopicPolicy": "PolicyDocument",
-        "AWS::SQS::QueuePolicy": "PolicyDocument",
-        "AWS::IAM::Role": "AssumeRolePolicyDocument",
-    }
-    for lid, resource in template["Resources"].items():
-        key = documents.get(resource["Type"])
-        if key:
-            for statement in resource["Properties"][key]["Statement"]:
-                yield lid, statement
+    """(resource logical ID, statement) for key, topic, queue, bucket and bus policies, Lambda permissions and
+    trust policies, as make lint's check reads them."""
+    return ((found.policy, found.statement) for found in policy_statements(template) if found.kind != "identity")
 
 
 def statements_of_role(template: dict[str, Any], role_logical_id: str) -> list[dict[str, Any]]:

@@ -1,5 +1,6 @@
-"""The synthesized policies against AWS's authorization data, offline (trainguard_local/commands/iam_check.py,
-make lint)."""
+"""The synthesized policies against AWS's authorization data, offline (trainguard_local/commands/iam_check/,
+make lint). What the check catches in resource and trust policies, conditions and Not* statements:
+test_iam_check_rules.py."""
 
 from __future__ import annotations
 
@@ -35,3 +36,4 @@ def test_arns_and_keys_are_matched_by_shape() -> None:
     assert key_fits("aws:RequestTag/trainguard:enabled", frozenset({"aws:RequestTag/${TagKey}"}))
     assert not key_fits("aws:ResourceTag/x", frozenset({"aws:RequestTag/${TagKey}"}))
     assert key_fits("aws:SourceAccount", frozenset())  # a global key
+    assert not key_fits("aws:SourceAccountt", frozenset())  # not in AWS's list of global keys
