@@ -21,7 +21,7 @@ from infra.event_patterns import failed_training_job_launch_pattern, stall_alarm
 from trainguard.adapters.job_activity import LOG_GROUP as TRAINING_LOG_GROUP
 from trainguard.adapters.ledger import create_table_request
 from trainguard.config import GuardConfig
-from trainguard_local.stand_in.service_quotas_catalogue import DEFAULT_INSTANCE_TYPES
+from trainguard_local.stand_in.sagemaker_api_model import sagemaker_service_model
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -59,15 +59,20 @@ def create_stack_resources(client: Callable[[str], Any], *, checkpoint_bucket: s
     return topic_arn
 
 
+def every_training_instance_type() -> tuple[str, ...]:
+    """The stand-in's deployer lets trainguard launch any training instance type (botocore's TrainingInstanceType):
+    the widest bound a deployer can set. The product's default is none, which turns every fallback and on-demand
+    move off (docs/deploying.md); the bounds on accelerators and instances hold whatever the list."""
+    return tuple(sagemaker_service_model().shape_for("TrainingInstanceType").enum)
+
+
 def stack_config(topic_arn: str, **overrides: Any) -> GuardConfig:
     """The functions' configuration for these resources (what the stack puts in their environment)."""
     settings: dict[str, Any] = {
         "ledger_table_name": LEDGER_TABLE,
         "topic_arn": topic_arn,
         "passable_role_arns": (TRAINING_ROLE,),
-        # The stand-in's deployer lets trainguard launch every type its account offers (the product's default is
-        # none, which turns every fallback and on-demand move off: docs/deploying.md).
-        "launchable_instance_types": DEFAULT_INSTANCE_TYPES,
+        "launchable_instance_types": every_training_instance_type(),
         "retry_launcher_arn": RETRY_LAUNCHER_ARN,
         "scheduler_role_arn": SCHEDULER_ROLE_ARN,
         "schedule_group_name": SCHEDULE_GROUP,

@@ -65,6 +65,7 @@ from trainguard_local.stand_in.stack_resources import (
     TOPIC,
     TRAINING_ROLE,
     create_stack_resources,
+    every_training_instance_type,
     rule_pattern,
 )
 from trainguard_local.stand_in.stack_resources import JOB_EVENTS_RULE as _JOB_EVENTS_RULE
@@ -136,9 +137,7 @@ class FleetWorld:
             ledger_table_name=TABLE,
             topic_arn=f"arn:aws:sns:{REGION}:{ACCOUNT}:{TOPIC}",
             passable_role_arns=(TRAINING_ROLE,),
-            # The modelled deployer lets trainguard launch every type the fleet trains on (an assumption: a real
-            # deployer lists its own, and the product's default is none, which turns every fallback off).
-            launchable_instance_types=types,
+            launchable_instance_types=every_training_instance_type(),  # the stand-in's deployer's bound
             retry_launcher_arn=RETRY_LAUNCHER_ARN,
             scheduler_role_arn=SCHEDULER_ROLE_ARN,
             schedule_group_name=SCHEDULE_GROUP,
