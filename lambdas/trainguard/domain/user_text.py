@@ -22,14 +22,16 @@ shape and turns what could act into visible look-alikes, so the reader still see
   text starts a section); tabs become spaces; other control, format (zero-width, bidi overrides, the tag
   characters), surrogate, private-use and unassigned characters (Unicode categories Cc, Cf, Cs, Co, Cn) are
   removed;
-- `<` and `>` become `‹` and `›` (no Slack control sequence, no Teams `<at>`, no HTML); `@` becomes `＠` (no
-  `@here`, `@channel` or `@user`); an `&` that starts an entity (`&lt;`) becomes `＆`;
+- `<` and `>` become U+2039 and U+203A, single angle quotation marks (no Slack control sequence, no Teams `<at>`,
+  no HTML); `@` becomes U+FF20, the fullwidth at sign (no `@here`, `@channel` or `@user`); an `&` that starts an
+  entity (`&lt;`) becomes U+FF06, the fullwidth ampersand;
 - `scheme://host` becomes `scheme[:]//host` with the host's dots as `[.]`, `www.` becomes `www[.]`, and `](`
   becomes `] (`, so no link can be made of the text.
 
 `as_markdown` is the chat channel's own step on top: trainguard's chat headings are `*Title*`, so `*` becomes
-`∗`; a backtick (which could open a code block and swallow what follows) becomes `ˋ`; `#` (a Teams heading)
-becomes `＃`; a line of only `-`, `=` or `_` (a setext heading's underline, or a rule) is drawn with look-alikes.
+U+2217 (asterisk operator); a backtick (which could open a code block and swallow what follows) becomes U+02CB
+(modifier letter grave accent); `#` (a Teams heading) becomes U+FF03; a line of only `-`, `=` or `_` (a setext
+heading's underline, or a rule) is drawn with look-alikes (U+2010, U+FF1D, U+FF3F).
 
 Links in a notification are built from structured fields only (trainguard.domain.console_links), never from text.
 """
@@ -42,7 +44,7 @@ import unicodedata
 # What str.splitlines() breaks on, besides "\n": https://docs.python.org/3/library/stdtypes.html#str.splitlines
 _LINE_BREAKS = re.compile("\r\n|[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 _REMOVED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn"})
-_URL = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]{0,30})://([^\s/?#\\]*)")
+_URL = re.compile(r"://([^\s/?#\\]*)")  # whatever comes before it: "0https://" is made a link too
 _WWW = re.compile(r"\bwww\.", re.IGNORECASE)
 _ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]{1,32};)")
 _LOOK_ALIKES = str.maketrans({"<": "\u2039", ">": "\u203a", "@": "\uff20"})
@@ -56,7 +58,7 @@ def shown(text: str) -> str:
     line break."""
     text = _LINE_BREAKS.sub("\n", text).replace("\t", " ")
     text = "".join(ch for ch in text if ch == "\n" or unicodedata.category(ch) not in _REMOVED_CATEGORIES)
-    text = _URL.sub(lambda url: f"{url[1]}[:]//{url[2].replace('.', '[.]')}", text)
+    text = _URL.sub(lambda url: "[:]//" + url[1].replace(".", "[.]"), text)
     text = _WWW.sub(lambda www: www[0][:-1] + "[.]", text)
     text = text.replace("](", "] (")
     text = _ENTITY.sub("\uff06", text)
