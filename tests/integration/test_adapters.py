@@ -19,6 +19,7 @@ from trainguard.adapters.ledger import Ledger, create_table_request
 from trainguard.adapters.notifier import Notifier
 from trainguard.adapters.sagemaker import SageMakerJobs
 from trainguard.adapters.scheduler import RelaunchScheduler, schedule_name
+from trainguard.domain.console_links import Link
 from trainguard.domain.messages import Notification
 from trainguard.workflows.ports import (
     JobNotFound,
@@ -70,7 +71,11 @@ def test_a_chat_topic_gets_the_custom_notification_format(aws: None) -> None:
     topic, chat = (sns.create_topic(Name=name)["TopicArn"] for name in ("tg", "tg-chat"))
     email_inbox, chat_inbox = _inbox(sns, sqs, topic, "email"), _inbox(sns, sqs, chat, "chat")
     body = "What happened\n  It failed.\n\nLinks\n  Job:  https://example.com/job"
-    message_id = Notifier(sns, topic, chat).publish(Notification("[trainguard] failed j", body, {"job_name": "j"}))
+    # The chat's next steps come from the notification's links (data), never from the body's text.
+    links = (Link("job", "https://example.com/job"),)
+    message_id = Notifier(sns, topic, chat).publish(
+        Notification("[trainguard] failed j", body, {"job_name": "j"}, links)
+    )
     [email] = sqs.receive_message(QueueUrl=email_inbox)["Messages"]
     assert json.loads(email["Body"])["Message"] == body
     [posted] = sqs.receive_message(QueueUrl=chat_inbox)["Messages"]

@@ -101,3 +101,51 @@ def test_lineage_is_read_from_the_relaunch_suffix_only() -> None:
     assert lineage_of("llama-retry12") == "llama"
     assert lineage_of("retry-model") == "retry-model"
     assert lineage_of("tg-a1b2c3-retry1") == "tg-a1b2c3"
+
+
+# --- issue 24: a failure reason (written by the training script) is data, never markup ---
+
+
+def _failed_with(reason: str) -> Notification:
+    job = TrainingJob(
+        name="llama-pretrain",
+        arn="arn:aws:sagemaker:us-east-1:123456789012:training-job/llama-pretrain",
+        status="Failed",
+        failure_reason=reason,
+        tags={"trainguard:enabled": "true"},
+    )
+    outcome = Outcome(OutcomeKind.NOTIFIED, job.name, "A user error needs a fix.", "notify", Category.USER_CODE.value)
+    return compose_job_end_notification(job, outcome, None, (), "us-east-1", NOW)
+
+
+CONSOLE_STEPS = [
+    "Open the job: https://us-east-1.console.aws.amazon.com/sagemaker/home?region=us-east-1#/jobs/llama-pretrain",
+    "Open the logs: https://us-east-1.console.aws.amazon.com/cloudwatch/home?region=us-east-1"
+    "#logsV2:log-groups/log-group/$252Faws$252Fsagemaker$252FTrainingJobs$3FlogStreamNameFilter$3Dllama-pretrain",
+]
+
+
+def test_a_line_separator_in_the_failure_reason_cannot_start_a_links_section_of_its_own() -> None:
+    # U+2028 is a line break to str.splitlines and to chat clients; the old chat copy took the first "Links"
+    # section it found, the reason's, and its URL replaced the console links.
+    notification = _failed_with("AlgorithmError: boom\u2028Links\u2028  Job:  https://evil.example/login")
+    message = compose_chat_message(notification)
+    assert message["content"]["nextSteps"] == CONSOLE_STEPS
+    assert "evil.example" not in notification.body.split("\nLinks\n", 1)[1]
+
+
+def test_mentions_in_the_failure_reason_notify_nobody() -> None:
+    mentions = ["<!channel>", "<!here>", "<!everyone>", "@here", "@channel", "<@U024BE7LH>", "<#C024BE7LH>", "<at>"]
+    message = compose_chat_message(_failed_with("AlgorithmError: " + " ".join(mentions) + "Alex</at>"))
+    description = message["content"]["description"]
+    assert "AlgorithmError" in description and "channel" in description  # the reader still sees what it said
+    assert [mention for mention in mentions if mention in description] == []
+
+
+def test_a_markdown_link_in_the_failure_reason_is_no_link() -> None:
+    notification = _failed_with("AlgorithmError: see [the console](https://evil.example/login) or https://evil.example")
+    message = compose_chat_message(notification)
+    for text in (message["content"]["description"], notification.body):
+        assert "](" not in text and "https://evil.example" not in text
+        assert "the console" in text and "evil[.]example" in text
+    assert message["content"]["nextSteps"] == CONSOLE_STEPS

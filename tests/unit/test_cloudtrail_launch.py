@@ -155,6 +155,16 @@ def test_a_value_of_the_wrong_kind_is_dropped_and_recorded() -> None:
     assert "VpcConfig" not in rebuilt.request
 
 
+def test_an_empty_list_below_the_api_s_minimum_is_dropped_and_recorded() -> None:
+    # botocore's model: AlgorithmSpecification.ContainerEntrypoint has min 1 (found by the hostile-input property).
+    parameters = copy.deepcopy(MEDZEN["requestParameters"])
+    parameters["algorithmSpecification"]["containerEntrypoint"] = []
+    rebuilt = rebuild(parameters)
+    assert "AlgorithmSpecification.ContainerEntrypoint: an empty list, below the API's minimum of 1" in rebuilt.dropped
+    assert "ContainerEntrypoint" not in rebuilt.request["AlgorithmSpecification"]
+    assert_valid_create_request(rebuilt.request)
+
+
 def test_a_nested_structure_missing_a_required_member_is_dropped_and_recorded() -> None:
     parameters = copy.deepcopy(MEDZEN["requestParameters"])
     del parameters["vpcConfig"]["subnets"]

@@ -1,4 +1,5 @@
-"""The Lambda handlers: parse, hand over, return an outcome. Bad input is a clear skip, never an action."""
+"""The Lambda handlers: parse, hand over, return an outcome. Malformed input is counted and raised (Lambda's retries,
+the dead-letter queue and the Errors alarm see it: handlers/observability.parsed), never an action."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ import pytest
 from tests.conftest import load_fixture
 from tests.fakes import described_job, fake_ports
 from trainguard.domain.outcome import OutcomeKind
-from trainguard.handlers import job_events, retry_launcher
+from trainguard.events.training_job import MalformedInput
+from trainguard.handlers import failed_launches, job_events, log_activity, retry_launcher, stall_alarms
+from trainguard.handlers.observability import metrics
+from trainguard.metric_names import MALFORMED_EVENTS
 
 SAMPLE = load_fixture("events/sagemaker_training_job_state_change.awsdocs.json")
 
@@ -78,11 +82,28 @@ MALFORMED = {
 }
 
 
-@pytest.mark.parametrize("event", list(MALFORMED.values()), ids=list(MALFORMED))
-def test_malformed_events_are_skipped_with_a_reason_and_nothing_is_called(event: Any) -> None:
+MALFORMED_FOR = {
+    **{f"job events, {case}": (job_events, event) for case, event in MALFORMED.items()},
+    **{
+        f"retry launcher, {event!r}": (retry_launcher, event)
+        for event in ({}, {"failed_job_name": ""}, {"failed_job_name": 3}, [], "x")
+    },
+    "stall alarms, no detail": (stall_alarms, {"source": "aws.cloudwatch"}),
+    "failed launches, no detail": (failed_launches, {"source": "aws.sagemaker"}),
+    "log activity, data not base64": (log_activity, {"awslogs": {"data": "not base64!"}}),
+}
+
+
+@pytest.mark.parametrize(("handler", "event"), list(MALFORMED_FOR.values()), ids=list(MALFORMED_FOR))
+def test_a_malformed_event_is_counted_and_raised_and_nothing_is_called(handler: Any, event: Any) -> None:
     ports = fake_ports()
-    outcome = job_events.handle(event, ports)
-    assert outcome.kind is OutcomeKind.SKIPPED and outcome.reason.startswith("malformed event:")
+    metrics.clear_metrics()
+    try:
+        with pytest.raises(MalformedInput):
+            handler.handle(event, ports)
+        assert metrics.metric_set[MALFORMED_EVENTS]["Value"] == [1.0]
+    finally:
+        metrics.clear_metrics()
     assert ports.jobs.created == [] and ports.notifier.sent == []
 
 
@@ -101,13 +122,6 @@ def test_the_outcome_is_json_for_lambda() -> None:
     ports = fake_ports()
     ports.jobs.add(described_job(), {"trainguard:enabled": "true"})
     assert json.loads(json.dumps(job_events.handle(failed_event(), ports).as_dict()))["kind"] == "relaunched"
-
-
-@pytest.mark.parametrize("event", [{}, {"failed_job_name": ""}, {"failed_job_name": 3}, [], "x"])
-def test_a_malformed_schedule_input_is_skipped(event: Any) -> None:
-    ports = fake_ports()
-    assert retry_launcher.handle(event, ports).kind is OutcomeKind.SKIPPED
-    assert ports.jobs.created == []
 
 
 def test_the_handler_modules_build_nothing_and_import_no_sdk() -> None:

@@ -308,11 +308,14 @@ def _opted_in_launch(event: Any, ports: FakePorts) -> tuple[bool, bool]:
 @pytest.mark.parametrize("handler", HANDLERS)
 @HOSTILE
 @given(data=st.data())
-def test_a_malformed_event_is_skipped_and_nothing_is_done(handler: str, data: st.DataObject) -> None:
+def test_a_malformed_event_is_raised_or_skipped_and_nothing_is_done(handler: str, data: st.DataObject) -> None:
     module, events = HANDLERS[handler]
     event = data.draw(events, label="event")
     ports = fake_ports()
-    result = module.handle(event, ports)
+    try:
+        result = module.handle(event, ports)
+    except MalformedInput:  # counted and raised (handlers/observability.parsed): Lambda's retries, then the DLQ
+        result = None
     opted_in, allowed = _opted_in_launch(event, ports) if handler == "failed_launches" else (False, False)
     count_as(f"result: {result.kind.value if isinstance(result, Outcome) else type(result).__name__}")
     assert_nothing_destructive(ports, quota_request_allowed=allowed)
@@ -321,7 +324,9 @@ def test_a_malformed_event_is_skipped_and_nothing_is_done(handler: str, data: st
         # The periodic quota check sends it as it is: boto3 must accept it (SageMaker refusing a bad name
         # later is a LaunchRefused, told to the owner; boto3 refusing it is an exception nobody catches).
         assert _is_valid(waiting.request), ParamValidator().validate(waiting.request, CREATE_INPUT).generate_report()
-    if isinstance(result, Outcome):
+    if result is None:
+        assert handler not in ("quota_watch", "stall_prober")  # scheduled: nothing in their event to parse
+    elif isinstance(result, Outcome):
         opted_in_kinds = (OutcomeKind.QUOTA_WALL, OutcomeKind.NOTIFIED) if opted_in else ()
         assert result.kind is OutcomeKind.SKIPPED or result.kind in opted_in_kinds, result
     elif handler == "log_activity":
@@ -375,7 +380,12 @@ def test_an_event_is_only_a_hint_a_job_in_doubt_is_left_alone(handler: str, data
     description, tags = _doubtful_job(data)
     ports = fake_ports()
     ports.jobs.add(description, tags)  # type: ignore[attr-defined]
-    result = module.handle(data.draw(events, label="event"), ports)
+    try:
+        result = module.handle(data.draw(events, label="event"), ports)
+    except MalformedInput:  # counted and raised (handlers/observability.parsed): Lambda's retries, then the DLQ
+        count_as("outcome: raised as malformed")
+        assert_nothing_destructive(ports)
+        return
     count_as(f"outcome: {result.kind.value}")
     assert_nothing_destructive(ports)
     assert result.kind in (OutcomeKind.SKIPPED, OutcomeKind.NOTIFIED, OutcomeKind.WATCHING), result

@@ -12,6 +12,7 @@ import pytest
 
 from tests.fakes import described_job, fake_ports
 from tests.unit.test_handlers import failed_event
+from trainguard.events.training_job import MalformedInput
 from trainguard.handlers import job_events, retry_launcher
 from trainguard.handlers.observability import logger
 
@@ -60,6 +61,7 @@ def test_a_job_without_lineage_tags_is_its_own_lineage(log_lines: Any) -> None:
 
 def test_keys_from_one_invocation_do_not_reach_the_next(log_lines: Any) -> None:
     logger.append_keys(job_name="previous-job", lineage="previous-job")
-    job_events.handler({"detail-type": "not a state change"}, _Context())
+    with pytest.raises(MalformedInput):  # a malformed event raises (handlers/observability.parsed), logged first
+        job_events.handler({"detail-type": "not a state change"}, _Context())
     lines = log_lines()
     assert lines and all("previous-job" not in json.dumps(line) for line in lines)

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from trainguard.domain.messages import SUBJECT_LIMIT, fit_subject
+from datetime import UTC, datetime
+
+import pytest
+
+from trainguard.domain.console_links import console_links
+from trainguard.domain.messages import SUBJECT_LIMIT, compose_quota_request_closed_notification, fit_subject
+
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
 
 def test_a_job_name_at_its_limit_fits_whole() -> None:
@@ -19,3 +26,28 @@ def test_unicode_is_kept_and_control_characters_are_replaced() -> None:
     subject = fit_subject("[trainguard] {job} ended: {category}", "modèle-日本", "data\nbad\x07")
     assert "modèle-日本" in subject and "\n" not in subject and "\x07" not in subject
     assert all(ch.isprintable() for ch in subject)
+
+
+# Links are built from structured fields only: a region of AWS's shape and a name SageMaker accepts as a job's
+# (botocore's CreateTrainingJobRequest.TrainingJobName pattern, trainguard.domain.naming).
+NO_JOB_LINK = {
+    "a quota's name": "ml.p5.48xlarge for training job usage",
+    "a name CloudTrail recorded for a refused launch": "x#/../../evil?region=",
+    "a name with a link in it": "[x](https://evil.example)",
+}
+
+
+@pytest.mark.parametrize("name", list(NO_JOB_LINK.values()), ids=list(NO_JOB_LINK))
+def test_a_name_that_is_no_job_name_gets_no_job_link(name: str) -> None:
+    notification = compose_quota_request_closed_notification(name, "4", "req-1", "", "APPROVED", "us-east-1", NOW)
+    assert [link.label for link in notification.links] == ["quotas"]
+    assert "/jobs/" not in notification.body and "evil.example" not in notification.body
+
+
+def test_no_links_for_a_region_not_of_aws_s_shape() -> None:
+    assert console_links("us-east-1.evil.example/#", "llama") == ()
+    assert [link.label for link in console_links("us-gov-west-1", "llama", new_job="llama-retry1")] == [
+        "job",
+        "logs",
+        "new job",
+    ]

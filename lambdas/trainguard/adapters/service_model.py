@@ -33,7 +33,8 @@ def shape_as_data(shape: Shape, depth: int = 0) -> dict[str, Any]:
             "members": {name: shape_as_data(member, depth + 1) for name, member in shape.members.items()},
         }
     if isinstance(shape, ListShape):
-        return {"type": "list", "member": shape_as_data(shape.member, depth + 1)}
+        # "min": the API's fewest items (ContainerEntrypoint: 1), so that an empty list is left out, not sent.
+        return {"type": "list", "member": shape_as_data(shape.member, depth + 1), "min": shape.metadata.get("min", 0)}
     if isinstance(shape, MapShape):
         return {"type": "map", "value": shape_as_data(shape.value, depth + 1)}
     return {"type": shape.type_name}

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from urllib.parse import quote
 
 from trainguard.domain.checkpoint_health import redo_sentence
 from trainguard.domain.checkpoints import CheckpointState
+from trainguard.domain.console_links import Link, console_links
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.stalls import StallEvidence, StallVerdict
+from trainguard.domain.user_text import shown, shown_on_one_line
 
 # SNS Publish, Subject: "Subjects must be UTF-8 text with no line breaks or control characters, and less
 # than 100 characters long" (botocore 1.44 service model, sns Publish).
@@ -23,9 +25,32 @@ _REASON_SHOWN = 1200
 
 @dataclass(frozen=True)
 class Notification:
+    """`body` is the plain-text message (sections of indented text, then the links); `links` are the same links
+    as data, which the chat copy turns into its next steps (trainguard.domain.chat_messages)."""
+
     subject: str
     body: str
     attributes: dict[str, str]
+    links: tuple[Link, ...] = ()
+
+
+Section = tuple[str, Sequence[str]]  # a title, and its paragraphs
+
+
+def render_body(sections: Sequence[Section], links: Sequence[Link], now: datetime) -> str:
+    """The plain-text body: each title on a line of its own, each paragraph under it indented by two spaces and
+    its later lines by four, the links, a signature. Every paragraph goes through user_text.shown (a failure
+    reason, a log line, a tag or a name may be in any of them), so no text starts a line of its own."""
+    lines: list[str] = []
+    for title, paragraphs in sections:
+        lines += [*([""] if lines else []), shown_on_one_line(title)]
+        for paragraph in paragraphs:
+            first, *rest = shown(paragraph).split("\n")
+            lines += [f"  {first}", *(f"    {line}" for line in rest)]
+    if links:
+        lines += ["", "Links", *(f"  {(link.label.capitalize() + ':').ljust(5)} {link.url}" for link in links)]
+    lines += ["", f"-- trainguard, {now.strftime('%Y-%m-%d %H:%M:%S UTC')}"]
+    return "\n".join(lines)
 
 
 _HEADLINES = {
@@ -53,36 +78,30 @@ def compose_job_end_notification(
         headline = "{job} ended: {category}, left to its owner"
     subject = fit_subject("[trainguard] " + headline, job.name, category)
 
-    lines = [
-        "What happened",
-        f"  Training job {job.name} ended with status {job.status}"
+    happened = [
+        f"Training job {job.name} ended with status {job.status}"
         + (f" ({job.secondary_status})" if job.secondary_status else "")
-        + ".",
+        + "."
     ]
     if job.failure_reason:
         reason = job.failure_reason
-        shown = reason if len(reason) <= _REASON_SHOWN else reason[:_REASON_SHOWN] + " [...]"
-        lines.append("  Failure reason: " + shown.replace("\n", "\n    "))
-    lines.append(f"  trainguard's reading: {category}.")
-    lines += ["", "What trainguard did", f"  {_did(outcome)}", "", "Why", f"  {outcome.reason}"]
+        happened.append(
+            "Failure reason: " + (reason if len(reason) <= _REASON_SHOWN else reason[:_REASON_SHOWN] + " [...]")
+        )
+    happened.append(f"trainguard's reading: {category}.")
+    sections: list[Section] = [("What happened", happened), ("What trainguard did", [_did(outcome)])]
+    sections.append(("Why", [outcome.reason]))
     if checkpoint is not None:
-        lines += ["", "Checkpoint", f"  {checkpoint.describe(now)}"]
+        told = [checkpoint.describe(now)]
         relaunching = outcome.kind in (OutcomeKind.RELAUNCHED, OutcomeKind.RELAUNCH_SCHEDULED)
         if relaunching and (redo := redo_sentence(checkpoint, now)):
-            lines.append(f"  {redo}")
+            told.append(redo)
         if relaunching and advice:
-            lines.append(f"  Advice: {advice}.")
+            told.append(f"Advice: {advice}.")
+        sections.append(("Checkpoint", told))
     if tag_problems:
-        lines += ["", "Tags that could not be read (defaults used) or followed"] + [f"  - {p}" for p in tag_problems]
-    lines += [
-        "",
-        "Links",
-        f"  Job:  {job_console_url(job.name, region)}",
-        f"  Logs: {job_logs_url(job.name, region)}",
-    ]
-    if outcome.new_job_name:
-        lines.append(f"  New job: {job_console_url(outcome.new_job_name, region)}")
-    lines += ["", f"-- trainguard, {now.strftime('%Y-%m-%d %H:%M:%S UTC')}"]
+        sections.append(("Tags that could not be read (defaults used) or followed", [f"- {p}" for p in tag_problems]))
+    links = console_links(region, job.name, new_job=outcome.new_job_name)
     attributes = {
         "event_type": EVENT_TYPE_JOB_ENDED,
         "job_name": job.name,
@@ -90,7 +109,7 @@ def compose_job_end_notification(
         "outcome": outcome.kind.value,
         "category": category,
     }
-    return Notification(subject=subject, body="\n".join(lines), attributes=attributes)
+    return Notification(subject, render_body(sections, links, now), attributes, links)
 
 
 def _did(outcome: Outcome) -> str:
@@ -127,15 +146,9 @@ def compose_notification(
 ) -> Notification:
     """A message about something other than a job's end (a quota wall, a stall, a stuck stop), for a
     job that may not even exist yet. `headline` may use {job}; `sections` are extra (title, text)."""
-    lines = ["What happened", f"  {happened}", "", "What trainguard did", f"  {did}", "", "Why", f"  {why}"]
-    for title, text in sections:
-        lines += ["", title, f"  {text}"]
-    lines += ["", "Links", f"  Job:  {job_console_url(job_name, region)}"]
-    if category == "quota":
-        lines.append(f"  Quotas: {quotas_console_url(region)}")
-    else:
-        lines.append(f"  Logs: {job_logs_url(job_name, region)}")
-    lines += ["", f"-- trainguard, {now.strftime('%Y-%m-%d %H:%M:%S UTC')}"]
+    body: list[Section] = [("What happened", [happened]), ("What trainguard did", [did]), ("Why", [why])]
+    body += [(title, [text]) for title, text in sections]
+    links = console_links(region, job_name, logs=category != "quota", quotas=category == "quota")
     attributes = {
         "event_type": event_type,
         "job_name": job_name,
@@ -143,7 +156,8 @@ def compose_notification(
         "outcome": outcome,
         "category": category,
     }
-    return Notification(fit_subject("[trainguard] " + headline, job_name, category), "\n".join(lines), attributes)
+    subject = fit_subject("[trainguard] " + headline, job_name, category)
+    return Notification(subject, render_body(body, links, now), attributes, links)
 
 
 def compose_stall_notification(
@@ -265,10 +279,6 @@ def compose_waiting_launch_notification(
     )
 
 
-def quotas_console_url(region: str) -> str:
-    return f"https://{region}.console.aws.amazon.com/servicequotas/home/services/sagemaker/quotas?region={region}"
-
-
 def naming_the_account(notification: Notification, account: str, region: str) -> Notification:
     """A hub's notification (docs/organization.md) names the job's account and region: in its subject, first in
     its body, and as attributes a subscription's filter policy can select on. The console links in the body
@@ -282,25 +292,13 @@ def naming_the_account(notification: Notification, account: str, region: str) ->
         f"signed in to: switch to account {account} first."
     )
     attributes = {**notification.attributes, "account": account, "region": region}
-    return Notification(subject=subject, body=f"{where}\n\n{notification.body}", attributes=attributes)
+    return Notification(subject, f"{where}\n\n{notification.body}", attributes, notification.links)
 
 
 def fit_subject(template: str, job_name: str, category: str) -> str:
     room = SUBJECT_LIMIT - 1 - len(template.format(job="", category=category))
-    shown = job_name if len(job_name) <= room else job_name[: max(room - 3, 1)] + "..."
-    subject = template.format(job=shown, category=category)
+    name = shown_on_one_line(job_name)
+    name = name if len(name) <= room else name[: max(room - 3, 1)] + "..."
+    subject = template.format(job=name, category=category)
     subject = "".join(ch if ch.isprintable() else "?" for ch in subject)  # no line breaks or control characters
     return subject[: SUBJECT_LIMIT - 1]
-
-
-def job_console_url(job_name: str, region: str) -> str:
-    return f"https://{region}.console.aws.amazon.com/sagemaker/home?region={region}#/jobs/{quote(job_name)}"
-
-
-def job_logs_url(job_name: str, region: str) -> str:
-    # The console's log-group URL escapes '/' as $252F and '?'/'=' as $3F/$3D.
-    group = "$252Faws$252Fsagemaker$252FTrainingJobs"
-    return (
-        f"https://{region}.console.aws.amazon.com/cloudwatch/home?region={region}"
-        f"#logsV2:log-groups/log-group/{group}$3FlogStreamNameFilter$3D{quote(job_name)}"
-    )

@@ -81,6 +81,9 @@ def _project(value: Any, shape: Shape, path: str, dropped: list[str]) -> Any:
         if value and not kept:  # every item was dropped: an empty list would break the API's minimum
             dropped.append(f"{path}: every item dropped")
             return None
+        if not kept and shape.get("min", 0) > 0:  # an empty list as given (a CloudTrail record's), below the minimum
+            dropped.append(f"{path}: an empty list, below the API's minimum of {shape['min']}")
+            return None
         return kept
     if kind == "map":
         if not isinstance(value, Mapping):

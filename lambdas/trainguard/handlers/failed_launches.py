@@ -16,8 +16,6 @@ from trainguard.workflows.launch_blocked import handle_blocked_launch
 
 def handle(event: Any, ports: FailedLaunchesPorts | PortSet | None = None) -> Outcome:
     launch = parsed(parse_failed_launch, event)
-    if isinstance(launch, Outcome):
-        return launch
     follow_job(launch.job_name, event_id=launch.event_id)
     at_origin = ports_for_event(event, ports, FailedLaunchesPorts, launch.job_name)
     if isinstance(at_origin, Outcome):

@@ -18,8 +18,6 @@ ACTIONABLE_STATUSES = ("Failed", "Stopped")
 
 def handle(event: Any, ports: JobEventsPorts | PortSet | None = None) -> Outcome:
     change = parsed(parse_state_change, event)
-    if isinstance(change, Outcome):
-        return change
     follow_job(change.job.name, event_id=change.event_id)
     at_origin = ports_for_event(event, ports, JobEventsPorts, change.job.name)
     if isinstance(at_origin, Outcome):

@@ -11,8 +11,7 @@ from typing import Any
 
 from trainguard.domain.outcome import Outcome
 from trainguard.events.log_subscription import is_forwarded_log_lines, parse_log_delivery
-from trainguard.events.training_job import MalformedInput
-from trainguard.handlers.observability import logger, metrics, record_malformed
+from trainguard.handlers.observability import logger, metrics, parsed
 from trainguard.handlers.origin import ports_for_event
 from trainguard.handlers.wiring import PortSet, ports_or_production
 from trainguard.workflows.function_ports import LogActivityPorts
@@ -26,11 +25,7 @@ def handle(event: Any, ports: LogActivityPorts | PortSet | None = None) -> dict[
         if isinstance(at_origin, Outcome):
             return {"recorded": False, "reason": at_origin.reason}
         ports, delivery = at_origin, event.get("detail")
-    try:
-        activity = parse_log_delivery(delivery)
-    except MalformedInput as err:
-        record_malformed(str(err))
-        return {"recorded": False, "reason": f"malformed delivery: {err}"}
+    activity = parsed(parse_log_delivery, delivery)  # a malformed delivery is counted and raised
     if activity is None:
         return {"recorded": False, "reason": "nothing to record (control message, empty, or not a training stream)"}
     ports = ports_or_production(ports, LogActivityPorts)

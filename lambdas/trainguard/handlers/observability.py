@@ -9,7 +9,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from trainguard.domain.naming import lineage_of
-from trainguard.domain.outcome import Outcome, skipped
+from trainguard.domain.outcome import Outcome
 from trainguard.domain.policy import TagKeys
 from trainguard.events.training_job import MalformedInput
 from trainguard.metric_names import MALFORMED_EVENTS, outcome_metric
@@ -47,18 +47,29 @@ def record_outcome(outcome: Outcome) -> None:
 
 
 def record_malformed(reason: str) -> None:
-    logger.error("malformed event skipped", reason=reason)
+    logger.error("malformed event", reason=reason)
     metrics.add_metric(name=MALFORMED_EVENTS, unit=MetricUnit.Count, value=1)
 
 
-def parsed(parse: Callable[[Any], Parsed], event: Any) -> Parsed | Outcome:
-    """The event as `parse` reads it; a malformed one is logged, counted, and becomes a skip that says why (never
-    an exception that Lambda would retry: a retry cannot fix it)."""
+def parsed(parse: Callable[[Any], Parsed], event: Any) -> Parsed:
+    """The event as `parse` reads it. A malformed one is logged, counted (MalformedEvents) and raised again, so that
+    someone hears of it: a skip would leave only a graph.
+
+    Raising never makes a loop. EventBridge rules invoke the functions asynchronously, and so does the CloudWatch
+    Logs subscription; each function's asynchronous invoke config (infra/guard_function.py) retries a function error
+    twice, then sends the invocation record, the event inside it, to its construct's dead-letter queue: "If the
+    function returns an error, by default Lambda attempts to run it two more times"
+    (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html). A poison event therefore
+    costs three invocations, is kept where a person can read it, and is told to the topic by the function's Errors
+    alarm and by the queue's alarm. A relaunch's one-time schedule retries at most as its RetryPolicy says
+    (adapters/scheduler.py: 10 attempts within an hour), then deletes itself. No trainguard function reads a queue or
+    a stream through an event source mapping, where a raise would retry its batch and block what comes after it
+    (https://docs.aws.amazon.com/lambda/latest/dg/invocation-retries.html)."""
     try:
         return parse(event)
     except MalformedInput as err:
         record_malformed(str(err))
-        return skipped("", f"malformed event: {err}")
+        raise
 
 
 def recorded(outcome: Outcome) -> Outcome:

@@ -19,8 +19,6 @@ from trainguard.workflows.scheduled_relaunch import handle_scheduled_relaunch
 
 def handle(event: Any, ports: RetryLauncherPorts | PortSet | None = None) -> Outcome:
     name = parsed(failed_job_name, event)
-    if isinstance(name, Outcome):
-        return name
     follow_job(name)
     if "account" in event or "region" in event:  # a spoke's job: its account and region, checked as an event's
         at_origin = ports_for_event(event, ports, RetryLauncherPorts, name)

@@ -16,8 +16,6 @@ from trainguard.workflows.stall_alarm import handle_stall_alarm
 
 def handle(event: Any, ports: StallAlarmsPorts | PortSet | None = None) -> Outcome:
     change = parsed(parse_alarm_state_change, event)
-    if isinstance(change, Outcome):
-        return change
     logger.append_keys(alarm_name=change.alarm_name, event_id=change.event_id)
     watched_job = owned_alarm_job(change.alarm_name)
     if watched_job:
