@@ -27,8 +27,9 @@ from trainguard.domain.policy import TagKeys
 from trainguard.domain.stall_alarms import LOG_SILENCE_NAMESPACE, OWNED_PREFIXES
 
 Actions = Iterable[str]
-# What a statement is given to: a function (its role), or a role of its own (a spoke's role for a hub function).
-Function = lambda_.Function | iam.Role
+# What a statement is given to: a function (its role), a role of its own (a spoke's role for a hub function), or a
+# managed policy that several roles share (a spoke's launch statements, written once: infra/spoke_stack.py).
+Function = lambda_.Function | iam.Role | iam.ManagedPolicy
 
 
 @dataclass(frozen=True)
@@ -94,15 +95,22 @@ class Grants:
             raise ValueError(f"the statement {statement.sid} grants only {list(statement.group)}, not {stray}")
         if not chosen or not resources:
             return
-        role = function if isinstance(function, iam.Role) else function.role
-        assert role is not None
-        role.add_to_principal_policy(
-            iam.PolicyStatement(sid=statement.sid, actions=chosen, resources=list(resources), conditions=conditions)
+        policy_statement = iam.PolicyStatement(
+            sid=statement.sid, actions=chosen, resources=list(resources), conditions=conditions
         )
+        holder: iam.Role | iam.ManagedPolicy
+        if isinstance(function, iam.ManagedPolicy):
+            holder = function
+            function.add_statements(policy_statement)
+        else:
+            role = function if isinstance(function, iam.Role) else function.role
+            assert role is not None
+            holder = role
+            role.add_to_principal_policy(policy_statement)
         if statement.reason is not None:
             for resource in resources:
                 finding = f"AwsSolutions-IAM5[Resource::{nag_arn(resource)}]"
-                self.acknowledgments.add(role, finding, statement.reason)
+                self.acknowledgments.add(holder, finding, statement.reason)
 
     @property
     def training_jobs_arn(self) -> str:

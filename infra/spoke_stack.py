@@ -31,11 +31,12 @@ from aws_cdk import aws_logs_destinations as logs_destinations
 from constructs import Construct
 
 from infra import spoke_log_forwarder
+from infra.action_groups import TRAINING_JOBS_REASON
 from infra.event_patterns import guarded_events, spoke_log_lines_pattern
-from infra.grants import Grants
+from infra.grants import LAUNCH_JOBS, LAUNCH_ON_PLANS, TAG_ON_CREATE, Grants
 from infra.guard_function import dead_letter_queue, event_pattern, guard_function
 from infra.job_events import JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER
-from infra.nag import PendingAcknowledgments
+from infra.nag import PendingAcknowledgments, nag_arn
 from infra.quota_walls import FAILED_LAUNCHES_HANDLER, QUOTA_WATCH_HANDLER
 from infra.settings import Settings
 from infra.stack import acts_in_job_account, in_job_account_actions
@@ -71,6 +72,12 @@ def acting_handlers(settings: Settings) -> list[str]:
     ]
 
 
+# The launch statements, the same for every function that launches (its SageMaker adapter's `create`): written once,
+# in one managed policy the launching roles share, so that the deployer's list of launchable instance types is in the
+# spoke's template once, not once per role (the template must stay small: tests/infra/test_organization.py).
+LAUNCH_ACTIONS = frozenset({*LAUNCH_JOBS.group, *TAG_ON_CREATE.group, *LAUNCH_ON_PLANS.group})
+
+
 def _passes_roles(handler: str) -> bool:
     return "iam:PassRole" in in_job_account_actions(handler).get("jobs", ())
 
@@ -91,6 +98,7 @@ class TrainGuardSpokeStack(Stack):
         self.settings = settings
         self.hub_account, self.organization_id = hub_account, organization_id
         self.grants = Grants(stack=self, settings=settings, acknowledgments=PendingAcknowledgments())
+        self._launch_policy: iam.ManagedPolicy | None = None
         self._forward_to(hub_event_bus_arn(hub_account, hub_region, Aws.PARTITION))
         training_logs = logs.LogGroup.from_log_group_name(self, "TrainingLogs", TRAINING_LOG_GROUP)
         self.log_forwarder = self._forward_log_lines(training_logs) if settings.subscribe_to_training_logs else None
@@ -165,6 +173,19 @@ class TrainGuardSpokeStack(Stack):
         )
         return function
 
+    @property
+    def launch_policy(self) -> iam.ManagedPolicy:
+        """The launch statements (CreateTrainingJob on opted-in jobs and their plans, AddTags on create), built once."""
+        if self._launch_policy is None:
+            policy = iam.ManagedPolicy(
+                self, "LaunchPolicy", description="trainguard spoke: launch opted-in training jobs (hub functions)"
+            )
+            self.grants.allow_launching_opted_in_training_jobs(policy)
+            self.grants.allow_tagging_the_jobs_it_creates(policy)
+            self.grants.allow_launching_on_training_plans(policy)
+            self._launch_policy = policy
+        return self._launch_policy
+
     def _spoke_role(self, handler: str, training_logs: logs.ILogGroup) -> iam.Role:
         """The role the hub's function `handler` assumes here, with its statements for the job's account."""
         key = function_key(handler)
@@ -181,7 +202,13 @@ class TrainGuardSpokeStack(Stack):
         )
         by_port = in_job_account_actions(handler)
         needed = frozenset().union(*by_port.values())
-        placed = self.grants.allow_what_it_calls(role, needed, training_logs)
+        placed = self.grants.allow_what_it_calls(role, needed - LAUNCH_ACTIONS, training_logs)
+        if launches := needed & LAUNCH_ACTIONS:
+            self.launch_policy.attach_to_role(role)
+            placed |= launches
+            # Its DescribeTrainingJob on the same ARN is acknowledged with the launch's reason (infra/grants.py).
+            jobs = f"AwsSolutions-IAM5[Resource::{nag_arn(self.grants.training_jobs_arn)}]"
+            self.grants.acknowledgments.add(role, jobs, TRAINING_JOBS_REASON)
         if _passes_roles(handler):  # the listed roles of this account (Grants.allow_passing_..._of_the_account)
             placed.add("iam:PassRole")
         if unplaced := needed - placed:
