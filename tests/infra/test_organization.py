@@ -542,3 +542,20 @@ def test_every_grant_to_an_aws_service_is_bound_to_this_accounts_own_resources(
         assert keys.get("aws:SourceAccount") == {"Ref": "AWS::AccountId"} or names_this_account, (logical_id, service)
         if service in ("cloudwatch.amazonaws.com",):  # issue 24: the topic key's grant, as the topic's
             assert keys["aws:SourceAccount"] == {"Ref": "AWS::AccountId"} and names_this_account, logical_id
+
+
+def test_the_spoke_template_still_fits_with_the_most_launchable_instance_types(tmp_path: Path) -> None:
+    """The deployer's list is in the spoke's launch statements once (a managed policy the launching roles share),
+    so the longest list the settings take keeps the template within the size the test above holds it to."""
+    import yaml
+    from aws_cdk import App
+
+    import app as cdk_app
+    from infra.settings import MAX_LAUNCHABLE_TYPES
+
+    types = [f"ml.p{i % 10}.{i}xlarge" for i in range(MAX_LAUNCHABLE_TYPES)]
+    context = {"trainguard": {**HUB_CONTEXT, "launchable_instance_types": types}, "trainguard_spoke": SPOKE_CONTEXT}
+    cdk_app.build_app(App(outdir=str(tmp_path), context=context)).synth()
+    spoke = json.loads((tmp_path / f"{cdk_app.SPOKE_STACK_NAME}.template.json").read_text())
+    as_yaml = len(yaml.safe_dump(spoke, default_flow_style=False, sort_keys=False))
+    assert as_yaml < 46_000 and len(json.dumps(spoke, separators=(",", ":"))) < 40_000, as_yaml
