@@ -18,6 +18,7 @@ from aws_cdk import ArnFormat, Aws, CfnCondition, Fn, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from constructs import IConstruct
 
 from infra import action_groups as groups
 from infra.nag import PendingAcknowledgments, nag_arn
@@ -98,7 +99,7 @@ class Grants:
         policy_statement = iam.PolicyStatement(
             sid=statement.sid, actions=chosen, resources=list(resources), conditions=conditions
         )
-        holder: iam.Role | iam.ManagedPolicy
+        holder: IConstruct
         if isinstance(function, iam.ManagedPolicy):
             holder = function
             function.add_statements(policy_statement)
