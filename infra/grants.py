@@ -14,20 +14,23 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import ArnFormat, Aws, Stack
+from aws_cdk import ArnFormat, Aws, CfnCondition, Fn, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from constructs import IConstruct
 
 from infra import action_groups as groups
 from infra.nag import PendingAcknowledgments, nag_arn
 from infra.settings import Settings
 from trainguard.adapters.service_quotas import SERVICE_CODE as QUOTAS_SERVICE_CODE
+from trainguard.domain.policy import TagKeys
 from trainguard.domain.stall_alarms import LOG_SILENCE_NAMESPACE, OWNED_PREFIXES
 
 Actions = Iterable[str]
-# What a statement is given to: a function (its role), or a role of its own (a spoke's role for a hub function).
-Function = lambda_.Function | iam.Role
+# What a statement is given to: a function (its role), a role of its own (a spoke's role for a hub function), or a
+# managed policy that several roles share (a spoke's launch statements, written once: infra/spoke_stack.py).
+Function = lambda_.Function | iam.Role | iam.ManagedPolicy
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,9 @@ class Statement:
 
 READ_JOBS = Statement("DescribeTrainingJobs", groups.TRAINING_JOB_READ_ACTIONS)
 LAUNCH_JOBS = Statement("RelaunchOptedInTrainingJobs", groups.TRAINING_JOB_LAUNCH_ACTIONS, groups.TRAINING_JOBS_REASON)
+TAG_ON_CREATE = Statement(
+    "TagTheTrainingJobsItCreates", groups.TRAINING_JOB_TAG_ON_CREATE_ACTIONS, groups.TRAINING_JOBS_REASON
+)
 LAUNCH_ON_PLANS = Statement(
     "RelaunchOnTheJobsOwnTrainingPlans", groups.TRAINING_PLAN_LAUNCH_ACTIONS, groups.TRAINING_PLANS_REASON
 )
@@ -61,6 +67,9 @@ READ_TRAINING_LOGS = Statement("ReadTrainingJobLogs", groups.LOG_READ_ACTIONS, g
 REQUEST_QUOTAS = Statement("ReadAndRequestSageMakerQuotas", groups.QUOTA_SCOPED_ACTIONS, groups.SAGEMAKER_QUOTAS_REASON)
 READ_QUOTAS = Statement("ListQuotasAndReadQuotaRequests", groups.UNSCOPED_QUOTA_ACTIONS, groups.UNSCOPED_QUOTAS_REASON)
 CREATE_QUOTAS_ROLE = Statement("LetServiceQuotasCreateItsServiceLinkedRole", groups.SERVICE_LINKED_ROLE_ACTIONS)
+
+
+_TO_SAGEMAKER = {"StringEquals": {"iam:PassedToService": groups.SAGEMAKER_PRINCIPAL}}
 
 
 @dataclass(frozen=True)
@@ -87,15 +96,22 @@ class Grants:
             raise ValueError(f"the statement {statement.sid} grants only {list(statement.group)}, not {stray}")
         if not chosen or not resources:
             return
-        role = function if isinstance(function, iam.Role) else function.role
-        assert role is not None
-        role.add_to_principal_policy(
-            iam.PolicyStatement(sid=statement.sid, actions=chosen, resources=list(resources), conditions=conditions)
+        policy_statement = iam.PolicyStatement(
+            sid=statement.sid, actions=chosen, resources=list(resources), conditions=conditions
         )
+        holder: IConstruct
+        if isinstance(function, iam.ManagedPolicy):
+            holder = function
+            function.add_statements(policy_statement)
+        else:
+            role = function if isinstance(function, iam.Role) else function.role
+            assert role is not None
+            holder = role
+            role.add_to_principal_policy(policy_statement)
         if statement.reason is not None:
             for resource in resources:
                 finding = f"AwsSolutions-IAM5[Resource::{nag_arn(resource)}]"
-                self.acknowledgments.add(role, finding, statement.reason)
+                self.acknowledgments.add(holder, finding, statement.reason)
 
     @property
     def training_jobs_arn(self) -> str:
@@ -121,6 +137,7 @@ class Grants:
         builders = (
             (READ_JOBS, self.allow_reading_training_jobs),
             (LAUNCH_JOBS, self.allow_launching_opted_in_training_jobs),
+            (TAG_ON_CREATE, self.allow_tagging_the_jobs_it_creates),
             (LAUNCH_ON_PLANS, self.allow_launching_on_training_plans),
             (STOP_JOBS, self.allow_stopping_opted_in_training_jobs),
             (LIST_CHECKPOINTS, self.allow_listing_checkpoint_buckets),
@@ -156,30 +173,72 @@ class Grants:
         launch or stop it, and that statement acknowledges the same ARN with its reason."""
         self.add_statement(function, READ_JOBS, actions, [self.training_jobs_arn])
 
+    @property
+    def launchable_types(self) -> dict[str, Any]:
+        """The deployer's bound on what a launch may run on (setting launchable_instance_types), as conditions:
+        every instance type of the request in the list, and at least one type in the request (infra/action_groups.py,
+        INSTANCE_TYPES_KEY). None when the list is empty: the domain then changes no job's types."""
+        types = list(self.settings.launchable_instance_types)
+        if not types:
+            return {}
+        return {
+            "ForAllValues:StringEquals": {groups.INSTANCE_TYPES_KEY: types},
+            "Null": {groups.INSTANCE_TYPES_KEY: "false"},
+        }
+
     def allow_launching_opted_in_training_jobs(self, function: Function, actions: Actions = LAUNCH_JOBS.group) -> None:
-        """CreateTrainingJob (and AddTags) only for a request that carries the opt-in tag."""
-        opted_in = {"StringEquals": {self._opt_in_tag("RequestTag"): "true"}}
-        self.add_statement(function, LAUNCH_JOBS, actions, [self.training_jobs_arn], opted_in)
+        """CreateTrainingJob only for a request that carries the opt-in tag, on the launchable types."""
+        conditions = {"StringEquals": {self._opt_in_tag("RequestTag"): "true"}, **self.launchable_types}
+        self.add_statement(function, LAUNCH_JOBS, actions, [self.training_jobs_arn], conditions)
+
+    def allow_tagging_the_jobs_it_creates(self, function: Function, actions: Actions = TAG_ON_CREATE.group) -> None:
+        """AddTags only as part of the CreateTrainingJob that creates the job (sagemaker:TaggingAction), never on a job
+        that exists, and only for a request with the opt-in tag and trainguard's mark of its own launches (retry-of
+        on a relaunch, blocked-launch on a launch it made for a quota wall). The other keys are not bounded: a
+        relaunch copies the failed job's own tags (domain/job_end.py), whose keys the deployer cannot know, and they
+        land only on the job the same request creates (SECURITY.md, "What trainguard's roles may do")."""
+        keys = TagKeys(self.settings.tag_prefix)
+        conditions = {
+            "StringEquals": {self._opt_in_tag("RequestTag"): "true", groups.TAGGING_ACTION_KEY: groups.TAG_ON_CREATE},
+            "ForAnyValue:StringEquals": {"aws:TagKeys": [keys.retry_of, keys.blocked_launch]},
+        }
+        self.add_statement(function, TAG_ON_CREATE, actions, [self.training_jobs_arn], conditions)
 
     def allow_launching_on_training_plans(self, function: Function, actions: Actions = LAUNCH_ON_PLANS.group) -> None:
-        """CreateTrainingJob on this account's training plans and reserved capacity (a relaunch carries its own)."""
+        """CreateTrainingJob on this account's training plans and reserved capacity (a relaunch carries its own), on
+        the launchable types."""
         plans = [
             self.stack.format_arn(service="sagemaker", resource=kind, resource_name="*")
             for kind in ("training-plan", "reserved-capacity")
         ]
-        self.add_statement(function, LAUNCH_ON_PLANS, actions, plans)
+        self.add_statement(function, LAUNCH_ON_PLANS, actions, plans, self.launchable_types or None)
 
-    def allow_passing_execution_roles(
-        self, function: Function, actions: Actions = PASS_EXECUTION_ROLES.group, *, in_own_account: bool = False
-    ) -> None:
-        """PassRole to SageMaker, for the configured execution roles only (nothing when there are none). A spoke
-        (`in_own_account`) passes the roles of the same path and name in its own account: a role of another
-        account cannot be passed there."""
-        to_sagemaker = {"StringEquals": {"iam:PassedToService": groups.SAGEMAKER_PRINCIPAL}}
-        roles = list(self.settings.passable_role_arns)
-        if in_own_account:
-            roles = [f"arn:{Aws.PARTITION}:iam::{Aws.ACCOUNT_ID}:{arn.split(':', 5)[5]}" for arn in roles]
-        self.add_statement(function, PASS_EXECUTION_ROLES, actions, roles, to_sagemaker)
+    def allow_passing_execution_roles(self, function: Function, actions: Actions = PASS_EXECUTION_ROLES.group) -> None:
+        """PassRole to SageMaker, for the configured execution roles only (nothing when there are none)."""
+        self.add_statement(function, PASS_EXECUTION_ROLES, actions, self.settings.passable_role_arns, _TO_SAGEMAKER)
+
+    def allow_passing_execution_roles_of_the_account(self, roles: Sequence[iam.Role]) -> None:
+        """For a spoke, deployed alike in every enrolled account: PassRole to SageMaker for the configured execution
+        roles of the account it is deployed in, by their exact ARNs. One policy per account that has listed roles,
+        attached to `roles`, and created only in that account (a CloudFormation condition on AWS::AccountId), so a
+        listed role of account A is passable in account A only (nothing where none is listed)."""
+        by_account: dict[str, list[str]] = {}
+        for arn in self.settings.passable_role_arns:
+            by_account.setdefault(arn.split(":")[4], []).append(arn)
+        for account, arns in by_account.items():
+            in_account = CfnCondition(
+                self.stack, f"DeployedIn{account}", expression=Fn.condition_equals(Aws.ACCOUNT_ID, account)
+            )
+            statement = iam.PolicyStatement(
+                sid=PASS_EXECUTION_ROLES.sid,
+                actions=list(PASS_EXECUTION_ROLES.group),
+                resources=arns,
+                conditions=_TO_SAGEMAKER,
+            )
+            policy = iam.Policy(self.stack, f"PassExecutionRolesOf{account}", roles=list(roles), statements=[statement])
+            cfn_policy = policy.node.default_child
+            assert isinstance(cfn_policy, iam.CfnPolicy)
+            cfn_policy.cfn_options.condition = in_account
 
     def allow_stopping_opted_in_training_jobs(self, function: Function, actions: Actions = STOP_JOBS.group) -> None:
         """StopTrainingJob only on a job whose own opt-in tag is true (its tag, not the request's)."""

@@ -141,6 +141,7 @@ def guard_function(
     description: str,
     dead_letter_queue: sqs.IQueue,
     function_name: str | None = None,
+    reserved_concurrency: int | None = None,
 ) -> lambda_.Function:
     role = iam.Role(
         scope,
@@ -167,6 +168,7 @@ def guard_function(
         environment=dict(POWERTOOLS_ENVIRONMENT),
         retry_attempts=2,
         on_failure=destinations.SqsDestination(dead_letter_queue),
+        reserved_concurrent_executions=reserved_concurrency,
     )
 
 

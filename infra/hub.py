@@ -1,8 +1,9 @@
 """The organization's hub (docs/organization.md): what a trainguard stack adds when other accounts are enrolled.
 
-- A bus of its own, `trainguard-hub`, whose resource policy lets only the enrolled accounts put events on it
-  (and, with `organization_id`, only from inside the organization): a spoke anywhere else is refused by
-  EventBridge itself.
+- A bus of its own, `trainguard-hub`, whose resource policy lets only the spokes' forwarding roles put events on
+  it (`trainguard-spoke-forward-to-hub-<region>` of each enrolled account, by `aws:PrincipalArn`; and,
+  with `organization_id`, only from inside the organization): any other principal of an enrolled account, and a
+  spoke anywhere else, is refused by EventBridge itself.
 - On that bus, the same rules to the same functions as on the default bus, for the enrolled accounts and regions
   only (an event's `account` and `region` are its origin's: EventBridge keeps them when a rule forwards it,
   https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-cross-account.html). An event from an account or
@@ -42,7 +43,13 @@ from infra.guard_function import (
 from infra.nag import PendingAcknowledgments, nag_arn
 from infra.settings import Settings
 from trainguard.adapters.permissions import actions_of
-from trainguard.adapters.spoke_roles import HUB_EVENT_BUS_NAME, function_key, hub_role_name, spoke_role_name
+from trainguard.adapters.spoke_roles import (
+    HUB_EVENT_BUS_NAME,
+    forwarding_role_name,
+    function_key,
+    hub_role_name,
+    spoke_role_name,
+)
 from trainguard.adapters.spoke_sessions import SpokeSessions
 from trainguard.metric_names import SPOKE_FAILURES
 
@@ -85,9 +92,7 @@ class Hub(Construct):
             principals=[iam.AccountPrincipal(account) for account in accounts],
             actions=["events:PutEvents"],
             resources=[self.bus.event_bus_arn],
-            conditions={"StringEquals": {"aws:PrincipalOrgID": settings.organization_id}}
-            if settings.organization_id
-            else None,
+            conditions=_from_forwarding_roles(accounts, settings.organization_id),
         )
         # The L1 resource with the whole statement (CDK's add_to_resource_policy goes through a deprecated property).
         self.bus_policy = events.CfnEventBusPolicy(
@@ -154,6 +159,21 @@ class Hub(Construct):
         )
         for arn in spoke_roles:
             acknowledgments.add(role, f"AwsSolutions-IAM5[Resource::{nag_arn(arn)}]", SPOKE_ROLES_REASON)
+
+
+def _from_forwarding_roles(accounts: Sequence[str], organization_id: str) -> dict[str, Any]:
+    """Only the spokes' forwarding roles (infra/spoke_stack.py) of the enrolled accounts. A rule whose target is
+    another account's bus puts the events with the role it names: EventBridge assumes that role to call the target
+    ("Sending events to an AWS service in another account", EventBridge User Guide), so the request's
+    aws:PrincipalArn is the role's ARN. The account principals only make the accounts eligible; without this
+    condition any principal of theirs with events:PutEvents could put events here, log lines of any time among them.
+    Any region's forwarding role: a spoke in a region that is not enrolled is still parked and alarmed on here
+    (RefuseOthers), not refused unseen at its own end."""
+    roles = [f"arn:{Aws.PARTITION}:iam::{account}:role/{forwarding_role_name('*')}" for account in accounts]
+    conditions: dict[str, Any] = {"ArnLike": {"aws:PrincipalArn": roles}}
+    if organization_id:
+        conditions["StringEquals"] = {"aws:PrincipalOrgID": organization_id}
+    return conditions
 
 
 def _route_on(scope: Construct, bus: events.IEventBus, route: Route, pattern: dict[str, Any]) -> events.Rule:

@@ -14,6 +14,7 @@ https://repost.aws/knowledge-center/cloudwatch-receive-sns-for-alarm-trigger
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from aws_cdk import Aws, Duration
 from aws_cdk import aws_iam as iam
@@ -26,6 +27,14 @@ CLOUDWATCH_PRINCIPAL = "cloudwatch.amazonaws.com"
 # What a publisher to an SSE topic needs on the key; listed without wildcards for IAM identity policies.
 PUBLISH = "sns:Publish"
 PUBLISHER_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
+
+
+def _from_this_accounts_alarms() -> dict[str, Any]:
+    """The conditions on CloudWatch's use of the topic and its key: an alarm of this account and region."""
+    return {
+        "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+        "ArnLike": {"aws:SourceArn": f"arn:{Aws.PARTITION}:cloudwatch:{Aws.REGION}:{Aws.ACCOUNT_ID}:alarm:*"},
+    }
 
 
 class Notifications(Construct):
@@ -61,15 +70,20 @@ class Notifications(Construct):
             enable_key_rotation=True,
             pending_window=Duration.days(30),
         )
-        # The AWS-documented statement, without conditions: KMS calls that CloudWatch makes while
-        # publishing are not documented to carry aws:SourceAccount, and a condition that does not
-        # match drops notifications silently. The topic policy below carries the account condition.
+        # The AWS-documented statement (Amazon SNS Developer Guide, "compatibility-with-aws-services"), with the
+        # confused-deputy conditions the topic policy below carries: CloudWatch uses the key only for an alarm of
+        # this account and region. CloudWatch sends both keys with its KMS calls for an alarm action, as public
+        # stacks that alarm to KMS-encrypted topics with this condition rely on (ArnLike aws:SourceArn on
+        # arn:aws:cloudwatch:<region>:<account>:alarm:...). Nothing here can try it against AWS: if an alarm's
+        # notification is ever refused, CloudWatch records it in the alarm's history ("Failed to execute action"),
+        # and the functions' own notifications, which do not go through this statement, are unaffected.
         key.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="AllowCloudWatchAlarmsToUseTheKey",
                 principals=[iam.ServicePrincipal(CLOUDWATCH_PRINCIPAL)],
                 actions=["kms:Decrypt", "kms:GenerateDataKey*"],
                 resources=["*"],
+                conditions=_from_this_accounts_alarms(),
             )
         )
         return key
@@ -77,17 +91,13 @@ class Notifications(Construct):
     def _alarm_topic(self) -> sns.Topic:
         """The topic trainguard and its alarms report to; CloudWatch alarms of this account may publish."""
         topic = sns.Topic(self, "Topic", display_name="trainguard", master_key=self.key, enforce_ssl=True)
-        alarms_of_this_account = f"arn:{Aws.PARTITION}:cloudwatch:{Aws.REGION}:{Aws.ACCOUNT_ID}:alarm:*"
         topic.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="AllowCloudWatchAlarmsOfThisAccountToPublish",
                 principals=[iam.ServicePrincipal(CLOUDWATCH_PRINCIPAL)],
                 actions=["sns:Publish"],
                 resources=[topic.topic_arn],
-                conditions={
-                    "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
-                    "ArnLike": {"aws:SourceArn": alarms_of_this_account},
-                },
+                conditions=_from_this_accounts_alarms(),
             )
         )
         return topic

@@ -32,6 +32,9 @@ _REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 # Organizations: "o-" and 10 to 32 lowercase letters or digits (the Organization data type, botocore's model).
 _ORGANIZATION = re.compile(r"^o-[a-z0-9]{10,32}$")
 MAX_QUOTA_CEILING = 10000
+# A function may reserve up to the account's concurrency less 100, which stays unreserved ("Configuring reserved
+# concurrency for a function", Lambda Developer Guide): 900 of the default 1,000.
+MAX_RESERVED_CONCURRENCY = 900
 MAX_QUOTA_NAME_LENGTH = 200
 # The functions' environment variables share Lambda's 4 KB; the ceilings go there as JSON text.
 MAX_QUOTA_CEILINGS_JSON = 2048
@@ -68,6 +71,9 @@ class Settings(FunctionSettings):
     local_deploy: bool = False
     # When set, the hub's bus also requires the sender to be in this organization.
     organization_id: str = ""
+    # The log-activity function's reserved concurrency, its ceiling (infra/stall_detection.py); 0: none, for an
+    # account whose Lambda concurrency quota is below what reserving needs.
+    log_activity_concurrency: int = 50
 
     def __post_init__(self) -> None:
         _check(
@@ -81,6 +87,11 @@ class Settings(FunctionSettings):
             1 <= self.organization_retry_budget_per_hour <= 10000,
             "organization_retry_budget_per_hour",
             "an integer from 1 to 10000",
+        )
+        _check(
+            0 <= self.log_activity_concurrency <= MAX_RESERVED_CONCURRENCY,
+            "log_activity_concurrency",
+            f"an integer from 0 to {MAX_RESERVED_CONCURRENCY}",
         )
         _check(1 <= self.capacity_backoff_minutes <= 1440, "capacity_backoff_minutes", "1 to 1440")
         _check(

@@ -2,8 +2,10 @@
 guards. No function, no table, no topic: the spoke forwards its events and lets the hub's functions in.
 
 - Rules on the default bus, with the hub's patterns (infra/event_patterns.py), whose target is the hub's bus;
-  EventBridge puts the events there with a role of this stack's (PutEvents on that one bus) and keeps their
-  `account` and `region`. A forward that fails waits in this stack's dead-letter queue.
+  EventBridge puts the events there with this stack's forwarding role, `trainguard-spoke-forward-to-hub-<region>`
+  (PutEvents on that one bus; the hub's bus takes events from this role only), and keeps their `account` and
+  `region`. Only EventBridge may assume it, for this account's rules (aws:SourceAccount, aws:SourceArn). A
+  forward that fails waits in this stack's dead-letter queue.
 - For each hub function that acts in a job's account, a role `trainguard-spoke-<function>-<region>` that only
   that function's hub role can assume (`aws:PrincipalArn`, optionally `aws:PrincipalOrgID` too), with exactly
   the statements the function has in a single-account stack for the calls that land in the job's account
@@ -11,7 +13,7 @@ guards. No function, no table, no topic: the spoke forwards its events and lets 
 
 It has no asset, so its template deploys with CloudFormation StackSets as well as with `cdk deploy`. The settings
 that shape its grants (tag_prefix, passable_role_arns, checkpoint_buckets, watch_failed_launches) must be the
-hub's; a passable role is passed here by its path and name, in this account.
+hub's; a listed execution role is passable only in its own account, by its exact ARN.
 """
 
 from __future__ import annotations
@@ -29,17 +31,24 @@ from aws_cdk import aws_logs_destinations as logs_destinations
 from constructs import Construct
 
 from infra import spoke_log_forwarder
+from infra.action_groups import TRAINING_JOBS_REASON
 from infra.event_patterns import guarded_events, spoke_log_lines_pattern
-from infra.grants import Grants
+from infra.grants import LAUNCH_JOBS, LAUNCH_ON_PLANS, TAG_ON_CREATE, Grants
 from infra.guard_function import dead_letter_queue, event_pattern, guard_function
 from infra.job_events import JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER
-from infra.nag import PendingAcknowledgments
+from infra.nag import PendingAcknowledgments, nag_arn
 from infra.quota_walls import FAILED_LAUNCHES_HANDLER, QUOTA_WATCH_HANDLER
 from infra.settings import Settings
 from infra.stack import acts_in_job_account, in_job_account_actions
 from infra.stall_detection import LOG_ACTIVITY_HANDLER, STALL_ALARMS_HANDLER, STALL_PROBER_HANDLER
 from trainguard.adapters.job_activity import LOG_GROUP as TRAINING_LOG_GROUP
-from trainguard.adapters.spoke_roles import function_key, hub_event_bus_arn, hub_role_name, spoke_role_name
+from trainguard.adapters.spoke_roles import (
+    forwarding_role_name,
+    function_key,
+    hub_event_bus_arn,
+    hub_role_name,
+    spoke_role_name,
+)
 from trainguard.events.log_subscription import SPOKE_LOG_DETAIL_TYPE, SPOKE_LOG_SOURCE
 
 HANDLERS = (
@@ -63,6 +72,16 @@ def acting_handlers(settings: Settings) -> list[str]:
     ]
 
 
+# The launch statements, the same for every function that launches (its SageMaker adapter's `create`): written once,
+# in one managed policy the launching roles share, so that the deployer's list of launchable instance types is in the
+# spoke's template once, not once per role (the template must stay small: tests/infra/test_organization.py).
+LAUNCH_ACTIONS = frozenset({*LAUNCH_JOBS.group, *TAG_ON_CREATE.group, *LAUNCH_ON_PLANS.group})
+
+
+def _passes_roles(handler: str) -> bool:
+    return "iam:PassRole" in in_job_account_actions(handler).get("jobs", ())
+
+
 class TrainGuardSpokeStack(Stack):
     def __init__(
         self,
@@ -79,12 +98,15 @@ class TrainGuardSpokeStack(Stack):
         self.settings = settings
         self.hub_account, self.organization_id = hub_account, organization_id
         self.grants = Grants(stack=self, settings=settings, acknowledgments=PendingAcknowledgments())
+        self._launch_policy: iam.ManagedPolicy | None = None
         self._forward_to(hub_event_bus_arn(hub_account, hub_region, Aws.PARTITION))
         training_logs = logs.LogGroup.from_log_group_name(self, "TrainingLogs", TRAINING_LOG_GROUP)
         self.log_forwarder = self._forward_log_lines(training_logs) if settings.subscribe_to_training_logs else None
         self.roles = {
             function_key(handler): self._spoke_role(handler, training_logs) for handler in acting_handlers(settings)
         }
+        passing = [self.roles[function_key(h)] for h in acting_handlers(settings) if _passes_roles(h)]
+        self.grants.allow_passing_execution_roles_of_the_account(passing)
         self.grants.acknowledgments.acknowledge_all()
 
     def _forward_to(self, hub_bus_arn: str) -> None:
@@ -95,10 +117,21 @@ class TrainGuardSpokeStack(Stack):
         patterns = guarded_events(self.settings.watch_failed_launches)
         if self.settings.subscribe_to_training_logs:  # the log forwarder's events (_forward_log_lines)
             patterns["LogLines"] = spoke_log_lines_pattern()
+        # EventBridge's confused-deputy guidance: aws:SourceAccount, and aws:SourceArn, which "for EventBridge event bus
+        # rule targets ... must be the rule ARN" ("Cross-service confused deputy prevention in Amazon EventBridge").
+        # The rules name this role, so their ARNs cannot be named here (a cycle): this account's rules, this region.
+        this_accounts_rules = f"arn:{Aws.PARTITION}:events:{Aws.REGION}:{Aws.ACCOUNT_ID}:rule/*"
         self.forward_role = iam.Role(
             self,
             "ForwardToHubRole",
-            assumed_by=iam.ServicePrincipal("events.amazonaws.com"),
+            role_name=forwarding_role_name(Aws.REGION),
+            assumed_by=iam.ServicePrincipal(
+                "events.amazonaws.com",
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+                    "ArnLike": {"aws:SourceArn": this_accounts_rules},
+                },
+            ),
             description="trainguard spoke: EventBridge puts this account's training-job events on the hub's bus",
         )
         target = targets.EventBus(hub_bus, role=self.forward_role, dead_letter_queue=self.forward_dead_letter_queue)
@@ -140,6 +173,19 @@ class TrainGuardSpokeStack(Stack):
         )
         return function
 
+    @property
+    def launch_policy(self) -> iam.ManagedPolicy:
+        """The launch statements (CreateTrainingJob on opted-in jobs and their plans, AddTags on create), built once."""
+        if self._launch_policy is None:
+            policy = iam.ManagedPolicy(
+                self, "LaunchPolicy", description="trainguard spoke: launch opted-in training jobs (hub functions)"
+            )
+            self.grants.allow_launching_opted_in_training_jobs(policy)
+            self.grants.allow_tagging_the_jobs_it_creates(policy)
+            self.grants.allow_launching_on_training_plans(policy)
+            self._launch_policy = policy
+        return self._launch_policy
+
     def _spoke_role(self, handler: str, training_logs: logs.ILogGroup) -> iam.Role:
         """The role the hub's function `handler` assumes here, with its statements for the job's account."""
         key = function_key(handler)
@@ -156,9 +202,14 @@ class TrainGuardSpokeStack(Stack):
         )
         by_port = in_job_account_actions(handler)
         needed = frozenset().union(*by_port.values())
-        placed = self.grants.allow_what_it_calls(role, needed, training_logs)
-        if "iam:PassRole" in by_port.get("jobs", ()):
-            self.grants.allow_passing_execution_roles(role, in_own_account=True)
+        placed = self.grants.allow_what_it_calls(role, needed - LAUNCH_ACTIONS, training_logs)
+        if launches := needed & LAUNCH_ACTIONS:
+            self.launch_policy.attach_to_role(role)
+            placed |= launches
+            # Its DescribeTrainingJob on the same ARN is acknowledged with the launch's reason (infra/grants.py).
+            jobs = f"AwsSolutions-IAM5[Resource::{nag_arn(self.grants.training_jobs_arn)}]"
+            self.grants.acknowledgments.add(role, jobs, TRAINING_JOBS_REASON)
+        if _passes_roles(handler):  # the listed roles of this account (Grants.allow_passing_..._of_the_account)
             placed.add("iam:PassRole")
         if unplaced := needed - placed:
             raise ValueError(f"the spoke role of {key} needs {sorted(unplaced)}, which no statement grants")

@@ -102,6 +102,7 @@ class TrainGuardStack(Stack):
             "StallDetection",
             alarm_topic=self.notifications.topic,
             subscribe_to_training_logs=settings.subscribe_to_training_logs,
+            log_activity_concurrency=settings.log_activity_concurrency,
         )
 
     def _build_hub(self) -> Hub:

@@ -6,7 +6,7 @@
     EventBridge schedule rate(1 minute) --(retry 2x within the minute, then DLQ)--> stall prober:
         publishes each watched job's log silence, sweeps orphan alarms; its heartbeat has an alarm
     CloudWatch Logs subscription on /aws/sagemaker/TrainingJobs (optional) --> log-activity function:
-        keeps each watched job's newest log line in the ledger
+        keeps each watched job's newest log line in the ledger; at most `log_activity_concurrency` at once
     all three --(async retry 2x, then DLQ)
 
 The job-events function (infra/job_events.py) puts and deletes the per-job stall alarms; this
@@ -63,6 +63,16 @@ PROBER_HEARTBEAT_PERIOD = Duration.minutes(1)
 PROBER_SILENT_MINUTES = 5
 # Every log event of every training job: the function keeps only the newest line of each watched job.
 ALL_LOG_EVENTS = logs.FilterPattern.all_events()
+# Why the log-activity function has reserved concurrency (setting log_activity_concurrency, 50 by default): all the
+# functions of an account and region share its concurrency, 1,000 by default, and log lines come in floods that
+# trainguard does not control (every host of every job, and in a hub anything a spoke account puts on its bus). A
+# function's reserved concurrency is also its ceiling ("Configuring reserved concurrency for a function", Lambda
+# Developer Guide), so a flood of log lines, forged or not, takes 50 at most and leaves 950 of the default 1,000 to
+# the functions that act (job events, stall alarms, the retry launcher, the quota watch, the prober), which need a
+# few each. 50 at about 50 ms a delivery (one ledger read, one write) is about 1,000 deliveries a second. Reserving
+# must leave 100 of the account's concurrency unreserved (same page): an account whose quota is below 150 sets 0.
+# A throttled delivery waits in Lambda's asynchronous queue and is retried; no job is stopped on a delay, as the
+# stall-alarms function reads the job's log itself before it acts.
 
 
 class StallDetection(Construct):
@@ -73,6 +83,7 @@ class StallDetection(Construct):
         *,
         alarm_topic: sns.ITopic,
         subscribe_to_training_logs: bool,
+        log_activity_concurrency: int = 0,
     ) -> None:
         super().__init__(scope, construct_id)
         self.dead_letter_queue = dead_letter_queue(
@@ -93,7 +104,7 @@ class StallDetection(Construct):
             dead_letter_queue=self.dead_letter_queue,
         )
         self._build_prober(code, alarm_topic)
-        self._build_log_activity(code, subscribe_to_training_logs)
+        self._build_log_activity(code, subscribe_to_training_logs, log_activity_concurrency)
         self._alarm_on_failures(alarm_topic)
 
     def _build_prober(self, code: lambda_.Code, alarm_topic: sns.ITopic) -> None:
@@ -118,9 +129,10 @@ class StallDetection(Construct):
         )
         self.prober_health_alarm = self._prober_health_alarm(alarm_topic)
 
-    def _build_log_activity(self, code: lambda_.Code, subscribe_to_training_logs: bool) -> None:
-        """The log-activity function and, with `subscribe_to_training_logs`, its subscription to
-        SageMaker's training log group (imported by name: SageMaker creates it)."""
+    def _build_log_activity(self, code: lambda_.Code, subscribe_to_training_logs: bool, concurrency: int) -> None:
+        """The log-activity function, at most `concurrency` at once (0: no reservation), and, with
+        `subscribe_to_training_logs`, its subscription to SageMaker's training log group (imported by name:
+        SageMaker creates it)."""
         self.log_activity_function = guard_function(
             self,
             "LogActivityFunction",
@@ -128,6 +140,7 @@ class StallDetection(Construct):
             handler=LOG_ACTIVITY_HANDLER,
             description="trainguard: keeps each watched training job's newest log line (from the log subscription)",
             dead_letter_queue=self.dead_letter_queue,
+            reserved_concurrency=concurrency or None,
         )
         self.training_log_group = logs.LogGroup.from_log_group_name(self, "TrainingJobLogs", TRAINING_LOG_GROUP_NAME)
         self.training_log_subscription: logs.SubscriptionFilter | None = None

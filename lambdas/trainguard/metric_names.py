@@ -9,6 +9,7 @@ PROBER_CYCLES = "ProberCycles"  # the prober's heartbeat: the prober-health alar
 WATCHED_JOBS = "WatchedJobs"
 EVENTS_FROM_ELSEWHERE = "EventsFromElsewhere"  # an event about a job of an account or region not served: skipped
 SPOKE_FAILURES = "SpokeFailures"  # a hub's scheduled function could not serve one spoke this time
+LOG_LINES_FROM_THE_FUTURE = "LogLinesFromTheFuture"  # log lines stamped after their event (domain/log_clock.py)
 
 
 def outcome_metric(kind: str) -> str:

@@ -23,6 +23,8 @@ CONFIGURED_CONTEXT: dict[str, Any] = {
         "arn:aws:iam::123456789012:role/team/OtherTrainingRole",
     ],
     "checkpoint_buckets": ["example-checkpoints"],
+    # The deployer's bound on what trainguard launches (empty in the defaults stack: no type condition there).
+    "launchable_instance_types": ["ml.g5.xlarge", "ml.g5.12xlarge", "ml.p4d.24xlarge"],
     "quota_support_case_allowed": False,
     "default_quota_ceiling": 32,
     "quota_ceilings": {"ml.p4d.24xlarge for training job usage": 8, "Number of instances across all training jobs": 40},

@@ -21,10 +21,17 @@ from infra.event_patterns import (
 )
 from infra.spoke_stack import HANDLERS
 from infra.stack import in_job_account_actions
-from tests.iam_evaluation import Principal, may_assume, may_call
+from tests.iam_evaluation import Principal, may_act_on, may_assume, may_call
 from tests.infra.template_queries import CONFIGURED_CONTEXT, as_list
 from trainguard.adapters.job_activity import LOG_GROUP as TRAINING_LOG_GROUP
-from trainguard.adapters.spoke_roles import HUB_EVENT_BUS_NAME, function_key, hub_role_name, spoke_role_arn
+from trainguard.adapters.spoke_roles import (
+    FORWARDING_KEY,
+    HUB_EVENT_BUS_NAME,
+    forwarding_role_name,
+    function_key,
+    hub_role_name,
+    spoke_role_arn,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -37,6 +44,12 @@ HUB_CONTEXT = {
     "enrolled_accounts": ENROLLED_ACCOUNTS,
     "enrolled_regions": ENROLLED_REGIONS,
     "organization_id": ORGANIZATION,
+    # Execution roles in the spoke accounts: the same path and name in both, and one more in the first only.
+    "passable_role_arns": [
+        f"arn:aws:iam::{ENROLLED_ACCOUNTS[0]}:role/SageMakerTrainingRole",
+        f"arn:aws:iam::{ENROLLED_ACCOUNTS[0]}:role/team/OtherTrainingRole",
+        f"arn:aws:iam::{ENROLLED_ACCOUNTS[1]}:role/SageMakerTrainingRole",
+    ],
 }
 SPOKE_CONTEXT = {"hub_account": HUB_ACCOUNT, "hub_region": HUB_REGION, "organization_id": ORGANIZATION}
 
@@ -73,10 +86,12 @@ def resources(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
 
 
 def statements_by_role(template: dict[str, Any]) -> list[tuple[dict[str, Any], list[str]]]:
-    """Each statement of the template's role policies, with the logical IDs of the roles it is attached to."""
+    """Each statement of the template's role policies (inline and managed), with the logical IDs of the roles it is
+    attached to."""
     return [
-        (statement, [role["Ref"] for role in policy["Roles"]])
-        for policy in resources(template, "AWS::IAM::Policy").values()
+        (statement, [role["Ref"] for role in policy.get("Roles", [])])
+        for kind in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy")
+        for policy in resources(template, kind).values()
         for statement in policy["PolicyDocument"]["Statement"]
     ]
 
@@ -107,7 +122,37 @@ def test_the_hub_bus_takes_events_from_the_enrolled_accounts_in_the_organization
     assert statement["Action"] == "events:PutEvents" and statement["Effect"] == "Allow"
     principals = sorted(joined(p) for p in as_list(statement["Principal"]["AWS"]))
     assert principals == [f"arn:${{AWS::Partition}}:iam::{account}:root" for account in ENROLLED_ACCOUNTS]
-    assert statement["Condition"] == {"StringEquals": {"aws:PrincipalOrgID": ORGANIZATION}}
+    assert statement["Condition"]["StringEquals"] == {"aws:PrincipalOrgID": ORGANIZATION}
+    forwarders = sorted(joined(arn) for arn in as_list(statement["Condition"]["ArnLike"]["aws:PrincipalArn"]))
+    assert forwarders == [
+        f"arn:${{AWS::Partition}}:iam::{account}:role/{forwarding_role_name('*')}" for account in ENROLLED_ACCOUNTS
+    ]
+    assert set(statement["Condition"]) == {"StringEquals", "ArnLike"}
+
+
+@pytest.mark.parametrize("region", ENROLLED_REGIONS)
+def test_only_a_spokes_forwarding_role_may_put_events_on_the_hubs_bus(organization: Organization, region: str) -> None:
+    (policy,) = resources(organization.hub, "AWS::Events::EventBusPolicy").values()
+    bus_policy, render = {"Statement": [policy["Statement"]]}, _render(HUB_ACCOUNT, HUB_REGION)
+    enrolled, forwarder = ENROLLED_ACCOUNTS[0], forwarding_role_name(region)
+
+    def may_put(arn: str, organization_id: str = ORGANIZATION) -> bool:
+        return may_act_on(bus_policy, Principal(arn, organization_id), "events:PutEvents", render)
+
+    assert may_put(f"arn:aws:iam::{enrolled}:role/{forwarder}")
+    for other in (
+        f"arn:aws:iam::{enrolled}:role/Admin",  # any other principal of an enrolled account (issue 24)
+        f"arn:aws:iam::{enrolled}:root",
+        f"arn:aws:iam::{enrolled}:user/{forwarder}",
+        f"arn:aws:iam::{enrolled}:role/{spoke_role_name_of('log-activity', region)}",
+        f"arn:aws:iam::333333333333:role/{forwarder}",  # the name, in an account that is not enrolled
+    ):
+        assert not may_put(other), other
+    assert not may_put(f"arn:aws:iam::{enrolled}:role/{forwarder}", "o-otherorgxyz")
+
+
+def spoke_role_name_of(key: str, region: str) -> str:
+    return spoke_role_arn("0", region, key).rpartition("/")[2]
 
 
 def test_the_hub_routes_the_enrolled_accounts_and_regions_and_parks_everything_else(
@@ -167,10 +212,17 @@ def test_each_acting_hub_function_has_its_fixed_role_name_and_assumes_only_its_s
         ]
 
 
-def test_each_spoke_role_trusts_only_its_hub_functions_role(organization: Organization) -> None:
-    roles = {
-        joined(v["RoleName"]): v for v in resources(organization.spoke, "AWS::IAM::Role").values() if "RoleName" in v
+def function_roles(spoke: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The spoke's roles for the hub's functions, by logical ID (the named roles but the forwarding role)."""
+    return {
+        logical_id: role
+        for logical_id, role in resources(spoke, "AWS::IAM::Role").items()
+        if "RoleName" in role and not joined(role["RoleName"]).startswith(f"trainguard-spoke-{FORWARDING_KEY}-")
     }
+
+
+def test_each_spoke_role_trusts_only_its_hub_functions_role(organization: Organization) -> None:
+    roles = {joined(v["RoleName"]): v for v in function_roles(organization.spoke).values()}
     acting = [h for h in HANDLERS if any(in_job_account_actions(h).values())]
     assert sorted(roles) == sorted(f"trainguard-spoke-{function_key(h)}-${{AWS::Region}}" for h in acting)
     for name, role in roles.items():
@@ -188,7 +240,7 @@ def test_each_spoke_role_allows_what_its_function_does_in_a_jobs_account_and_not
     organization: Organization,
 ) -> None:
     template = organization.spoke
-    names = {k: joined(v["RoleName"]) for k, v in resources(template, "AWS::IAM::Role").items() if "RoleName" in v}
+    names = {k: joined(v["RoleName"]) for k, v in function_roles(template).items()}
     granted: dict[str, set[str]] = {}
     for statement, role_ids in statements_by_role(template):
         for role_id in role_ids:
@@ -217,12 +269,25 @@ def test_the_spoke_forwards_the_hubs_patterns_to_the_hub_bus_with_its_own_role(o
         (target,) = rule["Targets"]
         assert joined(target["Arn"]) == hub_bus and "RoleArn" in target and "DeadLetterConfig" in target
     roles = resources(organization.spoke, "AWS::IAM::Role")
+    function_role_ids = function_roles(organization.spoke)
     trusted = sorted(
         json.dumps(role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"])
-        for role in roles.values()
-        if "RoleName" not in role
+        for logical_id, role in roles.items()
+        if logical_id not in function_role_ids
     )
     assert trusted == ['{"Service": "events.amazonaws.com"}', '{"Service": "lambda.amazonaws.com"}']  # + forwarder
+    (forward_role,) = [
+        role for role in roles.values() if role.get("RoleName", {}) and FORWARDING_KEY in joined(role["RoleName"])
+    ]
+    assert joined(forward_role["RoleName"]) == forwarding_role_name("${AWS::Region}")  # the name the hub admits
+    (trust,) = forward_role["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+        "ArnLike": {"aws:SourceArn": trust["Condition"]["ArnLike"]["aws:SourceArn"]},
+    }
+    assert joined(trust["Condition"]["ArnLike"]["aws:SourceArn"]) == (
+        "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:rule/*"
+    )
     put_events = [
         (statement, attached)
         for statement, attached in statements_by_role(organization.spoke)
@@ -239,6 +304,7 @@ def test_the_spoke_has_no_asset_and_no_bootstrap_rule_so_stacksets_can_deploy_it
         "AWS::Events::Rule",
         "AWS::IAM::Role",
         "AWS::IAM::Policy",
+        "AWS::IAM::ManagedPolicy",  # the launch statements the launching roles share
         "AWS::SQS::Queue",
         "AWS::SQS::QueuePolicy",
         "AWS::Lambda::Function",  # the log forwarder, whose code is in the template (ZipFile)
@@ -273,7 +339,7 @@ def test_a_spoke_role_can_be_assumed_by_its_hub_functions_role_and_nothing_else(
 ) -> None:
     spoke_account = ENROLLED_ACCOUNTS[0]
     render = _render(spoke_account, region)
-    roles = [v for v in resources(organization.spoke, "AWS::IAM::Role").values() if "RoleName" in v]
+    roles = list(function_roles(organization.spoke).values())
     keys = [render(role["RoleName"]).removeprefix("trainguard-spoke-").removesuffix(f"-{region}") for role in roles]
     assert len(keys) == 6
     for key, role in zip(keys, roles, strict=True):
@@ -324,20 +390,47 @@ def test_the_hub_can_assume_spoke_roles_in_the_enrolled_accounts_only(organizati
         )
 
 
-def test_a_spoke_passes_the_listed_roles_of_its_own_account_to_sagemaker_only(organization: Organization) -> None:
-    passes = [
-        statement
-        for statement, _ in statements_by_role(organization.spoke)
-        if "iam:PassRole" in as_list(statement["Action"])
+def _deployed_in(template: dict[str, Any], account: str) -> Callable[[dict[str, Any]], bool]:
+    """Whether a resource of `template` exists in `account`: no Condition, or an Fn::Equals of the account."""
+
+    def exists(resource: dict[str, Any]) -> bool:
+        if "Condition" not in resource:
+            return True
+        left, right = template["Conditions"][resource["Condition"]]["Fn::Equals"]
+        assert left == {"Ref": "AWS::AccountId"}, left
+        return bool(right == account)
+
+    return exists
+
+
+@pytest.mark.parametrize("account", [*ENROLLED_ACCOUNTS, "333333333333"])
+def test_a_spoke_passes_the_exact_listed_roles_of_its_own_account_to_sagemaker_only(
+    organization: Organization, account: str
+) -> None:
+    spoke, render = organization.spoke, _render(account, "us-east-1")
+    exists = _deployed_in(spoke, account)
+    names = {k: render(v["RoleName"]) for k, v in function_roles(spoke).items()}
+    statements: dict[str, list[dict[str, Any]]] = {name: [] for name in names.values()}
+    for resource in spoke["Resources"].values():
+        if resource["Type"] not in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy") or not exists(resource):
+            continue
+        for role in resource["Properties"]["Roles"]:
+            if role["Ref"] in names:
+                statements[names[role["Ref"]]] += resource["Properties"]["PolicyDocument"]["Statement"]
+    listed = [arn for arn in HUB_CONTEXT["passable_role_arns"] if arn.split(":")[4] == account]
+    same_name_elsewhere = [
+        f"arn:aws:iam::{account}:role/{arn.split(':role/')[1]}" for arn in HUB_CONTEXT["passable_role_arns"]
     ]
-    assert passes  # the functions that relaunch pass the execution role
-    expected = sorted(
-        f"arn:${{AWS::Partition}}:iam::${{AWS::AccountId}}:{arn.split(':', 5)[5]}"
-        for arn in CONFIGURED_CONTEXT["passable_role_arns"]
-    )
-    for statement in passes:
-        assert sorted(joined(r) for r in as_list(statement["Resource"])) == expected
-        assert statement["Condition"] == {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}
+    to_sagemaker = {"iam:PassedToService": "sagemaker.amazonaws.com"}
+    passing = [name for name, found in statements.items() if any("iam:PassRole" in as_list(s["Action"]) for s in found)]
+    assert len(passing) == (4 if listed else 0)  # job events, retry launcher, quota watch, failed launches
+    for name in passing:
+        for arn in {*listed, *same_name_elsewhere, *HUB_CONTEXT["passable_role_arns"]}:
+            allowed = may_call(statements[name], "iam:PassRole", arn, render, to_sagemaker)
+            assert allowed is (arn in listed), (name, arn)  # issue 24: not the listed path and name in every spoke
+        assert not may_call(
+            statements[name], "iam:PassRole", listed[0], render, {"iam:PassedToService": "ec2.amazonaws.com"}
+        )
 
 
 def test_the_spoke_template_fits_in_a_request_as_stacksets_and_an_unbootstrapped_deploy_send_it(
@@ -383,3 +476,86 @@ def test_the_hub_alarms_when_a_spoke_cannot_be_served(organization: Organization
     assert alarms[0]["Namespace"] == "TrainGuard" and alarms[0]["Dimensions"] == [
         {"Name": "service", "Value": "trainguard"}
     ]
+
+
+@pytest.mark.parametrize("side", ["hub", "spoke"])
+def test_every_create_training_job_grant_is_bounded_by_the_launchable_instance_types(
+    organization: Organization, side: str
+) -> None:
+    template = getattr(organization, side)
+    launchable = HUB_CONTEXT["launchable_instance_types"]
+    creating = [s for s, _ in statements_by_role(template) if "sagemaker:CreateTrainingJob" in as_list(s["Action"])]
+    assert creating
+    for statement in creating:
+        assert statement["Condition"]["ForAllValues:StringEquals"] == {"sagemaker:InstanceTypes": launchable}
+        assert statement["Condition"]["Null"] == {"sagemaker:InstanceTypes": "false"}
+    render = _render(ENROLLED_ACCOUNTS[0], "us-east-1")
+    job = f"arn:aws:sagemaker:us-east-1:{ENROLLED_ACCOUNTS[0]}:training-job/llama-pretrain-retry1"
+    opted_in = {"aws:RequestTag/trainguard:enabled": "true"}
+    for types, allowed in ((launchable[:1], True), (["ml.p5.48xlarge"], False), (None, False)):
+        context = {**opted_in, **({} if types is None else {"sagemaker:InstanceTypes": types})}
+        assert may_call(creating, "sagemaker:CreateTrainingJob", job, render, context) is allowed, types
+
+
+def service_principal_grants(template: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(logical ID, service principal, conditions) of every grant to an AWS service: role trusts, key, topic and
+    queue policies, and Lambda permissions (their SourceAccount and SourceArn as the condition keys they are)."""
+    documents = {
+        "AWS::IAM::Role": "AssumeRolePolicyDocument",
+        "AWS::KMS::Key": "KeyPolicy",
+        "AWS::SNS::TopicPolicy": "PolicyDocument",
+        "AWS::SQS::QueuePolicy": "PolicyDocument",
+    }
+    found = []
+    for logical_id, resource in template["Resources"].items():
+        properties = resource.get("Properties", {})
+        if resource["Type"] == "AWS::Lambda::Permission":
+            keys = {f"aws:{name}": properties[name] for name in ("SourceAccount", "SourceArn") if name in properties}
+            found.append((logical_id, properties["Principal"], {"StringEquals": keys}))
+        elif resource["Type"] in documents:
+            for statement in properties[documents[resource["Type"]]]["Statement"]:
+                principal = statement.get("Principal", {})
+                for service in as_list(principal.get("Service", []) if isinstance(principal, dict) else []):
+                    found.append((logical_id, service, statement.get("Condition", {})))
+    return found
+
+
+@pytest.mark.parametrize("side", ["hub", "spoke"])
+def test_every_grant_to_an_aws_service_is_bound_to_this_accounts_own_resources(
+    organization: Organization, side: str
+) -> None:
+    """Cross-service confused deputy: aws:SourceAccount, or an aws:SourceArn that names this account's resource
+    (EventBridge, IAM User Guide: "If the aws:SourceArn value does not contain the account ID ... you must use both").
+    The functions' roles trust lambda.amazonaws.com alone: Lambda assumes a function's execution role itself, for
+    that function only, and its documentation gives no source key for that trust."""
+    template = getattr(organization, side)
+    grants = service_principal_grants(template)
+    assert {service for _, service, _ in grants} >= {"events.amazonaws.com", "lambda.amazonaws.com"}
+    for logical_id, service, conditions in grants:
+        if service == "lambda.amazonaws.com":
+            continue
+        keys = {key: value for tests in conditions.values() for key, value in tests.items()}
+        source_arn = keys.get("aws:SourceArn")
+        names_this_account = source_arn is not None and (
+            "${AWS::AccountId}" in joined(source_arn) or "Fn::GetAtt" in json.dumps(source_arn)
+        )
+        assert keys.get("aws:SourceAccount") == {"Ref": "AWS::AccountId"} or names_this_account, (logical_id, service)
+        if service in ("cloudwatch.amazonaws.com",):  # issue 24: the topic key's grant, as the topic's
+            assert keys["aws:SourceAccount"] == {"Ref": "AWS::AccountId"} and names_this_account, logical_id
+
+
+def test_the_spoke_template_still_fits_with_the_most_launchable_instance_types(tmp_path: Path) -> None:
+    """The deployer's list is in the spoke's launch statements once (a managed policy the launching roles share),
+    so the longest list the settings take keeps the template within the size the test above holds it to."""
+    import yaml
+    from aws_cdk import App
+
+    import app as cdk_app
+    from infra.settings import MAX_LAUNCHABLE_TYPES
+
+    types = [f"ml.p{i % 10}.{i}xlarge" for i in range(MAX_LAUNCHABLE_TYPES)]
+    context = {"trainguard": {**HUB_CONTEXT, "launchable_instance_types": types}, "trainguard_spoke": SPOKE_CONTEXT}
+    cdk_app.build_app(App(outdir=str(tmp_path), context=context)).synth()
+    spoke = json.loads((tmp_path / f"{cdk_app.SPOKE_STACK_NAME}.template.json").read_text())
+    as_yaml = len(yaml.safe_dump(spoke, default_flow_style=False, sort_keys=False))
+    assert as_yaml < 46_000 and len(json.dumps(spoke, separators=(",", ":"))) < 40_000, as_yaml

@@ -164,3 +164,45 @@ def test_logs_may_invoke_the_log_activity_function_only_from_the_training_log_gr
 def test_the_training_log_group_is_sagemakers_and_never_created_here(synthesized: Any, stack: str) -> None:
     groups = resources_of_type(getattr(synthesized, stack), "AWS::Logs::LogGroup").values()
     assert TRAINING_LOG_GROUP not in {g["Properties"].get("LogGroupName") for g in groups}
+
+
+# Issue 24: a flood of log lines (forged ones among them) must not take the concurrency the acting functions need.
+# Lambda: an account's concurrency is 1,000 by default, and reserving must leave 100 of it unreserved ("Configuring
+# reserved concurrency for a function", Lambda Developer Guide).
+DEFAULT_ACCOUNT_CONCURRENCY, MINIMUM_UNRESERVED = 1000, 100
+
+
+@pytest.mark.parametrize("stack", ["template", "defaults_template"])
+def test_the_log_path_is_capped_so_the_acting_functions_keep_the_accounts_concurrency(
+    synthesized: Any, stack: str
+) -> None:
+    from infra.settings import Settings
+
+    template = getattr(synthesized, stack)
+    functions = resources_of_type(template, "AWS::Lambda::Function")
+    reserved = {
+        r["Properties"]["Handler"]: r["Properties"]["ReservedConcurrentExecutions"]
+        for r in functions.values()
+        if "ReservedConcurrentExecutions" in r["Properties"]
+    }
+    # Only the log path is capped: a cap on an acting function would throttle it in a burst of job events.
+    assert reserved == {LOG_ACTIVITY_HANDLER: Settings().log_activity_concurrency}
+    acting = len(functions) - 1
+    left = DEFAULT_ACCOUNT_CONCURRENCY - sum(reserved.values())
+    assert left >= MINIMUM_UNRESERVED and left - MINIMUM_UNRESERVED >= 100 * acting  # room to spare for each
+
+
+def test_the_log_activity_cap_is_a_setting_that_zero_turns_off_and_that_leaves_the_unreserved_minimum() -> None:
+    from aws_cdk import App
+    from aws_cdk.assertions import Match, Template
+
+    from infra.settings import Settings, SettingsError
+    from infra.stack import TrainGuardStack
+
+    template = Template.from_stack(TrainGuardStack(App(), "Uncapped", settings=Settings(log_activity_concurrency=0)))
+    template.resource_properties_count_is(
+        "AWS::Lambda::Function", {"ReservedConcurrentExecutions": Match.any_value()}, 0
+    )
+    for refused in (-1, DEFAULT_ACCOUNT_CONCURRENCY - MINIMUM_UNRESERVED + 1):
+        with pytest.raises(SettingsError, match="log_activity_concurrency"):
+            Settings(log_activity_concurrency=refused)

@@ -60,6 +60,48 @@ def test_actions_and_resources_match_iams_wildcards_and_nothing_else() -> None:
 
 def test_what_it_does_not_understand_raises_rather_than_passes() -> None:
     with pytest.raises(NotImplementedError):
-        may_assume(trust({"ForAnyValue:StringLike": {"aws:PrincipalTag/team": "ml"}}), ADMIN, render)
+        may_assume(trust({"StringEqualsIfExists": {"aws:PrincipalTag/team": "ml"}}), ADMIN, render)
     with pytest.raises(NotImplementedError):
         may_call([{"Effect": "Allow", "NotAction": "iam:*", "Resource": "*"}], "sts:AssumeRole", "x", render)
+    conditioned = [{"Effect": "Allow", "Action": "sagemaker:*", "Resource": "*", "Condition": {"Null": {"k": "false"}}}]
+    with pytest.raises(NotImplementedError):  # a statement with conditions asked without a request
+        may_call(conditioned, "sagemaker:CreateTrainingJob", "x", render)
+
+
+LAUNCH = "arn:aws:sagemaker:us-east-1:1:training-job/j"
+
+
+def _launch(condition: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"Effect": "Allow", "Action": "sagemaker:CreateTrainingJob", "Resource": "*", "Condition": condition}]
+
+
+@pytest.mark.parametrize(
+    ("condition", "types", "allowed"),
+    [
+        # ForAllValues: every value of the request's key among the policy's, and true when the key is absent
+        # ("The ForAllValues set operator also returns true if there are no context keys in the request").
+        ({"ForAllValues:StringEquals": {"sagemaker:InstanceTypes": ["ml.g5.xlarge"]}}, ["ml.g5.xlarge"], True),
+        (
+            {"ForAllValues:StringEquals": {"sagemaker:InstanceTypes": ["ml.g5.xlarge"]}},
+            ["ml.g5.xlarge", "ml.p5.48xlarge"],
+            False,
+        ),
+        ({"ForAllValues:StringEquals": {"sagemaker:InstanceTypes": ["ml.g5.xlarge"]}}, None, True),
+        # Null false: the key must be in the request.
+        ({"Null": {"sagemaker:InstanceTypes": "false"}}, None, False),
+        ({"Null": {"sagemaker:InstanceTypes": "false"}}, ["ml.g5.xlarge"], True),
+        ({"Null": {"sagemaker:InstanceTypes": "true"}}, None, True),
+        # ForAnyValue: at least one value among the policy's, so false when the key is absent.
+        (
+            {"ForAnyValue:StringEquals": {"sagemaker:InstanceTypes": ["ml.g5.xlarge"]}},
+            ["ml.p5.48xlarge", "ml.g5.xlarge"],
+            True,
+        ),
+        ({"ForAnyValue:StringEquals": {"sagemaker:InstanceTypes": ["ml.g5.xlarge"]}}, None, False),
+    ],
+)
+def test_set_operators_and_null_follow_iams_documented_rules(
+    condition: dict[str, Any], types: list[str] | None, allowed: bool
+) -> None:
+    context = {} if types is None else {"sagemaker:InstanceTypes": types}
+    assert may_call(_launch(condition), "sagemaker:CreateTrainingJob", LAUNCH, render, context) is allowed

@@ -65,3 +65,18 @@ def test_keys_from_one_invocation_do_not_reach_the_next(log_lines: Any) -> None:
         job_events.handler({"detail-type": "not a state change"}, _Context())
     lines = log_lines()
     assert lines and all("previous-job" not in json.dumps(line) for line in lines)
+
+
+def test_log_lines_stamped_after_their_event_are_logged_with_the_job_and_how_many(log_lines: Any) -> None:
+    from datetime import timedelta
+
+    from tests.fakes import NOW
+    from tests.unit.test_rhythm_workflows import delivery
+    from trainguard.handlers import log_activity
+
+    log_activity.handle(
+        delivery("llama-pretrain", [NOW, NOW + timedelta(days=1), NOW + timedelta(days=2)]), fake_ports()
+    )
+
+    [refused] = [line for line in log_lines() if line["message"] == "log lines stamped after their event refused"]
+    assert refused["level"] == "WARNING" and refused["job_name"] == "llama-pretrain" and refused["refused"] == 2

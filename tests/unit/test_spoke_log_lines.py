@@ -9,7 +9,7 @@ import base64
 import gzip
 import json
 import os
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -43,7 +43,7 @@ def forwarder_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setitem(os.environ, name, value)
 
 
-def forwarded(entry: dict[str, Any], place: Location = SPOKE) -> dict[str, Any]:
+def forwarded(entry: dict[str, Any], place: Location = SPOKE, time: str = "2026-12-02T07:00:00Z") -> dict[str, Any]:
     """The entry as EventBridge delivers it from the hub's bus: put on the spoke's default bus and forwarded by its
     rule, it carries the spoke's account and region."""
     return {
@@ -52,7 +52,7 @@ def forwarded(entry: dict[str, Any], place: Location = SPOKE) -> dict[str, Any]:
         "detail-type": entry["DetailType"],
         "source": entry["Source"],
         "account": place.account,
-        "time": "2026-12-02T07:00:00Z",
+        "time": time,
         "region": place.region,
         "resources": [],
         "detail": json.loads(entry["Detail"]),
@@ -161,3 +161,96 @@ def test_a_cut_gzip_stream_is_malformed() -> None:
     whole = gzip.compress(json.dumps({"messageType": "DATA_MESSAGE", "logEvents": []}).encode())
     with pytest.raises(MalformedInput, match="cut short"):
         parse_log_delivery({"awslogs": {"data": base64.b64encode(whole[:-12]).decode()}})
+
+
+# Issue 24: one forged `trainguard.spoke` event stamped in 2100 made the hub ignore every later real line.
+YEAR_2100 = datetime(2100, 1, 1, tzinfo=UTC)
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, float]:
+    """The metrics the log-activity handler adds, by name."""
+    from trainguard.handlers.log_activity import metrics
+
+    added: dict[str, float] = {}
+    monkeypatch.setattr(
+        metrics, "add_metric", lambda name, unit, value: added.__setitem__(name, added.get(name, 0) + value)
+    )
+    return added
+
+
+def _spoke_hub() -> tuple[FakePlaces, Any]:
+    hub = FakePlaces(**HUB)
+    spoke = hub.at(type(hub.by_place[None]), SPOKE)
+    training(spoke)
+    follow_training_state(spoke, "llama-pretrain")
+    return hub, spoke
+
+
+@pytest.mark.parametrize(
+    "envelope_time",
+    [
+        pytest.param("2026-11-29T12:00:05Z", id="sent-now"),
+        pytest.param("2100-01-01T00:00:00Z", id="envelope-forged-too"),  # PutEvents takes a Time per entry
+    ],
+)
+def test_a_forwarded_line_stamped_in_the_future_is_refused_and_counted_and_later_real_lines_are_recorded(
+    envelope_time: str, counted: dict[str, float]
+) -> None:
+    from trainguard.metric_names import LOG_LINES_FROM_THE_FUTURE
+
+    hub, spoke = _spoke_hub()
+    bus = Bus()
+    spoke_log_forwarder.handler(delivery("llama-pretrain", [NOW - timedelta(seconds=5), YEAR_2100]), None, client=bus)
+    spoke_log_forwarder.handler(delivery("llama-pretrain", [NOW]), None, client=bus)
+    forged, real = (forwarded(entry, time=envelope_time) for entry in bus.entries)
+
+    assert log_activity.handle(forged, hub)["recorded"] is True  # the believable line only
+    assert counted == {LOG_LINES_FROM_THE_FUTURE: 1}
+    [job] = spoke.stall_ledger.watched_job("llama-pretrain")
+    assert job.last_log_time is not None and job.last_log_time < NOW
+
+    assert log_activity.handle(real, hub)["recorded"] is True
+    [job] = spoke.stall_ledger.watched_job("llama-pretrain")
+    assert job.last_log_time == NOW.replace(microsecond=0)  # the real line, so its silence can be measured
+
+
+@pytest.mark.parametrize(
+    ("ahead", "believed"),
+    [
+        (timedelta(minutes=4, seconds=59), True),  # within the skew (domain/log_clock.py's 5 minutes)
+        (timedelta(minutes=5), True),
+        (timedelta(minutes=5, seconds=1), False),
+        (timedelta(days=365 * 74), False),
+    ],
+)
+def test_a_direct_deliverys_lines_are_bounded_by_the_functions_own_clock(
+    ahead: timedelta, believed: bool, counted: dict[str, float]
+) -> None:
+    from tests.fakes import fake_ports
+    from trainguard.metric_names import LOG_LINES_FROM_THE_FUTURE
+
+    ports = fake_ports()
+    training(ports)
+    follow_training_state(ports, "llama-pretrain")
+
+    result = log_activity.handle(delivery("llama-pretrain", [NOW + ahead]), ports)
+
+    assert result["recorded"] is believed
+    assert counted == ({} if believed else {LOG_LINES_FROM_THE_FUTURE: 1})
+    [job] = ports.stall_ledger.watched_job("llama-pretrain")
+    assert (job.last_log_time is not None) is believed
+
+
+def test_a_future_time_recorded_before_the_bound_is_replaced_by_the_next_real_line() -> None:
+    from dataclasses import replace
+
+    hub, spoke = _spoke_hub()
+    ledger = spoke.stall_ledger
+    ledger.jobs["llama-pretrain"] = replace(ledger.jobs["llama-pretrain"], last_log_time=YEAR_2100)
+    bus = Bus()
+    spoke_log_forwarder.handler(delivery("llama-pretrain", [NOW]), None, client=bus)
+
+    assert log_activity.handle(forwarded(bus.entries[0]), hub)["recorded"] is True
+    [job] = ledger.watched_job("llama-pretrain")
+    assert job.last_log_time == NOW.replace(microsecond=0)

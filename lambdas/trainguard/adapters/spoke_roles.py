@@ -3,7 +3,9 @@
 A hub (one trainguard stack, `enrolled_accounts` set) receives the training-job, CloudTrail and alarm events of
 the spoke accounts and regions on its own event bus, and acts on a job in the account and region the job's ARN
 names, through that spoke's role for the function that acts: `trainguard-spoke-<function>-<region>`, trusting
-only the hub's role of the same function, `trainguard-hub-<function>`. The stacks (infra/stack.py,
+only the hub's role of the same function, `trainguard-hub-<function>`. A spoke's events reach the hub's bus through
+its forwarding role, `trainguard-spoke-forward-to-hub-<region>`, the only principal of a spoke account the hub's bus
+takes events from. The stacks (infra/stack.py,
 infra/spoke_stack.py) and the functions read these names from here, so they cannot drift apart.
 
 Only the ports whose calls land in the job's own account go through a spoke role (IN_JOB_ACCOUNT_PORTS); the
@@ -17,6 +19,8 @@ HUB_EVENT_BUS_NAME = "trainguard-hub"
 # Service Quotas, the checkpoint buckets, the per-job alarms and metrics, the training logs.
 IN_JOB_ACCOUNT_PORTS = frozenset({"jobs", "quotas", "checkpoints", "alarms", "job_logs", "gpu_metrics"})
 HANDLER_PREFIX, HANDLER_SUFFIX = "trainguard.handlers.", ".handler"
+# The spoke's forwarding role (EventBridge puts the spoke's events on the hub's bus with it): not a function's key.
+FORWARDING_KEY = "forward-to-hub"
 
 
 def function_key(handler: str) -> str:
@@ -38,6 +42,11 @@ def spoke_role_name(key: str, region: str) -> str:
 
 def spoke_role_arn(account: str, region: str, key: str, partition: str = "aws") -> str:
     return f"arn:{partition}:iam::{account}:role/{spoke_role_name(key, region)}"
+
+
+def forwarding_role_name(region: str) -> str:
+    """The role a spoke's forwarding rules put events on the hub's bus with, in one region."""
+    return spoke_role_name(FORWARDING_KEY, region)
 
 
 def hub_event_bus_arn(account: str, region: str, partition: str = "aws") -> str:

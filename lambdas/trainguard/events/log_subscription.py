@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from trainguard.domain.log_clock import is_believable
 from trainguard.domain.log_rhythm import PHASE_LINE
 from trainguard.events.training_job import MalformedInput
 
@@ -42,6 +43,15 @@ class LogActivity:
     last_line: str  # the newest event's message, cut to LAST_LINE_LIMIT characters
     times: tuple[datetime, ...] = ()  # every event's time in the batch: the gaps of the job's log rhythm
     phase_lines: int = 0  # events that announce a long phase (domain/log_rhythm.py's PHASE_LINE)
+
+
+@dataclass(frozen=True)
+class BelievedDelivery:
+    """A delivery's lines stamped no later than the bound (domain/log_clock.py), and how many were later."""
+
+    activity: LogActivity | None  # None: nothing believable to record (or a control message, another stream)
+    refused: int = 0  # lines stamped after the bound: counted, never recorded
+    job_name: str = ""  # the stream's job, when the delivery is a training job's
 
 
 def _event_time(event: Mapping[str, Any]) -> datetime | None:
@@ -77,7 +87,18 @@ def is_forwarded_log_lines(event: object) -> bool:
 
 def parse_log_delivery(event: object) -> LogActivity | None:
     """The delivery's newest event, or None for a control message, an empty batch, or a stream that is
-    not a training job's. Raises MalformedInput for a payload that cannot be decoded."""
+    not a training job's. Raises MalformedInput for a payload that cannot be decoded. Every line's time is taken
+    as written: the handler reads deliveries with parse_believable_delivery."""
+    return _parse(event, None).activity
+
+
+def parse_believable_delivery(event: object, latest: datetime) -> BelievedDelivery:
+    """parse_log_delivery of the lines stamped no later than `latest` (domain/log_clock.py's bound), with the
+    number of lines stamped later, which are left out."""
+    return _parse(event, latest)
+
+
+def _parse(event: object, latest: datetime | None) -> BelievedDelivery:
     if not isinstance(event, Mapping) or not isinstance(event.get("awslogs"), Mapping):
         raise MalformedInput("not a CloudWatch Logs subscription delivery (no awslogs object)")
     data = event["awslogs"].get("data")
@@ -90,16 +111,18 @@ def parse_log_delivery(event: object) -> LogActivity | None:
     if not isinstance(payload, Mapping):
         raise MalformedInput("awslogs.data is not a JSON object")
     if payload.get("messageType") != "DATA_MESSAGE":
-        return None
+        return BelievedDelivery(None)
     stream = _STREAM.match(str(payload.get("logStream", "")))
     events = payload.get("logEvents")
     if stream is None or not isinstance(events, list):
-        return None
-    timed = [(moment, e) for e in events if isinstance(e, Mapping) and (moment := _event_time(e)) is not None]
+        return BelievedDelivery(None)
+    every = [(moment, e) for e in events if isinstance(e, Mapping) and (moment := _event_time(e)) is not None]
+    timed = [(moment, e) for moment, e in every if latest is None or is_believable(moment, latest)]
+    refused = len(every) - len(timed)
     if not timed:
-        return None
+        return BelievedDelivery(None, refused, stream["job"])
     moment, newest = max(timed, key=lambda pair: pair[0])
-    return LogActivity(
+    activity = LogActivity(
         job_name=stream["job"],
         host=int(stream["host"]),
         newest=moment,
@@ -107,3 +130,4 @@ def parse_log_delivery(event: object) -> LogActivity | None:
         times=tuple(sorted(moment for moment, _ in timed)),
         phase_lines=sum(1 for _, e in timed if PHASE_LINE.search(str(e.get("message", ""))[:LAST_LINE_LIMIT])),
     )
+    return BelievedDelivery(activity, refused, stream["job"])

@@ -4,10 +4,14 @@ Read the job's entry, add the delivery's gaps to its rhythm (domain/log_rhythm.p
 the condition that the newest line recorded is still the one read. Deliveries of a job's other streams
 may run at the same moment: the loser reads again (ATTEMPTS in all), and if it still loses, keeps only
 the newest line, as before rhythms were learned. One read and one write per delivery.
+
+A recorded line later than trainguard's clock allows (domain/log_clock.py; written before that bound was kept)
+is not believed either: the delivery replaces it, so that it cannot hide the job's real lines.
 """
 
 from __future__ import annotations
 
+from trainguard.domain.log_clock import is_believable, latest_believable_time
 from trainguard.domain.watched_job import rhythm_counted_from
 from trainguard.events.log_subscription import LogActivity
 from trainguard.workflows.function_ports import LogActivityPorts
@@ -22,11 +26,12 @@ def record_activity(ports: LogActivityPorts, activity: LogActivity) -> bool:
         if not found:
             return False
         job = found[0]
-        if job.last_log_time is not None and activity.newest <= job.last_log_time:
+        previous = job.last_log_time
+        if previous is not None and not is_believable(previous, latest_believable_time(None, ports.clock())):
+            previous = None  # a time from the future: no gap is counted from it, and the delivery replaces it
+        if previous is not None and activity.newest <= previous:
             return False
-        rhythm = job.rhythm.with_lines(
-            job.last_log_time, activity.times, rhythm_counted_from(job), activity.phase_lines
-        )
+        rhythm = job.rhythm.with_lines(previous, activity.times, rhythm_counted_from(job), activity.phase_lines)
         if ports.stall_ledger.record_log_lines(
             job.job_name, activity.newest, activity.last_line, rhythm, job.last_log_time
         ):
