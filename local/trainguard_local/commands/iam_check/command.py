@@ -31,6 +31,7 @@ def synthesized_templates() -> list[dict[str, Any]]:
         "notification_emails": ["ml-oncall@example.com"],
         "passable_role_arns": ["arn:aws:iam::123456789012:role/team/TrainingRole"],
         "checkpoint_buckets": ["example-checkpoints"],
+        "launchable_instance_types": ["ml.p4d.24xlarge", "ml.p5.48xlarge"],  # the sagemaker:InstanceTypes condition
         "watch_failed_launches": True,
         "chat_notifications": True,
     }
