@@ -181,9 +181,9 @@ class Ledger:
             if not organization or self._take_count(_ORGANIZATION_BUDGET_KEY, hour, previous, now, organization):
                 return True
         except Exception:  # not counted against the organization: not against the account either
-            self.give_back_launch_budget(launch, now)
+            self._release_unit(launch, now)
             raise
-        self.give_back_launch_budget(launch, now)
+        self._release_unit(launch, now)
         return False
 
     @needs("dynamodb:UpdateItem")
@@ -192,9 +192,20 @@ class Ledger:
         organization's; nothing when it holds none (a second give-back, or a unit never taken). Not atomic with
         the take: a launch of the same account at this moment may be refused for it, which errs on the side of
         fewer launches."""
+        hour = self._release_unit(launch, now)
+        if hour and self._scope.organization_budget:
+            self._client.update_item(
+                TableName=self._table,
+                Key=item_key(_ORGANIZATION_BUDGET_KEY, hour),
+                UpdateExpression="ADD used :minus_one",
+                ExpressionAttributeValues={":minus_one": {"N": "-1"}},
+            )
+
+    def _release_unit(self, launch: str, now: datetime) -> str:
+        """The account's unit of the launch given back: the hour it was in ("" when it held none)."""
         name = self._scope.records + launch
         for hour in budget_hours(now):
-            released = conditional_update(
+            if conditional_update(
                 self._client,
                 TableName=self._table,
                 Key=item_key(self._scope.budget + _BUDGET_KEY, hour),
@@ -205,16 +216,9 @@ class Ledger:
                     ":launches": {"SS": [name]},
                     ":launch": {"S": name},
                 },
-            )
-            if released:
-                if self._scope.organization_budget:
-                    self._client.update_item(
-                        TableName=self._table,
-                        Key=item_key(_ORGANIZATION_BUDGET_KEY, hour),
-                        UpdateExpression="ADD used :minus_one",
-                        ExpressionAttributeValues={":minus_one": {"N": "-1"}},
-                    )
-                return
+            ):
+                return hour
+        return ""
 
     def _take_unit(self, pk: str, launch: str, hour: str, previous: str, now: datetime, limit: int) -> _Unit:
         """One unit of the account's budget, named for the launch that holds it (a string set per hour: at most
