@@ -39,7 +39,7 @@ def summary(audits: Sequence[Audit], seeds: Sequence[int], jobs: int, seconds: f
         "actions per cause (a job's end, a hang, a launch refused by a quota): at most one, exactly one when due",
         f"  causes {total(audits, 'actions_per_cause', 'causes'):,}, due an action "
         f"{total(audits, 'actions_per_cause', 'due_an_action'):,}: acted on once "
-        f"{total(audits, 'actions_per_cause', 'acted_on_once'):,}, refused by the hourly budget "
+        f"{total(audits, 'actions_per_cause', 'acted_on_once'):,}, refused by the launch budget "
         f"{total(audits, 'actions_per_cause', 'due_but_refused_by_the_budget'):,}; "
         f"acted on more than once: {total(audits, 'actions_per_cause', 'more_than_once')}",
         "  decisions on job ends (what the rules call for: what trainguard recorded):",
