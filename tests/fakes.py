@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-from trainguard.adapters.ledger import LEASE
+from trainguard.adapters.ledger import LEASE, budget_hours
 from trainguard.adapters.scheduler import schedule_name
 from trainguard.adapters.service_model import create_training_job_shape
 from trainguard.config import GuardConfig
@@ -163,11 +163,13 @@ class FakeCheckpoints:
 @dataclass
 class FakeLedger:
     """The ledger as adapters/ledger.py keeps it: a lease of LEASE on a step (whole seconds, as the table
-    stores it) that a later delivery takes over once it has expired, outcomes as JSON, and one retry budget
-    per hour. Observation: `lineage`, the records written, (root, attempt, job, retry_of), first one kept."""
+    stores it) that a later delivery takes over once it has expired, outcomes as JSON, and the budget of
+    launches: per clock hour the names of the launches holding a unit, a unit taken only while this hour's and
+    the previous one's together stay below the limit. Observation: `lineage`, the records written, (root,
+    attempt, job, retry_of), first one kept; `budget`, the launches holding a unit, by hour."""
 
     steps: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
-    budget_used: dict[str, int] = field(default_factory=dict)  # by hour, as the adapter's budget item
+    budget: dict[str, set[str]] = field(default_factory=dict)  # by hour, as the adapter's budget item
     lineage: list[tuple[str, int, str, str]] = field(default_factory=list)
 
     def begin_step(self, job_name: str, step: str, now: datetime) -> StepStart:
@@ -191,12 +193,24 @@ class FakeLedger:
         if self.steps.get((job_name, step), {}).get("status") == "in_progress":
             del self.steps[(job_name, step)]
 
-    def take_retry_budget(self, now: datetime, limit: int) -> bool:
-        hour = now.strftime("%Y-%m-%dT%H")
-        if self.budget_used.get(hour, 0) >= limit:
+    def step_record(self, job_name: str, step: str) -> dict[str, Any] | None:
+        record = self.steps.get((job_name, step), {})
+        return copy.deepcopy(record["outcome"]) if record.get("status") == "done" else None
+
+    def take_launch_budget(self, launch: str, now: datetime, limit: int) -> bool:
+        hour, previous = (self.budget.setdefault(h, set()) for h in budget_hours(now))
+        if launch in hour or launch in previous:
+            return True
+        if len(hour) + len(previous) >= limit:
             return False
-        self.budget_used[hour] = self.budget_used.get(hour, 0) + 1
+        hour.add(launch)
         return True
+
+    def give_back_launch_budget(self, launch: str, now: datetime) -> None:
+        for hour in budget_hours(now):
+            if launch in self.budget.get(hour, set()):
+                self.budget[hour].discard(launch)
+                return
 
     def record_lineage(self, root_job: str, attempt: int, job_name: str, retry_of: str, now: datetime) -> None:
         if not any(entry[:3] == (root_job, attempt, job_name) for entry in self.lineage):  # the first item stays

@@ -24,7 +24,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from trainguard.adapters.ledger import OWN_RECORDS, PARTITION_KEY, SORT_KEY, LedgerScope, QuotaLedger
+from trainguard.adapters.ledger import OWN_RECORDS, PARTITION_KEY, SORT_KEY, LedgerScope
+from trainguard.adapters.quota_ledger import QuotaLedger
 from trainguard.adapters.stall_ledger import StallLedger
 from trainguard.domain.quotas import WaitingLaunch
 from trainguard.domain.watched_job import WatchedJob

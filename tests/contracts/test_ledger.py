@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -92,18 +92,57 @@ def test_steps_of_different_jobs_and_kinds_are_independent(ledger: LedgerPort) -
     assert ledger.begin_step("a", "relaunch", NOW).state is StepState.FIRST
 
 
-def test_the_retry_budget_is_counted_per_hour(ledger: LedgerPort) -> None:
-    assert [ledger.take_retry_budget(NOW, 2) for _ in range(3)] == [True, True, False]
-    assert ledger.take_retry_budget(NOW + timedelta(minutes=59), 2) is False  # NOW is 12:00: the same hour
-    assert ledger.take_retry_budget(NOW + timedelta(hours=1), 2) is True
-    assert ledger.take_retry_budget(NOW, 3) is True  # a higher limit leaves room in the spent hour
+def take(ledger: LedgerPort, at: datetime, limit: int, *launches: str) -> list[bool]:
+    return [ledger.take_launch_budget(launch, at, limit) for launch in launches]
+
+
+def test_the_budget_counts_each_launch_once_within_the_hour(ledger: LedgerPort) -> None:
+    assert take(ledger, NOW, 2, "a", "b", "c") == [True, True, False]
+    assert take(ledger, NOW + timedelta(minutes=59), 2, "c") == [False]  # NOW is 12:00: the same hour
+    assert take(ledger, NOW + timedelta(minutes=30), 2, "a", "b") == [True, True]  # a redelivery: no second unit
+    assert take(ledger, NOW + timedelta(hours=2), 2, "c", "d", "e") == [True, True, False]
+    assert take(ledger, NOW + timedelta(hours=2), 3, "e") == [True]  # a higher limit leaves room
+
+
+def test_no_60_minutes_hold_more_than_the_limit_across_the_turn_of_an_hour(ledger: LedgerPort) -> None:
+    # A count per clock hour granted `limit` at 10:59 and `limit` more at 11:00.
+    ten_to_eleven = NOW.replace(hour=10, minute=59)
+    assert take(ledger, ten_to_eleven, 3, "a", "b", "c") == [True, True, True]
+    assert take(ledger, ten_to_eleven + timedelta(minutes=1), 3, "d") == [False]  # 11:00
+    assert take(ledger, ten_to_eleven + timedelta(minutes=60), 3, "d") == [False]  # 11:59
+    assert take(ledger, ten_to_eleven + timedelta(minutes=61), 3, "d", "e", "f", "g") == [True, True, True, False]
+    # 12:00: stricter than a true sliding window, never looser: 10:59's units stop counting only now, an hour and
+    # a minute after they were taken.
+
+
+def test_a_launch_holding_a_unit_from_the_previous_hour_takes_no_second_one(ledger: LedgerPort) -> None:
+    assert take(ledger, NOW - timedelta(minutes=1), 1, "a") == [True]  # 11:59
+    assert take(ledger, NOW + timedelta(minutes=1), 1, "a", "b") == [True, False]  # 12:01: its redelivery
+
+
+def test_a_unit_given_back_makes_room_once(ledger: LedgerPort) -> None:
+    assert take(ledger, NOW - timedelta(minutes=1), 2, "a", "b", "c") == [True, True, False]
+    ledger.give_back_launch_budget("a", NOW + timedelta(minutes=1))  # found in the previous hour
+    ledger.give_back_launch_budget("a", NOW + timedelta(minutes=1))  # a second give-back: nothing more
+    ledger.give_back_launch_budget("never-taken", NOW)
+    assert take(ledger, NOW + timedelta(minutes=2), 2, "c", "d") == [True, False]
 
 
 @pytest.mark.parametrize("limit", [0, 1, 5])
-def test_a_budget_of_n_grants_n_relaunches_an_hour(ledger: LedgerPort, limit: int) -> None:
+def test_a_budget_of_n_grants_n_launches_an_hour(ledger: LedgerPort, limit: int) -> None:
     # A budget of 0 once granted the hour's first relaunch on the adapter (its condition lets a first count
     # through); the adapter now refuses it before the call.
-    assert sum(ledger.take_retry_budget(NOW, limit) for _ in range(limit + 2)) == limit
+    assert sum(take(ledger, NOW, limit, *(f"job-{n}" for n in range(limit + 2)))) == limit
+
+
+def test_a_finished_steps_record_is_read_without_a_lease(ledger: LedgerPort) -> None:
+    assert ledger.step_record("job", "end") is None
+    ledger.begin_step("job", "end", NOW)
+    assert ledger.step_record("job", "end") is None  # in progress: nothing recorded yet
+    ledger.finish_step("job", "end", RELAUNCHED, NOW)
+    assert ledger.step_record("job", "end") == {**RELAUNCHED.as_dict(), "kind": "relaunched"}
+    assert ledger.step_record("other", "end") is None
+    assert ledger.begin_step("other", "end", NOW).state is StepState.FIRST  # reading took no lease
 
 
 def test_lineage_records_are_kept_per_root_and_the_first_stays(subject: Subject) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from tests.contracts.conftest import IMPLEMENTATIONS, TABLE
 from tests.fakes import NOW, FakeQuotaLedger
-from trainguard.adapters.ledger import QuotaLedger
+from trainguard.adapters.quota_ledger import QuotaLedger
 from trainguard.domain.quotas import WaitingLaunch
 from trainguard.workflows.ports import QuotaLedgerPort, QuotaRequestState
 

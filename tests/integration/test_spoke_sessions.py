@@ -155,16 +155,15 @@ def test_a_hubs_relaunches_count_against_their_accounts_budget_and_the_organizat
         for place in (Location(SPOKE, "us-east-1"), Location(SPOKE, SPOKE_REGION), Location(OTHER, SPOKE_REGION))
     )
 
-    # One account's budget is shared by its regions: 2 an hour for SPOKE, whichever region.
-    assert [east.take_retry_budget(now, 2), west.take_retry_budget(now, 2), east.take_retry_budget(now, 2)] == [
-        True,
-        True,
-        False,
-    ]
-    # The organization's 3rd relaunch of the hour is OTHER's first; its 4th is refused, and OTHER's count is given
+    # One account's budget is shared by its regions: 2 an hour for SPOKE, whichever region; a launch of the same
+    # name in two regions is two launches.
+    takes = [east.take_launch_budget("a", now, 2), west.take_launch_budget("a", now, 2)]
+    assert [*takes, east.take_launch_budget("b", now, 2)] == [True, True, False]
+    # The organization's 3rd launch of the hour is OTHER's first; its 4th is refused, and OTHER's count is given
     # back (OTHER has used 1 of its 2).
-    assert other.take_retry_budget(now, 2) is True
-    assert other.take_retry_budget(now, 2) is False
+    assert other.take_launch_budget("c", now, 2) is True
+    assert other.take_launch_budget("d", now, 2) is False
+    assert other.take_launch_budget("c", now, 2) is True  # a redelivery: no second unit of either budget
     items = {
         item["pk"]["S"]: int(item["used"]["N"]) for item in home.client("dynamodb").scan(TableName="ledger")["Items"]
     }
@@ -173,6 +172,11 @@ def test_a_hubs_relaunches_count_against_their_accounts_budget_and_the_organizat
         f"{OTHER}#budget#retries": 1,
         "organization#budget#retries": 3,
     }
+    # A launch that did not happen gives its unit back to both budgets; a second give-back gives nothing.
+    west.give_back_launch_budget("a", now)
+    west.give_back_launch_budget("a", now)
+    used = {item["pk"]["S"]: item["used"]["N"] for item in home.client("dynamodb").scan(TableName="ledger")["Items"]}
+    assert (used[f"{SPOKE}#budget#retries"], used["organization#budget#retries"]) == ("1", "2")
 
 
 def test_a_lazy_client_answers_copy_and_probes_of_special_names_without_assuming(home: Any) -> None:
@@ -212,8 +216,8 @@ def test_a_hubs_own_account_has_one_budget_across_its_regions(home: Any) -> None
     now = datetime.now(UTC)
     at_home, elsewhere = (hub.at(RetryLauncherPorts, place).ledger for place in (None, Location(HUB, SPOKE_REGION)))
 
-    assert at_home.take_retry_budget(now, 1) is True
-    assert elsewhere.take_retry_budget(now, 1) is False  # the same account: its one relaunch this hour is taken
+    assert at_home.take_launch_budget("a", now, 1) is True
+    assert elsewhere.take_launch_budget("b", now, 1) is False  # the same account: its one launch this hour is taken
     used = {
         item["pk"]["S"]: int(item["used"]["N"]) for item in home.client("dynamodb").scan(TableName="ledger")["Items"]
     }

@@ -22,6 +22,7 @@ from trainguard.domain.origin import Location, Refused, place_of
 from trainguard.domain.outcome import OutcomeKind
 from trainguard.domain.stalls import StallSignal, alarm_name
 from trainguard.handlers import failed_launches, job_events, retry_launcher, stall_alarms, stall_prober
+from trainguard.workflows.job_ended import handle_job_end
 from trainguard.workflows.stall_watch import follow_training_state
 
 HOME = "123456789012"
@@ -155,7 +156,9 @@ def test_a_hub_stops_a_spoke_job_on_its_stall_alarm_in_that_spoke() -> None:
 def test_a_scheduled_relaunch_of_a_spoke_job_is_made_in_that_spoke() -> None:
     hub = FakePlaces(**HUB)
     spoke = hub.at(type(hub.by_place[None]), SPOKE)
-    spoke.jobs.add(described_job(), {"trainguard:enabled": "true"})
+    capacity = "CapacityError: Unable to provision requested ML compute capacity."
+    spoke.jobs.add(described_job(reason=capacity), {"trainguard:enabled": "true"})
+    assert handle_job_end(spoke, "llama-pretrain").kind is OutcomeKind.RELAUNCH_SCHEDULED  # job-events, in the spoke
     event = {"failed_job_name": "llama-pretrain", "reason": "capacity", **vars(SPOKE)}
 
     retry_launcher.handle(event, hub)

@@ -202,7 +202,7 @@ def test_the_hourly_budget_caps_relaunches_account_wide() -> None:
         ports.jobs.add(described_job(f"job-{i}"), OPTED_IN)
     kinds = [handle_job_end(ports, f"job-{i}").kind for i in range(3)]
     assert kinds == [OutcomeKind.RELAUNCHED, OutcomeKind.RELAUNCHED, OutcomeKind.NOT_RELAUNCHED]
-    assert "budget of 2 relaunches per hour" in ports.notifier.sent[-1].body
+    assert "budget of 2 launches in any 60 minutes is spent" in ports.notifier.sent[-1].body
 
 
 @pytest.mark.parametrize("tags", [{"trainguard:actions": "notify"}, {"trainguard:dry-run": "true"}])

@@ -18,8 +18,9 @@ IAM: each method's `needs`, granted on the ledger table.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import Enum
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -27,8 +28,7 @@ from botocore.exceptions import ClientError
 from trainguard.adapters.permissions import needs
 from trainguard.domain.origin import Location
 from trainguard.domain.outcome import Outcome
-from trainguard.domain.quotas import WaitingLaunch
-from trainguard.workflows.ports import QuotaRequestState, StepInProgress, StepStart, StepState
+from trainguard.workflows.ports import StepInProgress, StepStart, StepState
 
 # The table's keys: the CDK construct (infra/ledger.py) and the local stand-in build it from these.
 PARTITION_KEY = "pk"
@@ -42,9 +42,18 @@ TTL_ATTRIBUTE = "expires_at"
 LEASE = timedelta(seconds=90)
 RETENTION = timedelta(days=400)
 _BUDGET_KEY = "budget#retries"
-_QUOTA_REQUESTS = "quota-requests"
-_QUOTA_WAITS = "quota-waits"
 _ORGANIZATION_BUDGET_KEY = "organization#budget#retries"
+
+
+class _Unit(Enum):
+    TAKEN = "taken"  # counted now
+    HELD = "held"  # this launch holds a unit already
+    SPENT = "spent"
+
+
+def budget_hours(now: datetime) -> tuple[str, str]:
+    """The budget's buckets: this clock hour's and the previous one's."""
+    return now.strftime("%Y-%m-%dT%H"), (now - timedelta(hours=1)).strftime("%Y-%m-%dT%H")
 
 
 @dataclass(frozen=True)
@@ -109,6 +118,15 @@ class Ledger:
             return StepStart(StepState.DONE, json.loads(item.get("outcome", {}).get("S", "{}")))
         raise StepInProgress(f"{job_name}/{step} is being handled by another invocation")
 
+    @needs("dynamodb:GetItem")
+    def step_record(self, job_name: str, step: str) -> dict[str, Any] | None:
+        """What a finished step recorded (None while it is in progress, or never begun): read, never leased."""
+        key = self._scope.key(f"job#{job_name}", step)
+        item = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item", {})
+        if item.get("status", {}).get("S") != "done":
+            return None
+        return dict(json.loads(item.get("outcome", {}).get("S", "{}")))
+
     @needs("dynamodb:UpdateItem")
     def finish_step(self, job_name: str, step: str, outcome: Outcome, now: datetime) -> None:
         self._client.update_item(
@@ -139,47 +157,113 @@ class Ledger:
             ExpressionAttributeValues={":busy": {"S": "in_progress"}},
         )
 
-    @needs("dynamodb:UpdateItem")
-    def take_retry_budget(self, now: datetime, limit: int) -> bool:
-        """Count one relaunch against this hour's budget of the job's account, and in a hub against the
-        organization's too; False when either is spent (a count taken from the account's is then given back)."""
-        hour = now.strftime("%Y-%m-%dT%H")
-        if not self._take_budget(item_key(self._scope.budget + _BUDGET_KEY, hour), now, limit):
-            return False
+    @needs("dynamodb:GetItem", "dynamodb:UpdateItem")
+    def take_launch_budget(self, launch: str, now: datetime, limit: int) -> bool:
+        """Count the launch `launch` (the name of the job it creates) against its account's budget of `limit` an
+        hour, and in a hub against the organization's too; False when either is spent (a unit taken from the
+        account's is then given back). True without a second unit when this launch already holds one (a
+        redelivery, or a retry of the same launch after a refusal).
+
+        The hour slides: a unit is taken in the current clock hour only while the current and the previous hour's
+        counts together stay below the limit (the previous one read with a consistent read, then a conditional
+        ADD on the current one). Any 60 minutes span at most two clock hours, so no 60 minutes hold more than
+        `limit` units, where a count per clock hour allowed 2 x `limit` around the turn of an hour. It is
+        stricter than a true sliding window just after a busy hour: units taken at 10:05 still count at 11:55.
+        Two invocations whose clocks straddle the turn of the hour by milliseconds may each miss the other's
+        unit; a launch follows its unit within the same invocation, seconds later."""
+        hour, previous = budget_hours(now)
+        account = self._scope.budget + _BUDGET_KEY
+        taken = self._take_unit(account, self._scope.records + launch, hour, previous, now, limit)
+        if taken is not _Unit.TAKEN:
+            return taken is _Unit.HELD
         organization = self._scope.organization_budget
         try:
-            if not organization or self._take_budget(item_key(_ORGANIZATION_BUDGET_KEY, hour), now, organization):
+            if not organization or self._take_count(_ORGANIZATION_BUDGET_KEY, hour, previous, now, organization):
                 return True
         except Exception:  # not counted against the organization: not against the account either
-            self._give_back(hour)
+            self._release_unit(launch, now)
             raise
-        self._give_back(hour)
+        self._release_unit(launch, now)
         return False
 
-    def _give_back(self, hour: str) -> None:
-        """Not atomic with the take: a relaunch of the same account at this moment may be refused for it, which
-        errs on the side of fewer relaunches."""
-        self._client.update_item(
-            TableName=self._table,
-            Key=item_key(self._scope.budget + _BUDGET_KEY, hour),
-            UpdateExpression="ADD used :minus_one",
-            ExpressionAttributeValues={":minus_one": {"N": "-1"}},
-        )
+    @needs("dynamodb:UpdateItem")
+    def give_back_launch_budget(self, launch: str, now: datetime) -> None:
+        """The launch did not happen: its unit (taken this hour or the previous one) is given back, with the
+        organization's; nothing when it holds none (a second give-back, or a unit never taken). Not atomic with
+        the take: a launch of the same account at this moment may be refused for it, which errs on the side of
+        fewer launches."""
+        hour = self._release_unit(launch, now)
+        if hour and self._scope.organization_budget:
+            self._client.update_item(
+                TableName=self._table,
+                Key=item_key(_ORGANIZATION_BUDGET_KEY, hour),
+                UpdateExpression="ADD used :minus_one",
+                ExpressionAttributeValues={":minus_one": {"N": "-1"}},
+            )
 
-    def _take_budget(self, key: dict[str, dict[str, str]], now: datetime, limit: int) -> bool:
-        if limit <= 0:  # the condition below lets the hour's first count through: a budget of none is none
-            return False
-        return conditional_update(
+    def _release_unit(self, launch: str, now: datetime) -> str:
+        """The account's unit of the launch given back: the hour it was in ("" when it held none)."""
+        name = self._scope.records + launch
+        for hour in budget_hours(now):
+            if conditional_update(
+                self._client,
+                TableName=self._table,
+                Key=item_key(self._scope.budget + _BUDGET_KEY, hour),
+                UpdateExpression="ADD used :minus_one DELETE launches :launches",
+                ConditionExpression="contains(launches, :launch)",
+                ExpressionAttributeValues={
+                    ":minus_one": {"N": "-1"},
+                    ":launches": {"SS": [name]},
+                    ":launch": {"S": name},
+                },
+            ):
+                return hour
+        return ""
+
+    def _take_unit(self, pk: str, launch: str, hour: str, previous: str, now: datetime, limit: int) -> _Unit:
+        """One unit of the account's budget, named for the launch that holds it (a string set per hour: at most
+        1,000 names of at most 63 characters and a place prefix, well under DynamoDB's 400 KB an item)."""
+        before = self._bucket(pk, previous)
+        if launch in before.get("launches", {}).get("SS", []):
+            return _Unit.HELD
+        room = limit - int(before.get("used", {}).get("N", "0"))
+        if room > 0 and conditional_update(
             self._client,
             TableName=self._table,
-            Key=key,
-            UpdateExpression="ADD used :one SET expires_at = :expires",
-            ConditionExpression="attribute_not_exists(used) OR used < :limit",
+            Key=item_key(pk, hour),
+            UpdateExpression="ADD used :one, launches :launches SET expires_at = :expires",
+            ConditionExpression="(attribute_not_exists(used) OR used < :room) AND NOT contains(launches, :launch)",
             ExpressionAttributeValues={
                 ":one": {"N": "1"},
-                ":limit": {"N": str(limit)},
+                ":launches": {"SS": [launch]},
+                ":launch": {"S": launch},
+                ":room": {"N": str(room)},
                 ":expires": {"N": str(int((now + timedelta(days=2)).timestamp()))},
             },
+        ):
+            return _Unit.TAKEN
+        held = launch in self._bucket(pk, hour).get("launches", {}).get("SS", [])
+        return _Unit.HELD if held else _Unit.SPENT
+
+    def _take_count(self, pk: str, hour: str, previous: str, now: datetime, limit: int) -> bool:
+        """One unit of the organization's budget, counted only (its launches are named in their accounts')."""
+        room = limit - int(self._bucket(pk, previous).get("used", {}).get("N", "0"))
+        return room > 0 and conditional_update(
+            self._client,
+            TableName=self._table,
+            Key=item_key(pk, hour),
+            UpdateExpression="ADD used :one SET expires_at = :expires",
+            ConditionExpression="attribute_not_exists(used) OR used < :room",
+            ExpressionAttributeValues={
+                ":one": {"N": "1"},
+                ":room": {"N": str(room)},
+                ":expires": {"N": str(int((now + timedelta(days=2)).timestamp()))},
+            },
+        )
+
+    def _bucket(self, pk: str, hour: str) -> dict[str, Any]:
+        return dict(
+            self._client.get_item(TableName=self._table, Key=item_key(pk, hour), ConsistentRead=True).get("Item", {})
         )
 
     @needs("dynamodb:PutItem")
@@ -233,69 +317,3 @@ def conditional_update(client: Any, **request: Any) -> bool:
 
 def item_key(pk: str, sk: str) -> dict[str, dict[str, str]]:
     return {PARTITION_KEY: {"S": pk}, SORT_KEY: {"S": sk}}
-
-
-class QuotaLedger:
-    """The quota requests trainguard follows and the launches waiting for them.
-
-    Two small partitions per place, each read with one Query by the periodic check: `quota-requests`
-    (one item per quota name) and `quota-waits` (one item per waiting launch, by job name).
-    """
-
-    def __init__(self, client: Any, table_name: str, scope: LedgerScope = OWN_RECORDS) -> None:
-        self._client = client
-        self._table = table_name
-        self._scope = scope
-
-    @needs("dynamodb:PutItem")
-    def save_request(self, state: QuotaRequestState, now: datetime) -> None:
-        self._client.put_item(
-            TableName=self._table,
-            Item={
-                **self._scope.key(_QUOTA_REQUESTS, state.quota_name),
-                "request": {"S": json.dumps(asdict(state))},
-                "status": {"S": state.status},
-                "updated_at": {"S": now.isoformat()},
-                TTL_ATTRIBUTE: {"N": str(int((now + RETENTION).timestamp()))},
-            },
-        )
-
-    @needs("dynamodb:Query")
-    def requests(self) -> list[QuotaRequestState]:
-        return [QuotaRequestState(**json.loads(item["request"]["S"])) for item in self._query(_QUOTA_REQUESTS)]
-
-    @needs("dynamodb:PutItem")
-    def save_waiting(self, waiting: WaitingLaunch) -> None:
-        data = asdict(waiting)
-        data["since"], data["give_up_at"] = waiting.since.isoformat(), waiting.give_up_at.isoformat()
-        self._client.put_item(
-            TableName=self._table,
-            Item={
-                **self._scope.key(_QUOTA_WAITS, waiting.job_name),
-                "waiting": {"S": json.dumps(data)},
-                TTL_ATTRIBUTE: {"N": str(int((waiting.give_up_at + RETENTION).timestamp()))},
-            },
-        )
-
-    @needs("dynamodb:Query")
-    def waiting(self) -> list[WaitingLaunch]:
-        found = []
-        for item in self._query(_QUOTA_WAITS):
-            data = json.loads(item["waiting"]["S"])
-            data["since"] = datetime.fromisoformat(data["since"])
-            data["give_up_at"] = datetime.fromisoformat(data["give_up_at"])
-            found.append(WaitingLaunch(**data))
-        return found
-
-    @needs("dynamodb:DeleteItem")
-    def remove_waiting(self, job_name: str) -> None:
-        self._client.delete_item(TableName=self._table, Key=self._scope.key(_QUOTA_WAITS, job_name))
-
-    def _query(self, partition: str) -> list[dict[str, Any]]:
-        pages = self._client.get_paginator("query").paginate(
-            TableName=self._table,
-            KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": {"S": self._scope.records + partition}},
-            ConsistentRead=True,
-        )
-        return [item for page in pages for item in page.get("Items", [])]

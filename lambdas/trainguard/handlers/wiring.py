@@ -65,7 +65,7 @@ ADAPTERS: dict[str, Adapter] = {
     "jobs": Adapter("trainguard.adapters.sagemaker", "SageMakerJobs", lambda cls, c, *_: cls(c("sagemaker"))),
     "checkpoints": Adapter("trainguard.adapters.checkpoints", "CheckpointReader", lambda cls, c, *_: cls(c("s3"))),
     "ledger": _ledger_adapter("Ledger"),
-    "quota_ledger": _ledger_adapter("QuotaLedger"),
+    "quota_ledger": _ledger_adapter("QuotaLedger", "trainguard.adapters.quota_ledger"),
     "stall_ledger": _ledger_adapter("StallLedger", "trainguard.adapters.stall_ledger"),
     "notifier": Adapter(
         "trainguard.adapters.notifier",

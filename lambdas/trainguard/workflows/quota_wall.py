@@ -22,6 +22,7 @@ from trainguard.domain.quotas import (
     read_quota_error,
 )
 from trainguard.workflows.function_ports import QuotaWallPorts
+from trainguard.workflows.launch_budget import give_back_launch_unit, take_launch_unit
 from trainguard.workflows.ports import LaunchRefused, NameTaken, QuotaRequestState
 
 QUOTA_ERROR_CODE = "ResourceLimitExceeded"
@@ -149,14 +150,21 @@ def _launch_on_an_alternative(ports: QuotaWallPorts, blocked: BlockedLaunch, pol
     are at 0 in a new account), and SageMaker's own CreateTrainingJob decides the rest (it counts the usage of
     every running job, which the functions do not list). A refusal for a quota moves on to the next alternative
     and requests nothing: an alternative is a way around the wall, not a second wall to climb. The launch takes
-    the waiting launch's name, so the approval later finds the job there and launches no second copy."""
+    the waiting launch's name, so the approval later finds the job there and launches no second copy. It takes
+    the launch's unit of the budget (one a relaunch holds already counts) and gives it back if none launched."""
     options = read_fallback_options(parse_tag_list(blocked.request.get("Tags")), ports.keys)
     if not options.alternatives or blocked.not_launchable or not policy.allows("retry"):
         return ""
-    if blocked.origin != "relaunch" and not ports.ledger.take_retry_budget(
-        ports.clock(), ports.config.retry_budget_per_hour
-    ):
-        return ""  # a relaunch took its budget unit when it was planned; a user's launch takes one here
+    now = ports.clock()
+    if not take_launch_unit(ports, blocked.job_name, now):
+        return ""
+    launched = _first_alternative_with_room(ports, blocked, options)
+    if not launched:
+        give_back_launch_unit(ports, blocked.job_name, now)
+    return launched
+
+
+def _first_alternative_with_room(ports: QuotaWallPorts, blocked: BlockedLaunch, options: FallbackOptions) -> str:
     spot = blocked.request.get("EnableManagedSpotTraining") is True
     own_count = instances_of(blocked.request.get("ResourceConfig"))[1]
     owner_tag = ports.keys.retry_of if blocked.origin == "relaunch" else ports.keys.blocked_launch

@@ -10,6 +10,7 @@ from trainguard.domain.messages import (
 )
 from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind
+from trainguard.domain.policy import parse_tag_list
 from trainguard.domain.quotas import (
     WaitingLaunch,
     WaitVerdict,
@@ -18,6 +19,7 @@ from trainguard.domain.quotas import (
     normalize_quota_name,
 )
 from trainguard.workflows.function_ports import QuotaWatchPorts
+from trainguard.workflows.launch_budget import give_back_launch_unit, take_launch_unit
 from trainguard.workflows.once import once
 from trainguard.workflows.ports import (
     LaunchRefused,
@@ -25,6 +27,7 @@ from trainguard.workflows.ports import (
     QuotaRequestState,
 )
 from trainguard.workflows.quota_wall import ask_for_what_is_still_missing
+from trainguard.workflows.recheck import WAITING_RELAUNCH, WAITING_USER_LAUNCH, why_not_launch, why_not_relaunch
 
 STEP = "quota-launch"
 QUOTA_ERROR_CODE = "ResourceLimitExceeded"
@@ -77,7 +80,13 @@ def _launch(ports: QuotaWatchPorts, waiting: WaitingLaunch, now: datetime) -> Ou
         if step.busy:
             return None  # another check is launching it right now
         if not step.done:
-            outcome = _attempt(ports, waiting, now)
+            why_not = _why_not_now(ports, waiting)
+            outcome: Outcome | None
+            if why_not:  # given up: told once, recorded, and the entry removed below; never launched
+                why_not = f"trainguard gave up the launch: {why_not}"
+                outcome = _told(ports, waiting, OutcomeKind.NOT_RELAUNCHED, why_not, now)
+            else:
+                outcome = _attempt(ports, waiting, now)
             if outcome is None:
                 step.give_back()  # still short of quota: the next check tries again
                 return None
@@ -87,8 +96,26 @@ def _launch(ports: QuotaWatchPorts, waiting: WaitingLaunch, now: datetime) -> Ou
     return step.outcome
 
 
+def _why_not_now(ports: QuotaWatchPorts, waiting: WaitingLaunch) -> str:
+    """The kill switches read again before the launch (trainguard.workflows.recheck): a relaunch's failed job is
+    described again; a user's launch has no job, and the tags read are those of the stored request it would send."""
+    if waiting.origin == "relaunch":
+        return why_not_relaunch(ports, waiting.blocked_job, WAITING_RELAUNCH)
+    return why_not_launch(ports, parse_tag_list(waiting.request.get("Tags")), WAITING_USER_LAUNCH)
+
+
 def _attempt(ports: QuotaWatchPorts, waiting: WaitingLaunch, now: datetime) -> Outcome | None:
-    """Launch it and tell; None while the quota is still short (and ask for what is still missing)."""
+    """Launch it within the launch budget and tell; None while the budget is spent or the quota still short
+    (and ask for what is still missing); its unit is given back unless it launched."""
+    if not take_launch_unit(ports, waiting.job_name, now):
+        return None  # it waits for a unit as it waits for its quota, until give_up_at
+    outcome = _create(ports, waiting, now)
+    if outcome is None or outcome.kind is not OutcomeKind.RELAUNCHED:
+        give_back_launch_unit(ports, waiting.job_name, now)
+    return outcome
+
+
+def _create(ports: QuotaWatchPorts, waiting: WaitingLaunch, now: datetime) -> Outcome | None:
     try:
         # The tag that proves a job of this name is this very launch (a redelivery, not a stranger's job).
         owner_tag = ports.keys.retry_of if waiting.origin == "relaunch" else ports.keys.blocked_launch

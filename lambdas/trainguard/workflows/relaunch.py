@@ -14,6 +14,7 @@ from trainguard.domain.model import TextSource, TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.quotas import read_quota_error
 from trainguard.workflows.function_ports import EndedJobPorts, JobEventsPorts
+from trainguard.workflows.launch_budget import budget_spent, kept_if_launched, take_launch_unit
 from trainguard.workflows.ports import LaunchRefused, NameTaken, fresh
 from trainguard.workflows.quota_wall import BlockedLaunch, QuotaWallResult, meet_quota_wall
 
@@ -46,44 +47,45 @@ def plan_for(
 
 
 def planned_within_budget(
-    ports: JobEventsPorts, ended: EndedJob, checkpoint: CheckpointState, now: datetime
+    ports: EndedJobPorts, ended: EndedJob, checkpoint: CheckpointState, now: datetime
 ) -> RelaunchPlan | Outcome:
-    """The relaunch plan, counted against the hourly budget; or the outcome that says why not."""
-    job, assessment = ended.job, ended.assessment
+    """The relaunch plan, with a unit of the launch budget when it is launched now (a delayed one takes its
+    unit when its schedule fires: scheduled_relaunch.py); or the outcome that says why not."""
     plan = plan_for(ports, ended, checkpoint, now)
     if isinstance(plan, Refusal):
-        return _not_relaunched(assessment, plan.reason, plan.would_be_job_name, plan.would_send)
-    if not ports.ledger.take_retry_budget(now, ports.config.retry_budget_per_hour):
-        if _launched_before(ports, job, plan) or _scheduled_before(ports, job, plan):
-            # An earlier delivery took its budget, created the relaunch (or its schedule) and died before the
-            # ledger write: this one finishes its work (launch() finds the job, schedule_relaunch() the schedule),
-            # rather than record "not relaunched" beside a relaunch that runs, or will.
-            return plan
-        budget = ports.config.retry_budget_per_hour
-        return _not_relaunched(
-            assessment, f"the account-wide budget of {budget} relaunches per hour is spent.", plan.new_job_name
-        )
-    return plan
+        return _not_relaunched(ended.assessment, plan.reason, plan.would_be_job_name, plan.would_send)
+    return plan if plan.delay else within_budget(ports, ended, plan, now)
 
 
-def _launched_before(ports: JobEventsPorts, job: TrainingJob, plan: RelaunchPlan) -> bool:
+def within_budget(ports: EndedJobPorts, ended: EndedJob, plan: RelaunchPlan, now: datetime) -> RelaunchPlan | Outcome:
+    """The plan, holding a unit of the launch budget (trainguard.workflows.launch_budget); or why not."""
+    if take_launch_unit(ports, plan.new_job_name, now) or _launched_before(ports, ended.job, plan):
+        # A redelivery holds the unit its earlier delivery took; one that comes after that unit's hour has passed,
+        # and finds the budget spent, still finishes the work of a delivery that created the relaunch and died
+        # before the ledger write (launch() finds the job), rather than record "not relaunched" beside it.
+        return plan
+    return _not_relaunched(ended.assessment, budget_spent(ports), plan.new_job_name)
+
+
+def _launched_before(ports: EndedJobPorts, job: TrainingJob, plan: RelaunchPlan) -> bool:
     existing = fresh(ports.jobs.describe(plan.new_job_name))
     return existing is not None and existing.tags.get(ports.keys.retry_of) == job.name
 
 
-def _scheduled_before(ports: JobEventsPorts, job: TrainingJob, plan: RelaunchPlan) -> bool:
-    # The schedule's name is derived from the failed job: only this failure's relaunch can have it.
-    return bool(plan.delay) and ports.scheduler.has_schedule(job.name)
-
-
 def relaunch(ports: JobEventsPorts, ended: EndedJob, checkpoint: CheckpointState, now: datetime) -> Outcome:
-    """Plan the relaunch within the hourly budget; then schedule it (a capacity backoff) or launch it now. A job
+    """Plan the relaunch within the launch budget; then schedule it (a capacity backoff) or launch it now. A job
     that failed on a quota is launched again as it was: a quota request is sized only from the error AWS returns to
-    that launch (`launch`), never from a FailureReason (domain/quotas.py)."""
-    job, assessment = ended.job, ended.assessment
+    that launch (`launch`), never from a FailureReason (domain/quotas.py). A unit taken for it stays only if it was
+    launched."""
     plan = planned_within_budget(ports, ended, checkpoint, now)
     if isinstance(plan, Outcome):
         return plan
+    outcome = _relaunch_as_planned(ports, ended, plan, now)
+    return outcome if plan.delay else kept_if_launched(ports, plan.new_job_name, outcome, now)
+
+
+def _relaunch_as_planned(ports: JobEventsPorts, ended: EndedJob, plan: RelaunchPlan, now: datetime) -> Outcome:
+    job, assessment = ended.job, ended.assessment
     if plan.delay:
         launch_at = now + plan.delay
         schedule = ports.scheduler.schedule_relaunch(job.name, launch_at, assessment.reason)

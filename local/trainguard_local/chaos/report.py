@@ -39,7 +39,7 @@ def summary(audits: Sequence[Audit], seeds: Sequence[int], jobs: int, seconds: f
         "actions per cause (a job's end, a hang, a launch refused by a quota): at most one, exactly one when due",
         f"  causes {total(audits, 'actions_per_cause', 'causes'):,}, due an action "
         f"{total(audits, 'actions_per_cause', 'due_an_action'):,}: acted on once "
-        f"{total(audits, 'actions_per_cause', 'acted_on_once'):,}, refused by the hourly budget "
+        f"{total(audits, 'actions_per_cause', 'acted_on_once'):,}, refused by the launch budget "
         f"{total(audits, 'actions_per_cause', 'due_but_refused_by_the_budget'):,}; "
         f"acted on more than once: {total(audits, 'actions_per_cause', 'more_than_once')}",
         "  decisions on job ends (what the rules call for: what trainguard recorded):",
@@ -55,8 +55,8 @@ def summary(audits: Sequence[Audit], seeds: Sequence[int], jobs: int, seconds: f
         f"  quota walls: {total(audits, 'quota_walls', 'refused_launches')} launches refused, "
         f"{total(audits, 'quota_walls', 'launched_after_increase')} launched after the increase, "
         f"{total(audits, 'quota_walls', 'increase_requests')} increase requests",
-        f"budgets: at most {max(a.figures['budgets']['most_relaunch_decisions_in_an_hour'] for a in audits)} relaunch "
-        f"decisions in an hour (budget {audits[0].figures['budgets']['retry_budget_per_hour']}), "
+        f"budgets: at most {max(a.figures['budgets']['most_launches_in_60_minutes'] for a in audits)} launches "
+        f"in 60 minutes (budget {audits[0].figures['budgets']['retry_budget_per_hour']}), "
         f"{total(audits, 'budgets', 'relaunches_refused_by_the_budget')} refused by it, "
         f"{total(audits, 'budgets', 'lineages_over_their_max_retries')} lineages over their max-retries",
         f"dead letters: {total(audits, 'dead_letters', 'records')} "
