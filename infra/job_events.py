@@ -38,7 +38,7 @@ RETRY_LAUNCHER_HANDLER = "trainguard.handlers.retry_launcher.handler"
 SCHEDULE_GROUP_NAME = "trainguard"
 MAX_FUNCTION_NAME_LENGTH = 64
 SCHEDULER_PRINCIPAL = "scheduler.amazonaws.com"
-SCHEDULE_ACTIONS = ("scheduler:CreateSchedule", "scheduler:GetSchedule")
+SCHEDULE_ACTIONS = ("scheduler:CreateSchedule",)
 
 
 class JobEvents(Construct):
@@ -154,8 +154,7 @@ class JobEvents(Construct):
 
     def allow_scheduling_retries(self, function: lambda_.Function, needed: frozenset[str]) -> set[str]:
         """The scheduler port's actions: its schedules in trainguard's group, and passing the scheduler's own
-        role to EventBridge Scheduler (GetSchedule: a redelivery checks whether an earlier one scheduled the
-        relaunch, adapters/scheduler.py). The actions it placed."""
+        role to EventBridge Scheduler (adapters/scheduler.py). The actions it placed."""
         schedules_arn = Stack.of(self).format_arn(
             service="scheduler", resource="schedule", resource_name=f"{SCHEDULE_GROUP_NAME}/*"
         )

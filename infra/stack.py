@@ -156,7 +156,7 @@ class TrainGuardStack(Stack):
         placed = self.grants.allow_what_it_calls(function, needed, self.stall_detection.training_log_group)
         placed |= self.ledger.grant_items(function, needed)
         placed |= self.notifications.grant_publishing(function, needed)
-        if "scheduler" in by_port:  # CreateSchedule, GetSchedule and PassRole of the scheduler's own role
+        if "scheduler" in by_port:  # CreateSchedule and PassRole of the scheduler's own role
             placed |= self.job_events.allow_scheduling_retries(function, by_port["scheduler"])
         if "iam:PassRole" in by_port.get("jobs", ()):  # the execution roles a relaunch may pass
             self.grants.allow_passing_execution_roles(function)

@@ -236,9 +236,6 @@ class FakeScheduler:
         self.schedules.setdefault(failed_job, (at, reason))
         return schedule_name(failed_job)
 
-    def has_schedule(self, failed_job: str) -> bool:
-        return failed_job in self.schedules
-
     def scheduled_at(self, failed_job: str) -> datetime | None:
         """Observation: when the relaunch of `failed_job` is scheduled to fire (None: not scheduled)."""
         scheduled = self.schedules.get(failed_job)

@@ -4,13 +4,10 @@ The delay runs in an AWS-managed scheduler, never in a sleeping Lambda. The sche
 derived from the failed job, so a second delivery of the same failure finds it already there
 (ConflictException) instead of scheduling a second relaunch. In an organization's hub, a relaunch in an
 enrolled spoke carries the job's account and region in its input, and its name is derived from them too.
-The schedule deletes itself after it fires (ActionAfterCompletion=DELETE). `has_schedule` tells whether
-the relaunch of a failed job is scheduled (a delivery that died after CreateSchedule left it there).
-API: https://docs.aws.amazon.com/scheduler/latest/APIReference/API_CreateSchedule.html,
-https://docs.aws.amazon.com/scheduler/latest/APIReference/API_GetSchedule.html (ResourceNotFoundException, 404,
-when there is none).
+The schedule deletes itself after it fires (ActionAfterCompletion=DELETE).
+API: https://docs.aws.amazon.com/scheduler/latest/APIReference/API_CreateSchedule.html.
 
-IAM: each method's `needs`, on the trainguard schedule group (both scheduler actions take the resource
+IAM: each method's `needs`, on the trainguard schedule group (the scheduler action takes the resource
 type `schedule`: https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoneventbridgescheduler.html);
 iam:PassRole on the scheduler's role.
 """
@@ -66,17 +63,6 @@ class RelaunchScheduler:
             if err.response["Error"]["Code"] != "ConflictException":
                 raise
         return name
-
-    @needs("scheduler:GetSchedule")
-    def has_schedule(self, failed_job: str) -> bool:
-        """Whether the relaunch of `failed_job` is scheduled and has not fired yet (it deletes itself then)."""
-        try:
-            self._client.get_schedule(Name=schedule_name(failed_job, self._spoke), GroupName=self._group)
-        except ClientError as err:
-            if err.response["Error"]["Code"] == "ResourceNotFoundException":
-                return False
-            raise
-        return True
 
 
 def schedule_name(failed_job: str, spoke: Location | None = None) -> str:
