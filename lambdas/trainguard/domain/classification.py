@@ -87,9 +87,11 @@ def _read(text: str) -> _Reading:
 
 
 # SageMaker's own FailureReason openings (docs/aws-facts.md; tests/fixtures/failure_reasons.json). What follows one is
-# SageMaker's text up to the first words of the job's own: the algorithm's failure file arrives as "AlgorithmError: ..."
-# ("the first 1024 characters from this file as FailureReason", https://docs.aws.amazon.com/sagemaker/latest/dg/
-# your-algorithms-training-algo-output.html). A text that opens otherwise may be the script's from its first word.
+# SageMaker's text up to the first words of the job's own. An algorithm "can write a description of the failure to
+# the failure file" (https://docs.aws.amazon.com/sagemaker/latest/dg/your-algorithms-training-signal-success-failure
+# .html), and every real report shows it after "AlgorithmError:" ("AlgorithmError: , exit code: 1" for an empty one,
+# aws-samples/amazon-sagemaker-ml-pipeline-deploy-with-terraform#12). A text that opens otherwise may be the
+# script's from its first word.
 _SAGEMAKER_OPENING = re.compile(
     r"\s*(?:(?:ClientError|CapacityError|InternalServerError|ResourceLimitExceeded|ValidationException)\s*:"
     r"|We encountered an internal error|Unable to provision requested ML compute capacity)",
