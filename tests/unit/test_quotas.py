@@ -163,8 +163,6 @@ def test_a_quota_of_the_launch_is_sized_from_its_own_request(
     ("quota_name", "launch"),
     [
         ("ml.p5.48xlarge for training job usage", P4D_X4),  # another type's quota
-        ("ml.p4d.24xlarge for spot training job usage", P4D_X4),  # the job is on-demand
-        ("ml.p4d.24xlarge for training warm pool usage", P4D_X4),  # it keeps no warm pool
         ("Number of instances across all processing jobs", P4D_X4),
         ("ml.p4d.24xlarge for training job usage", {}),  # no request to size it from
     ],

@@ -140,6 +140,8 @@ def read_quota_error(text: str) -> QuotaDemand | None:
 # The account's instance counts (Service Quotas names, docs/aws-facts.md): what the launch needs of each.
 _ACROSS_ALL_JOBS = "number of instances across all training jobs"  # usage + the launch's instances
 _PER_JOB = "maximum number of instances per training job"  # the launch's instances alone
+# A quota of the launch's own type, whichever of them AWS names (the stand-in, for one, names the on-demand quota for
+# a spot launch): each is sized by the launch's own instances of that type.
 _PER_TYPE_KINDS = ("for training job usage", "for spot training job usage", "for training warm pool usage")
 
 
@@ -155,21 +157,12 @@ def launch_demand(demand: QuotaDemand, request: Mapping[str, Any]) -> QuotaDeman
     if name == _PER_JOB and total:
         return QuotaDemand(demand.quota_name, demand.limit, 0.0, float(total), demand.unit)
     for instance_type, count in counts.items():
-        if name in (f"{instance_type} {kind}" for kind in _launch_kinds(request)):
+        if name in (f"{instance_type} {kind}" for kind in _PER_TYPE_KINDS):
             return QuotaDemand(demand.quota_name, demand.limit, usage, float(count), demand.unit)
     return NoQuotaRequest(
         f"'{demand.quota_name}' is not a quota of this launch ({', '.join(counts) or 'no instance type'}) nor the "
         "account's instance count, so trainguard requests nothing for it"
     )
-
-
-def _launch_kinds(request: Mapping[str, Any]) -> tuple[str, ...]:
-    """The per-type quotas this request draws on: spot or on-demand, and the warm pool when it keeps one."""
-    kinds = [_PER_TYPE_KINDS[1] if request.get("EnableManagedSpotTraining") is True else _PER_TYPE_KINDS[0]]
-    resource = request.get("ResourceConfig")
-    if isinstance(resource, Mapping) and resource.get("KeepAlivePeriodInSeconds"):
-        kinds.append(_PER_TYPE_KINDS[2])
-    return tuple(kinds)
 
 
 def _instances_by_type(resource_config: object) -> tuple[dict[str, int], int]:

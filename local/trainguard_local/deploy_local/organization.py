@@ -31,6 +31,7 @@ from infra.settings import SPOKE_CONTEXT_KEY, Settings
 from infra.spoke_stack import acting_handlers
 from trainguard.adapters.spoke_roles import (
     HUB_EVENT_BUS_NAME,
+    forwarding_role_name,
     function_key,
     hub_event_bus_arn,
     hub_role_name,
@@ -119,8 +120,15 @@ def check_spoke(local: LocalDeploy, spoke: Spoke) -> str:
     status = local.checker.stack_status()
     require(status == "CREATE_COMPLETE", f"the spoke in {spoke.account} {spoke.region} is {status}")
     iam, events = local.client("iam"), local.client("events")
-    roles = [r for r in iam.list_roles()["Roles"] if r["RoleName"].startswith("trainguard-spoke-")]
+    forwarding = forwarding_role_name(spoke.region)
+    spoke_roles = [r for r in iam.list_roles()["Roles"] if r["RoleName"].startswith("trainguard-spoke-")]
+    roles = [r for r in spoke_roles if r["RoleName"] != forwarding]
     require(len(roles) >= 5, f"the spoke has roles {[r['RoleName'] for r in roles]}")
+    (forwarder,) = [json.dumps(r["AssumeRolePolicyDocument"]) for r in spoke_roles if r["RoleName"] == forwarding]
+    require(
+        "events.amazonaws.com" in forwarder and f'"aws:SourceAccount": "{spoke.account}"' in forwarder,
+        f"{forwarding} trusts {forwarder}",
+    )
     for role in roles:
         key = role["RoleName"].removeprefix("trainguard-spoke-").removesuffix(f"-{spoke.region}")
         require(role["RoleName"] == spoke_role_name(key, spoke.region), f"role {role['RoleName']}: not this region's")
