@@ -8,8 +8,9 @@ from typing import Any
 from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.classification import classify_text
 from trainguard.domain.cloudtrail_launch import rebuild_create_request
-from trainguard.domain.fallback_options import read_fallback_options, within_bounds
+from trainguard.domain.fallback_options import LaunchBounds, read_fallback_options, within_bounds
 from trainguard.domain.job_end import RelaunchPlan, RelaunchSettings, assess_job_end, plan_relaunch
+from trainguard.domain.lineage import lineage_start
 from trainguard.domain.model import Decision, TextSource, TrainingJob, instances_of
 from trainguard.domain.ownership import decide_for_owned_job, find_parent
 from trainguard.domain.policy import PolicyDefaults, TagKeys, read_job_policy
@@ -82,11 +83,14 @@ def explain_job(
         return answer
     # Offline, the checkpoint prefix cannot be listed: a configured prefix counts as "may hold one".
     checkpoint = CheckpointState(job.checkpoint_s3_uri, listing_error=OFFLINE_CHECKPOINT_NOTE)
-    plan = plan_relaunch(job, assessment, policy, checkpoint, settings, keys, create_request_shape, now)
-    options = read_fallback_options(job.tags, keys)
-    answer["fallbacks_not_followed"] = list(
-        within_bounds(options, job.description, settings.launchable_instance_types).not_followed
+    # Offline, a relaunch's root cannot be described: its fallbacks are then measured against nothing (none).
+    start = lineage_start(job, keys, root=None)
+    plan = plan_relaunch(
+        job, assessment, policy, checkpoint, settings, keys, create_request_shape, now, lineage_start=start
     )
+    options = read_fallback_options(job.tags, keys)
+    bounds = LaunchBounds(settings.launchable_instance_types, start)
+    answer["fallbacks_not_followed"] = list(within_bounds(options, job.description, bounds).not_followed)
     if isinstance(plan, RelaunchPlan):
         answer["create_training_job_request"] = plan.request
         answer["new_job_name"] = plan.new_job_name

@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 from tests.fakes import FakePorts, described_job, with_config
 from tests.fakes import fake_ports as product_default_ports
 from tests.unit.test_request_builder import assert_valid_create_request
-from trainguard.domain.fallback_options import Alternative, FallbackOptions, read_fallback_options, within_bounds
+from trainguard.domain.fallback_options import (
+    Alternative,
+    FallbackOptions,
+    LaunchBounds,
+    read_fallback_options,
+    within_bounds,
+)
 from trainguard.domain.fallbacks import FallbackKind, JobFacts, plan_fallback
 from trainguard.domain.model import Category
 from trainguard.domain.outcome import OutcomeKind
@@ -30,6 +36,11 @@ OPTED_IN = {"trainguard:enabled": "true"}
 ALTERNATIVES = {"trainguard:fallback-types": "ml.p5.48xlarge:2+ml.p4de.24xlarge"}
 # The deployer's bound these tests run under (setting launchable_instance_types); the product's default is none.
 LAUNCHABLE = ("ml.p4d.24xlarge", "ml.p4de.24xlarge", "ml.p5.48xlarge", "ml.g5.48xlarge", "ml.g6e.48xlarge")
+
+
+def bounds(request: dict[str, Any], launchable: tuple[str, ...] = LAUNCHABLE) -> LaunchBounds:
+    """The bounds of a request that starts its lineage."""
+    return LaunchBounds.of_a_first_launch(launchable, request)
 
 
 def fake_ports() -> FakePorts:
@@ -98,7 +109,7 @@ def test_a_spot_job_at_the_end_of_its_list_gets_the_plain_relaunch() -> None:
         "EnableManagedSpotTraining": True,
     }
     options = read_fallback_options(ALTERNATIVES, KEYS)
-    assert plan_fallback(Category.CAPACITY, request, JobFacts(True, 1, None), options, LAUNCHABLE) is None
+    assert plan_fallback(Category.CAPACITY, request, JobFacts(True, 1, None), options, bounds(request)) is None
 
 
 def spot_description(**extra: Any) -> dict[str, Any]:
@@ -194,7 +205,7 @@ def test_a_fallback_never_asks_for_a_type_the_user_did_not_list(
         request["EnableManagedSpotTraining"] = True
     options = FallbackOptions(tuple(Alternative(t, None) for t in dict.fromkeys(listed)), on_demand_after=2)
     for category in (Category.CAPACITY, Category.SPOT_INTERRUPTION):
-        fallback = plan_fallback(category, request, JobFacts(spot, failures, None), options, LAUNCHABLE)
+        fallback = plan_fallback(category, request, JobFacts(spot, failures, None), options, bounds(request))
         if fallback is None:
             continue
         resource = fallback.request["ResourceConfig"]
@@ -335,13 +346,13 @@ def test_a_dry_run_of_a_users_launch_at_a_quota_wall_names_the_alternatives_it_w
 def test_an_alternative_more_than_twice_the_jobs_accelerators_or_instances_is_never_used() -> None:
     request = {"ResourceConfig": {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 4}}  # 32 GPUs
     options = read_fallback_options({"trainguard:fallback-types": "ml.p5.48xlarge:16+ml.p5.48xlarge:8"}, KEYS)
-    assert within_bounds(options, request, LAUNCHABLE).alternatives == ()  # p5:16 = 128 GPUs first
+    assert within_bounds(options, request, bounds(request)).alternatives == ()  # p5:16 = 128 GPUs first
     tag = "ml.p5.48xlarge:9 ml.g5.48xlarge:8 ml.g6e.48xlarge:4"
-    bounded = within_bounds(read_fallback_options({"trainguard:fallback-types": tag}, KEYS), request, LAUNCHABLE)
+    bounded = within_bounds(read_fallback_options({"trainguard:fallback-types": tag}, KEYS), request, bounds(request))
     assert bounded.alternatives == (Alternative("ml.g6e.48xlarge", 4),)  # 32 GPUs on as many hosts
     assert [line.split(":")[0] for line in bounded.not_followed] == ["9 x ml.p5.48xlarge", "8 x ml.g5.48xlarge"]
     options = read_fallback_options({"trainguard:fallback-types": tag}, KEYS)
-    fallback = plan_fallback(Category.CAPACITY, request, JobFacts(False, 0, None), options, LAUNCHABLE)
+    fallback = plan_fallback(Category.CAPACITY, request, JobFacts(False, 0, None), options, bounds(request))
     assert fallback is not None
     assert [p["InstanceType"] for p in fallback.request["ResourceConfig"]["InstancePreferences"]] == [
         "ml.p4d.24xlarge",
@@ -367,14 +378,15 @@ def test_the_deployments_bounds_refuse_what_a_tag_asks_beyond_them(
 ) -> None:
     request = {"ResourceConfig": {"InstanceType": own[0], "InstanceCount": own[1]}}
     options = read_fallback_options({"trainguard:fallback-types": tag, "trainguard:on-demand-after": "1"}, KEYS)
-    bounded = within_bounds(options, request, launchable)
+    bounded = within_bounds(options, request, bounds(request, launchable))
     assert bounded.alternatives == () and any(why in line for line in bounded.not_followed), bounded.not_followed
     spot = {**request, "EnableManagedSpotTraining": True}
     for category in (Category.CAPACITY, Category.SPOT_INTERRUPTION):
-        fallback = plan_fallback(category, spot, JobFacts(True, 1, None), options, launchable)
+        fallback = plan_fallback(category, spot, JobFacts(True, 1, None), options, bounds(spot, launchable))
         assert fallback is None or fallback.instance_type == own[0]
     if own[0] not in launchable:  # the job's own type outside the bound: no move to on-demand either
-        assert plan_fallback(Category.SPOT_INTERRUPTION, spot, JobFacts(True, 1, None), options, launchable) is None
+        spot_bounds = bounds(spot, launchable)
+        assert plan_fallback(Category.SPOT_INTERRUPTION, spot, JobFacts(True, 1, None), options, spot_bounds) is None
 
 
 def test_with_the_products_default_bound_a_fallback_tag_buys_nothing_and_the_owner_is_told_why() -> None:
@@ -399,3 +411,40 @@ def test_capacity_words_the_training_script_wrote_buy_the_same_shape_only() -> N
     assert request["ResourceConfig"]["InstanceType"] == "ml.g5.xlarge"
     assert request["ResourceConfig"]["InstanceCount"] == 1 and request["EnableManagedSpotTraining"] is True
     assert "trainguard:spot-failures" not in tags_of(request)
+
+
+def test_relaunch_after_relaunch_cannot_compound_past_the_lineages_first_launch() -> None:
+    """Review of issue 24: measured against the failed job, a spot lineage walking its list doubled at each step
+    (1 x g5.12xlarge, then 1 x g5.48xlarge, then 1 x trn1.32xlarge: 4 times the owner's accelerators)."""
+    launchable = ("ml.g5.12xlarge", "ml.g5.48xlarge", "ml.trn1.32xlarge")
+    ports = with_config(product_default_ports(), launchable_instance_types=launchable)
+    root = described_job("llama-pretrain", spot=True)
+    root["ResourceConfig"] = {"InstanceType": "ml.g5.12xlarge", "InstanceCount": 1, "VolumeSizeInGB": 100}
+    tags = {**OPTED_IN, "trainguard:fallback-types": "ml.g5.48xlarge:1 ml.trn1.32xlarge:1"}
+    ports.jobs.add(root, tags)
+    fallback = described_job("llama-pretrain-retry1", reason=CAPACITY, spot=True)
+    fallback["ResourceConfig"] = {"InstanceType": "ml.g5.48xlarge", "InstanceCount": 1, "VolumeSizeInGB": 100}
+    lineage = {
+        "trainguard:root-job": "llama-pretrain",
+        "trainguard:attempt": "1",
+        "trainguard:retry-of": "llama-pretrain",
+    }
+    ports.jobs.add(fallback, {**tags, **lineage})
+    outcome = handle_job_end(ports, "llama-pretrain-retry1")
+    assert "fallback" not in outcome.details  # trn1 x 1 = 16 accelerators, 4 x the 4 the lineage started with
+    assert "16 accelerators, more than 2 x the 4 the lineage's first job had" in ports.notifier.sent[0].body
+
+
+def test_a_relaunch_whose_tags_do_not_agree_with_its_name_changes_no_type() -> None:
+    """A relaunch's name is trainguard's and fixed; its lineage tags are not: tags that name another root (one
+    with a bigger launch, say) do not move the bound."""
+    ports = fake_ports()
+    big = described_job("someone-elses-big-job")
+    big["ResourceConfig"] = {"InstanceType": "ml.p5.48xlarge", "InstanceCount": 16, "VolumeSizeInGB": 100}
+    ports.jobs.add(big, OPTED_IN)
+    job = described_job("llama-pretrain-retry1", reason=CAPACITY)
+    tags = {**OPTED_IN, **ALTERNATIVES, "trainguard:root-job": "someone-elses-big-job", "trainguard:attempt": "1"}
+    ports.jobs.add(job, tags)
+    outcome = handle_job_end(ports, "llama-pretrain-retry1")
+    assert "fallback" not in outcome.details
+    assert "cannot tell what this lineage's first job was launched with" in ports.notifier.sent[0].body

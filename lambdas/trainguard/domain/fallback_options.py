@@ -89,15 +89,40 @@ NO_LAUNCHABLE_TYPES = (
 )
 
 
-def within_bounds(options: FallbackOptions, request: Mapping[str, Any], launchable: tuple[str, ...]) -> FallbackOptions:
-    """The options the deployment's bounds leave: alternatives among `launchable` (the setting), of a known
-    accelerator count, no more instances than the request's and no more than MAX_GROWTH times its accelerators; a
-    move to on-demand only when the request's own types are launchable. `not_followed` says what was dropped."""
+NO_LINEAGE_START = (
+    "trainguard cannot tell what this lineage's first job was launched with (its name is a relaunch's, and its "
+    "tags or that job do not agree), so it changes no type and makes no move to on-demand"
+)
+
+
+@dataclass(frozen=True)
+class LaunchBounds:
+    """What a fallback may grow to: the deployer's `launchable` types (setting launchable_instance_types), and the
+    ResourceConfig the lineage's first job was launched with by its owner (None: it cannot be told), which the
+    growth is measured against, so that relaunch after relaunch cannot compound."""
+
+    launchable: tuple[str, ...]
+    lineage_start: Mapping[str, Any] | None
+
+    @classmethod
+    def of_a_first_launch(cls, launchable: tuple[str, ...], request: Mapping[str, Any]) -> LaunchBounds:
+        """The bounds of a launch that starts its lineage (a user's own launch)."""
+        return cls(launchable, request.get("ResourceConfig") or {})
+
+
+def within_bounds(options: FallbackOptions, request: Mapping[str, Any], bounds: LaunchBounds) -> FallbackOptions:
+    """The options the deployment's bounds leave: alternatives among the launchable types, of a known accelerator
+    count, no more instances than the lineage's first job and no more than MAX_GROWTH times its accelerators (none
+    when that job cannot be told); a move to on-demand only when the request's own types are launchable.
+    `not_followed` says what was dropped."""
+    launchable = bounds.launchable
     if not options.alternatives and options.on_demand_after is None:
         return options
     if not launchable:
         return FallbackOptions((), None, options.problems, (NO_LAUNCHABLE_TYPES,))
-    own_type, own_count = instances_of(request.get("ResourceConfig"))
+    if bounds.lineage_start is None:
+        return FallbackOptions((), None, options.problems, (NO_LINEAGE_START,))
+    own_type, own_count = instances_of(bounds.lineage_start)
     own_accelerators = accelerators_per_host(own_type)
     kept, dropped = [], []
     for alternative in options.alternatives:
@@ -133,7 +158,10 @@ def _why_not_alternative(
         return f"trainguard does not know how many accelerators {unknown} has, so it cannot bound the launch"
     count = alternative.count_for(own_count)
     if count > own_count:
-        return f"more instances than the job's own {own_count}"
+        return f"more instances than the lineage's first job had ({own_count})"
     if count * theirs > MAX_GROWTH * own_count * own_accelerators:
-        return f"{count * theirs} accelerators, more than {MAX_GROWTH} x the job's own {own_count * own_accelerators}"
+        return (
+            f"{count * theirs} accelerators, more than {MAX_GROWTH} x the {own_count * own_accelerators} the "
+            "lineage's first job had"
+        )
     return ""

@@ -24,9 +24,9 @@ What each fallback does (`plan_fallback`):
 
 The deployer bounds what a tag may buy (`within_bounds`, SECURITY.md "What trainguard may launch"): only types in the
 setting launchable_instance_types (empty, the default: no type change and no move to on-demand at all), never a type
-whose accelerator count trainguard does not know, never more instances than the job's own, and never more than
-MAX_GROWTH times its accelerators. A type the user did not list is never tried. The checkpoint prefix and everything
-else of the request stay as they were.
+whose accelerator count trainguard does not know, never more instances than the lineage's first job had, and never
+more than MAX_GROWTH times its accelerators. A type the user did not list is never tried. The checkpoint prefix and
+everything else of the request stay as they were.
 Every fallback is a relaunch: it counts against the lineage's max-retries and the hourly budget, and a dry run
 only says what it would send.
 """
@@ -39,7 +39,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from trainguard.domain.fallback_options import MAX_ALTERNATIVES, Alternative, FallbackOptions, within_bounds
+from trainguard.domain.fallback_options import (
+    MAX_ALTERNATIVES,
+    Alternative,
+    FallbackOptions,
+    LaunchBounds,
+    within_bounds,
+)
 from trainguard.domain.instance_prices import on_demand_cost_sentence
 from trainguard.domain.model import Category, instances_of
 
@@ -70,10 +76,10 @@ class JobFacts:
 
 
 def plan_fallback(
-    category: Category, request: Mapping[str, Any], job: JobFacts, options: FallbackOptions, launchable: tuple[str, ...]
+    category: Category, request: Mapping[str, Any], job: JobFacts, options: FallbackOptions, bounds: LaunchBounds
 ) -> Fallback | None:
     """The fallback this failure calls for, or None (then the relaunch is the plain one, with its backoff)."""
-    options = within_bounds(options, request, launchable)
+    options = within_bounds(options, request, bounds)
     if job.spot and options.on_demand_after is not None and job.spot_failures >= options.on_demand_after:
         return _on_demand(request, job, options)
     if category is not Category.CAPACITY or not options.alternatives:
@@ -170,10 +176,10 @@ def _on_demand(request: Mapping[str, Any], job: JobFacts, options: FallbackOptio
 
 
 def quota_fallback_request(
-    request: Mapping[str, Any], options: FallbackOptions, has_room: Mapping[str, bool], launchable: tuple[str, ...]
+    request: Mapping[str, Any], options: FallbackOptions, has_room: Mapping[str, bool], bounds: LaunchBounds
 ) -> tuple[dict[str, Any], Alternative] | None:
     """The request on the first alternative whose quota has room (`has_room` by instance type), or None."""
-    options = within_bounds(options, request, launchable)
+    options = within_bounds(options, request, bounds)
     resource = request.get("ResourceConfig") or {}
     if _has_groups(request) or resource.get("InstancePreferences"):
         return None

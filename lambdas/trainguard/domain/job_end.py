@@ -9,13 +9,14 @@ Two pure steps, with I/O between them done by the caller:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.classification import classify_job_end
-from trainguard.domain.fallback_options import FallbackOptions, read_fallback_options, types_outside
+from trainguard.domain.fallback_options import FallbackOptions, LaunchBounds, read_fallback_options, types_outside
 from trainguard.domain.fallbacks import Fallback, JobFacts, plan_fallback, spot_failures_now
 from trainguard.domain.model import Category, Classification, Decision, TextSource, TrainingJob
 from trainguard.domain.naming import retry_job_name
@@ -85,6 +86,7 @@ class RelaunchPlan:
     reason: str
     dropped_fields: tuple[str, ...] = field(default=())
     fallback: Fallback | None = None  # what the owner's fallback tags changed, if anything
+    bounds: LaunchBounds | None = None  # what a fallback may grow to (None: no fallback at all)
 
 
 @dataclass(frozen=True)
@@ -150,7 +152,11 @@ def plan_relaunch(
     keys: TagKeys,
     create_request_shape: Shape,
     now: datetime,
+    *,
+    lineage_start: Mapping[str, Any] | None,
 ) -> RelaunchPlan | Refusal:
+    """`lineage_start`: the ResourceConfig the lineage's first job was launched with (domain/lineage.py), None when
+    it cannot be told."""
     lineage = read_lineage(job, keys)
     attempt = lineage.attempt + 1
     new_name = retry_job_name(lineage.root_job, attempt)
@@ -166,7 +172,8 @@ def plan_relaunch(
     category = assessment.classification.category
     if settings.infra_check_after_host_faults and category in HOST_FAULT_CATEGORIES:
         request = {**request, "InfraCheckConfig": {"EnableInfraCheck": True}}
-    fallback = _fallback(job, assessment.classification, request, keys, settings.launchable_instance_types)
+    bounds = LaunchBounds(settings.launchable_instance_types, lineage_start)
+    fallback = _fallback(job, assessment.classification, request, keys, bounds)
     if fallback is not None:
         request = fallback.request
     # A fallback runs now, on what the owner allowed; only the same launch again waits for capacity to come back.
@@ -186,6 +193,7 @@ def plan_relaunch(
         assessment.reason,
         built.dropped,
         fallback,
+        bounds,
     )
 
 
@@ -233,7 +241,7 @@ def _fallback(
     reading: Classification,
     request: dict[str, Any],
     keys: TagKeys,
-    launchable: tuple[str, ...],
+    bounds: LaunchBounds,
 ) -> Fallback | None:
     """The fallback the owner's tags allow for this failure, with the lineage's spot-failure count carried on the
     request's tags (dropped once the job is on-demand). Words the training script wrote buy none (TextSource)."""
@@ -244,7 +252,7 @@ def _fallback(
     failures = spot_failures_now(category, spot, int(raw) if re.fullmatch(r"[0-9]{1,3}", raw) else 0)
     facts = JobFacts(spot=spot, spot_failures=failures, billable_fraction=_billable_fraction(job.description))
     options = read_fallback_options(job.tags, keys) if trusted else FallbackOptions()
-    fallback = plan_fallback(category, request, facts, options, launchable)
+    fallback = plan_fallback(category, request, facts, options, bounds)
     target = fallback.request if fallback else request
     still_spot = target.get("EnableManagedSpotTraining") is True
     tags = [t for t in target.get("Tags", []) if t.get("Key") != keys.spot_failures]

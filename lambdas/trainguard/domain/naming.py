@@ -43,6 +43,11 @@ def lineage_of(job_name: str) -> str:
     return _RELAUNCH_SUFFIX.sub("", job_name) or job_name
 
 
+def looks_like_a_relaunch(job_name: str) -> bool:
+    """Whether the name has a relaunch's `-retryN` ending (a name is fixed at launch; tags are not)."""
+    return bool(_RELAUNCH_SUFFIX.search(job_name))
+
+
 def is_valid_job_name(name: str) -> bool:
     return len(name) <= MAX_JOB_NAME_LENGTH and bool(JOB_NAME_PATTERN.match(name))
 

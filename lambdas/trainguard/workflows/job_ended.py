@@ -8,7 +8,7 @@ from datetime import datetime
 
 from trainguard.domain.checkpoint_health import advise_lineage
 from trainguard.domain.checkpoints import CheckpointState
-from trainguard.domain.fallback_options import read_fallback_options, within_bounds
+from trainguard.domain.fallback_options import LaunchBounds, read_fallback_options, within_bounds
 from trainguard.domain.job_end import Assessment, EndedJob, assess_job_end
 from trainguard.domain.messages import compose_job_end_notification
 from trainguard.domain.model import Decision, TrainingJob
@@ -17,7 +17,7 @@ from trainguard.domain.policy import read_job_policy
 from trainguard.workflows.function_ports import EndedJobPorts, JobEventsPorts
 from trainguard.workflows.once import Step, once
 from trainguard.workflows.ports import fresh
-from trainguard.workflows.relaunch import relaunch
+from trainguard.workflows.relaunch import lineage_start_of, relaunch
 
 STEP = "end"
 
@@ -88,7 +88,8 @@ def tell_job_end(ports: EndedJobPorts, facts: EndedJob, outcome: Outcome, checkp
 def tag_notes(ports: EndedJobPorts, facts: EndedJob) -> tuple[str, ...]:
     """The job's tags that could not be read, and what its fallback tags asked beyond the deployment's bounds."""
     options = read_fallback_options(facts.job.tags, ports.keys)
-    bounded = within_bounds(options, facts.job.description, ports.config.launchable_instance_types)
+    bounds = LaunchBounds(ports.config.launchable_instance_types, lineage_start_of(ports, facts.job))
+    bounded = within_bounds(options, facts.job.description, bounds)
     keys = f"{ports.keys.fallback_types} / {ports.keys.on_demand_after}"
     return (
         *(p.describe() for p in facts.policy.problems + options.problems),

@@ -6,7 +6,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from trainguard.domain.fallback_options import Alternative, FallbackOptions, read_fallback_options
+from trainguard.domain.fallback_options import (
+    Alternative,
+    FallbackOptions,
+    LaunchBounds,
+    read_fallback_options,
+    within_bounds,
+)
 from trainguard.domain.fallbacks import quota_fallback_request
 from trainguard.domain.model import instances_of
 from trainguard.domain.policy import JobPolicy, parse_tag_list
@@ -39,6 +45,11 @@ class BlockedLaunch:
     attempt: int = 0
     # Why trainguard cannot launch it later itself ("" when it can): the quota is still requested.
     not_launchable: str = ""
+    # What an alternative may grow to; None: a user's own launch, which starts its lineage.
+    bounds: LaunchBounds | None = None
+
+    def launch_bounds(self, launchable: tuple[str, ...]) -> LaunchBounds:
+        return self.bounds or LaunchBounds.of_a_first_launch(launchable, self.request)
 
 
 @dataclass(frozen=True)
@@ -127,7 +138,9 @@ def _dry_run(ports: QuotaWallPorts, blocked: BlockedLaunch, plan: QuotaRequestPl
         if isinstance(plan, QuotaRequestPlan)
         else f"request nothing ({plan.reason})"
     )
-    alternatives = read_fallback_options(parse_tag_list(blocked.request.get("Tags")), ports.keys).alternatives
+    options = read_fallback_options(parse_tag_list(blocked.request.get("Tags")), ports.keys)
+    bounded = within_bounds(options, blocked.request, blocked.launch_bounds(ports.config.launchable_instance_types))
+    alternatives = bounded.alternatives
     meanwhile = (
         " meanwhile it would launch on the first of "
         + ", ".join(a.describe(_instance_count(blocked.request) or 1) for a in alternatives)
@@ -135,9 +148,10 @@ def _dry_run(ports: QuotaWallPorts, blocked: BlockedLaunch, plan: QuotaRequestPl
         if alternatives
         else ""
     )
+    not_followed = "".join(f" Not followed: {note}." for note in bounded.not_followed)
     return QuotaWallResult(
         f"dry run: trainguard would {would} and{meanwhile} keep the launch until the quota allows it, but does "
-        "nothing.",
+        f"nothing.{not_followed}",
         plan.as_dict() if isinstance(plan, QuotaRequestPlan) else None,
     )
 
@@ -173,7 +187,7 @@ def _first_alternative_with_room(ports: QuotaWallPorts, blocked: BlockedLaunch, 
             blocked.request,
             FallbackOptions((alternative,)),
             {alternative.instance_type: True},
-            ports.config.launchable_instance_types,
+            blocked.launch_bounds(ports.config.launchable_instance_types),
         )
         if candidate is None or not _quota_allows(ports, alternative, own_count, spot):
             continue

@@ -9,7 +9,15 @@ from typing import Any
 from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.classification import classify_text
 from trainguard.domain.fallbacks import FallbackKind, without_the_short_type
-from trainguard.domain.job_end import Assessment, EndedJob, Refusal, RelaunchPlan, RelaunchSettings, plan_relaunch
+from trainguard.domain.job_end import (
+    Assessment,
+    EndedJob,
+    Refusal,
+    RelaunchPlan,
+    RelaunchSettings,
+    plan_relaunch,
+)
+from trainguard.domain.lineage import lineage_root_to_describe, lineage_start
 from trainguard.domain.model import TextSource, TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.quotas import read_quota_error
@@ -31,6 +39,15 @@ def relaunch_settings(ports: EndedJobPorts) -> RelaunchSettings:
     )
 
 
+def lineage_start_of(ports: EndedJobPorts, job: TrainingJob) -> dict[str, Any] | None:
+    """What the lineage's first job was launched with (domain/job_end.lineage_start): its root is described again
+    when this job is a relaunch and the deployment allows type changes at all (else nothing can grow)."""
+    root_name = lineage_root_to_describe(job, ports.keys) if ports.config.launchable_instance_types else ""
+    root = fresh(ports.jobs.describe(root_name)) if root_name else None
+    start = lineage_start(job, ports.keys, root)
+    return dict(start) if start is not None else None
+
+
 def plan_for(
     ports: EndedJobPorts, ended: EndedJob, checkpoint: CheckpointState, now: datetime
 ) -> RelaunchPlan | Refusal:
@@ -43,6 +60,7 @@ def plan_for(
         ports.keys,
         ports.create_request_shape,
         now,
+        lineage_start=lineage_start_of(ports, ended.job),
     )
 
 
@@ -165,6 +183,7 @@ def blocked_relaunch(plan: RelaunchPlan, error_text: str) -> BlockedLaunch:
         error_text=error_text,
         lineage_root=plan.lineage.root_job,
         attempt=plan.lineage.attempt,
+        bounds=plan.bounds,
     )
 
 
