@@ -188,7 +188,8 @@ class Grants:
 
     def allow_launching_opted_in_training_jobs(self, function: Function, actions: Actions = LAUNCH_JOBS.group) -> None:
         """CreateTrainingJob only for a request that carries the opt-in tag, on the launchable types."""
-        conditions = {"StringEquals": {self._opt_in_tag("RequestTag"): "true"}, **self.launchable_types}
+        # Case ignored, as the code reads the opt-in tag (domain/policy.py) and as the stop grant does.
+        conditions = {"StringEqualsIgnoreCase": {self._opt_in_tag("RequestTag"): "true"}, **self.launchable_types}
         self.add_statement(function, LAUNCH_JOBS, actions, [self.training_jobs_arn], conditions)
 
     def allow_tagging_the_jobs_it_creates(self, function: Function, actions: Actions = TAG_ON_CREATE.group) -> None:
@@ -199,7 +200,8 @@ class Grants:
         land only on the job the same request creates (SECURITY.md, "What trainguard's roles may do")."""
         keys = TagKeys(self.settings.tag_prefix)
         conditions = {
-            "StringEquals": {self._opt_in_tag("RequestTag"): "true", groups.TAGGING_ACTION_KEY: groups.TAG_ON_CREATE},
+            "StringEqualsIgnoreCase": {self._opt_in_tag("RequestTag"): "true"},
+            "StringEquals": {groups.TAGGING_ACTION_KEY: groups.TAG_ON_CREATE},
             "ForAnyValue:StringEquals": {"aws:TagKeys": [keys.retry_of, keys.blocked_launch]},
         }
         self.add_statement(function, TAG_ON_CREATE, actions, [self.training_jobs_arn], conditions)

@@ -64,12 +64,14 @@ def _as_list(value: Any) -> list[Any]:
 Context = Mapping[str, str | Sequence[str]]  # a request's condition keys: a string, or a multivalued key's list
 
 
-_OPERATORS = ("StringEquals", "StringLike", "ArnEquals", "ArnLike")
+_OPERATORS = ("StringEquals", "StringEqualsIgnoreCase", "StringLike", "ArnEquals", "ArnLike")
 
 
 def _matches(operator: str, wanted: list[str], actual: str) -> bool:
     if operator == "StringEquals":
         return actual in wanted
+    if operator == "StringEqualsIgnoreCase":  # "Exact matching, ignoring case" (IAM User Guide, condition operators)
+        return actual.lower() in (w.lower() for w in wanted)
     if operator == "StringLike":
         return any(_like(w, actual) for w in wanted)
     if operator in ("ArnEquals", "ArnLike"):

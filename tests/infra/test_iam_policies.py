@@ -178,12 +178,13 @@ def test_resource_star_appears_only_in_key_policies(synthesized: Any) -> None:
 def test_create_training_job_requires_the_opt_in_tag(synthesized: Any, handler: str) -> None:
     on_jobs, on_plans = _with_action(_role_statements(synthesized.template, handler), "sagemaker:CreateTrainingJob")
     assert render(on_jobs["Resource"]) == TRAINING_JOBS
-    assert on_jobs["Condition"]["StringEquals"] == {"aws:RequestTag/trainguard:enabled": "true"}
+    # Case ignored, as the code reads the tag (a job tagged TRUE is guarded, and its relaunch must not be refused).
+    assert on_jobs["Condition"]["StringEqualsIgnoreCase"] == {"aws:RequestTag/trainguard:enabled": "true"}
     # The job's own training plan: CreateTrainingJob alone, on this account's plans, creating nothing by itself;
     # both bounded by the launchable instance types (tests/infra/test_launch_grants.py).
     assert {render(r) for r in as_list(on_plans["Resource"])} == TRAINING_PLANS
     assert as_list(on_plans["Action"]) == ["sagemaker:CreateTrainingJob"]
-    assert set(on_jobs["Condition"]) == {"StringEquals", "ForAllValues:StringEquals", "Null"}
+    assert set(on_jobs["Condition"]) == {"StringEqualsIgnoreCase", "ForAllValues:StringEquals", "Null"}
     assert set(on_plans["Condition"]) == {"ForAllValues:StringEquals", "Null"}
     (describe,) = _with_action(_role_statements(synthesized.template, handler), "sagemaker:DescribeTrainingJob")
     assert sorted(as_list(describe["Action"])) == ["sagemaker:DescribeTrainingJob", "sagemaker:ListTags"]
