@@ -66,6 +66,14 @@ SHOWN = {
     "a scheme split by a zero-width space": ("https\u200b://evil.example", "https[:]//evil[.]example"),
     "www without a scheme": ("go to WWW.evil.example", "go to WWW[.]evil.example"),
     "an instance type is not a URL": ("ml.p5.48xlarge", "ml.p5.48xlarge"),
+    # Review of issue 24: chat clients link a bare domain themselves.
+    "a bare domain with a path": ("go to evil-console.com/login now", "go to evil-console[.]com/login now"),
+    "a bare domain of a common top-level domain": ("see evil.example.io", "see evil[.]example[.]io"),
+    "a bare domain of another with a path": ("x.example.zz/a", "x[.]example[.]zz/a"),
+    "names of code and files are kept": (
+        "torch.cuda.OutOfMemoryError in train.py, model.pt",
+        "torch.cuda.OutOfMemoryError in train.py, model.pt",
+    ),
 }
 
 

@@ -26,7 +26,10 @@ shape and turns what could act into visible look-alikes, so the reader still see
   no HTML); `@` becomes U+FF20, the fullwidth at sign (no `@here`, `@channel` or `@user`); an `&` that starts an
   entity (`&lt;`) becomes U+FF06, the fullwidth ampersand;
 - `scheme://host` becomes `scheme[:]//host` with the host's dots as `[.]`, `www.` becomes `www[.]`, and `](`
-  becomes `] (`, so no link can be made of the text.
+  becomes `] (`, so no link can be made of the text; a bare domain that chat clients link by themselves
+  (`evil-console.com/login`: a name with a path after it, or ending in a common top-level domain) gets its dots
+  as `[.]` too. Names of code and files (`torch.cuda.OutOfMemoryError`, `train.py`, `ml.p5.48xlarge`) are kept:
+  their last part is no common top-level domain and no path follows.
 
 `as_markdown` is the chat channel's own step on top: trainguard's chat headings are `*Title*`, so `*` becomes
 U+2217 (asterisk operator); a backtick (which could open a code block and swallow what follows) becomes U+02CB
@@ -46,6 +49,13 @@ _LINE_BREAKS = re.compile("\r\n|[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 _REMOVED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn"})
 _URL = re.compile(r"://([^\s/?#\\]*)")  # whatever comes before it: "0https://" is made a link too
 _WWW = re.compile(r"\bwww\.", re.IGNORECASE)
+# A bare domain, then a path or not: chat clients make a link of it themselves when its top-level domain is one
+# they know. Those below are the generic ones and the most used country codes (IANA's root zone lists them all).
+_BARE_DOMAIN = re.compile(r"(?<![\w.\[-])((?:[A-Za-z0-9-]{1,63}\.)+)([A-Za-z]{2,24})\b(/?)")
+_LINKED_TLDS = frozenset(
+    {"com", "net", "org", "io", "ai", "co", "dev", "app", "xyz", "info", "biz", "me", "ly", "sh", "site", "online"}
+    | {"link", "click", "top", "cc", "tv", "to", "gg", "so", "us", "uk", "de", "fr", "jp", "cn", "ru", "in", "eu"}
+)
 _ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]{1,32};)")
 _LOOK_ALIKES = str.maketrans({"<": "\u2039", ">": "\u203a", "@": "\uff20"})
 _MARKDOWN_LOOK_ALIKES = str.maketrans({"*": "\u2217", "`": "\u02cb", "#": "\uff03"})
@@ -60,9 +70,17 @@ def shown(text: str) -> str:
     text = "".join(ch for ch in text if ch == "\n" or unicodedata.category(ch) not in _REMOVED_CATEGORIES)
     text = _URL.sub(lambda url: "[:]//" + url[1].replace(".", "[.]"), text)
     text = _WWW.sub(lambda www: www[0][:-1] + "[.]", text)
+    text = _BARE_DOMAIN.sub(_defanged_domain, text)
     text = text.replace("](", "] (")
     text = _ENTITY.sub("\uff06", text)
     return text.translate(_LOOK_ALIKES)
+
+
+def _defanged_domain(found: re.Match[str]) -> str:
+    names, top, path = found[1], found[2], found[3]
+    if path or top.lower() in _LINKED_TLDS:
+        return names.replace(".", "[.]") + top + path
+    return found[0]
 
 
 def shown_on_one_line(text: str) -> str:
