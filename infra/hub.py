@@ -2,8 +2,10 @@
 
 - A bus of its own, `trainguard-hub`, whose resource policy lets only the spokes' forwarding roles put events on
   it (`trainguard-spoke-forward-to-hub-<region>` of each enrolled account, by `aws:PrincipalArn`; and,
-  with `organization_id`, only from inside the organization): any other principal of an enrolled account, and a
-  spoke anywhere else, is refused by EventBridge itself.
+  with `organization_id`, only from inside the organization): any other principal's PutEvents on it, and a
+  spoke anywhere else, is refused by EventBridge itself. (What the forwarding rules carry is what reaches the
+  spoke's own default bus, where anyone of that account may put a `trainguard.spoke` event: SECURITY.md, "Known
+  gaps".)
 - On that bus, the same rules to the same functions as on the default bus, for the enrolled accounts and regions
   only (an event's `account` and `region` are its origin's: EventBridge keeps them when a rule forwards it,
   https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-cross-account.html). An event from an account or
