@@ -13,7 +13,8 @@ guards. No function, no table, no topic: the spoke forwards its events and lets 
 
 It has no asset, so its template deploys with CloudFormation StackSets as well as with `cdk deploy`. The settings
 that shape its grants (tag_prefix, passable_role_arns, checkpoint_buckets, watch_failed_launches,
-launchable_instance_types) must be the hub's; a listed execution role is passable only in its own account, by its exact ARN.
+launchable_instance_types) must be the hub's; a listed execution role is passable only in its own account, by its
+exact ARN.
 """
 
 from __future__ import annotations
