@@ -81,3 +81,29 @@ def test_the_group_is_kept_on_an_update_and_deleted_with_the_stack(cloudformatio
     with pytest.raises(ClientError) as raised:
         scheduler.get_schedule_group(Name="trainguard")
     assert raised.value.response["Error"]["Code"] == "ResourceNotFoundException"
+
+
+def test_a_stack_whose_managed_policy_names_its_roles_is_deleted(cloudformation: Any) -> None:
+    """The spoke's shape (infra/spoke_stack.py): one managed policy for several roles. Deleting the stack detaches
+    it first, as CloudFormation does; moto alone refused the role's deletion."""
+    assume = {"Effect": "Allow", "Action": "sts:AssumeRole", "Principal": {"Service": "lambda.amazonaws.com"}}
+    trust = {"Version": "2012-10-17", "Statement": [assume]}
+    statement = {"Effect": "Allow", "Action": "sagemaker:CreateTrainingJob", "Resource": "*"}
+    template = {
+        "Resources": {
+            "First": {"Type": "AWS::IAM::Role", "Properties": {"AssumeRolePolicyDocument": trust}},
+            "Second": {"Type": "AWS::IAM::Role", "Properties": {"AssumeRolePolicyDocument": trust}},
+            "Launch": {
+                "Type": "AWS::IAM::ManagedPolicy",
+                "Properties": {
+                    "PolicyDocument": {"Version": "2012-10-17", "Statement": [statement]},
+                    "Roles": [{"Ref": "First"}, {"Ref": "Second"}],
+                },
+            },
+        }
+    }
+    cloudformation.create_stack(StackName="Shared", TemplateBody=json.dumps(template))
+    iam = boto3.client("iam", region_name="us-east-1")
+    assert len(iam.list_roles()["Roles"]) == 2
+    cloudformation.delete_stack(StackName="Shared")
+    assert iam.list_roles()["Roles"] == []  # (moto 5.2.5 leaves the managed policy itself: not our concern here)

@@ -122,10 +122,34 @@ def _rules_name_their_bus() -> None:
     events.Rule._trainguard_bus_names = True  # type: ignore[attr-defined]
 
 
+def _roles_let_go_of_managed_policies() -> None:
+    """A spoke's launching roles share one AWS::IAM::ManagedPolicy (infra/spoke_stack.py), which names them in its
+    `Roles`: CloudFormation deletes the policy, detaching it, before the roles it depends on. moto 5.2.5 deletes the
+    roles first and IAM refuses ("Cannot delete entity, must detach all policies first"); detach them as the
+    policy's deletion would have."""
+    from moto.iam import models as iam
+
+    if getattr(iam.Role, "_trainguard_detaches", False):
+        return
+    delete = iam.Role.delete_from_cloudformation_json
+
+    def detached_then_deleted(resource_name: str, cloudformation_json: Any, account_id: str, region_name: str) -> None:
+        for backend in iam.iam_backends[account_id].values():
+            for role in backend.roles.values():
+                if role.name == resource_name:
+                    for policy in list(role.managed_policies.values()):
+                        policy.detach_from(role)
+        delete(resource_name, cloudformation_json, account_id, region_name)
+
+    iam.Role.delete_from_cloudformation_json = staticmethod(detached_then_deleted)  # type: ignore[method-assign,assignment]
+    iam.Role._trainguard_detaches = True  # type: ignore[attr-defined]
+
+
 def register() -> None:
-    """Make sure moto's CloudFormation sees the types above (its type map is cached on first use), and that its
-    rules can name a bus of the stack's own."""
+    """Make sure moto's CloudFormation sees the types above (its type map is cached on first use), that its
+    rules can name a bus of the stack's own, and that a role can go before the managed policy that names it."""
     _rules_name_their_bus()
+    _roles_let_go_of_managed_policies()
     parsing.get_model_map.cache_clear()
     parsing.get_name_type_map.cache_clear()
     if SCHEDULE_GROUP_TYPE not in parsing.get_model_map():
