@@ -40,7 +40,7 @@ def relaunch_settings(ports: EndedJobPorts) -> RelaunchSettings:
 
 
 def lineage_start_of(ports: EndedJobPorts, job: TrainingJob) -> dict[str, Any] | None:
-    """What the lineage's first job was launched with (domain/job_end.lineage_start): its root is described again
+    """What the lineage's first job was launched with (domain/lineage.lineage_start): its root is described again
     when this job is a relaunch and the deployment allows type changes at all (else nothing can grow)."""
     root_name = lineage_root_to_describe(job, ports.keys) if ports.config.launchable_instance_types else ""
     root = fresh(ports.jobs.describe(root_name)) if root_name else None
