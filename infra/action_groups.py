@@ -2,7 +2,7 @@
 say so and the reasons the cdk-nag acknowledgments give.
 
 What a function needs is declared once, on the adapter methods its ports name (trainguard.adapters.permissions;
-trainguard.handlers.wiring.actions_of_ports). Here are only the scopes: the actions that share resources
+infra/port_permissions.actions_of_ports). Here are only the scopes: the actions that share resources
 and conditions, each group a constant. infra/grants.py has one statement builder per group and gives a
 function each group's share of what it needs; an action it needs that no group holds stops the synth, so a
 new action is looked up and placed, never silently left out or granted wholesale.

@@ -29,10 +29,10 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct, IConstruct
 
 from infra.guard_function import guard_metric
+from infra.port_permissions import actions_of_ports
 from infra.stall_detection import PROBER_HEARTBEAT_METRIC
 from trainguard.domain.outcome import OutcomeKind
 from trainguard.domain.stall_alarms import LOG_SILENCE_DIMENSION, LOG_SILENCE_METRIC, LOG_SILENCE_NAMESPACE
-from trainguard.handlers.wiring import actions_of_ports
 from trainguard.metric_names import MALFORMED_EVENTS, OUTCOME_METRIC_PREFIX, WATCHED_JOBS
 from trainguard.workflows.function_ports import FUNCTION_PORTS
 

@@ -26,6 +26,7 @@ from infra.job_events import JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER, JobEven
 from infra.ledger import Ledger
 from infra.nag import PendingAcknowledgments
 from infra.notifications import Notifications
+from infra.port_permissions import needs_by_port, ports_of_handler
 from infra.quota_walls import FAILED_LAUNCHES_HANDLER, QUOTA_WATCH_HANDLER, QuotaWalls
 from infra.settings import Settings
 from infra.stall_detection import (
@@ -36,7 +37,6 @@ from infra.stall_detection import (
 )
 from trainguard.adapters.spoke_roles import IN_JOB_ACCOUNT_PORTS
 from trainguard.config import GuardConfig
-from trainguard.handlers.wiring import needs_by_port, ports_of_handler
 
 
 class TrainGuardStack(Stack):

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
+from infra.port_permissions import actions_of_ports
 from tests.fakes import fake_ports
 from tests.infra.template_queries import (
     CONFIGURED_STACK,
@@ -26,7 +27,6 @@ from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.stall_alarms import LOG_SILENCE_DIMENSION, LOG_SILENCE_METRIC, LOG_SILENCE_NAMESPACE
 from trainguard.handlers import stall_prober
 from trainguard.handlers.observability import metrics, record_malformed, record_outcome
-from trainguard.handlers.wiring import actions_of_ports
 from trainguard.workflows.function_ports import FUNCTION_PORTS
 
 pytestmark = pytest.mark.slow

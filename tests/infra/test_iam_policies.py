@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from infra.port_permissions import actions_of_ports, ports_of_handler
 from tests.infra.template_queries import (
     ALL_HANDLERS,
     CONFIGURED_CONTEXT,
@@ -27,7 +28,6 @@ from tests.infra.template_queries import (
     role_of_function,
     statements_of_role,
 )
-from trainguard.handlers.wiring import actions_of_ports, ports_of_handler
 
 pytestmark = pytest.mark.slow
 

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 import trainguard
+from infra.port_permissions import actions_of_ports, port_methods, ports_of_handler
 from trainguard.adapters.permissions import actions_of
-from trainguard.handlers.wiring import ADAPTERS, SETTLED_FIELDS, actions_of_ports, port_methods, ports_of_handler
+from trainguard.handlers.wiring import ADAPTERS, SETTLED_FIELDS
 
 PACKAGE = Path(trainguard.__file__).parent
 HANDLERS = [

@@ -1,7 +1,7 @@
 """IAM, declared once: each adapter method names the actions its AWS calls need.
 
 Cloud Custodian's per-action `permissions` are the model. The stack grants a function the actions of
-the port methods it can call (trainguard.handlers.wiring.actions_of_ports) and scopes each one; the
+the port methods it can call (infra/port_permissions.actions_of_ports) and scopes each one; the
 tests check every call an adapter makes against the declaration of the port method that made it
 (tests/conftest.py), so a declaration cannot fall behind its code.
 """

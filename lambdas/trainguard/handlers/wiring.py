@@ -1,9 +1,10 @@
 """Build a function's ports once per Lambda container, on its first event: only the adapters it calls.
 
-Nothing is built at import time, and boto3 is imported only inside `production_ports`: importing a
+Nothing is built at import time, and boto3 is imported only inside `boto3_ports`: importing a
 handler module stays cheap (see docs/local-aws.md, "Cold start"). `ADAPTERS` says which adapter
 serves each port; the stack grants a function the IAM actions of the methods its ports name
-(`actions_of_ports`), declared once, on the adapter methods (trainguard.adapters.permissions).
+(infra/port_permissions.py, at synth time, outside the Lambda asset), declared once, on the adapter methods
+(trainguard.adapters.permissions).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any, TypeVar
 
-from trainguard.adapters.permissions import actions_of
 from trainguard.adapters.spoke_roles import IN_JOB_ACCOUNT_PORTS
 from trainguard.config import GuardConfig
 from trainguard.domain.origin import Location
@@ -203,11 +203,6 @@ def function_key_of_ports(kind: type) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "-", name).lower()
 
 
-def ports_of_handler(handler: str) -> type:
-    """The ports class of a Lambda handler string, "trainguard.handlers.<module>.handler"."""
-    return ports_kind_of(importlib.import_module(handler.rsplit(".", 1)[0]).handle)
-
-
 def ports_kind_of(handle: Callable[..., Any]) -> type:
     """The ports class of `handle(event, ports: <Kind> | PortSet | None = None)`."""
     hinted = typing.get_args(typing.get_type_hints(handle)["ports"])
@@ -245,44 +240,6 @@ def production_port_set() -> PortSet:
     return _production[0]
 
 
-def production_ports(kind: type[Ports]) -> Ports:
-    return production_port_set().of(kind)
-
-
 def reset_production_ports() -> None:
     """Forget the container's ports (tests and local runs that change the environment between runs)."""
     _production.clear()
-
-
-def port_methods(kind: type) -> dict[str, tuple[str, ...]]:
-    """Each adapter port of a function's ports, with the methods its port type names."""
-    hints = typing.get_type_hints(kind)
-    return {
-        field.name: _protocol_methods(hints[field.name])
-        for field in fields(kind)  # type: ignore[arg-type]
-        if field.name in ADAPTERS
-    }
-
-
-def needs_by_port(kind: type) -> dict[str, frozenset[str]]:
-    """The IAM actions each port of a function needs: those its methods declare on the adapter that serves it."""
-    return {
-        port: frozenset(action for method in methods for action in actions_of(ADAPTERS[port].adapter_class(), method))
-        for port, methods in port_methods(kind).items()
-    }
-
-
-def actions_of_ports(kind: type) -> frozenset[str]:
-    """The IAM actions a function needs, all ports together."""
-    return frozenset().union(*needs_by_port(kind).values())
-
-
-def _protocol_methods(protocol: type) -> tuple[str, ...]:
-    names = {
-        name
-        for cls in protocol.__mro__
-        if getattr(cls, "_is_protocol", False) and cls is not typing.Protocol
-        for name, value in vars(cls).items()
-        if callable(value) and not name.startswith("_")
-    }
-    return tuple(sorted(names))

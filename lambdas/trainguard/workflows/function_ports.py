@@ -1,6 +1,6 @@
 """The ports each Lambda function runs with: only the adapters its workflows call, each as narrow as its calls.
 
-A function's IAM role is derived from these (trainguard.adapters.permissions.actions_of_ports), and
+A function's IAM role is derived from these (infra/port_permissions.actions_of_ports), and
 tests/unit/test_function_ports.py reads the workflows to show that every port here is called and that
 no narrower one would need fewer actions. A workflow shared by functions takes the union of their ports.
 """
