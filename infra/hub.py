@@ -14,8 +14,8 @@
 - Each function that acts in a job's account gets a fixed role name, `trainguard-hub-<function>`, which that
   function's spoke role trusts, and may assume that spoke role in the enrolled accounts only.
 
-Nothing here is built for a single-account stack: its template stays as it was (tests/infra/
-test_single_account_shape.py).
+Nothing here is built for a single-account stack: every grant there has a purpose a test checks (tests/infra/
+test_every_grant_has_a_purpose.py, test_iam_policies.py).
 """
 
 from __future__ import annotations
