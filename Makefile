@@ -61,7 +61,7 @@ node_modules/.installed: package.json package-lock.json
 	@touch $@
 	@$(step_done)
 
-# Debian's Chromium, for the test that opens the HTML report in a real browser (tests/integration/test_fleet_demo.py):
+# Debian's Chromium, for the test that opens the HTML report in a real browser (tests/tools/test_fleet_demo.py):
 # installed where apt-get runs as root; elsewhere that test is skipped and says why.
 chromium:
 	@command -v chromium >/dev/null || { \
@@ -124,7 +124,7 @@ sandbox: setup
 bench: local-setup
 	$(PY) -m trainguard_local.bench
 
-# The long form of the chaos suite (its short form runs in `make test`: tests/integration/test_chaos.py).
+# The long form of the chaos suite (its short form runs in `make test`: tests/tools/test_chaos.py).
 CHAOS_ARGS ?= --seed 1 --seed 2 --seed 3 --jobs 200
 chaos: setup
 	$(PY) -m trainguard_local.chaos $(CHAOS_ARGS)

@@ -2,7 +2,7 @@
 (`demo-out/report.html`).
 
 Self-contained: the pictures are embedded as data: URLs, the style is inline, there is no script, and the page
-asks nothing of the network (tests/integration/test_fleet_demo.py opens it in headless Chromium and checks
+asks nothing of the network (tests/tools/test_fleet_demo.py opens it in headless Chromium and checks
 what it requested). It shows the strategy table, the pictures, the trace, each job's story under trainguard
 (fleet/stories.py, the lines the demo prints), trainguard's notifications as sent, and the figures'
 definitions.

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from tests.unit.fleet.cases import PERSON, fault, job, trace_of
+from tests.tools.fleet.cases import PERSON, fault, job, trace_of
 from trainguard_local.fleet.anchors import anchor_strategies, debugger_rule
 from trainguard_local.fleet.model import BILLED_STATES, Action, ActionKind, JobOutcome, State
 from trainguard_local.fleet.report import build_report, duplicate_actions, percentile, run_all

@@ -13,7 +13,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from tests.conftest import load_fixture
-from tests.integration.simulated_services import START, SteppingClock, error_of, post_raw
+from tests.tools.simulated_services import START, SteppingClock, error_of, post_raw
 from trainguard.adapters.service_quotas import ServiceQuotas
 from trainguard_local.stand_in.service_quotas import SimulatedServiceQuotas
 from trainguard_local.stand_in.service_quotas_server import ENDPOINT_VARIABLE, ServiceQuotasServer

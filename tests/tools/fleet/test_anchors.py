@@ -4,7 +4,7 @@ from dataclasses import replace
 
 import pytest
 
-from tests.unit.fleet.cases import PERSON, STARTUP, fault, hours_in, job, trace_of
+from tests.tools.fleet.cases import PERSON, STARTUP, fault, hours_in, job, trace_of
 from trainguard_local.fleet.anchors import (
     CAPACITY_REFUSAL_MINUTES,
     DEBUGGER_RULE,

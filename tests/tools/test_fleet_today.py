@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.fleet.cases import PERSON, STARTUP, fault, hours_in, job, trace_of
+from tests.tools.fleet.cases import PERSON, STARTUP, fault, hours_in, job, trace_of
 from trainguard_local.fleet.anchors import CAPACITY_REFUSAL_MINUTES, aws_batch, no_guard
 from trainguard_local.fleet.model import JobOutcome, State
 from trainguard_local.fleet.trace import FaultKind, Trace

@@ -14,7 +14,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from tests.integration.simulated_services import START, SteppingClock, error_of, post_raw
+from tests.tools.simulated_services import START, SteppingClock, error_of, post_raw
 from trainguard_local.stand_in.sagemaker_control_plane import InvalidTransition, SimulatedSageMaker
 from trainguard_local.stand_in.sagemaker_events import eventbridge_forwarder
 from trainguard_local.stand_in.sagemaker_server import SageMakerServer

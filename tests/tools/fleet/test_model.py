@@ -2,7 +2,7 @@ import itertools
 
 import pytest
 
-from tests.unit.fleet.cases import STARTUP, job
+from tests.tools.fleet.cases import STARTUP, job
 from trainguard_local.fleet.model import JobTimeline, State, newest_checkpoint
 
 

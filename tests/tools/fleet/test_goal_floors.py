@@ -2,7 +2,7 @@ from dataclasses import replace
 
 import pytest
 
-from tests.unit.fleet.cases import PERSON, fault, job, trace_of_many
+from tests.tools.fleet.cases import PERSON, fault, job, trace_of_many
 from trainguard_local.fleet.anchors import no_guard
 from trainguard_local.fleet.goal_floors import (
     GOALS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.fleet.cases import PERSON, fault, job, trace_of, trace_of_many
+from tests.tools.fleet.cases import PERSON, fault, job, trace_of, trace_of_many
 from trainguard_local.fleet.anchors import no_guard
 from trainguard_local.fleet.goal_floors import chatty_hang_floor, owners_hung_share, sync_loss_floor
 from trainguard_local.fleet.report import build_report

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 from matplotlib.image import imread
 
-from tests.unit.fleet.cases import job
+from tests.tools.fleet.cases import job
 from trainguard_local.fleet.model import Action, ActionKind, Detection, JobOutcome, Segment, State
 from trainguard_local.fleet.timeline import (
     ACTION_MARKERS,
