@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.infra.conftest import Synthesized
-from tests.infra.template_queries import CONFIGURED_STACK, DEFAULTS_STACK, resources_of_type
+from tests.infra.template_queries import CONFIGURED_STACK, DEFAULTS_STACK, as_list, resources_of_type
 
 STACKS = [CONFIGURED_STACK, DEFAULTS_STACK]
 # Kinds of grant a single-account stack has no use for: any of them is a new way in, to be reviewed on purpose.
@@ -39,13 +39,9 @@ def _logical_id(value: Any) -> str:
     return ""
 
 
-def _as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
-
-
 def _services(statement: dict[str, Any]) -> set[str]:
     principal = statement.get("Principal")
-    return set(_as_list(principal.get("Service", []))) if isinstance(principal, dict) else set()
+    return set(as_list(principal.get("Service", []))) if isinstance(principal, dict) else set()
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -17,8 +17,8 @@ from datetime import datetime, timedelta
 # How far a host's clock may run ahead of the clock that stamped the event. SageMaker's instances and Lambda keep
 # their clocks with NTP, so the honest difference is far below a second; 5 minutes is the difference AWS itself
 # tolerates between a signed request's time stamp and its own clock ("a request must reach AWS within five minutes
-# of the time stamp in the request", "AWS Signature Version 4 for API requests", IAM User Guide). A forged line can
-# therefore hold off a stall by 5 minutes at most.
+# of the time stamp in the request", "AWS Signature Version 4 for API requests", IAM User Guide). One forged line
+# holds off a stall by 5 minutes at most; a stream of them from inside a spoke is SECURITY.md's known gap.
 LOG_CLOCK_SKEW = timedelta(minutes=5)
 
 

@@ -8,7 +8,7 @@ default and is reported as a `TagProblem`, so the notification can say so.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 # Actions a tag may allow. `notify` is always done; a job whose actions are only
@@ -121,6 +121,21 @@ class JobPolicy:
 
     def allows(self, action: str) -> bool:
         return action in self.actions
+
+
+def why_not_launch_now(policy: JobPolicy, keys: TagKeys, actions: Collection[str], *, global_dry_run: bool) -> str:
+    """Why a launch decided earlier is no longer wanted, read from the kill switches as they are now ("" when it
+    still is): the deployer's global dry run, then the job's opt-in, `dry-run` and `actions` tags."""
+    if global_dry_run:
+        return "trainguard runs in dry run now (the setting dry_run): it launches nothing"
+    if not policy.enabled:
+        return f"the job is no longer opted in: {policy.why_not_enabled}"
+    if policy.dry_run:
+        return f"the job is in dry run now (its tag {keys.dry_run} or {keys.actions})"
+    missing = [action for action in actions if not policy.allows(action)]
+    if missing:
+        return f"its tag {keys.actions} no longer allows {' or '.join(missing)}"
+    return ""
 
 
 def read_job_policy(tags: Mapping[str, str], defaults: PolicyDefaults, keys: TagKeys) -> JobPolicy:

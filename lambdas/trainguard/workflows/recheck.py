@@ -22,7 +22,7 @@ from collections.abc import Collection, Mapping
 from typing import Protocol
 
 from trainguard.config import GuardConfig
-from trainguard.domain.policy import TagKeys, read_job_policy
+from trainguard.domain.policy import TagKeys, read_job_policy, why_not_launch_now
 from trainguard.workflows.ports import JobReader, fresh
 
 # The actions a deferred launch needs, by what it is (domain/policy.py KNOWN_ACTIONS): a relaunch needs `retry`;
@@ -53,14 +53,5 @@ def why_not_relaunch(ports: Rechecking, failed_job: str, actions: Collection[str
 
 def why_not_launch(ports: Rechecking, tags: Mapping[str, str], actions: Collection[str]) -> str:
     """Why a launch for a job with these tags (read just now) is no longer wanted ("" when it is)."""
-    if ports.config.dry_run:
-        return "trainguard runs in dry run now (the setting dry_run): it launches nothing"
     policy = read_job_policy(tags, ports.config.policy_defaults, ports.keys)
-    if not policy.enabled:
-        return f"the job is no longer opted in: {policy.why_not_enabled}"
-    if policy.dry_run:
-        return f"the job is in dry run now (its tag {ports.keys.dry_run} or {ports.keys.actions})"
-    missing = [action for action in actions if not policy.allows(action)]
-    if missing:
-        return f"its tag {ports.keys.actions} no longer allows {' or '.join(missing)}"
-    return ""
+    return why_not_launch_now(policy, ports.keys, actions, global_dry_run=ports.config.dry_run)

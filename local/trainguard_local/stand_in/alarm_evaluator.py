@@ -1,7 +1,7 @@
 """CloudWatch alarm evaluation for local runs: moto stores alarms but never evaluates them.
 
 moto 5.2.x starts every alarm in OK and never changes it, returns nothing for metric math in
-GetMetricData, and has no PutCompositeAlarm (NotImplementedError); see /work/shared/LOCAL_AWS.md.
+GetMetricData, and has no PutCompositeAlarm (NotImplementedError); see docs/local-aws.md, "moto 5.2.x".
 `LocalAlarmEvaluator.evaluate_all()` does what CloudWatch does each minute: it reads the alarms
 (DescribeAlarms), the datapoints (GetMetricStatistics), computes each metric alarm's state with
 `trainguard_local.stand_in.alarm_evaluation` (CloudWatch's documented semantics, cited there), then each
