@@ -14,7 +14,7 @@ from tests.fakes import NOW, ROLE, FakeJobs
 from trainguard.adapters.sagemaker import SageMakerJobs
 from trainguard.domain.model import TrainingJob
 from trainguard.workflows.ports import JobLauncher, JobNotFound, JobStopper, LaunchRefused, LaunchResult, NameTaken
-from trainguard_local.fleet.trainguard_run.clock import FleetClock
+from trainguard_local.simulation.clock import SimClock
 from trainguard_local.stand_in.sagemaker_control_plane import SimulatedSageMaker
 from trainguard_local.stand_in.sagemaker_server import SageMakerServer
 
@@ -47,7 +47,7 @@ def relaunch(name: str = "llama-pretrain-retry1", retry_of: str = "llama-pretrai
 
 @pytest.fixture
 def simulated_sagemaker() -> Iterator[SageMakerServer]:
-    plane = SimulatedSageMaker(clock=FleetClock(NOW), instance_limits={"ml.p4d.24xlarge": 0})
+    plane = SimulatedSageMaker(clock=SimClock(NOW), instance_limits={"ml.p4d.24xlarge": 0})
     with SageMakerServer(plane) as server:
         yield server
 

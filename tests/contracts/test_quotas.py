@@ -12,7 +12,7 @@ from tests.contracts.conftest import IMPLEMENTATIONS, local_client
 from tests.fakes import NOW, FakeQuotas
 from trainguard.adapters.service_quotas import ServiceQuotas
 from trainguard.workflows.ports import QuotasPort
-from trainguard_local.fleet.trainguard_run.clock import FleetClock
+from trainguard_local.simulation.clock import SimClock
 from trainguard_local.stand_in.service_quotas import SimulatedServiceQuotas
 from trainguard_local.stand_in.service_quotas_server import ServiceQuotasServer
 
@@ -26,12 +26,12 @@ class Subject:
 
 
 @pytest.fixture
-def clock() -> FleetClock:
-    return FleetClock(NOW)  # the simulated Service Quotas' time: it moves only when a test moves it
+def clock() -> SimClock:
+    return SimClock(NOW)  # the simulated Service Quotas' time: it moves only when a test moves it
 
 
 @pytest.fixture
-def simulated_quotas(clock: FleetClock) -> Iterator[ServiceQuotasServer]:
+def simulated_quotas(clock: SimClock) -> Iterator[ServiceQuotasServer]:
     with ServiceQuotasServer(SimulatedServiceQuotas(clock=clock)) as server:
         yield server
 

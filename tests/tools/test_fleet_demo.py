@@ -16,7 +16,7 @@ from matplotlib.image import imread
 from tests.headless_chromium import chromium_path, render
 from trainguard_local.demo.fleet import DEMO_JOBS, FALLBACK_WORDS, demo_trace, run_fleet_demo
 from trainguard_local.fleet.summary import strategy_rows
-from trainguard_local.fleet.trace import FaultKind
+from trainguard_local.simulation.fault_table import FaultKind
 
 pytestmark = pytest.mark.slow
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

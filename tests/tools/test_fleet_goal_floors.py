@@ -9,9 +9,10 @@ from tests.tools.fleet.cases import PERSON, fault, job, trace_of, trace_of_many
 from trainguard_local.fleet.anchors import no_guard
 from trainguard_local.fleet.goal_floors import chatty_hang_floor, owners_hung_share, sync_loss_floor
 from trainguard_local.fleet.report import build_report
-from trainguard_local.fleet.rhythm import JobRhythm
-from trainguard_local.fleet.trace import FaultKind, Trace
 from trainguard_local.fleet.trainguard_strategy import TrainguardStrategy
+from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.rhythm import JobRhythm
+from trainguard_local.simulation.trace import Trace
 
 pytestmark = pytest.mark.slow
 

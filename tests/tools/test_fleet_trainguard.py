@@ -11,8 +11,9 @@ from tests.tools.fleet.cases import PERSON, STARTUP, fault, hours_in, job, trace
 from trainguard_local.fleet.anchors import CAPACITY_REFUSAL_MINUTES
 from trainguard_local.fleet.model import JobOutcome, State
 from trainguard_local.fleet.report import build_report, duplicate_actions
-from trainguard_local.fleet.trace import Fault, FaultKind, Trace, TraceParameters, generate_trace
 from trainguard_local.fleet.trainguard_strategy import RunRecord, TrainguardStrategy
+from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.trace import Fault, Trace, TraceParameters, generate_trace
 
 pytestmark = pytest.mark.slow
 

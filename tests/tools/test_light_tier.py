@@ -47,7 +47,7 @@ from trainguard_local.bench.measure_stalls import measure
 from trainguard_local.fleet.anchors import anchor_strategies
 from trainguard_local.fleet.benchmark_chart import benchmark_chart_png
 from trainguard_local.fleet.report import run_all
-from trainguard_local.fleet.trace import generate_trace
+from trainguard_local.simulation.trace import generate_trace
 from trainguard_local.fleet.trainguard_strategy import TrainguardStrategy
 report = run_all(generate_trace(4, 6, 7), [*anchor_strategies(), TrainguardStrategy()])
 assert measure(20)["jobs"] == 20 and handler_cpu_per_event() and benchmark_chart_png(report)

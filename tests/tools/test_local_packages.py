@@ -13,14 +13,15 @@ ROOT = "trainguard_local"
 # What each package may import from the others: the stand-in at the bottom, the fleet simulator on it, the
 # tools on top. `commands` (the CLI's local commands, by name, and the IAM check) is the top.
 ALLOWED = {
-    "stand_in": set(),
-    "fleet": {"stand_in"},
-    "chaos": {"fleet", "stand_in"},
-    "demo": {"fleet", "stand_in"},
-    "bench": {"fleet", "stand_in"},
-    "sandbox": {"stand_in"},
+    "simulation": set(),
+    "stand_in": {"simulation"},
+    "fleet": {"simulation", "stand_in"},
+    "chaos": {"fleet", "simulation", "stand_in"},
+    "demo": {"fleet", "simulation", "stand_in"},
+    "bench": {"fleet", "simulation", "stand_in"},
+    "sandbox": {"simulation", "stand_in"},
     "deploy_local": set(),
-    "commands": {"fleet", "sandbox"},
+    "commands": {"fleet", "sandbox", "simulation"},
 }
 
 
@@ -122,5 +123,9 @@ def test_the_check_sees_type_only_and_relative_imports_and_finds_cycles() -> Non
         "from .trace import Y\nfrom . import catalogue\n"
     )
     names = set(imported_names(source, "trainguard_local.fleet"))
-    assert {"trainguard_local.fleet.model", "trainguard_local.fleet.trace", "trainguard_local.fleet.catalogue"} <= names
+    assert {
+        "trainguard_local.fleet.model",
+        "trainguard_local.fleet.trace",
+        "trainguard_local.fleet.catalogue",
+    } <= names
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"b"}, "d": {"a"}}) == [["b", "c"]]

@@ -112,8 +112,8 @@ def main() -> int:
     from trainguard_local.bench.measure_stalls import measure
     from trainguard_local.fleet.anchors import anchor_strategies
     from trainguard_local.fleet.report import run_all
-    from trainguard_local.fleet.trace import generate_trace
     from trainguard_local.fleet.trainguard_strategy import TrainguardStrategy
+    from trainguard_local.simulation.trace import generate_trace
 
     began = time.perf_counter()
     trace = generate_trace(200, 72, 7)
@@ -226,7 +226,7 @@ def _rhythm_goals(strategies: dict[str, Any], floors: dict[str, Any] | None) -> 
         )
 
     return [
-        "Against issue 14's goals (each job has a log rhythm: fleet/rhythm.py):",
+        "Against issue 14's goals (each job has a log rhythm: simulation/rhythm.py):",
         f"- hung or idle GPU-hours: trainguard {hung:,.1f}, no guard {hung_none:,.1f}: {hung / hung_none:.1%} of no "
         f"guard's (goal: at most 10%); without the jobs a parent owns, which trainguard leaves to their parent "
         f"by design: {guard[own]:,.1f} against {none[own]:,.1f}, {guard[own] / none[own]:.1%};",

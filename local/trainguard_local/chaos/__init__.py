@@ -4,7 +4,7 @@ A fleet replayed on the local stand-in (docs/local-tools.md), with the productio
 and late events, faults on every AWS call, killed processes and a poison event; then an audit of what
 trainguard did against what happened.
 
-- replay.py: one run, phase by phase; timeline.py: the virtual clock and its actions;
+- replay.py: one run, phase by phase; on the simulation's clock and kernel;
 - world.py: the users and SageMaker (jobs from the fleet trace); evidence.py and stall_truth.py: logs, GPUs
   and alarm events;
 - deliveries.py and lambda_runtime.py: at-least-once delivery and Lambda's asynchronous invocation;

@@ -21,7 +21,7 @@ from trainguard_local.chaos.lambda_runtime import RETRY_ATTEMPTS
 from trainguard_local.chaos.replay import ChaosRun
 from trainguard_local.chaos.stall_truth import stalled
 from trainguard_local.chaos.world import JobTruth
-from trainguard_local.fleet.trace import FaultKind
+from trainguard_local.simulation.fault_table import FaultKind
 
 RELAUNCHING = {
     FaultKind.INTERNAL_ERROR,

@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 from trainguard_local.chaos.lambda_runtime import AttemptResult, Invocation, LambdaRuntime, next_attempt
-from trainguard_local.chaos.timeline import Timeline
+from trainguard_local.simulation.kernel import Kernel
 
 COPIES = (1, 2, 3)
 COPY_WEIGHTS = (0.5, 0.3, 0.2)
@@ -34,7 +34,7 @@ class DeliveryLog:
 class Deliveries:
     def __init__(
         self,
-        timeline: Timeline,
+        timeline: Kernel,
         runtime: LambdaRuntime,
         seed: int,
         max_delay: timedelta,

@@ -21,8 +21,8 @@ from typing import Any
 
 from trainguard.domain.stalls import StallSignal, StallThresholds, alarm_name, parse_alarm_name
 from trainguard_local.chaos.stall_truth import gpu_per_host, last_log_time, minute_marks
-from trainguard_local.chaos.timeline import Timeline
 from trainguard_local.chaos.world import JobTruth, World
+from trainguard_local.simulation.kernel import Kernel
 from trainguard_local.stand_in.local_aws import LocalAWS
 
 FALSE_ALARM_CHANCE = 0.15
@@ -30,7 +30,7 @@ RECHECK = timedelta(minutes=10)
 
 
 class Evidence:
-    def __init__(self, aws: LocalAWS, timeline: Timeline, world: World, thresholds: StallThresholds, seed: int):
+    def __init__(self, aws: LocalAWS, timeline: Kernel, world: World, thresholds: StallThresholds, seed: int):
         self.aws, self.timeline, self.world, self.thresholds, self.seed = aws, timeline, world, thresholds, seed
         self._cloudwatch, self._events = aws.client("cloudwatch"), aws.client("events")
         self._log_written: dict[str, datetime] = {}

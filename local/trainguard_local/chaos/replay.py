@@ -25,9 +25,10 @@ from trainguard_local.chaos.faults import FaultInjector, FaultRates, virtual_bac
 from trainguard_local.chaos.lambda_runtime import Invocation, LambdaRuntime, quiet_handler_logs
 from trainguard_local.chaos.rule_queues import RuleQueues
 from trainguard_local.chaos.stack_wiring import StackWiring, finish_synth, known_wiring, start_synth
-from trainguard_local.chaos.timeline import Timeline, step_clock
 from trainguard_local.chaos.world import World
-from trainguard_local.fleet.trace import Fault, FaultKind, JobSpec, generate_trace
+from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.kernel import Kernel
+from trainguard_local.simulation.trace import Fault, JobSpec, generate_trace
 from trainguard_local.stand_in.local_aws import LocalAWS, local_aws
 from trainguard_local.stand_in.stack_resources import SCHEDULE_GROUP
 
@@ -118,8 +119,9 @@ def _prepare(aws: LocalAWS, settings: ChaosSettings) -> ChaosRun:
     # the recent past, from the top of an hour.
     now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
     start = now - timedelta(hours=settings.hours) - 4 * TAIL
-    clock = step_clock(aws.clock, start)
-    timeline = Timeline(clock)
+    clock = aws.clock
+    clock.start_at(start)
+    timeline = Kernel(clock)
     queues = DeadLetterQueues.create(aws)
     injector = FaultInjector(settings.rates, settings.seed)
     runtime = LambdaRuntime(injector, clock, aws.client("sqs"), queues.url_of_function())
@@ -216,14 +218,14 @@ def _fleet_phase(run: ChaosRun, on_clock: Callable[[float], None] | None = None)
         if on_clock is not None:
             on_clock((timeline.clock() - run.start) / timedelta(hours=1))
 
-    timeline.run_until(end, after_each)
+    timeline.run(after_each, until=timeline.clock.hours_of(end))
 
 
 def _dead_letter_phase(run: ChaosRun) -> None:
     timeline = run.world.schedule
     run.dead_letter_phase = timeline.clock()
     _read_alarms(run, run.dead_letter_phase + ALARM_LOOK)
-    timeline.run_until(timeline.clock() + OPERATOR_RESPONSE, lambda: _pump(run))
+    timeline.run(lambda: _pump(run), until=timeline.now + OPERATOR_RESPONSE / timedelta(hours=1))
     run.injector.cure(run.poison_job)  # the operator read the dead letters and granted the permission
 
     def invoke(target: Redriven) -> None:
@@ -234,7 +236,7 @@ def _dead_letter_phase(run: ChaosRun) -> None:
     for _ in range(run.settings.redrive_rounds):
         moved = sum(redrive(run.queues, path, invoke) for path in run.queues.urls)
         run.redriven += moved
-        timeline.run_until(timeline.clock() + REDRIVE_TAIL, lambda: _pump(run))
+        timeline.run(lambda: _pump(run), until=timeline.now + REDRIVE_TAIL / timedelta(hours=1))
         if not moved and not any(run.queues.depth(path) for path in run.queues.urls):
             break
 

@@ -1,6 +1,6 @@
 """The fleet's side of the replay: the users who launch jobs and SageMaker running them, on the stand-in.
 
-The jobs and their faults come from the fleet trace (fleet/trace.py); every job of a lineage is a
+The jobs and their faults come from the fleet trace (simulation/trace.py); every job of a lineage is a
 `JobTruth`, the ground truth the audit judges trainguard against. What trainguard does is never modelled:
 its relaunches and launches appear here when their state-change events arrive, and are then run.
 
@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from trainguard_local.chaos.timeline import Timeline
-from trainguard_local.fleet.trace import Fault, FaultKind, JobSpec
+from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.kernel import Kernel
+from trainguard_local.simulation.trace import Fault, JobSpec
 from trainguard_local.stand_in.fleet_side import FleetSide, training_request, with_spot
 from trainguard_local.stand_in.local_aws import LocalAWS
 
@@ -72,7 +73,7 @@ class Fleet:
 
 
 class World:
-    def __init__(self, aws: LocalAWS, schedule: Timeline, seed: int, config_defaults: Any) -> None:
+    def __init__(self, aws: LocalAWS, schedule: Kernel, seed: int, config_defaults: Any) -> None:
         self.aws = aws
         self.schedule = schedule
         self.seed = seed

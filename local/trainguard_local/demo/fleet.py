@@ -24,12 +24,13 @@ from typing import Any, TextIO
 from trainguard_local.fleet.anchors import anchor_strategies
 from trainguard_local.fleet.html_report import ReportPage, write_html
 from trainguard_local.fleet.progress import Progress
-from trainguard_local.fleet.rhythm import JobRhythm
 from trainguard_local.fleet.simulate import comparison_png, report_pictures, simulate_trace
 from trainguard_local.fleet.stories import as_sent, job_story, trace_line
 from trainguard_local.fleet.summary import render_summary
 from trainguard_local.fleet.timeline import TIMELINE_COLOURS
-from trainguard_local.fleet.trace import ALTERNATIVES, FaultKind, Trace, generate_trace
+from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.rhythm import JobRhythm
+from trainguard_local.simulation.trace import ALTERNATIVES, Trace, generate_trace
 
 DEMO_JOBS, DEMO_HOURS, DEMO_SEED = 13, 24.0, 15
 DEMO_SPOT_SHARE = 0.3  # enough spot jobs for a spot interruption

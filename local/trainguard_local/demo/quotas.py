@@ -49,9 +49,9 @@ def act_quota_wall(aws: LocalAWS, say: Any) -> dict[str, Any]:
         instance_type, _ = spec["instances"]
         outcome_status, after = spec["review"]
         aws.quotas.decide(f"{instance_type} for training job usage", outcome_status, after=after)
-    start = aws.clock.offset
+    start = aws.clock()
     for hours in (1, 5):
-        aws.clock.skip(start + timedelta(hours=hours) - aws.clock.offset)
+        aws.clock.skip(start + timedelta(hours=hours) - aws.clock())
         outcomes = quota_watch.handler({"source": "aws.events"}, LambdaContext())
         report["checks"].append({"hours": hours, "outcomes": outcomes})
         say(

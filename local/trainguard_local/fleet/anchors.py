@@ -56,7 +56,8 @@ from typing import Any
 
 from trainguard_local.fleet.model import ActionKind, JobOutcome, JobTimeline, State
 from trainguard_local.fleet.person import PersonOnCall, person_rng
-from trainguard_local.fleet.trace import HANG_KINDS, USER_ERROR_KINDS, Fault, FaultKind, JobSpec, Trace, sync_failure
+from trainguard_local.simulation.fault_table import HANG_KINDS, USER_ERROR_KINDS, FaultKind
+from trainguard_local.simulation.trace import Fault, JobSpec, Trace, sync_failure
 
 PERSON, SAGEMAKER_RETRY, DEBUGGER_RULE, AWS_BATCH = "person", "sagemaker_retry", "debugger_rule", "aws_batch"
 CAPACITY_REFUSAL_MINUTES = 5.0  # a launch refused for capacity fails after this long, without instances (assumption)

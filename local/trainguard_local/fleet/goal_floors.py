@@ -42,8 +42,9 @@ from trainguard_local.fleet.anchors import no_guard
 from trainguard_local.fleet.model import newest_checkpoint
 from trainguard_local.fleet.person import PersonOnCall, person_rng
 from trainguard_local.fleet.report import HANG_DETECTIONS, percentile, run_all
-from trainguard_local.fleet.rhythm import CADENCE_CLASSES
-from trainguard_local.fleet.trace import Fault, FaultKind, JobSpec, Trace, generate_trace
+from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.rhythm import CADENCE_CLASSES
+from trainguard_local.simulation.trace import Fault, JobSpec, Trace, generate_trace
 
 CHATTY = CADENCE_CLASSES[0][0]  # "under 1 min"
 

@@ -20,7 +20,7 @@ from typing import Any
 from trainguard_local.fleet.model import JobOutcome
 from trainguard_local.fleet.stories import job_story
 from trainguard_local.fleet.summary import guard_cost_lines, strategy_rows
-from trainguard_local.fleet.trace import Trace
+from trainguard_local.simulation.trace import Trace
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1440px;

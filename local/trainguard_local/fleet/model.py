@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
-from trainguard_local.fleet.trace import FaultKind, JobSpec, Trace
+from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.trace import JobSpec, Trace
 
 _EPSILON = 1e-9  # hours; float slack when progress lands on a checkpoint
 

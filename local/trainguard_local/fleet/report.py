@@ -49,8 +49,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from trainguard_local.fleet.anchors import StalledTrainingRule
 from trainguard_local.fleet.model import JobOutcome, Strategy
-from trainguard_local.fleet.rhythm import CADENCE_CLASSES
-from trainguard_local.fleet.trace import HANG_KINDS, TRANSIENT_KINDS, USER_ERROR_KINDS, Fault, FaultKind, Trace
+from trainguard_local.simulation.fault_table import HANG_KINDS, TRANSIENT_KINDS, USER_ERROR_KINDS, FaultKind
+from trainguard_local.simulation.rhythm import CADENCE_CLASSES
+from trainguard_local.simulation.trace import Fault, Trace
 
 _DECIMALS = 3
 

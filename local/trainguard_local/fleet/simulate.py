@@ -24,8 +24,8 @@ from trainguard_local.fleet.report import run_all
 from trainguard_local.fleet.stories import as_sent
 from trainguard_local.fleet.summary import FIGURE_DEFINITIONS, render_summary
 from trainguard_local.fleet.timeline import TIMELINE_COLOURS, Panel, timeline_png
-from trainguard_local.fleet.trace import Trace, generate_trace
 from trainguard_local.fleet.trainguard_run.usage import Notification
+from trainguard_local.simulation.trace import Trace, generate_trace
 
 if TYPE_CHECKING:  # the strategy module starts the stand-in: imported when trainguard runs
     from trainguard_local.fleet.trainguard_strategy import RunRecord

@@ -8,8 +8,9 @@ import textwrap
 from typing import Any
 
 from trainguard_local.fleet.model import JobOutcome
-from trainguard_local.fleet.trace import FaultKind, JobSpec, Trace
 from trainguard_local.fleet.trainguard_run.usage import Notification
+from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.trace import JobSpec, Trace
 
 EPOCH_SECONDS = 1800  # a log line this rare is a line per epoch: the story says why its silence was left alone
 

@@ -8,8 +8,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from trainguard_local.fleet.rhythm import CADENCE_CLASSES
-from trainguard_local.fleet.trace import HANG_KINDS
+from trainguard_local.simulation.fault_table import HANG_KINDS
+from trainguard_local.simulation.rhythm import CADENCE_CLASSES
 
 # The figures, one line each (report.py defines them in full; docs/local-tools.md copies the definitions).
 FIGURE_DEFINITIONS: dict[str, str] = {

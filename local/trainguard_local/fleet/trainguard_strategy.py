@@ -31,17 +31,19 @@ from typing import Any
 
 from infra.settings import Settings
 from trainguard.domain.outcome import Outcome
-from trainguard_local.fleet.catalogue import training_quota_name
 from trainguard_local.fleet.guard_cost import Deployment, UsageSummary, guard_cost
 from trainguard_local.fleet.model import JobOutcome
 from trainguard_local.fleet.person import PersonOnCall, person_rng
-from trainguard_local.fleet.trace import FaultKind, Trace
-from trainguard_local.fleet.trainguard_run.clock import run_started_at
 from trainguard_local.fleet.trainguard_run.job_life import JobLife
-from trainguard_local.fleet.trainguard_run.kernel import Kernel, QuotaChecks, Ticker
+from trainguard_local.fleet.trainguard_run.kernel import QuotaChecks, Ticker
 from trainguard_local.fleet.trainguard_run.life_state import LifeSettings
 from trainguard_local.fleet.trainguard_run.usage import Notification
 from trainguard_local.fleet.trainguard_run.world import FleetWorld, GuardCall, fleet_world
+from trainguard_local.simulation.catalogue import training_quota_name
+from trainguard_local.simulation.clock import run_started_at
+from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.kernel import Kernel
+from trainguard_local.simulation.trace import Trace
 
 # The deployment's settings that differ from the defaults (docs/deploying.md).
 CONFIG_OVERRIDES: dict[str, Any] = {
@@ -98,10 +100,12 @@ class TrainguardStrategy:
             trace.seed,
             initial_quota_values(trace),
         ) as world:
-            kernel = Kernel(world)
+            kernel = Kernel(world.clock, on_resume=world.act_for)
             config = world.config
-            ticker = Ticker(kernel, look_back_minutes=2 * max(config.stall_minutes, config.gpu_idle_minutes) + 30)
-            checks = QuotaChecks(kernel, Settings().quota_check_minutes)  # the stack's schedule
+            ticker = Ticker(
+                kernel, world, look_back_minutes=2 * max(config.stall_minutes, config.gpu_idle_minutes) + 30
+            )
+            checks = QuotaChecks(kernel, world, Settings().quota_check_minutes)  # the stack's schedule
             settings = LifeSettings(
                 self.person, config.stall_defaults, config.quota_wait_hours, self.healthy_silence_idle_gpu
             )

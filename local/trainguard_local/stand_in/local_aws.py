@@ -19,13 +19,13 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
 from moto.server import ThreadedMotoServer
 
 from trainguard.config import GuardConfig
+from trainguard_local.simulation.clock import SimClock
 from trainguard_local.stand_in.cloudtrail import cloudtrail_forwarder
 from trainguard_local.stand_in.fleet_side import CHECKPOINT_BUCKET
 from trainguard_local.stand_in.sagemaker_control_plane import SimulatedSageMaker
@@ -66,26 +66,12 @@ class LambdaContext:
     aws_request_id: str = "local"
 
 
-class VirtualClock:
-    """The stand-ins' time: now, plus however far the demo has skipped ahead (hours of quota review
-    pass in a moment). Service Quotas decides requests on this clock."""
-
-    def __init__(self) -> None:
-        self.offset = timedelta(0)
-
-    def __call__(self) -> datetime:
-        return datetime.now(UTC) + self.offset
-
-    def skip(self, delta: timedelta) -> None:
-        self.offset += delta
-
-
 @dataclass
 class LocalAWS:
     moto_url: str
     plane: SimulatedSageMaker
     quotas: SimulatedServiceQuotas
-    clock: VirtualClock
+    clock: SimClock
     config: GuardConfig
     rule_queue_url: str
     launch_failures_queue_url: str
@@ -192,7 +178,7 @@ def moto_on_loopback() -> Iterator[str]:
 def local_aws(**config_overrides: Any) -> Iterator[LocalAWS]:
     """Start the stand-in, create the stack's resources in it, and point this process's AWS clients at it."""
     with moto_on_loopback() as moto_url:
-        clock = VirtualClock()
+        clock = SimClock()
         quotas = SimulatedServiceQuotas(clock=clock, values=ACCOUNT_QUOTAS, account_id=ACCOUNT, region=REGION)
         events = boto3.client("events", region_name=REGION)
         plane = SimulatedSageMaker(
@@ -227,7 +213,7 @@ def _create_stack_resources(
     moto_url: str,
     plane: SimulatedSageMaker,
     quotas: SimulatedServiceQuotas,
-    clock: VirtualClock,
+    clock: SimClock,
     overrides: dict[str, Any],
 ) -> LocalAWS:
     """The stack's resources (stack_resources.py); each rule targets an SQS queue, which `drain` reads, and

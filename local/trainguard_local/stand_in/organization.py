@@ -28,12 +28,13 @@ from infra.event_patterns import from_enrolled, guarded_events, not_enrolled, sp
 from trainguard.config import GuardConfig
 from trainguard.domain.origin import Location
 from trainguard.handlers.wiring import PortSet
+from trainguard_local.simulation.clock import SimClock
 from trainguard_local.stand_in.accounts import PlanesByPlace
 from trainguard_local.stand_in.cloudtrail import failed_call_event
 from trainguard_local.stand_in.fleet_side import FleetSide
 from trainguard_local.stand_in.json_api import ApiError
 from trainguard_local.stand_in.json_api_server import JsonApiServer
-from trainguard_local.stand_in.local_aws import VirtualClock, moto_on_loopback, training_limit
+from trainguard_local.stand_in.local_aws import moto_on_loopback, training_limit
 from trainguard_local.stand_in.sagemaker_api_model import SAGEMAKER_API
 from trainguard_local.stand_in.sagemaker_control_plane import SimulatedSageMaker
 from trainguard_local.stand_in.service_quotas import SimulatedServiceQuotas
@@ -115,7 +116,7 @@ class HubBus:
 
 @dataclass
 class Organization:
-    clock: VirtualClock
+    clock: SimClock
     config: GuardConfig
     hub_bus: HubBus
     spokes: dict[Location, Spoke]
@@ -145,7 +146,7 @@ def organization(spoke_places: tuple[Location, ...], *, enrolled_regions: tuple[
     """The hub in moto's default account and region, a spoke at each of `spoke_places` (whose accounts are
     enrolled, with `enrolled_regions`), and this process's clients pointed at the stand-in."""
     with moto_on_loopback() as moto_url:
-        clock = VirtualClock()
+        clock = SimClock()
         topic = create_stack_resources(
             lambda service: boto3.client(service, region_name=HUB.region), checkpoint_bucket="hub-unused"
         )

@@ -7,7 +7,8 @@ from typing import Any
 
 from trainguard_local.fleet.model import JobOutcome, State
 from trainguard_local.fleet.person import PersonOnCall
-from trainguard_local.fleet.trace import Fault, FaultKind, JobSpec, Trace, TraceParameters
+from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.trace import Fault, JobSpec, Trace, TraceParameters
 
 # sigma 0: every response takes exactly the median, so the expected times can be written down.
 PERSON = PersonOnCall(median_response_hours=4.0, response_sigma=0.0, fix_hours=1.0)

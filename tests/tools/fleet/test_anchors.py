@@ -16,7 +16,8 @@ from trainguard_local.fleet.anchors import (
     sagemaker_retry,
 )
 from trainguard_local.fleet.model import ActionKind, JobOutcome, State
-from trainguard_local.fleet.trace import FaultKind, JobSpec, Trace
+from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.trace import JobSpec, Trace
 
 NONE, RETRY, RULE = no_guard(PERSON), sagemaker_retry(PERSON), debugger_rule(PERSON)
 

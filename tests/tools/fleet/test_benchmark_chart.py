@@ -22,7 +22,7 @@ from trainguard_local.fleet.benchmark_chart import (
     write_benchmark_chart,
 )
 from trainguard_local.fleet.report import run_all
-from trainguard_local.fleet.trace import generate_trace
+from trainguard_local.simulation.trace import generate_trace
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

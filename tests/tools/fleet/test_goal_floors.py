@@ -15,8 +15,9 @@ from trainguard_local.fleet.goal_floors import (
     sync_loss_floor,
 )
 from trainguard_local.fleet.report import run_all
-from trainguard_local.fleet.rhythm import JobRhythm
-from trainguard_local.fleet.trace import FaultKind, generate_trace
+from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.rhythm import JobRhythm
+from trainguard_local.simulation.trace import generate_trace
 
 CHATTY, SLOW = JobRhythm(log_every_seconds=10.0), JobRhythm(log_every_seconds=1500.0)
 

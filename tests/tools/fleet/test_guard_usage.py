@@ -11,8 +11,8 @@ import pytest
 from moto import mock_aws
 
 from trainguard.domain.stall_alarms import LOG_SILENCE_METRIC, LOG_SILENCE_NAMESPACE
-from trainguard_local.fleet.trainguard_run.clock import FleetClock
 from trainguard_local.fleet.trainguard_run.usage import GuardUsage, item_bytes, read_units, write_units
+from trainguard_local.simulation.clock import SimClock
 
 REGION = "us-east-1"
 
@@ -20,7 +20,7 @@ REGION = "us-east-1"
 @pytest.fixture
 def counted() -> Iterator[tuple[GuardUsage, dict[str, Any]]]:
     with mock_aws():
-        usage = GuardUsage(FleetClock(datetime(2026, 11, 29, 0, 0, tzinfo=UTC)))
+        usage = GuardUsage(SimClock(datetime(2026, 11, 29, 0, 0, tzinfo=UTC)))
         clients = {s: boto3.client(s, region_name=REGION) for s in ("cloudwatch", "sns", "dynamodb", "s3")}
         for service, client in clients.items():
             usage.attach(service, client)

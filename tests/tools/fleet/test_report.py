@@ -7,7 +7,8 @@ from tests.tools.fleet.cases import PERSON, fault, job, trace_of
 from trainguard_local.fleet.anchors import anchor_strategies, debugger_rule
 from trainguard_local.fleet.model import BILLED_STATES, Action, ActionKind, JobOutcome, State
 from trainguard_local.fleet.report import build_report, duplicate_actions, percentile, run_all
-from trainguard_local.fleet.trace import FaultKind, generate_trace
+from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.trace import generate_trace
 
 STRATEGIES = ("none", "sagemaker_retry", "debugger_rule", "aws_batch")
 

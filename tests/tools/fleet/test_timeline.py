@@ -24,7 +24,7 @@ from trainguard_local.fleet.timeline import (
     shown_jobs,
     timeline_png,
 )
-from trainguard_local.fleet.trace import FaultKind
+from trainguard_local.simulation.fault_table import FaultKind
 
 FIGURES = {
     "wasted_gpu_hours": 12.5,

@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from trainguard_local.fleet.catalogue import FAILURE_TEXTS, INSTANCE_OFFERS
-from trainguard_local.fleet.trace import FaultKind, generate_trace
+from trainguard_local.simulation.catalogue import FAILURE_TEXTS, INSTANCE_OFFERS
+from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.trace import generate_trace
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "failure_reasons.json"
 

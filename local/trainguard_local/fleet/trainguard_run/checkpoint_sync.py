@@ -17,11 +17,12 @@ from collections.abc import Generator
 from typing import Any
 
 from trainguard.domain.checkpoint_health import CHECK_EVERY_MINUTES, checked_now
-from trainguard_local.fleet.trace import Fault, FaultKind
 from trainguard_local.fleet.trainguard_run.endings import person_relaunches, person_stops
 from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD
-from trainguard_local.fleet.trainguard_run.kernel import Park, Sleep
 from trainguard_local.fleet.trainguard_run.life_state import LifeState
+from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.kernel import Park, Sleep
+from trainguard_local.simulation.trace import Fault
 
 RUNTIME_ENDED = "\0runtime ended"  # MaxRuntime stopped the job first
 WARNING_SUBJECT = "checkpoints have stopped reaching S3"

@@ -38,16 +38,18 @@ from typing import Any
 from trainguard.domain.log_rhythm import FLOOR_MINUTES
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard_local.fleet.anchors import CAPACITY_REFUSAL_MINUTES
-from trainguard_local.fleet.catalogue import FAILURE_TEXTS, QUOTA_WALL_FIRST_FAILURE
 from trainguard_local.fleet.model import State, newest_checkpoint
-from trainguard_local.fleet.rhythm import phases
-from trainguard_local.fleet.trace import HANG_KINDS, Fault, FaultKind, sync_failure
 from trainguard_local.fleet.trainguard_run.checkpoint_sync import RUNTIME_ENDED, watch_checkpoints
 from trainguard_local.fleet.trainguard_run.endings import after_end, hang_left_to_the_person
 from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD
-from trainguard_local.fleet.trainguard_run.kernel import Park, Sleep, StallWindow, StopNews
+from trainguard_local.fleet.trainguard_run.kernel import StallWindow, StopNews
 from trainguard_local.fleet.trainguard_run.life_state import Life, LifeState
-from trainguard_local.fleet.trainguard_run.stall_windows import LEAD_MINUTES, WINDOW_KINDS, open_stall_window
+from trainguard_local.fleet.trainguard_run.stall_windows import LEAD_MINUTES, open_stall_window
+from trainguard_local.simulation.catalogue import FAILURE_TEXTS
+from trainguard_local.simulation.fault_table import FAULT_TABLE, HANG_KINDS, SILENT_KINDS, FaultKind
+from trainguard_local.simulation.kernel import Park, Sleep
+from trainguard_local.simulation.rhythm import phases
+from trainguard_local.simulation.trace import Fault, sync_failure
 from trainguard_local.stand_in.sagemaker_control_plane import InvalidTransition
 
 _MAX_LAUNCHES = 100
@@ -57,10 +59,7 @@ Step = Generator[Sleep | Park, Any, str]
 
 def failure_text(kind: FaultKind, fault: Fault) -> str:
     """The fault's FailureReason: the trace's, or the catalogue's first text of its kind (hand-made faults)."""
-    if fault.failure_reason:
-        return fault.failure_reason
-    source = QUOTA_WALL_FIRST_FAILURE if kind is FaultKind.QUOTA_WALL else kind.value
-    return FAILURE_TEXTS[source][1][0]
+    return fault.failure_reason or FAILURE_TEXTS[str(FAULT_TABLE[kind].failure_texts)][1][0]
 
 
 CAPACITY_TEXT = FAILURE_TEXTS["capacity_error"][1][0]
@@ -103,7 +102,7 @@ class JobLife(LifeState):
         while True:
             fault = self.fault
             target = fault.at_work_hours if fault else self.job.work_hours
-            windowed = fault is not None and fault.kind in WINDOW_KINDS
+            windowed = fault is not None and fault.kind in SILENT_KINDS
             through = yield from self._through_phases(
                 max(target - LEAD_MINUTES / 60, tl.progress) if windowed else target
             )
@@ -120,7 +119,7 @@ class JobLife(LifeState):
                     return restarted  # the person restarted the job on trainguard's warning
                 continue  # its hardware failure strikes later (self.fault)
             window: StallWindow | None = None
-            if fault is not None and fault.kind in WINDOW_KINDS:
+            if fault is not None and fault.kind in SILENT_KINDS:
                 if not (yield from self.train_until(max(target - LEAD_MINUTES / 60, tl.progress))):
                     return (yield from self._stopped_at_max_runtime())
                 window = open_stall_window(self, fault, tl.now + (target - tl.progress))
@@ -147,7 +146,7 @@ class JobLife(LifeState):
             return (yield from self._fails(fault, tl.now))
 
     def _through_phases(self, until: float) -> Generator[Sleep | Park, Any, str | None]:
-        """Train to progress `until` through the job's silent phases (fleet/rhythm.py). A phase long enough
+        """Train to progress `until` through the job's silent phases (simulation/rhythm.py). A phase long enough
         to reach the log-silence limit trainguard holds for the job then (read from its ledger: the limit
         cannot move while no line comes) gets a stall window, like a healthy silence of the trace's own;
         the others cannot fire an alarm. None: trained to `until`; RUNTIME_ENDED; or the next launch's name,

@@ -1,8 +1,5 @@
-"""Event-driven time for the trainguard strategy: a heap of processes on the virtual clock, the minute
-ticks of CloudWatch and the stall prober while some job may stall, and the quota check's schedule.
-
-A process is a generator that yields `Sleep(until)` (resume at that time) or `Park(deadline)` (resume
-when another process wakes it with a value, or at the deadline with None). Nothing waits in real time.
+"""The trainguard strategy's schedules on the simulation's kernel (simulation/kernel.py): the minute ticks of
+CloudWatch and the stall prober while some job may stall, and the quota check's schedule.
 
 Minute ticks. CloudWatch evaluates alarms every minute and the prober runs every minute; doing that for
 72 hours x hundreds of jobs would be most of the run. So ticks run only while at least one job is in a
@@ -21,73 +18,16 @@ was computed from the ledger as it stood, without the job's recent lines, and is
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import math
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard_local.fleet.trainguard_run.world import FleetWorld
+from trainguard_local.simulation.kernel import Kernel, Process, Sleep
 from trainguard_local.stand_in.alarm_evaluator import LocalAlarmEvaluator
-
-
-@dataclass(frozen=True)
-class Sleep:
-    until: float  # hours
-
-
-@dataclass(frozen=True)
-class Park:
-    deadline: float  # hours
-
-
-Process = Generator[Sleep | Park, Any, Any]
-
-
-class Kernel:
-    def __init__(self, world: FleetWorld) -> None:
-        self.world = world
-        self.now = 0.0
-        self._heap: list[tuple[float, int, int, int, Any]] = []
-        self._seq = itertools.count()
-        self._processes: dict[int, tuple[Process, str]] = {}
-        self._tokens: dict[int, int] = {}
-        self._ids: dict[int, int] = {}  # id(generator) -> process id
-
-    def spawn(self, process: Process, at: float, acting: str = "") -> None:
-        pid = next(self._seq)
-        self._processes[pid] = (process, acting)
-        self._ids[id(process)] = pid
-        self._tokens[pid] = 0
-        heapq.heappush(self._heap, (at, next(self._seq), pid, 0, None))
-
-    def wake(self, process: Process, value: Any) -> None:
-        """Resume a parked process now, with `value` (its deadline no longer counts)."""
-        pid = self._ids[id(process)]
-        heapq.heappush(self._heap, (self.now, next(self._seq), pid, self._tokens[pid], value))
-
-    def run(self, on_step: Callable[[], None] | None = None) -> None:
-        while self._heap:
-            at, _, pid, token, value = heapq.heappop(self._heap)
-            if pid not in self._processes or token != self._tokens[pid]:
-                continue  # a deadline or a wake that another resumption has overtaken
-            process, acting = self._processes[pid]
-            self.now = max(self.now, at)
-            self.world.clock.set_hours(self.now)
-            self.world.acting = acting
-            try:
-                request = process.send(value)
-            except StopIteration:
-                del self._processes[pid]
-                continue
-            token = self._tokens[pid] = self._tokens[pid] + 1
-            resume = request.until if isinstance(request, Sleep) else request.deadline
-            heapq.heappush(self._heap, (max(resume, self.now), next(self._seq), pid, token, None))
-            if on_step is not None:
-                on_step()
 
 
 @dataclass(frozen=True)
@@ -126,9 +66,9 @@ class Ticker:
 
     PRUNE_EVERY = 15  # ticks
 
-    def __init__(self, kernel: Kernel, look_back_minutes: int) -> None:
+    def __init__(self, kernel: Kernel, world: FleetWorld, look_back_minutes: int) -> None:
         self.kernel = kernel
-        self.world = kernel.world
+        self.world = world
         self.windows: dict[str, StallWindow] = {}
         self.look_back = timedelta(minutes=look_back_minutes)
         self.ticks = 0
@@ -188,9 +128,9 @@ class Ticker:
 class QuotaChecks:
     """The quota check's schedule (every `quota_check_minutes`), run while some launch waits for a quota."""
 
-    def __init__(self, kernel: Kernel, every_minutes: int) -> None:
+    def __init__(self, kernel: Kernel, world: FleetWorld, every_minutes: int) -> None:
         self.kernel = kernel
-        self.world = kernel.world
+        self.world = world
         self.every = every_minutes
         self.waiting: dict[str, Process] = {}  # failed job -> the life that waits for its relaunch
         self.checks = 0

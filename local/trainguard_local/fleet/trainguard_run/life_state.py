@@ -12,11 +12,13 @@ from typing import Any
 from trainguard.domain.stalls import StallThresholds
 from trainguard_local.fleet.model import JobTimeline
 from trainguard_local.fleet.person import PersonOnCall
-from trainguard_local.fleet.trace import FaultKind, JobSpec
 from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD, GuardActions
 from trainguard_local.fleet.trainguard_run.job_logs import JobLogs
-from trainguard_local.fleet.trainguard_run.kernel import Kernel, Park, QuotaChecks, Sleep, Ticker
+from trainguard_local.fleet.trainguard_run.kernel import QuotaChecks, Ticker
 from trainguard_local.fleet.trainguard_run.world import FleetWorld, GuardCall
+from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.kernel import Kernel, Park, Sleep
+from trainguard_local.simulation.trace import JobSpec
 
 Life = Generator[Sleep | Park, Any, None]
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from trainguard_local.fleet.catalogue import resource_limit_exceeded
+from trainguard_local.simulation.catalogue import resource_limit_exceeded
 from trainguard_local.stand_in.alarm_evaluator import LocalAlarmEvaluator
 from trainguard_local.stand_in.sagemaker_api_model import SageMakerApiError
 from trainguard_local.stand_in.sagemaker_control_plane import SimulatedSageMaker

@@ -7,15 +7,14 @@ from datetime import timedelta
 
 from trainguard.domain.instance_types import gpus_per_host
 from trainguard.domain.stall_alarms import plan_stall_alarms
-from trainguard_local.fleet.trace import HANG_KINDS, Fault, FaultKind
 from trainguard_local.fleet.trainguard_run.kernel import StallWindow, minute_index
 from trainguard_local.fleet.trainguard_run.life_state import LifeState
+from trainguard_local.simulation.fault_table import FAULT_TABLE, IDLE_PER_GPU, WORKING_PER_GPU, FaultKind
+from trainguard_local.simulation.trace import Fault
 
-WINDOW_KINDS = frozenset({*HANG_KINDS, FaultKind.NCCL_TIMEOUT, FaultKind.SLOW_BUT_HEALTHY})
 LEAD_MINUTES = 3  # a window opens this long before the silence: the job's recent lines reach the ledger
 AFTER_SILENCE_MINUTES = 3  # a healthy silence's window stays open this long after the logs resume
 HANG_MARGIN_MINUTES = 15  # past the latest threshold crossing, for a hang's window
-BUSY_GPU_PER_GPU, SPIN_GPU_PER_GPU = 90.0, 100.0  # GPUUtilization per GPU: training; a collective spinning
 
 
 def open_stall_window(life: LifeState, fault: Fault, quiet_from_hours: float) -> StallWindow:
@@ -25,15 +24,15 @@ def open_stall_window(life: LifeState, fault: Fault, quiet_from_hours: float) ->
     grace_end = life.training_since + th.startup_grace_minutes / 60
     life.logs.deliver_until(clock.hours_of(clock.now))  # the job's lines so far: its rhythm, as the guard learns it
     if fault.kind is FaultKind.SLOW_BUT_HEALTHY:
-        life.logs.silence(quiet_from_hours, fault.silent_minutes)
+        life.logs.silence(fault.kind, quiet_from_hours, fault.silent_minutes)
         quiet_until = quiet_from + timedelta(minutes=fault.silent_minutes)
         last = quiet_until + timedelta(minutes=AFTER_SILENCE_MINUTES)
     elif fault.kind is FaultKind.NCCL_TIMEOUT:
-        life.logs.silence(quiet_from_hours)
+        life.logs.silence(fault.kind, quiet_from_hours)
         quiet_until = None
         last = quiet_from + timedelta(minutes=fault.hung_minutes + 1)
     else:
-        life.logs.silence(quiet_from_hours)
+        life.logs.silence(fault.kind, quiet_from_hours)
         quiet_until = None
         # The latest the alarms can fire: the job's own limit (its rhythm may have raised it), or the fixed ones.
         limit = max(life.guard_limit_minutes() or 0.0, th.stall_minutes, th.gpu_idle_minutes)
@@ -59,18 +58,17 @@ def open_stall_window(life: LifeState, fault: Fault, quiet_from_hours: float) ->
     for minute in range(first, window.last_tick + 1):
         moment = clock.base + timedelta(minutes=minute, seconds=30)
         silent = moment >= quiet_from and (quiet_until is None or moment < quiet_until)
-        values.append((moment, quiet if silent else BUSY_GPU_PER_GPU * gpus))
+        values.append((moment, quiet if silent else WORKING_PER_GPU * gpus))
     life.world.fleet.put_gpu_utilization(life.name, hosts, values)
     life.ticker.open(window)
     return window
 
 
 def quiet_gpu(life: LifeState, fault: Fault, quiet_from_hours: float) -> float:
-    """GPUUtilization per GPU while the job is silent."""
-    if fault.kind is FaultKind.HANG_IDLE_GPU:
-        return 0.0
-    if fault.kind is not FaultKind.SLOW_BUT_HEALTHY:
-        return SPIN_GPU_PER_GPU
+    """GPUUtilization per GPU while the job is silent (simulation/fault_table.py; a healthy silence's GPUs
+    as the run's `healthy_silence_idle_gpu` says)."""
     first_load = abs(quiet_from_hours - life.training_since) < 1e-6
     mode = life.settings.healthy_silence_idle_gpu
-    return 0.0 if mode == "always" or (mode == "first_load" and first_load) else BUSY_GPU_PER_GPU
+    if fault.kind is FaultKind.SLOW_BUT_HEALTHY and mode != "first_load":
+        return IDLE_PER_GPU if mode == "always" else WORKING_PER_GPU
+    return FAULT_TABLE[fault.kind].gpu_per_gpu(first_load=first_load)

@@ -12,10 +12,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from trainguard_local.fleet.catalogue import training_quota_name
-from trainguard_local.fleet.trace import JobSpec
-from trainguard_local.fleet.trainguard_run.clock import FleetClock
 from trainguard_local.fleet.trainguard_run.simulated_services import FleetSageMaker, QuotaWall
+from trainguard_local.simulation.catalogue import training_quota_name
+from trainguard_local.simulation.clock import SimClock
+from trainguard_local.simulation.trace import JobSpec
 from trainguard_local.stand_in.fleet_side import FleetSide, training_request, with_spot
 from trainguard_local.stand_in.service_quotas import SimulatedServiceQuotas
 from trainguard_local.stand_in.stack_resources import ACCOUNT, REGION
@@ -26,7 +26,7 @@ SPOT_EXTRA_WAIT_SECONDS = 4 * 3600
 
 class TraceSide(FleetSide):
     def __init__(
-        self, clients: dict[str, Any], clock: FleetClock, plane: FleetSageMaker, quotas: SimulatedServiceQuotas
+        self, clients: dict[str, Any], clock: SimClock, plane: FleetSageMaker, quotas: SimulatedServiceQuotas
     ) -> None:
         super().__init__(clients.__getitem__)
         self.clock, self.plane, self.quotas = clock, plane, quotas

@@ -27,7 +27,7 @@ from typing import Any
 from trainguard.domain.stall_alarms import LOG_SILENCE_METRIC
 from trainguard_local.fleet.guard_cost import AlarmLife, HandlerUsage, UsageSummary
 from trainguard_local.fleet.prices import DYNAMODB_READ_UNIT_BYTES, DYNAMODB_WRITE_UNIT_BYTES, SNS_PUBLISH_CHUNK_BYTES
-from trainguard_local.fleet.trainguard_run.clock import FleetClock
+from trainguard_local.simulation.clock import SimClock
 
 _READS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem"})
 _WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem"})
@@ -42,7 +42,7 @@ class Notification:
 
 
 class GuardUsage:
-    def __init__(self, clock: FleetClock) -> None:
+    def __init__(self, clock: SimClock) -> None:
         self.clock = clock
         self.calls: Counter[str] = Counter()  # trainguard's calls, "service:Operation"
         self.handlers: dict[str, HandlerUsage] = {}

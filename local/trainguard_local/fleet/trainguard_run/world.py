@@ -39,8 +39,6 @@ from moto.events.models import EventPattern
 from trainguard.config import GuardConfig
 from trainguard.domain.outcome import Outcome
 from trainguard.handlers.wiring import PortSet
-from trainguard_local.fleet.catalogue import INSTANCE_OFFERS
-from trainguard_local.fleet.trainguard_run.clock import FleetClock
 from trainguard_local.fleet.trainguard_run.in_process_clients import (
     CompositeAlarmsInMoto,
     OnAnswer,
@@ -50,6 +48,8 @@ from trainguard_local.fleet.trainguard_run.in_process_clients import (
 from trainguard_local.fleet.trainguard_run.simulated_services import FleetSageMaker, JobAlarmEvaluator
 from trainguard_local.fleet.trainguard_run.trace_side import CHECKPOINT_BUCKET, TraceSide
 from trainguard_local.fleet.trainguard_run.usage import GuardUsage
+from trainguard_local.simulation.catalogue import INSTANCE_OFFERS
+from trainguard_local.simulation.clock import SimClock
 from trainguard_local.stand_in.fleet_side import log_delivery
 from trainguard_local.stand_in.local_aws import _teach_moto_stream_prefixes
 from trainguard_local.stand_in.sagemaker_api_model import SAGEMAKER_API
@@ -105,7 +105,7 @@ class FleetWorld:
         seed: int,
         quota_values: dict[str, float],
     ) -> None:
-        self.clock = FleetClock(base)
+        self.clock = SimClock(base)
         self.usage = GuardUsage(self.clock)  # what trainguard used: its calls, invocations, alarms, messages
         self.guard_log: list[GuardCall] = []
         self.problems: list[str] = []  # exceptions raised by a handler, with their job
@@ -188,6 +188,10 @@ class FleetWorld:
     @property
     def hours(self) -> float:
         return self.clock.hours_of(self.clock.now)
+
+    def act_for(self, trace_job: str) -> None:
+        """The kernel resumes the process of `trace_job` (its handlers' calls are counted for it)."""
+        self.acting = trace_job
 
     # ---- deliveries to the production handlers -------------------------------------------------------
 

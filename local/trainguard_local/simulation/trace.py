@@ -13,41 +13,17 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 from functools import cached_property
 
 from trainguard.domain.instance_types import gpus_per_host
-from trainguard_local.fleet.catalogue import (
+from trainguard_local.simulation.catalogue import (
     FAILURE_TEXTS,
     INSTANCE_OFFERS,
-    QUOTA_WALL_FIRST_FAILURE,
     resource_limit_exceeded,
     training_quota_name,
 )
-from trainguard_local.fleet.rhythm import JobRhythm, draw_rhythm
-
-
-class FaultKind(StrEnum):
-    HANG_IDLE_GPU = "hang_idle_gpu"
-    HANG_BUSY_GPU = "hang_busy_gpu"  # an NCCL hang at 100% GPU, logs silent
-    INTERNAL_ERROR = "internal_error"
-    CAPACITY_ERROR = "capacity_error"
-    HARDWARE_FAULT = "hardware_fault"
-    NCCL_TIMEOUT = "nccl_timeout"
-    SPOT_INTERRUPTION = "spot_interruption"  # and no capacity before MaxWait
-    QUOTA_WALL = "quota_wall"
-    USER_CODE_ERROR = "user_code_error"
-    OUT_OF_MEMORY = "out_of_memory"
-    SLOW_BUT_HEALTHY = "slow_but_healthy"  # must not be stopped
-    # The job's checkpoints stop reaching S3 while it trains on (aws/sagemaker-python-sdk issue 3062); a hardware
-    # failure strikes later. Drawn from a stream of its own (SYNC_STOPPED_SHARE), after the kinds above.
-    CHECKPOINT_SYNC_STOPPED = "checkpoint_sync_stopped"
-
-
-HANG_KINDS = frozenset({FaultKind.HANG_IDLE_GPU, FaultKind.HANG_BUSY_GPU})
-USER_ERROR_KINDS = frozenset({FaultKind.USER_CODE_ERROR, FaultKind.OUT_OF_MEMORY})
-# What a guard should recover by relaunching: every fault but the user's own and the healthy job.
-TRANSIENT_KINDS = frozenset(FaultKind) - USER_ERROR_KINDS - {FaultKind.SLOW_BUT_HEALTHY}
+from trainguard_local.simulation.fault_table import FAULT_TABLE, FaultKind
+from trainguard_local.simulation.rhythm import JobRhythm, draw_rhythm
 
 DRAWN_KINDS = tuple(kind for kind in FaultKind if kind is not FaultKind.CHECKPOINT_SYNC_STOPPED)
 # Assumptions: there are no public failure statistics for SageMaker fleets. Meta's Llama 3 report
@@ -361,7 +337,5 @@ def _draw_fault(rng: random.Random, job: JobSpec, kind: FaultKind) -> Fault:
 
 
 def _failure_reason(rng: random.Random, kind: FaultKind) -> str | None:
-    source_kind = QUOTA_WALL_FIRST_FAILURE if kind is FaultKind.QUOTA_WALL else kind.value
-    if source_kind not in FAILURE_TEXTS:
-        return None
-    return rng.choice(FAILURE_TEXTS[source_kind][1])
+    texts = FAULT_TABLE[kind].failure_texts
+    return rng.choice(FAILURE_TEXTS[texts][1]) if texts else None

@@ -1,19 +1,27 @@
-"""The one virtual clock of a trainguard run, and where it starts."""
+"""The one virtual clock of every local tool, and where a run's clock starts."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
 
-class FleetClock:
-    """The one virtual clock: a datetime, set by the simulation (never by the wall clock)."""
+class SimClock:
+    """A datetime the simulation sets and moves; never the wall clock. The stand-in's services, the handlers'
+    ports and every harness read it, so that one seed gives one run."""
 
-    def __init__(self, base: datetime) -> None:
-        self.base = base
-        self.now = base
+    def __init__(self, base: datetime | None = None) -> None:
+        self.base = base or datetime.now(UTC)
+        self.now = self.base
 
     def __call__(self) -> datetime:
         return self.now
+
+    def start_at(self, moment: datetime) -> None:
+        """Start the run's time at `moment` (hours count from there)."""
+        self.base = self.now = moment
+
+    def skip(self, delta: timedelta) -> None:
+        self.now += delta
 
     def at_hours(self, hours: float) -> datetime:
         return self.base + timedelta(microseconds=round(hours * 3_600_000_000))

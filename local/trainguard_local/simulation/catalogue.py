@@ -106,9 +106,6 @@ FAILURE_TEXTS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
 }
 
-# A quota wall's job first fails on a hardware fault; its relaunch is then refused with this error.
-QUOTA_WALL_FIRST_FAILURE = "hardware_fault"
-
 
 def training_quota_name(instance_type: str) -> str:
     """The Service Quotas name of an instance type's training quota (docs/aws-facts.md, Service Quotas)."""

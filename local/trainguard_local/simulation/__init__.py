@@ -1,0 +1,1 @@
+"""The one model of the world the local tools play: the trace, what each fault does, one clock, one kernel."""

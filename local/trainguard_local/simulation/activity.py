@@ -1,0 +1,118 @@
+"""What one launch does while it trains, on the run's clock (hours since its base): the lines it logs, its
+hosts' GPUUtilization, and whether it is hung. The ground truth: every harness writes what a job emits from
+here, and every audit judges trainguard against it, never against a copy of a product rule.
+
+The lines follow the job's rhythm (rhythm.py): one every `log_every_seconds` of the launch's clock, none in
+its silent phases (a checkpoint save, an evaluation; a phase line just before, if the job announces its
+phases) nor while a fault keeps it quiet (a hang, from its start; a healthy silence, for its length); one
+as training starts, and one just before and one at the end of every silence, so that a silence lasts what
+the trace says. Silences run on the job's progress, as its checkpoints do. While a fault keeps it quiet, a
+host reads its row's GPU level (fault_table.py); otherwise `WORKING_PER_GPU`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from trainguard_local.simulation.fault_table import FAULT_TABLE, WORKING_PER_GPU, FaultKind
+from trainguard_local.simulation.rhythm import JobRhythm, line_offsets, phases
+
+SECOND = 1 / 3600  # hours
+
+
+@dataclass(frozen=True)
+class Silence:
+    """A fault's quiet time: from `start` to `end` (hours; math.inf: for good), its hosts at `gpu_per_gpu`."""
+
+    kind: FaultKind
+    start: float
+    end: float
+    gpu_per_gpu: float
+
+    def holds_at(self, at: float) -> bool:
+        return self.start <= at < self.end
+
+
+class LaunchActivity:
+    def __init__(
+        self,
+        rhythm: JobRhythm,
+        checkpoint_every_minutes: float,
+        gpus_per_host: int,
+        training_since: float,
+        progress_at_start: float = 0.0,
+    ) -> None:
+        self.rhythm, self.checkpoint_every_minutes = rhythm, checkpoint_every_minutes
+        self.gpus_per_host = gpus_per_host
+        self.training_since = training_since
+        self.progress_at_start = progress_at_start
+        self.silences: list[Silence] = []
+
+    def strike(self, kind: FaultKind, at: float, minutes: float = math.inf, gpu_per_gpu: float | None = None) -> None:
+        """The fault `kind` strikes at `at`: quiet from then on, or for `minutes`, if its row says so. The
+        GPUs read its row's level (a healthy silence from the start of training is a first checkpoint
+        load), or `gpu_per_gpu` when the caller knows better."""
+        row = FAULT_TABLE[kind]
+        if not row.silent:
+            return
+        first_load = abs(at - self.training_since) < 1e-6
+        level = row.gpu_per_gpu(first_load=first_load) if gpu_per_gpu is None else gpu_per_gpu
+        self.silences.append(Silence(kind, at, at + minutes / 60, level))
+
+    def silence_at(self, at: float) -> Silence | None:
+        return next((silence for silence in self.silences if silence.holds_at(at)), None)
+
+    def hung_at(self, at: float) -> bool:
+        """The truth: billed and making no progress at `at`."""
+        silence = self.silence_at(at)
+        return silence is not None and FAULT_TABLE[silence.kind].hung
+
+    def gpu_per_host(self, at: float) -> float | None:
+        """A host's GPUUtilization at `at` (100 per GPU); None before the launch trains."""
+        if at < self.training_since:
+            return None
+        silence = self.silence_at(at)
+        return (WORKING_PER_GPU if silence is None else silence.gpu_per_gpu) * self.gpus_per_host
+
+    def lines(self, after: float, until: float) -> list[tuple[float, str]]:
+        """The lines after `after` and up to `until`, as (hours, text): '' for the cadence's own lines (the
+        caller words them), the phase line before a phase of a job that announces its phases."""
+        since, progress = self.training_since, self.progress_at_start
+        silent = [
+            (since + p.at_progress - progress, since + p.at_progress - progress + p.minutes / 60, p.line)
+            for p in phases(
+                self.rhythm,
+                self.checkpoint_every_minutes,
+                progress + (after - since) - 1.0,
+                progress + until - since,
+            )
+        ]
+        quiet = [(s.start, s.end) for s in self.silences] + [(start, end) for start, end, _ in silent]
+
+        def heard(at: float, *, boundary: bool = False) -> bool:
+            """A cadence line is not heard in any silence; a silence's own first and last lines are, unless
+            the job has hung by then (a phase that starts inside another silence still ends with a line)."""
+            hidden = [(start, end) for start, end in quiet if not boundary or math.isinf(end)]
+            return after < at <= until and not any(start <= at < end for start, end in hidden)
+
+        offsets = line_offsets(self.rhythm, (after - since) * 3600, (until - since) * 3600)
+        moments = [since + offset / 3600 for offset in offsets]
+        moments += [since] if after < since <= until else []  # a line as training starts
+        found = [(at, "") for at in moments if heard(at)]
+        bounds = [*silent, *((s.start, s.end, "") for s in self.silences)]
+        for start, end, line in bounds:
+            found += [(at, text) for at, text in ((start - SECOND, line), (end, "")) if heard(at, boundary=True)]
+        return sorted(found)
+
+    def newest_line(self, at: float) -> float | None:
+        """When the launch last logged, at or before `at` (None: not yet)."""
+        look_back = max(self.rhythm.log_every_seconds * SECOND * 2, 1.0)
+        start = at
+        while start > self.training_since - SECOND:
+            start = max(start - look_back, self.training_since - SECOND)
+            found = self.lines(start, at)
+            if found:
+                return found[-1][0]
+            look_back *= 2
+        return None

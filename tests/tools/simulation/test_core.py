@@ -1,0 +1,96 @@
+"""The simulation core (local/trainguard_local/simulation/): one clock, one kernel, one fault table, one
+model of what a launch emits."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+from trainguard_local.simulation.activity import LaunchActivity
+from trainguard_local.simulation.clock import SimClock
+from trainguard_local.simulation.fault_table import (
+    FAULT_TABLE,
+    HANG_KINDS,
+    SILENT_KINDS,
+    SPINNING_PER_GPU,
+    TRANSIENT_KINDS,
+    USER_ERROR_KINDS,
+    WORKING_PER_GPU,
+    FaultKind,
+)
+from trainguard_local.simulation.kernel import Kernel, Park, Process, Sleep
+from trainguard_local.simulation.rhythm import JobRhythm
+
+BASE = datetime(2026, 11, 30, tzinfo=UTC)
+
+
+def test_the_kernel_runs_processes_and_callbacks_in_time_order_on_the_one_clock() -> None:
+    clock = SimClock(BASE)
+    kernel = Kernel(clock)
+    seen: list[tuple[str, datetime]] = []
+
+    def sleeper() -> Process:
+        seen.append(("sleeper starts", clock()))
+        yield Sleep(2.0)
+        seen.append(("sleeper wakes", clock()))
+
+    def parked() -> Process:
+        value = yield Park(10.0)
+        seen.append((f"parked resumes with {value}", clock()))
+
+    waiting = parked()
+    kernel.spawn(sleeper(), 0.5)
+    kernel.spawn(waiting, 0.0)
+    kernel.at(BASE + timedelta(hours=1), lambda: kernel.wake(waiting, "news"))
+    kernel.after(timedelta(hours=3), lambda: seen.append(("callback", clock())))
+    kernel.run(until=5.0)
+    hour = timedelta(hours=1)
+    assert seen == [
+        ("sleeper starts", BASE + hour / 2),
+        ("parked resumes with news", BASE + hour),
+        ("sleeper wakes", BASE + 2 * hour),
+        ("callback", BASE + 3 * hour),
+    ]
+    assert clock() == BASE + 5 * hour  # the clock stands at `until` when the events before it ran out
+
+
+def test_a_parked_process_resumes_with_none_at_its_deadline() -> None:
+    kernel = Kernel(SimClock(BASE))
+    got: list[object] = []
+
+    def parked() -> Process:
+        got.append((yield Park(1.5)))
+
+    kernel.spawn(parked(), 0.0)
+    kernel.run()
+    assert got == [None] and kernel.now == 1.5
+
+
+def test_every_kind_has_a_row_and_the_kind_sets_come_from_the_rows() -> None:
+    assert set(FAULT_TABLE) == set(FaultKind)
+    assert {FaultKind.HANG_IDLE_GPU, FaultKind.HANG_BUSY_GPU} == HANG_KINDS
+    assert HANG_KINDS | {FaultKind.NCCL_TIMEOUT, FaultKind.SLOW_BUT_HEALTHY} == SILENT_KINDS
+    assert {FaultKind.USER_CODE_ERROR, FaultKind.OUT_OF_MEMORY} == USER_ERROR_KINDS
+    assert set(FaultKind) - USER_ERROR_KINDS - {FaultKind.SLOW_BUT_HEALTHY} == TRANSIENT_KINDS
+
+
+def test_a_hang_silences_the_launch_for_good_and_is_the_truth_an_audit_reads() -> None:
+    every_minute = JobRhythm(log_every_seconds=60.0)
+    launch = LaunchActivity(every_minute, checkpoint_every_minutes=30, gpus_per_host=8, training_since=1.0)
+    launch.strike(FaultKind.HANG_BUSY_GPU, 1.5)
+    lines = [at for at, _ in launch.lines(1.0 - 1e-9, 3.0)]
+    assert lines[0] == 1.0 and max(lines) < 1.5  # a line as training starts, none after the hang
+    assert math.isclose(launch.newest_line(2.5) or 0, max(lines))
+    assert not launch.hung_at(1.49) and launch.hung_at(1.5) and launch.hung_at(100.0)
+    assert launch.gpu_per_host(1.2) == WORKING_PER_GPU * 8 and launch.gpu_per_host(2.0) == SPINNING_PER_GPU * 8
+    assert launch.gpu_per_host(0.5) is None  # before it trains
+
+
+def test_a_healthy_silence_ends_with_a_line_and_is_never_a_hang() -> None:
+    every_minute = JobRhythm(log_every_seconds=60.0)
+    launch = LaunchActivity(every_minute, checkpoint_every_minutes=30, gpus_per_host=1, training_since=0.0)
+    launch.strike(FaultKind.SLOW_BUT_HEALTHY, 0.0, minutes=24)  # a first checkpoint load: GPUs idle
+    assert launch.gpu_per_host(0.2) == 0.0 and launch.gpu_per_host(0.5) == WORKING_PER_GPU
+    assert not any(launch.hung_at(at / 60) for at in range(0, 60))
+    lines = {round(at * 60, 6) for at, _ in launch.lines(0.0, 0.41)}  # minutes
+    assert lines == {24.0}  # none in the 24 minutes; the silence's end is heard
