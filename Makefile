@@ -105,7 +105,7 @@ deploy-local: setup
 
 # The hub and two spokes of docs/organization.md, in moto server with the real CDK CLI.
 deploy-local-org: setup
-	$(PY) -m trainguard_local.deploy_local.organization
+	$(PY) -m trainguard_local.deploy_local.deploy_org
 
 demo: local-setup
 	$(PY) -m trainguard_local.demo

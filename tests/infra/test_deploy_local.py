@@ -68,13 +68,13 @@ def test_the_local_template_drops_the_rule_and_nothing_else(production_and_local
 def test_the_organization_deploy_names_the_apps_stacks_and_enrolls_its_spokes() -> None:
     import app as cdk_app
     from infra.settings import Settings
-    from trainguard_local.deploy_local import organization
+    from trainguard_local.deploy_local import deploy_org
 
-    assert (organization.HUB_STACK_NAME, organization.SPOKE_STACK_NAME) == (
+    assert (deploy_org.HUB_STACK_NAME, deploy_org.SPOKE_STACK_NAME) == (
         cdk_app.STACK_NAME,
         cdk_app.SPOKE_STACK_NAME,
     )
-    settings = Settings.from_context(organization.hub_context())
-    assert settings.local_deploy and set(settings.enrolled_accounts) == {s.account for s in organization.SPOKES}
-    assert set(settings.enrolled_regions) == {s.region for s in organization.SPOKES}
-    assert organization.HUB_ACCOUNT not in settings.enrolled_accounts  # the hub's own jobs use its default bus
+    settings = Settings.from_context(deploy_org.hub_context())
+    assert settings.local_deploy and set(settings.enrolled_accounts) == {s.account for s in deploy_org.SPOKES}
+    assert set(settings.enrolled_regions) == {s.region for s in deploy_org.SPOKES}
+    assert deploy_org.HUB_ACCOUNT not in settings.enrolled_accounts  # the hub's own jobs use its default bus

@@ -56,7 +56,7 @@ from typing import Any
 
 from trainguard_local.fleet.model import ActionKind, JobOutcome, JobTimeline, State
 from trainguard_local.fleet.person import PersonOnCall, person_rng
-from trainguard_local.simulation.fault_table import HANG_KINDS, USER_ERROR_KINDS, FaultKind
+from trainguard_local.simulation.fault_table import FAULT_TABLE, USER_ERROR_KINDS, Ending, FaultKind
 from trainguard_local.simulation.trace import Fault, JobSpec, Trace, sync_failure
 
 PERSON, SAGEMAKER_RETRY, DEBUGGER_RULE, AWS_BATCH = "person", "sagemaker_retry", "debugger_rule", "aws_batch"
@@ -248,17 +248,19 @@ class _JobLife:
                 return
 
     def _strike(self, fault: Fault) -> bool:
-        """The fault strikes; True when the launch ended."""
-        if fault.kind is FaultKind.CHECKPOINT_SYNC_STOPPED:
-            # Nobody notices: the job trains on, and its hardware failure strikes later (a fault of its own).
+        """The fault strikes, as its row of the fault table says; True when the launch ended."""
+        row = FAULT_TABLE[fault.kind]
+        if row.ending is Ending.TRAINS_ON and not row.silent:
+            # Nobody notices that its checkpoints stopped reaching S3: the job trains on, and its hardware failure
+            # strikes later (a fault of its own).
             self.tl.sync_stopped_after = fault.at_work_hours
             self.fault = sync_failure(fault)
             return False
-        if fault.kind is FaultKind.SLOW_BUT_HEALTHY:
+        if row.ending is Ending.TRAINS_ON:
             return self._silent_but_healthy(fault)
-        if fault.kind in HANG_KINDS:
+        if row.ending is Ending.HANGS:
             self._hangs(fault.kind)
-        elif fault.kind is FaultKind.SPOT_INTERRUPTION:
+        elif row.ending is Ending.INTERRUPTED:
             self.tl.lose_work_since_checkpoint()  # the instances are reclaimed
             self.tl.wait_until(State.QUEUED, self.tl.now + fault.spot_wait_hours)  # Interrupted, until MaxWait
             self.tl.struck(fault.kind, self.tl.now)

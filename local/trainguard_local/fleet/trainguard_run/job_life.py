@@ -1,32 +1,21 @@
 """One trace job's life under trainguard: a process on the kernel that drives the job through the
-simulated SageMaker and lets the production handlers decide, and writes what happened into the fleet
+simulated SageMaker, lets the production handlers decide, and writes what happened into the fleet
 model's `JobTimeline`.
 
-The job's side follows the trace and the model's rules (model.py), as the anchors do: a launch starts for
-`startup_minutes`, then trains; its one fault strikes at its progress; a failure loses the work since
-the newest checkpoint. What trainguard does about it is not modelled: it is whatever the handlers do
-with the events, alarms and schedules the stand-in gives them (endings.py). Where trainguard does not
-relaunch, the person on call does, with the same draws as in the anchors (person.py).
-
-How each fault reaches trainguard:
-- internal_error, hardware_fault, user_code_error, out_of_memory: the job fails with the trace's
-  FailureReason (`plane.fail`); its Failed event goes to `job_events.handle`.
-- capacity_error: the launch waits in Starting for CAPACITY_REFUSAL_MINUTES without instances, then
-  fails with the CapacityError text; each relaunch is refused the same way while the trace's repeats
-  last. A delayed relaunch fires when trainguard's one-time schedule says (`retry_launcher.handle`).
-- nccl_timeout: the job hangs (GPUs busy, logs silent) in a stall window for the trace's minutes,
-  then fails with the NCCL text.
-- spot_interruption: Training -> Interrupted (`plane.interrupt_spot`), unbilled, for the trace's
-  wait; then Stopped/MaxWaitTimeExceeded (`plane.exceed_max_wait`).
-- quota_wall: the job fails on a hardware fault while the trace's quota wall stands for its lineage
-  (the simulated SageMaker refuses its launches with ResourceLimitExceeded); Service Quotas is
-  scripted to approve an increase `quota_approval_hours` after it is asked; the quota check runs on
-  its schedule (`quota_watch.handle`).
-- hang_idle_gpu, hang_busy_gpu: a stall window (stall_windows.py, kernel.py): logs silent from the
-  hang, GPUs idle (0) or busy; the alarms, the prober and the stall handler decide.
-- slow_but_healthy: a stall window while the job trains on, silent for the trace's minutes. During a
-  first checkpoint load (a silence from the start of training) the GPUs are idle; during a silent
-  phase later on they are busy, since training goes on (a parameter: `healthy_silence_idle_gpu`).
+The job's side follows the trace, the fault table (simulation/fault_table.py) and the model's rules
+(model.py), as the anchors do: a launch starts for `startup_minutes`, then trains; its one fault strikes
+at its progress, as its row says; a failure loses the work since the newest checkpoint. What trainguard
+does about it is not modelled: it is whatever the handlers do with the events, alarms and schedules the
+stand-in gives them (endings.py). Where trainguard does not relaunch, the person on call does, with the
+same draws as in the anchors (person.py). How each ending reaches trainguard:
+- fails: `plane.fail` with the trace's FailureReason; the Failed event goes to `job_events.handle`;
+- refused at launch (capacity): Starting without instances for CAPACITY_REFUSAL_MINUTES, then failed,
+  while the trace's repeats last; a delayed relaunch fires when trainguard's schedule says;
+- a quota wall: the relaunch is refused with ResourceLimitExceeded while the trace's wall stands; Service
+  Quotas approves an increase `quota_approval_hours` after it is asked; the quota check runs on schedule;
+- silent kinds (hangs, an NCCL timeout, a healthy silence): a stall window (stall_windows.py, kernel.py)
+  in which the alarms, the prober and the stall handler decide;
+- interrupted (spot): Interrupted, unbilled, for the trace's wait, then Stopped/MaxWaitTimeExceeded.
 """
 
 from __future__ import annotations
@@ -46,7 +35,7 @@ from trainguard_local.fleet.trainguard_run.kernel import StallWindow, StopNews
 from trainguard_local.fleet.trainguard_run.life_state import Life, LifeState
 from trainguard_local.fleet.trainguard_run.stall_windows import LEAD_MINUTES, open_stall_window
 from trainguard_local.simulation.catalogue import FAILURE_TEXTS
-from trainguard_local.simulation.fault_table import FAULT_TABLE, HANG_KINDS, SILENT_KINDS, FaultKind
+from trainguard_local.simulation.fault_table import FAULT_TABLE, SILENT_KINDS, Ending, FaultKind
 from trainguard_local.simulation.kernel import Park, Sleep
 from trainguard_local.simulation.rhythm import phases
 from trainguard_local.simulation.trace import Fault, sync_failure
@@ -110,8 +99,9 @@ class JobLife(LifeState):
                 return (yield from self._stopped_at_max_runtime())
             if through is not None:
                 return through  # stopped in a healthy phase: the next launch
-            if fault is not None and fault.kind is FaultKind.CHECKPOINT_SYNC_STOPPED:
-                self.fault = sync_failure(fault)  # the hardware failure that strikes later
+            row = FAULT_TABLE[fault.kind] if fault is not None else None
+            if fault is not None and row is not None and row.ending is Ending.TRAINS_ON and not row.silent:
+                self.fault = sync_failure(fault)  # its checkpoints stop reaching S3; a hardware failure strikes later
                 restarted = yield from watch_checkpoints(self, fault)
                 if restarted == RUNTIME_ENDED:
                     return (yield from self._stopped_at_max_runtime())
@@ -132,18 +122,24 @@ class JobLife(LifeState):
                 tl.complete()
                 return ""
             self.fault = None
-            if fault.kind is FaultKind.SLOW_BUT_HEALTHY:
-                assert window is not None
-                stopped = yield from self._silent_but_healthy(fault, window)
-                if stopped is None:
-                    continue  # the silence passed, training goes on
-                return stopped
-            if fault.kind in HANG_KINDS or fault.kind is FaultKind.NCCL_TIMEOUT:
-                assert window is not None
-                return (yield from self._hangs(fault, window))
-            if fault.kind is FaultKind.SPOT_INTERRUPTION:
-                return (yield from self._spot_interruption(fault))
-            return (yield from self._fails(fault, tl.now))
+            struck = yield from self._strike(fault, window)
+            if struck is not None:
+                return struck
+            # a healthy silence passed: training goes on
+
+    def _strike(self, fault: Fault, window: StallWindow | None) -> Generator[Sleep | Park, Any, str | None]:
+        """The fault strikes, as its row of the fault table says: the next launch's name, or None when the job
+        trains on (a healthy silence passed)."""
+        ending = FAULT_TABLE[fault.kind].ending
+        if ending is Ending.TRAINS_ON:
+            assert window is not None
+            return (yield from self._silent_but_healthy(fault, window))
+        if ending in (Ending.HANGS, Ending.FAILS_AFTER_HANG):
+            assert window is not None
+            return (yield from self._hangs(fault, window))
+        if ending is Ending.INTERRUPTED:
+            return (yield from self._spot_interruption(fault))
+        return (yield from self._fails(fault, self.tl.now))
 
     def _through_phases(self, until: float) -> Generator[Sleep | Park, Any, str | None]:
         """Train to progress `until` through the job's silent phases (simulation/rhythm.py). A phase long enough
@@ -234,7 +230,7 @@ class JobLife(LifeState):
         struck = tl.now
         self.hung.add(self.name)
         self._checkpoint()
-        nccl = kind is FaultKind.NCCL_TIMEOUT
+        nccl = FAULT_TABLE[kind].ending is Ending.FAILS_AFTER_HANG  # the watchdog fails it at its timeout
         if not nccl:
             tl.struck(kind, struck)
         window_end = window.last_tick / 60 if not nccl else tl.now + fault.hung_minutes / 60
