@@ -66,15 +66,22 @@ class FaultRow:
     logs: Logs
     gpus: Gpus
     ending: Ending
-    hung: bool  # the truth: billed, no progress, from the strike
-    checkpoints_reach_s3: bool  # after the strike
     failure_texts: str | None  # its FailureReason's kind in catalogue.FAILURE_TEXTS
-    statuses: tuple[str, ...]  # TrainingJobStatus/SecondaryStatus from the strike on
-    relaunch_recovers: bool  # a relaunch from the checkpoint gets the work done (the guard should make it)
+    relaunch_recovers: bool  # a relaunch from the checkpoint gets the work done (what a guard should do)
 
     @property
     def silent(self) -> bool:
         return self.logs is not Logs.GO_ON
+
+    @property
+    def hung(self) -> bool:
+        """The truth, from the strike on: billed, no progress."""
+        return self.ending in (Ending.HANGS, Ending.FAILS_AFTER_HANG)
+
+    @property
+    def statuses(self) -> tuple[str, ...]:
+        """TrainingJobStatus/SecondaryStatus from the strike on."""
+        return _STATUSES[self.ending]
 
     def gpu_per_gpu(self, *, first_load: bool = False) -> float:
         """GPUUtilization per GPU while the fault holds."""
@@ -84,68 +91,36 @@ class FaultRow:
 
 
 _TRAINING, _FAILED = "InProgress/Training", "Failed/Failed"
+_STATUSES = {
+    Ending.TRAINS_ON: (_TRAINING,),
+    Ending.FAILS: (_FAILED,),
+    Ending.FAILS_AFTER_HANG: (_TRAINING, _FAILED),
+    Ending.INTERRUPTED: ("InProgress/Interrupted", "Stopped/MaxWaitTimeExceeded"),
+    Ending.REFUSED_AT_LAUNCH: ("InProgress/Starting", _FAILED),
+    Ending.HANGS: (_TRAINING,),
+}
+# No checkpoint reaches S3 after a strike: a hang and a healthy silence write none, a failure ends the launch, and
+# a stopped sync is the fault itself. A quota wall's job first fails on a hardware fault; its relaunch is then
+# refused with ResourceLimitExceeded (trace.py).
 FAULT_TABLE: dict[FaultKind, FaultRow] = {
-    FaultKind.HANG_IDLE_GPU: FaultRow(
-        Logs.SILENT, Gpus.IDLE, Ending.HANGS, True, False, None, (_TRAINING,), relaunch_recovers=True
-    ),
-    FaultKind.HANG_BUSY_GPU: FaultRow(
-        Logs.SILENT, Gpus.SPINNING, Ending.HANGS, True, False, None, (_TRAINING,), relaunch_recovers=True
-    ),
-    FaultKind.NCCL_TIMEOUT: FaultRow(
-        Logs.SILENT, Gpus.SPINNING, Ending.FAILS_AFTER_HANG, True, False, "nccl_timeout", (_TRAINING, _FAILED), True
-    ),
-    FaultKind.INTERNAL_ERROR: FaultRow(
-        Logs.GO_ON, Gpus.WORKING, Ending.FAILS, False, False, "internal_error", (_FAILED,), relaunch_recovers=True
-    ),
-    FaultKind.HARDWARE_FAULT: FaultRow(
-        Logs.GO_ON, Gpus.WORKING, Ending.FAILS, False, False, "hardware_fault", (_FAILED,), relaunch_recovers=True
-    ),
-    FaultKind.CAPACITY_ERROR: FaultRow(
-        Logs.GO_ON,
-        Gpus.IDLE,
-        Ending.REFUSED_AT_LAUNCH,
-        False,
-        False,
-        "capacity_error",
-        ("InProgress/Starting", _FAILED),
-        relaunch_recovers=True,
-    ),
-    FaultKind.SPOT_INTERRUPTION: FaultRow(
-        Logs.SILENT,
-        Gpus.IDLE,
-        Ending.INTERRUPTED,
-        False,  # Interrupted: no instances, not billed
-        False,
-        "spot_interruption",
-        ("InProgress/Interrupted", "Stopped/MaxWaitTimeExceeded"),
-        relaunch_recovers=True,
-    ),
-    # The first failure is a hardware fault; the relaunch is refused with ResourceLimitExceeded (trace.py).
-    FaultKind.QUOTA_WALL: FaultRow(
-        Logs.GO_ON, Gpus.WORKING, Ending.FAILS, False, False, "hardware_fault", (_FAILED,), relaunch_recovers=True
-    ),
-    FaultKind.USER_CODE_ERROR: FaultRow(
-        Logs.GO_ON, Gpus.WORKING, Ending.FAILS, False, False, "user_code_error", (_FAILED,), relaunch_recovers=False
-    ),
-    FaultKind.OUT_OF_MEMORY: FaultRow(
-        Logs.GO_ON, Gpus.WORKING, Ending.FAILS, False, False, "out_of_memory", (_FAILED,), relaunch_recovers=False
-    ),
+    FaultKind.HANG_IDLE_GPU: FaultRow(Logs.SILENT, Gpus.IDLE, Ending.HANGS, None, True),
+    FaultKind.HANG_BUSY_GPU: FaultRow(Logs.SILENT, Gpus.SPINNING, Ending.HANGS, None, True),
+    FaultKind.NCCL_TIMEOUT: FaultRow(Logs.SILENT, Gpus.SPINNING, Ending.FAILS_AFTER_HANG, "nccl_timeout", True),
+    FaultKind.INTERNAL_ERROR: FaultRow(Logs.GO_ON, Gpus.WORKING, Ending.FAILS, "internal_error", True),
+    FaultKind.HARDWARE_FAULT: FaultRow(Logs.GO_ON, Gpus.WORKING, Ending.FAILS, "hardware_fault", True),
+    FaultKind.CAPACITY_ERROR: FaultRow(Logs.GO_ON, Gpus.IDLE, Ending.REFUSED_AT_LAUNCH, "capacity_error", True),
+    FaultKind.SPOT_INTERRUPTION: FaultRow(Logs.SILENT, Gpus.IDLE, Ending.INTERRUPTED, "spot_interruption", True),
+    FaultKind.QUOTA_WALL: FaultRow(Logs.GO_ON, Gpus.WORKING, Ending.FAILS, "hardware_fault", True),
+    FaultKind.USER_CODE_ERROR: FaultRow(Logs.GO_ON, Gpus.WORKING, Ending.FAILS, "user_code_error", False),
+    FaultKind.OUT_OF_MEMORY: FaultRow(Logs.GO_ON, Gpus.WORKING, Ending.FAILS, "out_of_memory", False),
     FaultKind.SLOW_BUT_HEALTHY: FaultRow(
-        Logs.SILENT_FOR_A_WHILE,
-        Gpus.IDLE_WHILE_LOADING,
-        Ending.TRAINS_ON,
-        False,
-        False,  # a silent phase writes no checkpoint
-        None,
-        (_TRAINING,),
-        relaunch_recovers=False,
+        Logs.SILENT_FOR_A_WHILE, Gpus.IDLE_WHILE_LOADING, Ending.TRAINS_ON, None, False
     ),
-    FaultKind.CHECKPOINT_SYNC_STOPPED: FaultRow(
-        Logs.GO_ON, Gpus.WORKING, Ending.TRAINS_ON, False, False, None, (_TRAINING,), relaunch_recovers=True
-    ),
+    FaultKind.CHECKPOINT_SYNC_STOPPED: FaultRow(Logs.GO_ON, Gpus.WORKING, Ending.TRAINS_ON, None, True),
 }
 
 HANG_KINDS = frozenset(kind for kind, row in FAULT_TABLE.items() if row.ending is Ending.HANGS)
+# The kinds that silence a launch that still holds its instances (a spot job Interrupted holds none).
 SILENT_KINDS = frozenset(
     kind for kind, row in FAULT_TABLE.items() if row.silent and row.ending is not Ending.INTERRUPTED
 )
