@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,11 @@ from matplotlib.image import imread
 
 from tests.headless_chromium import chromium_path, render
 from trainguard_local.demo.fleet import DEMO_JOBS, FALLBACK_WORDS, demo_trace, run_fleet_demo
+from trainguard_local.fleet.stories import fault_words, longest_gap_minutes
 from trainguard_local.fleet.summary import strategy_rows
-from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.catalogue import FAILURE_TEXTS
+from trainguard_local.simulation.fault_table import FAULT_TABLE, Ending, FaultKind
+from trainguard_local.simulation.trace import sync_failure
 
 pytestmark = pytest.mark.slow
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -79,7 +83,7 @@ def test_the_fleet_demo_shows_what_trainguard_did_and_writes_its_files(demo_run:
     # Issue 14: a chatty job stopped minutes into its hang, a slow-epoch job left alone, a checkpoint warning.
     hang = guarded["detect_minutes_by_cadence"]["under 1 min"]
     assert hang["hangs"] >= 1 and hang["p95"] is not None and hang["p95"] <= 10, hang
-    assert "one line per 40-minute epoch: silent that long, past the fixed 30 min: left alone" in out
+    assert "its lines come up to 40 min apart, past the fixed 30 min: left alone" in out
     assert any("checkpoints have stopped reaching S3" in n["subject"] for n in notifications)
 
     png = Path(shown["written"]["png"]).read_bytes()
@@ -91,6 +95,44 @@ def test_the_fleet_demo_shows_what_trainguard_did_and_writes_its_files(demo_run:
     assert f'<img src="data:image/png;base64,{base64.b64encode(png).decode()}"' in page  # the same picture
     written = json.loads(Path(shown["written"]["json"]).read_text())
     assert written["guard_cost"] == report["guard_cost"] and len(written["notifications"]) == len(notifications)
+
+
+FAILING = (Ending.FAILS, Ending.FAILS_AFTER_HANG, Ending.REFUSED_AT_LAUNCH)  # the endings with a FailureReason
+
+
+def test_every_job_tells_one_story_in_the_demo_and_in_its_messages(demo_run: DemoRun) -> None:
+    """Issue 25: what the demo prints about a job (its fault, its rhythm, its launches) and what trainguard's
+    messages say about it (the failure quoted, its reading, the names of the launches, the log gaps, the
+    checkpoint's age) come from the same record, for every job."""
+    trace, out = demo_trace(), "\n".join(demo_run.lines)
+    named_launches: list[str] = []
+    for job in trace.jobs:
+        fault = trace.fault_of(job.name)
+        [listed] = [line for line in demo_run.lines if line.strip().startswith(f"{job.name} ") and " from +" in line]
+        assert listed.endswith(fault_words(trace, job)) or f"{fault_words(trace, job)}  (tagged" in listed
+        story = out.split(f"\n  {job.name}: ")[1].split("\n\n")[0]
+        assert story.startswith(fault_words(trace, job))
+        for n in [n for n in demo_run.shown["notifications"] if n["attributes"]["job_name"] == job.name]:
+            text, category = n["message"], n["attributes"]["category"]
+            assert fault is not None, f"{job.name} has no fault and yet: {n['subject']}"
+            told = text.split("\nLinks")[0]
+            named_launches += re.findall(r"(?:Relaunched it as|launched) (\S+-retry\d+)", told)
+            for launch in re.findall(r"(\S+-retry\d+)", told):
+                assert f"relaunch: {launch}" in story, (job.name, launch)
+            failing = sync_failure(fault) if fault.kind is FaultKind.CHECKPOINT_SYNC_STOPPED else fault
+            if n["attributes"]["event_type"] == "training-job-ended" and FAULT_TABLE[failing.kind].ending in FAILING:
+                quoted = " ".join(f"Failure reason: {failing.failure_reason}".split())
+                assert quoted in " ".join(text.split())  # the text the trace drew, quoted
+                texts = FAULT_TABLE[failing.kind].failure_texts
+                assert texts is not None and category in FAILURE_TEXTS[texts][0].split("/")
+                assert f"{texts} at +" in story.splitlines()[0]  # the demo names the failure the message reads
+            if gaps := re.search(r"the longest (\d+) min", text):  # what trainguard learned of the job's rhythm
+                assert int(gaps[1]) <= longest_gap_minutes(job) + 1, (job.name, gaps[1], longest_gap_minutes(job))
+            if age := re.search(r"newest checkpoint is (\d+) min old", text):
+                since_strike = (n["at_hours"] - fault.strikes_at) * 60
+                if fault.kind is not FaultKind.CHECKPOINT_SYNC_STOPPED:
+                    assert int(age[1]) <= job.checkpoint_every_minutes + since_strike + 1, (job.name, age[1])
+    assert len(named_launches) == len(set(named_launches))  # one name per launch
 
 
 def test_the_demo_report_opens_in_headless_chromium_with_its_pictures_and_table(demo_run: DemoRun) -> None:

@@ -265,7 +265,11 @@ def test_at_a_quota_wall_the_first_alternative_with_room_runs_while_the_request_
     assert filed.quota_name == "ml.p4d.24xlarge for training job usage" and filed.status == "PENDING"
     assert ports.quota_ledger.waiting() == []  # nothing waits: the approval launches no second copy
     assert ports.ledger.lineage == [("llama-pretrain", 1, "llama-pretrain-retry1", "llama-pretrain")]
-    assert "4 x ml.g6e.48xlarge" in ports.notifier.sent[0].body
+    body = ports.notifier.sent[0].body
+    assert "4 x ml.g6e.48xlarge" in body
+    # One launch ran, under one name: the message names it once, as the launch on the alternative.
+    told = body.split("\nLinks")[0]
+    assert told.count("llama-pretrain-retry1") == 1 and "A quota refused the relaunch as it was." in told
 
     ports.quotas.decide(filed.request_id, "APPROVED")
     check_quota_walls(ports)

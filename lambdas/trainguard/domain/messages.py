@@ -9,6 +9,7 @@ from datetime import datetime
 from trainguard.domain.checkpoint_health import redo_sentence
 from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.console_links import Link, console_links
+from trainguard.domain.fallbacks import FallbackKind
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.stalls import StallEvidence, StallVerdict
@@ -112,7 +113,13 @@ def compose_job_end_notification(
     return Notification(subject, render_body(sections, links, now), attributes, links)
 
 
+QUOTA_ROOM = FallbackKind.QUOTA_ROOM.value
+
+
 def _did(outcome: Outcome) -> str:
+    if outcome.kind is OutcomeKind.RELAUNCHED and outcome.details.get("fallback") == QUOTA_ROOM:
+        # The summary names the launch that ran (on an alternative): the relaunch as it was never did.
+        return f"A quota refused the relaunch as it was. {outcome.details.get('fallback_summary', '')}"
     if outcome.kind is OutcomeKind.RELAUNCHED and (fallback := outcome.details.get("fallback_summary")):
         return f"Relaunched it as {outcome.new_job_name} from the same checkpoint prefix. {fallback}"
     if outcome.kind is OutcomeKind.RELAUNCHED:

@@ -48,7 +48,7 @@ def demo_trace() -> Trace:
 
 
 CHATTY = JobRhythm(log_every_seconds=10.0, checkpoint_write_minutes=1.0, announces_phases=True)
-SLOW_EPOCHS = JobRhythm(log_every_seconds=2400.0, checkpoint_write_minutes=2.0)
+SLOW_EPOCHS = JobRhythm(log_every_seconds=2400.0)  # its saves log nothing: one line per epoch, and only that
 
 
 def rhythms_shown(trace: Trace) -> Trace:

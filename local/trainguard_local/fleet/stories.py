@@ -5,42 +5,70 @@ report (fleet/html_report.py) shows the same lines."""
 from __future__ import annotations
 
 import textwrap
+from itertools import pairwise
 from typing import Any
 
 from trainguard_local.fleet.model import JobOutcome
 from trainguard_local.fleet.trainguard_run.usage import Notification
+from trainguard_local.simulation.activity import LaunchActivity
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.trace import JobSpec, Trace
 
-EPOCH_SECONDS = 1800  # a log line this rare is a line per epoch: the story says why its silence was left alone
+FIXED_LIMIT_MINUTES = 30  # the stall threshold with no tag and no rhythm learned (the stack's default)
+SAMPLED_HOURS = 6.0  # of a job's lines, when its longest gap is measured
+
+
+def fault_words(trace: Trace, job: JobSpec) -> str:
+    """The job's fault as it plays out: a quota wall's job first fails on a hardware fault; a stopped checkpoint
+    sync is followed by a hardware failure."""
+    fault = trace.fault_of(job.name)
+    if fault is None:
+        return "no fault"
+    if fault.kind is FaultKind.QUOTA_WALL:
+        return f"hardware_fault at +{fault.strikes_at:.2f} h, then its relaunch meets a quota wall ({fault.quota_name})"
+    if fault.kind is FaultKind.CHECKPOINT_SYNC_STOPPED:
+        fails_at = fault.strikes_at + fault.fails_at_work_hours - fault.at_work_hours
+        return f"{fault.kind.value} at +{fault.strikes_at:.2f} h, then hardware_fault at +{fails_at:.2f} h"
+    return f"{fault.kind.value} at +{fault.strikes_at:.2f} h"
+
+
+def longest_gap_minutes(job: JobSpec) -> float:
+    """The longest gap between the job's lines while it trains healthily (simulation/activity.py): its cadence,
+    or less where its checkpoint saves and evaluations log a line before and after."""
+    activity = LaunchActivity(job.rhythm, job.checkpoint_every_minutes, job.gpus_per_instance, 0.0)
+    times = [at for at, _ in activity.lines(-1e-9, min(job.work_hours, SAMPLED_HOURS))]
+    return max((b - a for a, b in pairwise(times)), default=0.0) * 60
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:g} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
 def trace_line(trace: Trace, job: JobSpec) -> str:
     """One job of the trace: its size, when it is submitted, how often it logs, its fault and its tags."""
-    fault = trace.fault_of(job.name)
-    what = "no fault" if fault is None else f"{fault.kind.value} at +{fault.strikes_at:.2f} h"
     size = f"{job.instance_count:>2} x {job.instance_type:<16}"
     tags = [f"fallback-types={'+'.join(f'{t}:{c}' for t, c in job.fallback_types)}"] if job.fallback_types else []
     tags += [f"on-demand-after={job.on_demand_after}"] if job.on_demand_after else []
     shown = f"  (tagged {', '.join(tags)})" if tags else ""
-    every = job.rhythm.log_every_seconds
-    logs = f"logs every {every:g} s" if every < 120 else f"logs every {every / 60:g} min"
-    return f"{job.name:<28} {size} from +{job.submitted_at:5.2f} h  {logs:<19} {what}{shown}"
+    every, longest = job.rhythm.log_every_seconds, longest_gap_minutes(job) * 60
+    logs = f"logs every {_duration(every)}"
+    logs += f", longest gap {_duration(longest)} (it logs around its saves)" if longest < every - 1 else ""
+    return f"{job.name:<28} {size} from +{job.submitted_at:5.2f} h  {logs:<19} {fault_words(trace, job)}{shown}"
 
 
 def job_story(trace: Trace, outcome: JobOutcome, unguarded: JobOutcome) -> list[str]:
     """One job under a strategy: its fault, what was detected and done, in time order, and when its work was
     done against the same job with no guard."""
     fault = trace.fault_of(outcome.job.name)
-    lines = [f"{outcome.job.name}: {'no fault' if fault is None else fault.kind.value}"]
+    lines = [f"{outcome.job.name}: {fault_words(trace, outcome.job)}"]
     lines += [f"  +{at:5.2f} h  {text}" for at, text in events(outcome)]
     if fault is not None and fault.kind is FaultKind.SLOW_BUT_HEALTHY and not outcome.actions:
         silent = f"silent for {fault.silent_minutes:.0f} min, and healthy: left alone"
         lines.append(f"  +{fault.strikes_at:5.2f} h  {silent}")
-        if outcome.job.rhythm.log_every_seconds >= EPOCH_SECONDS:
-            minutes = outcome.job.rhythm.log_every_seconds / 60
-            epoch = f"one line per {minutes:g}-minute epoch: silent that long, past the fixed 30 min: left alone"
-            lines.append(f"  {epoch}")
+        if (gap := longest_gap_minutes(outcome.job)) > FIXED_LIMIT_MINUTES:
+            lines.append(
+                f"  its lines come up to {gap:.0f} min apart, past the fixed {FIXED_LIMIT_MINUTES} min: left alone"
+            )
     lines.append(f"  {done_text(outcome)}; with no guard: {done_text(unguarded)}")
     return lines
 

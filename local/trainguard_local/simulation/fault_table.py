@@ -66,7 +66,9 @@ class FaultRow:
     logs: Logs
     gpus: Gpus
     ending: Ending
-    failure_texts: str | None  # its FailureReason's kind in catalogue.FAILURE_TEXTS
+    failure_texts: (
+        str | None
+    )  # its words' entry in catalogue.FAILURE_TEXTS: the FailureReason (spot: the status message)
     relaunch_recovers: bool  # a relaunch from the checkpoint gets the work done (what a guard should do)
 
     @property
