@@ -47,7 +47,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from trainguard_local.fleet.anchors import StalledTrainingRule
+from trainguard_local.fleet.anchor_rules import StalledTrainingRule
 from trainguard_local.fleet.model import JobOutcome, Strategy
 from trainguard_local.simulation.fault_table import HANG_KINDS, TRANSIENT_KINDS, USER_ERROR_KINDS, FaultKind
 from trainguard_local.simulation.rhythm import CADENCE_CLASSES

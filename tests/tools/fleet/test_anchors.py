@@ -5,10 +5,8 @@ from dataclasses import replace
 import pytest
 
 from tests.tools.fleet.cases import PERSON, STARTUP, fault, hours_in, job, trace_of
+from trainguard_local.fleet.anchor_rules import CAPACITY_REFUSAL_MINUTES, DEBUGGER_RULE, SAGEMAKER_RETRY
 from trainguard_local.fleet.anchors import (
-    CAPACITY_REFUSAL_MINUTES,
-    DEBUGGER_RULE,
-    SAGEMAKER_RETRY,
     anchor_strategies,
     aws_batch,
     debugger_rule,

@@ -10,7 +10,7 @@ from collections.abc import Generator
 from typing import Any
 
 from trainguard.domain.outcome import Outcome, OutcomeKind
-from trainguard_local.fleet.anchors import PARENT_RETRY_MINUTES, parent_retries
+from trainguard_local.fleet.anchor_rules import PARENT_RETRY_MINUTES, parent_retries
 from trainguard_local.fleet.model import ActionKind, State
 from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD
 from trainguard_local.fleet.trainguard_run.life_state import LifeState

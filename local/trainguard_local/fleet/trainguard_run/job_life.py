@@ -26,7 +26,7 @@ from typing import Any
 
 from trainguard.domain.log_rhythm import FLOOR_MINUTES
 from trainguard.domain.outcome import Outcome, OutcomeKind
-from trainguard_local.fleet.anchors import CAPACITY_REFUSAL_MINUTES
+from trainguard_local.fleet.anchor_rules import CAPACITY_REFUSAL_MINUTES
 from trainguard_local.fleet.model import State, newest_checkpoint
 from trainguard_local.fleet.trainguard_run.checkpoint_sync import RUNTIME_ENDED, watch_checkpoints
 from trainguard_local.fleet.trainguard_run.endings import after_end, hang_left_to_the_person
