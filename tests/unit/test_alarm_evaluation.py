@@ -18,10 +18,9 @@ from trainguard_local.stand_in.alarm_evaluation import (
     STATES,
     AlarmRule,
     evaluate_alarm,
-    evaluate_composite,
-    parse_alarm_rule,
     period_starts,
 )
+from trainguard_local.stand_in.composite_alarm_rule import evaluate_composite, parse_alarm_rule
 
 NOW = datetime(2026, 3, 2, 10, 0, 30, tzinfo=UTC)  # the newest complete 60 s period starts at 09:59
 PERIOD = 60

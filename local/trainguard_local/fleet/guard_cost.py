@@ -166,22 +166,25 @@ def guard_cost(
         "watched_job_hours": round(summary.watched_job_hours, 3),
         "api_calls_in_run": dict(sorted(sum((h.calls for h in summary.handlers.values()), Counter()).items())),
         "invocations_in_run": {name: h.invocations for name, h in sorted(summary.handlers.items())},
-        "deployment": {
-            "invocations_deployed": deployment.deployed_invocations(summary),
-            "not_estimated": [  # a function that never ran here: nothing to price its deployed runs from
-                name
-                for name in deployment.deployed_invocations(summary)
-                if not summary.handlers.get(name, HandlerUsage()).invocations
-            ],
-            "lambda_memory_gb": deployment.lambda_memory_gb,
-            "handler_ms": deployment.handler_ms,
-            "aws_call_ms": deployment.aws_call_ms,
-            "log_deliveries_per_watched_job_hour": deployment.log_deliveries_per_watched_job_hour,
-        },
+        "deployment": _deployment(summary, deployment),
         "unpriced_calls": "API calls not in PRICED_CALLS (SageMaker, Service Quotas, DescribeAlarms, "
         "PutMetricAlarm, DeleteAlarms, SetAlarmState, FilterLogEvents, CreateSchedule) have no per-call price",
         "not_counted": NOT_COUNTED,
         "sources": "local/trainguard_local/fleet/prices.py",
+    }
+
+
+def _deployment(summary: UsageSummary, deployment: Deployment) -> dict[str, Any]:
+    """What the deployment's estimate assumed."""
+    deployed = deployment.deployed_invocations(summary)
+    return {
+        "invocations_deployed": deployed,
+        # a function that never ran here: nothing to price its deployed runs from
+        "not_estimated": [name for name in deployed if not summary.handlers.get(name, HandlerUsage()).invocations],
+        "lambda_memory_gb": deployment.lambda_memory_gb,
+        "handler_ms": deployment.handler_ms,
+        "aws_call_ms": deployment.aws_call_ms,
+        "log_deliveries_per_watched_job_hour": deployment.log_deliveries_per_watched_job_hour,
     }
 
 

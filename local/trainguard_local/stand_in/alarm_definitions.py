@@ -11,7 +11,8 @@ from datetime import datetime
 from statistics import fmean
 from typing import Any
 
-from trainguard_local.stand_in.alarm_evaluation import AlarmRule, parse_alarm_rule
+from trainguard_local.stand_in.alarm_evaluation import AlarmRule
+from trainguard_local.stand_in.composite_alarm_rule import parse_alarm_rule
 
 MATH_FUNCTIONS: dict[str, Callable[[list[float]], float]] = {"MAX": max, "MIN": min, "SUM": sum, "AVG": fmean}
 Series = dict[datetime, float]

@@ -54,8 +54,6 @@ from trainguard_local.stand_in.alarm_evaluation import (
     INSUFFICIENT_DATA,
     AlarmRule,
     evaluate_alarm,
-    evaluate_composite,
-    parse_alarm_rule,
     period_starts,
 )
 from trainguard_local.stand_in.alarm_state_events import (
@@ -69,6 +67,7 @@ from trainguard_local.stand_in.alarm_state_events import (
     metric_reason_data,
     state_detail,
 )
+from trainguard_local.stand_in.composite_alarm_rule import evaluate_composite, parse_alarm_rule
 
 STATISTICS = ("SampleCount", "Average", "Sum", "Minimum", "Maximum")
 

@@ -17,14 +17,13 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from trainguard_local.stand_in.json_api import page_of
 from trainguard_local.stand_in.sagemaker_api_model import (
     SageMakerApiError,
     operation_model,
-    sagemaker_service_model,
     validate_request,
 )
 from trainguard_local.stand_in.sagemaker_events import StateChangeListener, build_state_change_event
+from trainguard_local.stand_in.sagemaker_listings import list_tags, list_training_jobs
 from trainguard_local.stand_in.sagemaker_training_job import FAILURE_REASON_LIMIT, TrainingJobRecord
 
 Clock = Callable[[], datetime]
@@ -39,9 +38,6 @@ SUPPORTED_OPERATIONS = (
     "AddTags",
     "DeleteTags",
 )
-LIST_DEFAULT_MAX_RESULTS = 10  # AWS's documented default for List* operations of SageMaker
-SUMMARY_MEMBERS = frozenset(sagemaker_service_model().shape_for("TrainingJobSummary").members)
-SORT_KEYS = {"CreationTime": "CreationTime", "Name": "TrainingJobName", "Status": "TrainingJobStatus"}
 
 # Real error texts, with their sources:
 NOT_FOUND = "Requested resource not found."  # aws/amazon-sagemaker-examples#2360 (DescribeTrainingJob)
@@ -145,17 +141,10 @@ class SimulatedSageMaker:
         return {}
 
     def _list_training_jobs(self, params: dict[str, Any]) -> dict[str, Any]:
-        matching = [d for d in (job.describe() for job in self._jobs.values()) if _listed(d, params)]
-        # sort() is stable: jobs created at the same instant keep the order they came in.
-        sort_key = SORT_KEYS[params.get("SortBy", "CreationTime")]
-        matching.sort(key=lambda d: d[sort_key], reverse=params.get("SortOrder", "Descending") == "Descending")
-        page, next_token = _page(matching, params)
-        summaries = [{k: v for k, v in d.items() if k in SUMMARY_MEMBERS} for d in page]
-        return {"TrainingJobSummaries": summaries, **({"NextToken": next_token} if next_token else {})}
+        return list_training_jobs([job.describe() for job in self._jobs.values()], params)
 
     def _list_tags(self, params: dict[str, Any]) -> dict[str, Any]:
-        page, next_token = _page(copy.deepcopy(self._job_by_arn(params["ResourceArn"]).tags), params)
-        return {"Tags": page, **({"NextToken": next_token} if next_token else {})}
+        return list_tags(copy.deepcopy(self._job_by_arn(params["ResourceArn"]).tags), params)
 
     def _add_tags(self, params: dict[str, Any]) -> dict[str, Any]:
         job = self._job_by_arn(params["ResourceArn"])
@@ -300,23 +289,3 @@ class SimulatedSageMaker:
             if job.arn == arn:
                 return job
         raise SageMakerApiError("ValidationException", UNKNOWN_RESOURCE)
-
-
-def _listed(described: dict[str, Any], params: dict[str, Any]) -> bool:
-    """Whether a job passes ListTrainingJobs' filters (times are exclusive bounds)."""
-    created, modified = described["CreationTime"], described["LastModifiedTime"]
-    # NameContains is matched without regard to case; unconfirmed on AWS.
-    return (
-        params.get("NameContains", "").lower() in described["TrainingJobName"].lower()
-        and params.get("StatusEquals", described["TrainingJobStatus"]) == described["TrainingJobStatus"]
-        and ("CreationTimeAfter" not in params or created > params["CreationTimeAfter"])
-        and ("CreationTimeBefore" not in params or created < params["CreationTimeBefore"])
-        and ("LastModifiedTimeAfter" not in params or modified > params["LastModifiedTimeAfter"])
-        and ("LastModifiedTimeBefore" not in params or modified < params["LastModifiedTimeBefore"])
-    )
-
-
-def _page(items: list[Any], params: dict[str, Any]) -> tuple[list[Any], str | None]:
-    """One page of ``items``; the token is the offset of the next page (opaque to callers)."""
-    bad_token = SageMakerApiError("ValidationException", f"Invalid pagination token: {params.get('NextToken')}")
-    return page_of(items, params, default_max_results=LIST_DEFAULT_MAX_RESULTS, bad_token=bad_token)
