@@ -252,7 +252,7 @@ def test_a_capacity_failure_is_relaunched_after_its_backoff_and_a_quota_wall_fil
 def test_every_time_the_sandbox_shows_is_past_and_a_checkpoint_age_is_what_the_job_wrote(sandbox: Sandbox) -> None:
     """Issue 25: the sandbox showed "TRAINING SINCE in 2 h", and a checkpoint age of hours for a job that
     writes one every 10 virtual minutes (its clock ran ahead of the user's, S3 stamped the real time)."""
-    sandbox.create_job("clock-probe", "ml.g5.xlarge", {"trainguard:enabled": "true"})
+    sandbox.create_job("clock-probe", "ml.p5.48xlarge", {"trainguard:enabled": "true"})
     wait_for(lambda: sandbox.jobs().get("clock-probe", {}).get("checkpoints", 0) >= 2, 30, "two checkpoints")
     status = sandbox.trainguard("status")
     assert "clock-probe" in status and not re.search(r"\bin \d+ (min|h|d)\b", status), status

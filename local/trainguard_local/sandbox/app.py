@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TextIO
 
 from trainguard_local.sandbox.control import DEFAULT_PORT
-from trainguard_local.sandbox.endpoint import SandboxEndpoint
+from trainguard_local.sandbox.endpoint import serve_endpoint
 from trainguard_local.sandbox.fault_injection import FaultInjector, control_api
 from trainguard_local.sandbox.guard import GuardLoop, invoke
 from trainguard_local.sandbox.training import SimulatedTraining
@@ -76,8 +76,8 @@ def run_sandbox(options: SandboxOptions, *, out: TextIO = sys.stdout, stop: thre
         )
         guard = GuardLoop(aws, ports, say)
         control = control_api(aws, FaultInjector(aws, training, say), training)
-        with SandboxEndpoint(aws, control, port=options.port) as endpoint:
-            out.write(banner(endpoint.url, options, aws.clock()))
+        with serve_endpoint(aws, control, port=options.port) as url:
+            out.write(banner(url, options, aws.clock()))
             out.flush()
             _run_clock(aws.clock, [training.minute, guard.minute], options.speed, stop or threading.Event())
 

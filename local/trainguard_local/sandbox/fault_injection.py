@@ -1,12 +1,7 @@
-"""What each fault of ``trainguard sandbox inject`` does to a running simulated job, and the control API
-that takes it (``/_sandbox/``: GET jobs, POST inject).
-
-- ``hang``: the core's idle-GPU hang (FaultKind.HANG_IDLE_GPU): no more log lines, GPUs idle; the job stays
-  InProgress (the stall path's case).
-- ``internal-error``, ``capacity``: the job fails with the core's real FailureReason for that kind
-  (simulation/catalogue.py FAILURE_TEXTS, each with its source).
-- ``quota``: the quota of the job's instance type drops to what is in use now, so the next launch of that
-  type (the user's, or trainguard's) is refused with ResourceLimitExceeded.
+"""``trainguard sandbox inject JOB FAULT`` and the control API that takes it (``/_sandbox/``: GET jobs, POST
+inject). ``hang``: the core's idle-GPU hang (training.py); ``internal-error``, ``capacity``: the job fails
+with the core's real FailureReason for that kind (simulation/catalogue.py, with sources); ``quota``: the quota
+of the job's instance type drops to what is in use now, so its next launch is refused (ResourceLimitExceeded).
 """
 
 from __future__ import annotations
@@ -22,7 +17,11 @@ from trainguard_local.simulation.fault_table import FAULT_TABLE, FaultKind
 from trainguard_local.stand_in.local_aws import LocalAWS
 from trainguard_local.stand_in.sagemaker_control_plane import InvalidTransition
 
-FAILURES = {"internal-error": FaultKind.INTERNAL_ERROR, "capacity": FaultKind.CAPACITY_ERROR}
+# The FailureReason of each: the first of the core's real texts for its kind (FAULT_TABLE names the entry).
+FAILURES = {
+    fault: FAILURE_TEXTS[str(FAULT_TABLE[kind].failure_texts)][1][0]
+    for fault, kind in (("internal-error", FaultKind.INTERNAL_ERROR), ("capacity", FaultKind.CAPACITY_ERROR))
+}
 
 
 class FaultRefused(Exception):
@@ -31,14 +30,6 @@ class FaultRefused(Exception):
     def __init__(self, message: str, status: int = 409) -> None:
         super().__init__(message)
         self.status = status
-
-
-def failure_reason(kind: FaultKind) -> str:
-    """The FailureReason SageMaker gives for `kind`: the first of the catalogue's real texts for its row."""
-    texts = FAULT_TABLE[kind].failure_texts
-    if texts is None:
-        raise ValueError(f"{kind} has no FailureReason")
-    return FAILURE_TEXTS[texts][1][0]
 
 
 class FaultInjector:
@@ -63,7 +54,7 @@ class FaultInjector:
         elif fault == "quota":
             effect = self._lower_quota(described)
         else:
-            reason = failure_reason(FAILURES[fault])
+            reason = FAILURES[fault]
             try:
                 self._aws.plane.fail(job, reason)
             except InvalidTransition as err:

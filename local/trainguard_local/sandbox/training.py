@@ -1,16 +1,10 @@
-"""The jobs' side of the sandbox: each simulated training job, one virtual minute at a time, on the core.
-
-A job the user (or trainguard) creates is Starting; after ``start_minutes`` it trains. While it trains, the
-core's model of a launch (simulation/activity.py, one ``LaunchActivity`` per job, on the stand-in's clock)
-says what it writes each minute, and the fleet side every harness shares (stand_in/fleet_side.py) writes it:
-- its hosts' ``GPUUtilization`` (the fault table's level: working, or idle once hung);
-- its log lines in ``/aws/sagemaker/TrainingJobs``, one a minute (``RHYTHM``), each delivered by the log
-  group's subscription filter to the log-activity function (``on_log_delivery``);
-- a checkpoint every ``checkpoint_minutes`` under its CheckpointConfig.S3Uri, stamped with the virtual time
-  it was written (moto would stamp the real time).
-``hang`` strikes the launch with the core's idle-GPU hang: no more lines or checkpoints, GPUs at 0. A job is
-stopped at MaxRuntimeInSeconds of training (Stopped/MaxRuntimeExceeded), as on AWS; a stop (Stopping)
-takes effect the next minute. Every state change is told through ``say``.
+"""The jobs' side of the sandbox, one virtual minute at a time: a created job is Starting, trains after
+``start_minutes``, and is stopped at MaxRuntimeInSeconds of training (Stopped/MaxRuntimeExceeded); a stop
+takes effect the next minute. While it trains, the core's model of a launch (simulation/activity.py, on the
+stand-in's clock) says what it writes, and the fleet side (stand_in/fleet_side.py) writes it: its hosts'
+GPUUtilization, a log line a minute (delivered by the log group's subscription to ``on_log_delivery``, the
+log-activity function), a checkpoint every ``checkpoint_minutes`` stamped with the virtual time. ``hang`` is
+the core's idle-GPU hang. Every state change is told through ``say``.
 """
 
 from __future__ import annotations
@@ -50,6 +44,11 @@ class JobLife:
     checkpoints: int = 0
     bucket_missing: bool = False
 
+    def seen_at(self, now: float) -> dict[str, Any]:
+        trained = round((self.written_until - self.activity.training_since) * 60) if self.activity else 0
+        hung = bool(self.activity and self.activity.hung_at(now))
+        return {"state": self.seen, "hung": hung, "minutes_trained": trained, "checkpoints": self.checkpoints}
+
 
 class SimulatedTraining:
     def __init__(
@@ -79,18 +78,7 @@ class SimulatedTraining:
         now = self._aws.clock.hours_of(self._aws.clock())
         with self._lock:
             lives = dict(self._lives)
-        return [
-            {
-                "job": name,
-                "state": life.seen,
-                "hung": bool(life.activity and life.activity.hung_at(now)),
-                "minutes_trained": round((life.written_until - life.activity.training_since) * 60)
-                if life.activity
-                else 0,
-                "checkpoints": life.checkpoints,
-            }
-            for name, life in lives.items()
-        ]
+        return [{"job": name, **life.seen_at(now)} for name, life in lives.items()]
 
     def minute(self) -> None:
         """One virtual minute of every job's life, at the clock's now."""
@@ -142,11 +130,11 @@ class SimulatedTraining:
             hosts = job["ResourceConfig"].get("InstanceCount", 1)
             self._side.put_gpu_utilization(name, hosts, [(now - timedelta(seconds=30), gpu)])
         if lines:
-            since = activity.training_since
-            written = [(clock.at_hours(at), text or _progress_line(_step(at, since))) for at, text in lines]
+            said = [(at, text, _step(at, activity.training_since)) for at, text in lines]
+            written = [(clock.at_hours(at), text or _progress(step)) for at, text, step in said]
             stream, events = self._side.write_log_lines(name, job["TrainingStartTime"], written)
-            ids = [str(_step(at, since)) for at, _ in lines]
-            self._deliver(log_delivery(stream, [{"id": i, **event} for i, event in zip(ids, events, strict=True)]))
+            ids = [str(step) for _, _, step in said]
+            self._deliver(log_delivery(stream, [{"id": i, **e} for i, e in zip(ids, events, strict=True)]))
         uri = job.get("CheckpointConfig", {}).get("S3Uri", "")
         for at in checkpoints if uri else []:
             self._write_checkpoint(name, uri, f"step-{_step(at, activity.training_since):07d}/model.pt", at, life)
@@ -182,5 +170,5 @@ def _step(at: float, training_since: float) -> int:
     return round((at - training_since) * 60 * STEPS_PER_MINUTE)
 
 
-def _progress_line(step: int) -> str:
+def _progress(step: int) -> str:
     return f"step {step} loss {2.5 / (1 + step / 5000):.4f}"
