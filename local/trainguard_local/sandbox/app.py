@@ -118,7 +118,7 @@ def _run_clock(
     while not stop.is_set():
         wait = max(due - time.monotonic(), (clock() + MINUTE - wall()).total_seconds())
         if wait > 0:
-            stop.wait(wait)
+            stop.wait(min(wait, 1.0))  # once caught up, up to a minute: look again every second
             continue
         clock.skip(MINUTE)
         for live in every_minute:
