@@ -86,9 +86,9 @@ def banner(url: str, options: SandboxOptions, start: datetime) -> str:
     behind = round((datetime.now(UTC) - start) / timedelta(days=1))
     return f"""trainguard sandbox: every AWS service on {url}
   SageMaker and Service Quotas: simulated control planes; the rest: moto. trainguard is attached.
-  Virtual clock: from {start:%Y-%m-%d %H:%M} UTC, {behind} days behind yours; at most {options.speed:g} virtual minutes
-  per real second, and never past your clock (once it catches up, it keeps real time). Each line below starts with
-  [+time since start, virtual time UTC]: the times trainguard records.
+  Virtual clock: from {start:%Y-%m-%d %H:%M} UTC, {behind} days behind yours; {options.speed:g} virtual minutes a
+  real second at most, and never past your clock (once it catches up, it keeps real time). Each line below
+  starts with [+time since start, virtual time UTC]: the times trainguard records.
 
 In another shell:
 export AWS_ENDPOINT_URL={url}
