@@ -4,19 +4,22 @@ The sandbox runs as a user runs it (``python -m trainguard_local.sandbox``, in i
 get only the environment it printed. They prove that the stand-in speaks AWS's protocol, and trainguard,
 attached to it, acts on what they launched: an internal error is relaunched, a hang is stopped and
 relaunched, a capacity failure is relaunched after its backoff, and a launch refused by a quota files a
-quota request. `trainguard sandbox inject`, `status` and `history` are run as the user runs them.
+quota request. `trainguard sandbox inject`, `status` and `history` are run as the user runs them. Every time the sandbox
+shows is behind the user's clock, and the ages trainguard reports match what the jobs wrote.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -244,3 +247,25 @@ def test_a_capacity_failure_is_relaunched_after_its_backoff_and_a_quota_wall_fil
     wait_for(lambda: "trainguard failed-launches: bert-sweep quota-wall" in sandbox.output(), 30, "the quota request")
     requests = json.loads(sandbox.trainguard("status", "--json"))["quota_requests"]
     assert [(r["quota_name"], r["desired_value"]) for r in requests] == [("ml.g5.xlarge for training job usage", 4)]
+
+
+def test_every_time_the_sandbox_shows_is_past_and_a_checkpoint_age_is_what_the_job_wrote(sandbox: Sandbox) -> None:
+    """Issue 25: the sandbox showed "TRAINING SINCE in 2 h", and a checkpoint age of hours for a job that
+    writes one every 10 virtual minutes (its clock ran ahead of the user's, S3 stamped the real time)."""
+    sandbox.create_job("clock-probe", "ml.p5.48xlarge", {"trainguard:enabled": "true"})
+    wait_for(lambda: sandbox.jobs().get("clock-probe", {}).get("checkpoints"), 30, "a checkpoint")
+    status = sandbox.trainguard("status")
+    assert "clock-probe" in status and not re.search(r"\bin \d+ (min|h|d)\b", status), status
+    assert "internal-error injected" in sandbox.trainguard("sandbox", "inject", "clock-probe", "internal-error")
+    relaunched = "SNS notification: [trainguard] relaunched clock-probe"
+    wait_for(lambda: relaunched in sandbox.output(), 30, "the relaunch's message")
+    wall = time.time()
+    described = sandbox.describe("clock-probe")
+    times = [described[key] for key in ("CreationTime", "TrainingStartTime", "TrainingEndTime", "LastModifiedTime")]
+    assert max(times) <= wall, (times, wall)
+    written = sandbox.aws("s3api", "list-objects-v2", "--bucket", "demo-checkpoints", "--prefix", "clock-probe/")
+    newest = max(datetime.fromisoformat(item["LastModified"]).timestamp() for item in written["Contents"])
+    assert described["TrainingEndTime"] - 10 * 60 <= newest <= described["TrainingEndTime"] <= wall
+    message = sandbox.output().split(relaunched, 1)[1]
+    age = re.search(r"newest checkpoint is (\d+) (s|min|h \d+ min|d \d+ h) old", message)
+    assert age is not None and age[2] in ("s", "min") and int(age[1]) <= (10 if age[2] == "min" else 600), age

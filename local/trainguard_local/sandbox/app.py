@@ -1,10 +1,15 @@
-"""Run the sandbox: the stand-in (``stand_in.local_aws``) behind one endpoint, the simulated jobs and
-trainguard on a virtual clock, until Ctrl-C (or ``stop`` is set).
+"""Run the sandbox: the stand-in (``stand_in.local_aws``) behind one endpoint (``endpoint.py``: SageMaker and
+Service Quotas to the simulated control planes, ``/_sandbox/`` to the control API, the rest to moto), the
+simulated jobs (``training.py``) and trainguard's functions (``guard.py``) on the virtual clock, until Ctrl-C
+(or ``stop`` is set). ``fault_injection.py`` breaks a running job on request (``trainguard sandbox inject``,
+whose client is ``control.py``: the only module here the ``trainguard`` command imports, lazily).
 
-The clock moves one virtual minute at a time, ``speed`` virtual minutes per real second at most: each
-minute the jobs live it (``world.py``), then the guard's functions run (``guard.py``). When a minute's
-work takes longer than its share of real time, virtual time runs slower; it never skips a minute, so the
-prober and the alarms see every minute, as on AWS.
+The clock starts 13 days back, the furthest CloudWatch Logs takes a log event from (PutLogEvents refuses
+events more than 14 days old: https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_PutLogEvents.html),
+and moves one virtual minute at a time, ``speed`` virtual minutes per real second at most: each minute the
+jobs live it, then the guard's functions run. It never passes the wall clock: once it has caught up, it
+waits for each real minute. When a minute's work takes longer than its share of real time, virtual time
+runs slower; it never skips a minute, so the prober and the alarms see every minute, as on AWS.
 """
 
 from __future__ import annotations
@@ -16,17 +21,18 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from trainguard_local.sandbox.control import DEFAULT_PORT
-from trainguard_local.sandbox.endpoint import SandboxEndpoint
-from trainguard_local.sandbox.faults import FaultInjector, FaultRefused
+from trainguard_local.sandbox.endpoint import serve_endpoint
+from trainguard_local.sandbox.fault_injection import FaultInjector, control_api
 from trainguard_local.sandbox.guard import GuardLoop, invoke
-from trainguard_local.sandbox.world import SimulatedTraining
+from trainguard_local.sandbox.training import SimulatedTraining
+from trainguard_local.simulation.clock import SimClock, run_started_at
 from trainguard_local.stand_in.fleet_side import CHECKPOINT_BUCKET
-from trainguard_local.stand_in.local_aws import LocalAWS, local_aws
+from trainguard_local.stand_in.local_aws import local_aws
 from trainguard_local.stand_in.stack_resources import ACCOUNT, LEDGER_TABLE, REGION, TRAINING_ROLE
 
 SDK_CONFIG = Path(__file__).with_name("sagemaker_config.yaml")
@@ -35,6 +41,8 @@ SAGEMAKER_TRUST = (
     '{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", '
     '"Principal": {"Service": "sagemaker.amazonaws.com"}, "Action": "sts:AssumeRole"}]}'
 )
+SESSION_HOURS = 12 * 24  # virtual hours a session can run before it catches up with the wall clock (and a day more)
+MINUTE = timedelta(minutes=1)
 
 
 @dataclass(frozen=True)
@@ -54,11 +62,12 @@ def run_sandbox(options: SandboxOptions, *, out: TextIO = sys.stdout, stop: thre
     from trainguard.handlers.wiring import boto3_ports
 
     with local_aws() as aws:
+        aws.clock.start_at(run_started_at(SESSION_HOURS))
         ports = boto3_ports(clock=aws.clock)
         say = _teller(aws.clock, aws.clock(), out)
         role_name = TRAINING_ROLE.rsplit("/", 1)[1]
         aws.client("iam").create_role(RoleName=role_name, AssumeRolePolicyDocument=SAGEMAKER_TRUST)
-        world = SimulatedTraining(
+        training = SimulatedTraining(
             aws,
             say,
             on_log_delivery=lambda event: invoke(log_activity.handle, event, ports),
@@ -66,18 +75,20 @@ def run_sandbox(options: SandboxOptions, *, out: TextIO = sys.stdout, stop: thre
             checkpoint_minutes=options.checkpoint_minutes,
         )
         guard = GuardLoop(aws, ports, say)
-        control = _control_api(aws, FaultInjector(aws, world, say), world)
-        with SandboxEndpoint(aws, control, port=options.port) as endpoint:
-            out.write(banner(endpoint.url, options))
+        control = control_api(aws, FaultInjector(aws, training, say), training)
+        with serve_endpoint(aws, control, port=options.port) as url:
+            out.write(banner(url, options, aws.clock()))
             out.flush()
-            _run_clock(aws, world, guard, options.speed, stop or threading.Event())
+            _run_clock(aws.clock, [training.minute, guard.minute], options.speed, stop or threading.Event())
 
 
-def banner(url: str, options: SandboxOptions) -> str:
+def banner(url: str, options: SandboxOptions, start: datetime) -> str:
+    behind = round((datetime.now(UTC) - start) / timedelta(days=1))
     return f"""trainguard sandbox: every AWS service on {url}
   SageMaker and Service Quotas: simulated control planes; the rest: moto. trainguard is attached.
-  Virtual clock: {options.speed:g} virtual minutes per real second at most. Each line below starts with
-  [+time since start, virtual time UTC]: the times trainguard records, ahead of your clock.
+  Virtual clock: from {start:%Y-%m-%d %H:%M} UTC, {behind} days behind yours; {options.speed:g} virtual minutes a
+  real second at most, and never past your clock (once it catches up, it keeps real time). Each line below
+  starts with [+time since start, virtual time UTC]: the times trainguard records.
 
 In another shell:
 export AWS_ENDPOINT_URL={url}
@@ -94,39 +105,25 @@ export SAGEMAKER_USER_CONFIG_OVERRIDE={SDK_CONFIG}
 """
 
 
-def _run_clock(aws: LocalAWS, world: SimulatedTraining, guard: GuardLoop, speed: float, stop: threading.Event) -> None:
-    tick = 1.0 / speed
-    due = time.monotonic()
-    minute = 0
+def _run_clock(
+    clock: SimClock,
+    every_minute: list[Callable[[], None]],
+    speed: float,
+    stop: threading.Event,
+    wall: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> None:
+    """Move `clock` a minute at a time, at most `speed` minutes per real second and never past `wall`,
+    running `every_minute` after each move."""
+    tick, due = 1.0 / speed, time.monotonic()
     while not stop.is_set():
-        minute += 1
-        aws.clock.skip(timedelta(minutes=1))
-        world.minute()
-        guard.minute(minute)
-        due += tick
-        delay = due - time.monotonic()
-        if delay > 0:
-            stop.wait(delay)
-        else:
-            due = time.monotonic()  # behind: this minute took longer than its share; do not race to catch up
-
-
-def _control_api(
-    aws: LocalAWS, faults: FaultInjector, world: SimulatedTraining
-) -> Callable[[str, str, dict[str, Any] | None], tuple[int, dict[str, Any]]]:
-    def control(method: str, action: str, payload: dict[str, Any] | None) -> tuple[int, dict[str, Any]]:
-        if (method, action) == ("GET", "jobs"):
-            return 200, {"virtual_time": aws.clock().isoformat(), "jobs": world.snapshot()}
-        if (method, action) == ("POST", "inject"):
-            if not isinstance(payload, dict) or not {"job", "fault"} <= payload.keys():
-                return 400, {"error": 'inject takes {"job": NAME, "fault": FAULT}'}
-            try:
-                return 200, faults.inject(str(payload["job"]), str(payload["fault"]))
-            except FaultRefused as refused:
-                return refused.status, {"error": str(refused)}
-        return 404, {"error": f"no sandbox action {method} {action!r} (GET jobs, POST inject)"}
-
-    return control
+        wait = max(due - time.monotonic(), (clock() + MINUTE - wall()).total_seconds())
+        if wait > 0:
+            stop.wait(min(wait, 1.0))  # once caught up, up to a minute: look again every second
+            continue
+        clock.skip(MINUTE)
+        for live in every_minute:
+            live()
+        due = max(due + tick, time.monotonic())  # behind: this minute took longer than its share; do not race
 
 
 def _teller(clock: Callable[[], datetime], start: datetime, out: TextIO) -> Callable[[str], None]:

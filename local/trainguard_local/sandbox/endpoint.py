@@ -16,13 +16,13 @@ import io
 import json
 import threading
 import uuid
-from collections.abc import Callable, Iterable
-from types import TracebackType
-from typing import Any, Self
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
 from urllib.parse import parse_qs
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
-from werkzeug.serving import BaseWSGIServer, make_server
+from werkzeug.serving import make_server
 
 from trainguard_local.sandbox.control import CONTROL_PREFIX
 from trainguard_local.stand_in.json_api import JsonApiModel
@@ -83,44 +83,23 @@ class SandboxRouter:
         return self._moto(environ, start_response)  # type: ignore[no-any-return]
 
 
-class SandboxEndpoint:
-    def __init__(self, aws: LocalAWS, control: ControlHandler, *, port: int = 0) -> None:
-        planes: dict[str, tuple[JsonApiPlane, JsonApiModel]] = {
-            SAGEMAKER_API.target_prefix: (aws.plane, SAGEMAKER_API),
-            SERVICE_QUOTAS_API.target_prefix: (aws.quotas, SERVICE_QUOTAS_API),
-        }
-        self._app = SandboxRouter(planes, control, DomainDispatcherApplication(create_backend_app))
-        self._port = port
-        self._server: BaseWSGIServer | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def url(self) -> str:
-        if self._server is None:
-            raise RuntimeError("the endpoint is not started")
-        return f"http://{LOOPBACK}:{self._server.server_address[1]}"
-
-    def start(self) -> Self:
-        self._server = make_server(LOOPBACK, self._port, self._app, threaded=True, request_handler=MotoRequestHandler)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="sandbox-endpoint", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join()
-        self._server, self._thread = None, None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
+@contextmanager
+def serve_endpoint(aws: LocalAWS, control: ControlHandler, *, port: int = 0) -> Iterator[str]:
+    """The sandbox's endpoint on 127.0.0.1:`port` (0: a free one), served in a thread while in the block; its URL."""
+    planes: dict[str, tuple[JsonApiPlane, JsonApiModel]] = {
+        SAGEMAKER_API.target_prefix: (aws.plane, SAGEMAKER_API),
+        SERVICE_QUOTAS_API.target_prefix: (aws.quotas, SERVICE_QUOTAS_API),
+    }
+    app = SandboxRouter(planes, control, DomainDispatcherApplication(create_backend_app))
+    server = make_server(LOOPBACK, port, app, threaded=True, request_handler=MotoRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, name="sandbox-endpoint", daemon=True)
+    thread.start()
+    try:
+        yield f"http://{LOOPBACK}:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 def _is_iam_policy_simulation(environ: dict[str, Any]) -> bool:

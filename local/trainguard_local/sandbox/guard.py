@@ -42,16 +42,18 @@ class GuardLoop:
         self._sqs, self._scheduler = aws.client("sqs"), aws.client("scheduler")
         self._evaluator = LocalAlarmEvaluator(aws.client("cloudwatch"), aws.client("events"), aws.clock)
         self._schedule_failures: dict[str, int] = {}
+        self._minutes = 0
 
-    def minute(self, minute: int) -> None:
+    def minute(self) -> None:
         """What EventBridge, Scheduler, CloudWatch and Lambda do in one minute of the sandbox's clock."""
+        self._minutes += 1
         self._deliver(self._aws.rule_queue_url, "job-events", job_events.handle)
         self._deliver(self._aws.launch_failures_queue_url, "failed-launches", failed_launches.handle)
         self._on_schedule("stall-prober", stall_prober.handle, {})
         self._evaluator.evaluate_all()
         self._deliver(self._aws.stall_alarms_queue_url, "stall-alarms", stall_alarms.handle)
         self._fire_due_schedules()
-        if minute % QUOTA_CHECK_MINUTES == 0:
+        if self._minutes % QUOTA_CHECK_MINUTES == 0:
             for outcome in self._on_schedule("quota-watch", quota_watch.handle, {"source": "aws.events"}) or []:
                 self._tell("quota-watch", outcome)
         self._print_notifications()

@@ -75,6 +75,20 @@ class LaunchActivity:
         silence = self.silence_at(at)
         return (WORKING_PER_GPU if silence is None else silence.gpu_per_gpu) * self.gpus_per_host
 
+    def checkpoints(self, after: float, until: float) -> list[float]:
+        """When the launch writes a checkpoint that reaches S3, after `after` and up to `until` (hours): one
+        every `checkpoint_every_minutes` of its work, none while a fault whose row keeps them from S3 holds."""
+        every = self.checkpoint_every_minutes / 60
+        origin = self.training_since - self.progress_at_start  # when its work would have begun
+        k = math.floor((max(after, self.training_since) - origin) / every + 1e-9) + 1
+        found = []
+        while origin + k * every <= until + 1e-9:
+            at = origin + k * every
+            if not any(s.holds_at(at) and not FAULT_TABLE[s.kind].checkpoints_reach_s3 for s in self.silences):
+                found.append(at)
+            k += 1
+        return found
+
     def lines(self, after: float, until: float) -> list[tuple[float, str]]:
         """The lines after `after` and up to `until`, as (hours, text): '' for the cadence's own lines (the
         caller words them), the phase line before a phase of a job that announces its phases."""

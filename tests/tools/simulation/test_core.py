@@ -94,3 +94,16 @@ def test_a_healthy_silence_ends_with_a_line_and_is_never_a_hang() -> None:
     assert not any(launch.hung_at(at / 60) for at in range(0, 60))
     lines = {round(at * 60, 6) for at, _ in launch.lines(0.0, 0.41)}  # minutes
     assert lines == {24.0}  # none in the 24 minutes; the silence's end is heard
+
+
+def test_a_launch_checkpoints_on_its_interval_of_work_and_none_once_it_hangs() -> None:
+    launch = LaunchActivity(JobRhythm(), checkpoint_every_minutes=10, gpus_per_host=1, training_since=1.0)
+    launch.strike(FaultKind.HANG_IDLE_GPU, 1.5)  # 30 minutes in: that checkpoint is never written
+
+    def minutes(after: float, until: float) -> list[float]:
+        return [round((at - 1.0) * 60, 6) for at in launch.checkpoints(after, until)]
+
+    assert minutes(0.0, 3.0) == [10.0, 20.0]
+    assert minutes(1.0 + 10 / 60, 1.0 + 20 / 60) == [20.0]  # after `after`, up to `until`
+    relaunch = LaunchActivity(JobRhythm(), 10, 1, training_since=2.0, progress_at_start=25 / 60)
+    assert [round((at - 2.0) * 60, 6) for at in relaunch.checkpoints(0.0, 2.3)] == [5.0, 15.0]  # work 30 and 40 min
