@@ -77,14 +77,15 @@ class LaunchActivity:
 
     def checkpoints(self, after: float, until: float) -> list[float]:
         """When the launch writes a checkpoint that reaches S3, after `after` and up to `until` (hours): one
-        every `checkpoint_every_minutes` of its work, none while a fault whose row keeps them from S3 holds."""
+        every `checkpoint_every_minutes` of its work, none while a fault holds (fault_table.py: no checkpoint
+        reaches S3 after a strike)."""
         every = self.checkpoint_every_minutes / 60
         origin = self.training_since - self.progress_at_start  # when its work would have begun
         k = math.floor((max(after, self.training_since) - origin) / every + 1e-9) + 1
         found = []
         while origin + k * every <= until + 1e-9:
             at = origin + k * every
-            if not any(s.holds_at(at) and not FAULT_TABLE[s.kind].checkpoints_reach_s3 for s in self.silences):
+            if self.silence_at(at) is None:
                 found.append(at)
             k += 1
         return found
@@ -111,7 +112,7 @@ class LaunchActivity:
             return after < at <= until and not any(start <= at < end for start, end in hidden)
 
         offsets = line_offsets(self.rhythm, (after - since) * 3600, (until - since) * 3600)
-        moments = [since + offset / 3600 for offset in offsets]
+        moments = [since + offset / 3600 for offset in offsets if offset > 0]  # the start's line is added below
         moments += [since] if after < since <= until else []  # a line as training starts
         found = [(at, "") for at in moments if heard(at)]
         bounds = [*silent, *((s.start, s.end, "") for s in self.silences)]

@@ -107,3 +107,11 @@ def test_a_launch_checkpoints_on_its_interval_of_work_and_none_once_it_hangs() -
     assert minutes(1.0 + 10 / 60, 1.0 + 20 / 60) == [20.0]  # after `after`, up to `until`
     relaunch = LaunchActivity(JobRhythm(), 10, 1, training_since=2.0, progress_at_start=25 / 60)
     assert [round((at - 2.0) * 60, 6) for at in relaunch.checkpoints(0.0, 2.3)] == [5.0, 15.0]  # work 30 and 40 min
+
+
+def test_the_line_as_training_starts_is_written_once() -> None:
+    launch = LaunchActivity(
+        JobRhythm(log_every_seconds=60.0), checkpoint_every_minutes=30, gpus_per_host=1, training_since=2.0
+    )
+    times = [at for at, _ in launch.lines(2.0 - 1e-9, 2.05)]
+    assert times[0] == 2.0 and len(times) == len(set(times)) == 4  # at 0, 1, 2 and 3 minutes
