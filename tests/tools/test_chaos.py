@@ -19,8 +19,7 @@ from trainguard.config import GuardConfig
 from trainguard.handlers.wiring import PortSet, boto3_ports
 from trainguard.workflows.function_ports import JobEventsPorts, StallAlarmsPorts, StallProberPorts
 from trainguard_local.chaos.audit import Audit, audit_run
-from trainguard_local.chaos.error_responses import INTERNAL_FAILURE, SERVICE_UNAVAILABLE, THROTTLING
-from trainguard_local.chaos.faults import (
+from trainguard_local.chaos.call_faults import (
     CONNECT_TIMEOUT,
     FAULT_KINDS,
     PROCESS_DEATH,
@@ -29,6 +28,7 @@ from trainguard_local.chaos.faults import (
     chaos_session,
     virtual_backoff,
 )
+from trainguard_local.chaos.error_responses import INTERNAL_FAILURE, SERVICE_UNAVAILABLE, THROTTLING
 from trainguard_local.chaos.replay import ChaosSettings, run_chaos
 
 pytestmark = pytest.mark.slow

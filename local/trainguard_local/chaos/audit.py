@@ -17,21 +17,10 @@ from typing import Any
 
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard_local.chaos.dead_letters import model_disagreements
+from trainguard_local.chaos.jobs_truth import NOT_RELAUNCHING, RELAUNCHING, JobTruth
 from trainguard_local.chaos.lambda_runtime import RETRY_ATTEMPTS
 from trainguard_local.chaos.replay import ChaosRun
-from trainguard_local.chaos.stall_truth import stalled
-from trainguard_local.chaos.world import JobTruth
-from trainguard_local.simulation.fault_table import FaultKind
-
-RELAUNCHING = {
-    FaultKind.INTERNAL_ERROR,
-    FaultKind.HARDWARE_FAULT,
-    FaultKind.NCCL_TIMEOUT,
-    FaultKind.CAPACITY_ERROR,
-    FaultKind.SPOT_INTERRUPTION,
-}
-NOT_RELAUNCHING = {FaultKind.USER_CODE_ERROR, FaultKind.OUT_OF_MEMORY}
-HANGS = {FaultKind.HANG_IDLE_GPU, FaultKind.HANG_BUSY_GPU}
+from trainguard_local.simulation.fault_table import HANG_KINDS
 
 
 @dataclass
@@ -48,7 +37,7 @@ def audit_run(run: ChaosRun) -> Audit:
     audit = Audit()
     ledger = _ledger(run)
     relaunches = defaultdict(list)
-    for job in run.world.fleet.jobs.values():
+    for job in run.fleet.jobs.values():
         if job.retry_of:
             relaunches[job.retry_of].append(job.name)
     _events(run, audit)
@@ -133,7 +122,7 @@ def expected_end(job: JobTruth) -> str:
 
 def _job_ends(run: ChaosRun, audit: Audit, ledger: dict[tuple[str, str], dict[str, Any]], relaunches: Any) -> None:
     decided: Counter[str] = Counter()
-    for job in run.world.fleet.jobs.values():
+    for job in run.fleet.jobs.values():
         if job.end_status not in ("Failed", "Stopped"):
             continue
         actions = len(relaunches[job.name])
@@ -173,10 +162,10 @@ def _job_ends(run: ChaosRun, audit: Audit, ledger: dict[tuple[str, str], dict[st
 def _actions_per_cause(run: ChaosRun, audit: Audit, relaunches: Any) -> None:
     """Each cause and the actions taken on it, counted from SageMaker's side (the jobs that exist), not from
     trainguard's ledger: a job's end and its relaunches, a hang and its stop, a refused launch and its launch."""
-    jobs = run.world.fleet.jobs.values()
+    jobs = run.fleet.jobs.values()
     ends = [job for job in jobs if job.end_status in ("Failed", "Stopped")]
-    hangs = [job for job in jobs if job.kind in HANGS and job.stops_allowed and job.hung_since is not None]
-    walls = [run.world.fleet.jobs[name] for name in run.world.fleet.walls]
+    hangs = [job for job in jobs if _due_a_stop(job)]
+    walls = [run.fleet.jobs[name] for name in run.fleet.walls]
     actions = [len(relaunches[job.name]) for job in ends]
     actions += [int(job.stopped_by == "trainguard") for job in hangs] + [int(job.launched) for job in walls]
     due = sum(1 for job in ends if expected_end(job) == "retry") + len(hangs) + sum(j.stops_allowed for j in walls)
@@ -196,38 +185,42 @@ def _actions_per_cause(run: ChaosRun, audit: Audit, relaunches: Any) -> None:
 
 
 def _stops(run: ChaosRun, audit: Audit) -> None:
-    thresholds = run.aws.config.stall_defaults
-    stops = [job for job in run.world.fleet.jobs.values() if job.stopped_by == "trainguard"]
-    unverified = []
-    for job in stops:
-        assert job.stop_requested_at is not None
-        if not job.stops_allowed or not stalled(job, job.stop_requested_at, thresholds):
-            unverified.append(job.name)
-    missed = [
-        job.name
-        for job in run.world.fleet.jobs.values()
-        if job.kind in HANGS and job.stops_allowed and job.hung_since is not None and job.stopped_by != "trainguard"
-    ]
+    """A stop is right when trainguard may act on the job and the job was hung, by the truth (the fault table's
+    `hung`), when the stop was asked for: a stop in a healthy silence or on a false alarm is wrong."""
+    jobs = run.fleet.jobs.values()
+    stops = [job for job in jobs if job.stopped_by == "trainguard"]
+    wrong = [job.name for job in stops if not (job.stops_allowed and _hung_when_stopped(run, job))]
+    missed = [job.name for job in jobs if _due_a_stop(job) and job.stopped_by != "trainguard"]
     stop_calls = Counter(params["TrainingJobName"] for op, params in run.aws.plane.calls if op == "StopTrainingJob")
     audit.figures["stalls"] = {
-        "hangs": sum(1 for job in run.world.fleet.jobs.values() if job.hung_since is not None),
+        "hangs": sum(1 for job in jobs if job.hung),
         "stopped_by_trainguard": len(stops),
-        "stopped_not_in_a_verified_stall": len(unverified),
+        "stopped_not_in_a_verified_stall": len(wrong),
         "hangs_not_stopped": len(missed),
         "stop_calls": sum(stop_calls.values()),
         "alarm_events": run.evidence.alarm_events,
         "false_alarms_planned": run.evidence.false_alarms,
     }
-    audit.check(not unverified, f"stopped without a verified stall: {unverified}")
+    audit.check(not wrong, f"stopped while not hung: {wrong}")
     audit.check(not missed, f"hung, opted in, and never stopped: {missed}")
 
 
+def _due_a_stop(job: JobTruth) -> bool:
+    """Hung for good (the fault table's ending) and trainguard may act on it."""
+    return job.kind in HANG_KINDS and job.stops_allowed and job.hung
+
+
+def _hung_when_stopped(run: ChaosRun, job: JobTruth) -> bool:
+    assert job.stop_requested_at is not None
+    return job.activity is not None and job.activity.hung_at(run.aws.clock.hours_of(job.stop_requested_at))
+
+
 def _quota_walls(run: ChaosRun, audit: Audit) -> None:
-    walls = run.world.fleet.walls
+    walls = run.fleet.walls
     requests = Counter(r["QuotaName"] for r in run.aws.quotas.requests())
-    eligible = Counter(walls[name] for name in walls if run.world.fleet.jobs[name].stops_allowed)
+    eligible = Counter(walls[name] for name in walls if run.fleet.jobs[name].stops_allowed)
     for name in walls:
-        job = run.world.fleet.jobs[name]
+        job = run.fleet.jobs[name]
         audit.check(
             job.launched == job.stops_allowed, f"{name}: walled; launched {job.launched}, expected {job.stops_allowed}"
         )
@@ -235,7 +228,7 @@ def _quota_walls(run: ChaosRun, audit: Audit) -> None:
         audit.check(count <= eligible[quota], f"{count} increase requests for {quota}, {eligible[quota]} walls")
     audit.figures["quota_walls"] = {
         "refused_launches": len(walls),
-        "launched_after_increase": sum(1 for name in walls if run.world.fleet.jobs[name].launched),
+        "launched_after_increase": sum(1 for name in walls if run.fleet.jobs[name].launched),
         "increase_requests": sum(requests.values()),
     }
 
@@ -246,14 +239,14 @@ def _budgets(run: ChaosRun, audit: Audit, ledger: dict[tuple[str, str], dict[str
     # Every job trainguard created (a relaunch, or a user's launch after a quota wall), when SageMaker saw it.
     launched = sorted(
         job.created_at
-        for job in run.world.fleet.jobs.values()
-        if job.created_at is not None and (job.retry_of or (job.name in run.world.fleet.walls and job.launched))
+        for job in run.fleet.jobs.values()
+        if job.created_at is not None and (job.retry_of or (job.name in run.fleet.walls and job.launched))
     )
     in_60_minutes = [bisect_left(launched, at + timedelta(minutes=60)) - n for n, at in enumerate(launched)]
     over_lineage = []
-    for job in run.world.fleet.jobs.values():
+    for job in run.fleet.jobs.values():
         if job.attempt == 0:
-            lineage = [j for j in run.world.fleet.jobs.values() if j.root == job.root and j.retry_of]
+            lineage = [j for j in run.fleet.jobs.values() if j.root == job.root and j.retry_of]
             if len(lineage) > job.max_retries:
                 over_lineage.append(f"{job.root}: {len(lineage)} > {job.max_retries}")
     audit.figures["budgets"] = {
@@ -273,7 +266,7 @@ def _budgets(run: ChaosRun, audit: Audit, ledger: dict[tuple[str, str], dict[str
 
 
 def _dead_letters(run: ChaosRun, audit: Audit) -> None:
-    poison = run.world.fleet.jobs[run.poison_job]
+    poison = run.fleet.jobs[run.poison_job]
     poisoned = [inv for _, _, inv in run.runtime.dead_letters if run.poison_job in json.dumps(inv.payload)]
     last_errors = Counter(a.error.split(":", 1)[0] for a in run.deliveries.log.attempts if a.dead_lettered)
     audit.figures["dead_letters"] = {
@@ -284,7 +277,7 @@ def _dead_letters(run: ChaosRun, audit: Audit) -> None:
             path.split("/")[1]: {"messages": n, "before": a, "after": b} for path, (n, a, b) in run.alarms.items()
         },
         "redriven": run.redriven,
-        "poison_relaunched_after_redrive": len([j for j in run.world.fleet.jobs.values() if j.retry_of == poison.name]),
+        "poison_relaunched_after_redrive": len([j for j in run.fleet.jobs.values() if j.retry_of == poison.name]),
     }
     audit.check(bool(poisoned), "the poison event did not reach the dead-letter queue")
     relaunched = audit.figures["dead_letters"]["poison_relaunched_after_redrive"]

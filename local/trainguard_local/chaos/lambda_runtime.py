@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from trainguard.handlers.wiring import PortSet, boto3_ports
-from trainguard_local.chaos.faults import FaultInjector, ProcessDeath, chaos_session
+from trainguard_local.chaos.call_faults import FaultInjector, ProcessDeath, chaos_session
 from trainguard_local.stand_in.stack_resources import ACCOUNT, REGION
 
 RETRY_ATTEMPTS = 2
