@@ -239,6 +239,5 @@ def _read_alarms(run: ChaosRun, at: datetime) -> None:
     for path in run.queues.urls:
         arrivals = [when for when, function, _ in run.runtime.dead_letters if QUEUE_OF_FUNCTION[function] == path]
         before = (min(arrivals) if arrivals else at) - ALARM_LOOK
-        state_before, _ = alarm_state(run.queues, run.wiring, path, arrivals, before)
-        state_after, _ = alarm_state(run.queues, run.wiring, path, arrivals, at)
+        state_before, state_after = (alarm_state(run.wiring, path, arrivals, moment) for moment in (before, at))
         run.alarms[path] = (run.queues.depth(path), state_before, state_after)
