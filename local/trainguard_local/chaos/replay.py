@@ -20,9 +20,8 @@ from typing import Any
 
 from trainguard_local.chaos.call_faults import FaultInjector, FaultRates, virtual_backoff
 from trainguard_local.chaos.dead_letters import QUEUE_OF_FUNCTION, DeadLetterQueues, Redriven, alarm_state, redrive
-from trainguard_local.chaos.deliveries import Deliveries
 from trainguard_local.chaos.evidence import Evidence
-from trainguard_local.chaos.lambda_runtime import Invocation, LambdaRuntime, quiet_handler_logs
+from trainguard_local.chaos.lambda_runtime import Deliveries, Invocation, LambdaRuntime, quiet_handler_logs
 from trainguard_local.chaos.replayed_fleet import ReplayedFleet
 from trainguard_local.chaos.stack_wiring import StackWiring, finish_synth, known_wiring, start_synth
 from trainguard_local.simulation.clock import run_started_at
