@@ -117,8 +117,8 @@ class ReplayedFleet:
             truth.stop_requested_at = self.schedule.clock()
             truth.stopped_by = truth.stopped_by or "trainguard"
             if detail.get("SecondaryStatus") == "Stopping" and truth.stopped_by != "spot":
-                minutes = random.Random(f"{self.seed}-settle-{name}").randint(*SETTLE_STOP)
-                self.schedule.after(timedelta(minutes=minutes), lambda: self._settle(truth))
+                settle = timedelta(minutes=random.Random(f"{self.seed}-settle-{name}").randint(*SETTLE_STOP))
+                self.schedule.after(settle, lambda: self._end(truth, "Stopping", self.aws.plane.settle))
 
     def _discover(self, name: str, tags: dict[str, str]) -> None:
         """A job trainguard created: a relaunch (tag retry-of) or a launch after a quota wall (blocked-launch)."""
@@ -197,7 +197,7 @@ class ReplayedFleet:
             if fault is not None and FAULT_TABLE[fault.kind].logs is Logs.SILENT_FOR_A_WHILE:
                 start = self.hours(truth.training_since) + fault.at_work_hours
                 truth.activity.strike(fault.kind, start, fault.silent_minutes)
-            self.schedule.at(done, lambda: self._complete(truth))
+            self.schedule.at(done, lambda: self._end(truth, "Training", self.aws.plane.complete))
 
     def _hang(self, truth: JobTruth) -> None:
         if not self._is(truth, "Training") or truth.activity is None:
@@ -216,32 +216,21 @@ class ReplayedFleet:
     def _fail(self, truth: JobTruth) -> None:
         if self._status(truth) == "InProgress":
             self.aws.plane.fail(truth.name, truth.failure_reason)
-            self._ended(truth)
+            truth.end_status = self._status(truth)
 
-    def _complete(self, truth: JobTruth) -> None:
-        if self._is(truth, "Training"):
-            self.aws.plane.complete(truth.name)
-            self._ended(truth)
+    def _end(self, truth: JobTruth, secondary: str, end: Callable[[str], Any], by: str = "") -> None:
+        """`end` the job (a step of the simulated SageMaker) if it is still `secondary`; `by`: who stopped it."""
+        if self._is(truth, secondary):
+            truth.stopped_by = by or truth.stopped_by
+            end(truth.name)
+            truth.end_status = self._status(truth)
 
     def _interrupt(self, truth: JobTruth, wait_hours: float) -> None:
         if self._is(truth, "Training") and truth.activity is not None:
             truth.activity.strike(FaultKind.SPOT_INTERRUPTION, self.hours(self.schedule.clock()))
             self.aws.plane.interrupt_spot(truth.name)
-            self.schedule.after(timedelta(hours=wait_hours), lambda: self._max_wait(truth))
-
-    def _max_wait(self, truth: JobTruth) -> None:
-        if self._is(truth, "Interrupted"):
-            truth.stopped_by = "spot"
-            self.aws.plane.exceed_max_wait(truth.name)
-            self._ended(truth)
-
-    def _settle(self, truth: JobTruth) -> None:
-        if self._is(truth, "Stopping"):
-            self.aws.plane.settle(truth.name)
-            self._ended(truth)
-
-    def _ended(self, truth: JobTruth) -> None:
-        truth.end_status = self._status(truth)
+            wait = timedelta(hours=wait_hours)
+            self.schedule.after(wait, lambda: self._end(truth, "Interrupted", self.aws.plane.exceed_max_wait, "spot"))
 
     def _status(self, truth: JobTruth) -> str:
         return str(self.aws.plane.describe(truth.name)["TrainingJobStatus"])
