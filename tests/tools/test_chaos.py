@@ -8,8 +8,9 @@ Also here: the injected faults are what botocore and the production wiring make 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -18,9 +19,8 @@ from botocore.exceptions import ClientError, ConnectTimeoutError
 from trainguard.config import GuardConfig
 from trainguard.handlers.wiring import PortSet, boto3_ports
 from trainguard.workflows.function_ports import JobEventsPorts, StallAlarmsPorts, StallProberPorts
-from trainguard_local.chaos.audit import Audit, audit_run
-from trainguard_local.chaos.error_responses import INTERNAL_FAILURE, SERVICE_UNAVAILABLE, THROTTLING
-from trainguard_local.chaos.faults import (
+from trainguard_local.chaos.audit import Audit, audit_run, stop_was_right
+from trainguard_local.chaos.call_faults import (
     CONNECT_TIMEOUT,
     FAULT_KINDS,
     PROCESS_DEATH,
@@ -29,7 +29,13 @@ from trainguard_local.chaos.faults import (
     chaos_session,
     virtual_backoff,
 )
+from trainguard_local.chaos.error_responses import INTERNAL_FAILURE, SERVICE_UNAVAILABLE, THROTTLING
+from trainguard_local.chaos.jobs_truth import JobTruth
 from trainguard_local.chaos.replay import ChaosSettings, run_chaos
+from trainguard_local.chaos.replayed_fleet import RHYTHM
+from trainguard_local.simulation.activity import LaunchActivity
+from trainguard_local.simulation.clock import SimClock
+from trainguard_local.simulation.fault_table import FaultKind
 
 pytestmark = pytest.mark.slow
 
@@ -121,6 +127,41 @@ def check_the_poison_event_went_to_the_dead_letter_queue_raised_its_alarm_and_wa
     assert (dead["alarms"]["JobEvents"]["before"], dead["alarms"]["JobEvents"]["after"]) == ("OK", "ALARM")
     assert dead["redriven"] >= dead["records"]
     assert dead["poison_relaunched_after_redrive"] == 1
+
+
+# ---- a stop, judged by the truth ------------------------------------------------------------------------------
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def stopped_job(fault: tuple[FaultKind, float, float] | None, stop_minutes: float, *, allowed: bool = True) -> JobTruth:
+    """A job training from START, struck by `fault` (kind, minutes into training, minutes long), stopped by
+    trainguard `stop_minutes` into training."""
+    activity = LaunchActivity(RHYTHM, 30, 1, training_since=0.0)
+    if fault is not None:
+        activity.strike(fault[0], fault[1] / 60, fault[2])
+    job = JobTruth("job", "job", 0, "x", "ml.g5.xlarge", 1, True, allowed, 2, 30, activity=activity)
+    job.training_since, job.stop_requested_at = START, START + timedelta(minutes=stop_minutes)
+    return job
+
+
+@pytest.mark.parametrize(
+    ("fault", "stop_minutes", "allowed", "right"),
+    [
+        # a first checkpoint load, silent 45 min with idle GPUs: the old copy of the stall rule called a stop at
+        # 42 min verified (grace 20 + 20 idle minutes); the job was healthy
+        ((FaultKind.SLOW_BUT_HEALTHY, 0.0, 45.0), 42.0, True, False),
+        ((FaultKind.HANG_IDLE_GPU, 60.0, math.inf), 100.0, True, True),
+        ((FaultKind.HANG_BUSY_GPU, 60.0, math.inf), 100.0, True, True),
+        ((FaultKind.HANG_BUSY_GPU, 60.0, math.inf), 50.0, True, False),  # before the hang
+        ((FaultKind.HANG_IDLE_GPU, 60.0, math.inf), 100.0, False, False),  # a dry run's job
+        (None, 50.0, True, False),  # a false alarm on a healthy job
+    ],
+)
+def test_a_stop_is_right_only_when_the_job_was_hung_and_trainguard_may_act(
+    fault: tuple[FaultKind, float, float] | None, stop_minutes: float, allowed: bool, right: bool
+) -> None:
+    assert stop_was_right(stopped_job(fault, stop_minutes, allowed=allowed), SimClock(START)) is right
 
 
 # ---- the faults, as botocore and the production wiring take them ------------------------------------------

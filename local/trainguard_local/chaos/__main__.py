@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 from trainguard_local.chaos.audit import audit_run
-from trainguard_local.chaos.faults import FaultRates
+from trainguard_local.chaos.call_faults import FaultRates
+from trainguard_local.chaos.chaos_report import as_json, summary
 from trainguard_local.chaos.replay import ChaosSettings, fleet_phase_hours, run_chaos
-from trainguard_local.chaos.report import as_json, summary
 from trainguard_local.fleet.progress import Progress
 
 
@@ -31,18 +31,12 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
     seeds = args.seed or [1]
     rates = FaultRates(per_attempt=args.fault_rate, process_death=args.death_rate)
+    budget = {"retry_budget_per_hour": args.retry_budget}
     started = time.monotonic()
     progress = Progress("chaos", steps=len(seeds), step_name="run")
     audits = []
     for number, seed in enumerate(seeds, start=1):
-        settings = ChaosSettings(
-            seed=seed,
-            jobs=args.jobs,
-            hours=args.hours,
-            fault_share=args.fault_share,
-            rates=rates,
-            retry_budget_per_hour=args.retry_budget,
-        )
+        settings = ChaosSettings(seed, args.jobs, args.hours, args.fault_share, rates, **budget)
         progress.update(number, f"seed {seed}, starting the stand-in")
         clock = progress.fleet_clock(number, f"seed {seed}", fleet_phase_hours(settings), every_hours=0.25)
         audits.append(run_chaos(settings, audit_run, clock))

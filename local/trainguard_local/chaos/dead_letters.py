@@ -1,12 +1,9 @@
 """The dead-letter path: the stack's three dead-letter queues (on the stand-in's SQS), their alarms as the
 synthesized template defines them, and the redrive an operator runs (docs/local-tools.md, "Reliability").
 
-The alarm is evaluated as CloudWatch would: SQS publishes ApproximateNumberOfMessagesVisible for each
-queue every minute (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/
-monitoring-using-cloudwatch.html); those datapoints are put into the stand-in's CloudWatch from the queue's
-depth over time, the alarm is created there with the template's properties, and its state is computed by
-`trainguard_local.stand_in.alarm_evaluation` (CloudWatch's documented semantics), with the local alarm evaluator's
-reading of the alarm (`alarm_rule_of`, `queries_of`).
+An alarm is evaluated as CloudWatch would (stand_in/alarm_evaluation.py) on what SQS publishes every minute,
+ApproximateNumberOfMessagesVisible (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/
+monitoring-using-cloudwatch.html), here the queue's depth over time.
 """
 
 from __future__ import annotations
@@ -14,13 +11,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from trainguard_local.chaos.lambda_runtime import FUNCTIONS, function_of_arn
 from trainguard_local.chaos.stack_wiring import StackWiring
+from trainguard_local.stand_in.alarm_definitions import alarm_rule_of
 from trainguard_local.stand_in.alarm_evaluation import INSUFFICIENT_DATA, evaluate_alarm, period_starts
-from trainguard_local.stand_in.alarm_evaluator import alarm_rule_of, queries_of
 from trainguard_local.stand_in.local_aws import LocalAWS
 
 # Which queue takes each function's failed invocations: the construct that owns the function (infra/).
@@ -38,17 +35,14 @@ SQS_PUBLISHES_EVERY = timedelta(minutes=1)
 class DeadLetterQueues:
     aws: LocalAWS
     urls: dict[str, str]  # construct path -> queue URL
-    names: dict[str, str]  # construct path -> queue name
 
     @classmethod
     def create(cls, aws: LocalAWS) -> DeadLetterQueues:
         sqs = aws.client("sqs")
-        urls, names = {}, {}
-        for path in sorted(set(QUEUE_OF_FUNCTION.values())):
-            name = "trainguard-" + path.split("/")[1].lower() + "-dlq"
-            urls[path] = sqs.create_queue(QueueName=name)["QueueUrl"]
-            names[path] = name
-        return cls(aws, urls, names)
+        names = {
+            path: f"trainguard-{path.split('/')[1].lower()}-dlq" for path in sorted(set(QUEUE_OF_FUNCTION.values()))
+        }
+        return cls(aws, {path: sqs.create_queue(QueueName=name)["QueueUrl"] for path, name in names.items()})
 
     def url_of_function(self) -> dict[str, str]:
         return {function: self.urls[path] for function, path in QUEUE_OF_FUNCTION.items()}
@@ -79,58 +73,16 @@ def model_disagreements(wiring: StackWiring, retry_attempts: int) -> list[str]:
     return problems
 
 
-def alarm_state(
-    queues: DeadLetterQueues, wiring: StackWiring, path: str, arrivals: list[datetime], at: datetime
-) -> tuple[str, str]:
+def alarm_state(wiring: StackWiring, path: str, arrivals: list[datetime], at: datetime) -> str:
     """The state the template's alarm on `path` has at `at`, when messages arrived at `arrivals` and none was
-    taken out; and the alarm's reason."""
-    cloudwatch = queues.aws.client("cloudwatch")
+    taken out: each period's Maximum of the depth SQS publishes every minute, evaluated by CloudWatch's rules."""
     properties = wiring.queue_alarms[path]
-    name = f"{queues.names[path]}-not-empty"
-    cloudwatch.put_metric_alarm(
-        AlarmName=name,
-        AlarmDescription=properties.get("AlarmDescription", ""),
-        Namespace=properties["Namespace"],
-        MetricName=properties["MetricName"],
-        Dimensions=[{"Name": "QueueName", "Value": queues.names[path]}],
-        Statistic=properties["Statistic"],
-        Period=int(properties["Period"]),
-        EvaluationPeriods=int(properties["EvaluationPeriods"]),
-        Threshold=float(properties["Threshold"]),
-        ComparisonOperator=properties["ComparisonOperator"],
-        TreatMissingData=properties.get("TreatMissingData", "missing"),
-    )
-    [alarm] = cloudwatch.describe_alarms(AlarmNames=[name])["MetricAlarms"]
-    rule = alarm_rule_of(alarm)
-    starts = period_starts(rule, at)
-    first, end = min(starts), max(starts) + timedelta(seconds=rule.period_seconds)
-    _publish_depth(cloudwatch, properties, queues.names[path], arrivals, first, end)
-    [query], _ = queries_of(alarm)
-    stat = {key: value for key, value in query["MetricStat"].items() if value is not None}
-    response = cloudwatch.get_metric_data(
-        MetricDataQueries=[{"Id": "depth", "MetricStat": stat, "ReturnData": True}], StartTime=first, EndTime=end
-    )
-    series = {
-        (stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)): float(value)
-        for result in response["MetricDataResults"]
-        for stamp, value in zip(result["Timestamps"], result["Values"], strict=True)
-    }
-    evaluation = evaluate_alarm(rule, series, at, INSUFFICIENT_DATA)
-    return evaluation.state, evaluation.reason
-
-
-def _publish_depth(
-    cloudwatch: Any, properties: dict[str, Any], queue: str, arrivals: list[datetime], start: datetime, end: datetime
-) -> None:
-    data, moment = [], start
-    while moment < end:
-        depth = sum(1 for arrived in arrivals if arrived <= moment)
-        dimensions = [{"Name": "QueueName", "Value": queue}]
-        data.append(
-            {"MetricName": properties["MetricName"], "Dimensions": dimensions, "Timestamp": moment, "Value": depth}
-        )
-        moment += SQS_PUBLISHES_EVERY
-    cloudwatch.put_metric_data(Namespace=properties["Namespace"], MetricData=data)
+    if properties["Statistic"] != "Maximum":
+        raise NotImplementedError(f"{path}: the replay reads a Maximum alarm, the template has {properties}")
+    rule = alarm_rule_of({"AlarmName": path, **properties})
+    last_minute = timedelta(seconds=rule.period_seconds) - SQS_PUBLISHES_EVERY
+    series = {start: float(sum(1 for t in arrivals if t <= start + last_minute)) for start in period_starts(rule, at)}
+    return evaluate_alarm(rule, series, at, INSUFFICIENT_DATA).state
 
 
 @dataclass(frozen=True)

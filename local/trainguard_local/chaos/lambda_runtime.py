@@ -1,16 +1,12 @@
-"""Lambda's asynchronous invocation, as the stack configures every trainguard function (infra/guard_function.py):
-two retries after a function error, one minute before the second attempt and two minutes before the
-third ("How Lambda handles errors and retries with asynchronous invocation",
-https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html), then an invocation record
-to the function's on-failure destination, an SQS dead-letter queue. The record has the documented shape
-(version, timestamp, requestContext with condition RetriesExhausted and approximateInvokeCount,
-requestPayload, responseContext, responsePayload:
-https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html).
-stack_wiring.py checks these settings against the synthesized template.
-
-Each attempt runs the production handler module's `handle(event, ports)` with the ports handlers/wiring.py
-builds (through `chaos_session`, so every AWS call goes through the fault injector), on the replay's clock.
-A `ProcessDeath` ends the execution environment: the next attempt builds new ports (a cold start).
+"""How an event reaches a trainguard function: at least once, as EventBridge, Scheduler and Lambda's event
+queue deliver (`Deliveries`: 1-3 copies, each after its own random delay, so copies and events arrive in any
+order), each copy an asynchronous invocation as the stack configures it (infra/guard_function.py): two
+retries after a function error, 1 then 2 minutes apart
+(https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html), then an invocation
+record of the documented shape to the function's dead-letter queue
+(https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html); stack_wiring.py checks
+these settings against the template. An attempt runs the production handler's `handle(event, ports)` with
+the ports handlers/wiring.py builds, through the fault injector; a `ProcessDeath` forces a cold start.
 """
 
 from __future__ import annotations
@@ -18,7 +14,9 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import random
 import uuid
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -26,18 +24,18 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from trainguard.handlers.wiring import PortSet, boto3_ports
-from trainguard_local.chaos.faults import FaultInjector, ProcessDeath, chaos_session
+from trainguard_local.chaos.call_faults import FaultInjector, ProcessDeath, chaos_session
+from trainguard_local.simulation.kernel import Kernel
 from trainguard_local.stand_in.stack_resources import ACCOUNT, REGION
 
 RETRY_ATTEMPTS = 2
 RETRY_WAITS = (timedelta(minutes=1), timedelta(minutes=2))
-# The functions the replay invokes: name -> handler (as in the template's Handler property).
+COPIES, COPY_WEIGHTS = (1, 2, 3), (0.5, 0.3, 0.2)
+# The functions the replay invokes, by the name their ARN ends with; each one's handler is
+# trainguard.handlers.<name with underscores>.handler, as in the template's Handler property.
 FUNCTIONS = {
-    "job-events": "trainguard.handlers.job_events.handler",
-    "retry-launcher": "trainguard.handlers.retry_launcher.handler",
-    "stall-alarms": "trainguard.handlers.stall_alarms.handler",
-    "failed-launches": "trainguard.handlers.failed_launches.handler",
-    "quota-watch": "trainguard.handlers.quota_watch.handler",
+    name: f"trainguard.handlers.{name.replace('-', '_')}.handler"
+    for name in ("job-events", "retry-launcher", "stall-alarms", "failed-launches", "quota-watch")
 }
 
 
@@ -66,17 +64,9 @@ class AttemptResult:
 
 
 class LambdaRuntime:
-    def __init__(
-        self,
-        injector: FaultInjector,
-        clock: Callable[[], datetime],
-        sqs: Any,
-        dead_letter_queues: dict[str, str],  # function -> queue URL
-    ) -> None:
-        self._injector = injector
-        self._clock = clock
-        self._sqs = sqs
-        self._dead_letter_queues = dead_letter_queues
+    def __init__(self, injector: FaultInjector, clock: Callable[[], datetime], sqs: Any, queues: dict[str, str]):
+        """`queues`: each function's dead-letter queue URL."""
+        self._injector, self._clock, self._sqs, self._dead_letter_queues = injector, clock, sqs, queues
         self._ports: PortSet | None = None
         self.cold_starts = 0
         self.dead_letters: list[tuple[datetime, str, Invocation]] = []  # (when, function, invocation)
@@ -115,12 +105,62 @@ class LambdaRuntime:
         return AttemptResult(invocation, now, error=error, dead_lettered=True)
 
 
+@dataclass
+class DeliveryLog:
+    events: dict[str, str] = field(default_factory=dict)  # event key -> function
+    attempts: list[AttemptResult] = field(default_factory=list)
+    by_event: dict[str, list[AttemptResult]] = field(default_factory=lambda: defaultdict(list))
+    copies: int = 0
+
+    def handled(self, event_key: str) -> bool:
+        return any(attempt.ok for attempt in self.by_event.get(event_key, []))
+
+
+class Deliveries:
+    """Every attempt is kept in `log`, so the audit can tell what became of each event."""
+
+    def __init__(
+        self,
+        timeline: Kernel,
+        runtime: LambdaRuntime,
+        seed: int,
+        max_delay: timedelta,
+        before: Callable[[Invocation], None],
+    ) -> None:
+        self._timeline, self._runtime, self._max_delay, self._before_attempt = timeline, runtime, max_delay, before
+        self._rng = random.Random(f"deliveries-{seed}")
+        self.log = DeliveryLog()
+        self._keys = 0
+
+    def deliver(self, function: str, payload: Any, label: str) -> str:
+        """Hand one event to `function`, 1-3 times, after random delays; returns the event's key."""
+        self._keys += 1
+        key = f"{function}#{self._keys}:{label}"
+        self.log.events[key] = function
+        copies = self._rng.choices(COPIES, weights=COPY_WEIGHTS)[0]
+        for copy in range(copies):
+            delay = timedelta(seconds=self._rng.uniform(0, self._max_delay.total_seconds()))
+            invocation = Invocation(function, payload, key, delivery=copy + 1)
+            self._timeline.after(delay, lambda invocation=invocation: self._attempt(invocation))  # type: ignore[misc]
+        self.log.copies += copies
+        return key
+
+    def redeliver(self, function: str, payload: Any, event_key: str) -> None:
+        """A redrive from the dead-letter queue: one new asynchronous invocation of the same event."""
+        self._timeline.after(timedelta(0), lambda: self._attempt(Invocation(function, payload, event_key, delivery=0)))
+
+    def _attempt(self, invocation: Invocation) -> None:
+        self._before_attempt(invocation)
+        result = self._runtime.run(invocation)
+        self.log.attempts.append(result)
+        self.log.by_event[invocation.event_key].append(result)
+        if result.retry_at is not None:
+            retry = next_attempt(result)
+            self._timeline.at(result.retry_at, lambda: self._attempt(retry))
+
+
 def next_attempt(result: AttemptResult) -> Invocation:
     return replace(result.invocation, attempt=result.invocation.attempt + 1)
-
-
-def function_arn(function: str) -> str:
-    return f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:trainguard-{function}"
 
 
 def invocation_record(invocation: Invocation, now: datetime, error_type: str, message: str) -> dict[str, Any]:
@@ -134,7 +174,7 @@ def invocation_record(invocation: Invocation, now: datetime, error_type: str, me
         "timestamp": now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z",
         "requestContext": {
             "requestId": invocation.request_id,
-            "functionArn": f"{function_arn(invocation.function)}:$LATEST",
+            "functionArn": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:trainguard-{invocation.function}:$LATEST",
             "condition": "RetriesExhausted",
             "approximateInvokeCount": invocation.attempt,
         },

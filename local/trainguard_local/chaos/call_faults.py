@@ -1,21 +1,14 @@
 """Faults injected under botocore, on the clients trainguard's handlers use, so that the production retry
-configuration (handlers/wiring.py: standard mode, `max_attempts` 5, which botocore reads as 5 retries after the
-first attempt) is what meets them.
+configuration (handlers/wiring.py: standard mode, `max_attempts` 5, i.e. 5 retries) is what meets them.
 
-- `before-send` answers an attempt with a throttling error, a 500 or a 503 (an `AWSResponse` in the
-  service's protocol, error_responses.py), or raises `ConnectTimeoutError` (the request never left) or
-  `ReadTimeoutError` after sending it (the service did the work; the answer was lost). botocore catches
-  what a `before-send` handler raises as it catches a failed send, so its retry checker sees them all.
-- Storms: now and then every attempt to one service is throttled for a few attempts in a row, long enough
-  to exhaust the retries: then the error reaches the handler, and Lambda's retry takes over.
-- Process death: right after a side effect succeeds (CreateTrainingJob, StopTrainingJob,
-  RequestServiceQuotaIncrease, CreateSchedule) and before the handler writes its ledger, `after-call`
-  raises `ProcessDeath`, a BaseException: no `except Exception` cleanup runs, as in a killed process.
-- Poison: every SageMaker call naming a given job is refused with AccessDeniedException until `cure()`:
-  a permission error no retry fixes, so its events end in the dead-letter queue.
-
-`install()` registers on a boto3 session's event system before its clients are created (clients copy
-the session's handlers); `chaos_session()` does that for the session handlers/wiring.py builds.
+- `before-send` answers an attempt with a throttling error, a 500 or a 503 (in the service's protocol,
+  error_responses.py), or raises `ConnectTimeoutError` (never sent) or `ReadTimeoutError` after sending (the
+  service acted, the answer was lost); botocore's retry checker sees what a `before-send` handler raises.
+- Storms throttle every attempt to one service a few times in a row: enough to exhaust botocore's retries.
+- Process death: right after a side effect (`SIDE_EFFECTS`), before the handler's ledger write, `after-call`
+  raises `ProcessDeath`, a BaseException that no `except Exception` cleanup catches.
+- Poison: every SageMaker call naming a given job is refused with AccessDeniedException until `cure()`.
+`chaos_session()` installs the handlers on the sessions handlers/wiring.py builds (clients copy them).
 """
 
 from __future__ import annotations
@@ -48,6 +41,7 @@ READ_TIMEOUT = "read-timeout"
 CONNECT_TIMEOUT = "connect-timeout"
 PROCESS_DEATH = "process-death"
 FAULT_KINDS = (THROTTLING, INTERNAL_FAILURE, SERVICE_UNAVAILABLE, READ_TIMEOUT, CONNECT_TIMEOUT)
+FAULT_WEIGHTS = (0.4, 0.15, 0.15, 0.15, 0.15)  # of each of FAULT_KINDS, in order
 # The side effects after which a process may die, and what names each one (its cause).
 SIDE_EFFECTS = {
     ("sagemaker", "CreateTrainingJob"): ("TrainingJobName",),
@@ -67,15 +61,7 @@ class FaultRates:
     storm_start: float = 0.003  # share of attempts that start a storm on their service
     storm_attempts: tuple[int, int] = (3, 8)  # how many attempts in a row a storm throttles (6 exhaust a call)
     process_death: float = 0.25  # share of side effects after which the process dies (once each)
-    weights: dict[str, float] = field(
-        default_factory=lambda: {
-            THROTTLING: 0.4,
-            INTERNAL_FAILURE: 0.15,
-            SERVICE_UNAVAILABLE: 0.15,
-            READ_TIMEOUT: 0.15,
-            CONNECT_TIMEOUT: 0.15,
-        }
-    )
+    weights: dict[str, float] = field(default_factory=lambda: dict(zip(FAULT_KINDS, FAULT_WEIGHTS, strict=True)))
 
 
 class FaultInjector:
@@ -216,12 +202,10 @@ def chaos_session(injector: FaultInjector) -> Iterator[None]:
 
 
 class VirtualBackoff:
-    """botocore sleeps between retries (`time.sleep` in botocore/endpoint.py). The replay runs on a virtual
-    clock, so the sleeps are added up here instead of slept: the delays are still botocore's own."""
+    """botocore's sleeps between retries (`time.sleep` in botocore/endpoint.py), added up instead of slept."""
 
     def __init__(self) -> None:
-        self.sleeps = 0
-        self.seconds = 0.0
+        self.sleeps, self.seconds = 0, 0.0
 
     def sleep(self, seconds: float) -> None:
         self.sleeps += 1
