@@ -94,7 +94,9 @@ class StallAct:
         uri = request["CheckpointConfig"]["S3Uri"]
         self.side.write_checkpoint(uri, "step-000000/model.pt", stamped_at=self.aws.clock())
         self.aws.plane.start_training(job.name)
-        self.launches[job.name] = launch = PlayedLaunch(job.name, job, self.side, self.aws.clock, uri, since=self.origin)
+        self.launches[job.name] = launch = PlayedLaunch(
+            job.name, job, self.side, self.aws.clock, uri, since=self.origin
+        )
         self.note(job.name, f"training starts ({job.instance_count} x {job.instance_type}; {cadence(job.rhythm)})")
         if (fault := FAULTS.get(job.name)) is not None:
             self.kernel.at(self.aws.clock.at_hours(launch.strike(fault, self.origin)), lambda: self.struck(fault))
@@ -153,9 +155,9 @@ class StallAct:
         from trainguard.handlers import log_activity
 
         for name, launch in self.launches.items():
-            if self.aws.plane.describe(name)["TrainingJobStatus"] == "InProgress":
-                if (delivery := launch.play_until(self.kernel.now)) is not None:
-                    log_activity.handle(delivery, self.ports)
+            training = self.aws.plane.describe(name)["TrainingJobStatus"] == "InProgress"
+            if training and (delivery := launch.play_until(self.kernel.now)) is not None:
+                log_activity.handle(delivery, self.ports)
 
     def run_trainguard(self) -> None:
         from trainguard.handlers import job_events, stall_alarms, stall_prober
@@ -181,7 +183,13 @@ class StallAct:
         self.aws.plane.start_training(new)
         was = self.launches[old]
         self.launches[new] = PlayedLaunch(
-            new, was.job, self.side, self.aws.clock, was.checkpoint_uri, since=self.kernel.now, progress=was.checkpointed
+            new,
+            was.job,
+            self.side,
+            self.aws.clock,
+            was.checkpoint_uri,
+            since=self.kernel.now,
+            progress=was.checkpointed,
         )
 
 
