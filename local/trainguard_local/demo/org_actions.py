@@ -57,9 +57,16 @@ def _spoke_actions(place: Location, spoke: Spoke, report: dict[str, Any]) -> lis
             actions.append({**where, "job": name, "action": "stop"})
     for request in spoke.quotas.requests():
         quota, desired, status = request["QuotaName"], request["DesiredValue"], request["Status"]
-        job = _quota_job(report, place)
+        waiting = _quota_job(report, place)
         actions.append(
-            {**where, "job": job, "action": "quota_request", "quota": quota, "desired_value": desired, "status": status}
+            {
+                **where,
+                "job": waiting,
+                "action": "quota_request",
+                "quota": quota,
+                "desired_value": desired,
+                "status": status,
+            }
         )
     return actions
 

@@ -197,8 +197,8 @@ def act_stalls(aws: LocalAWS, say: Any) -> dict[str, Any]:
     say("\n=== Stalls (minutes of simulated time) ===\n")
     act = StallAct(aws)
     start = aws.clock()
-    for job in JOBS.values():
-        act.launch(job)
+    for spec in JOBS.values():
+        act.launch(spec)
     act.kernel.spawn(act.every_minute(), act.origin)
     act.kernel.run()
     story = act.story
