@@ -50,8 +50,10 @@ def demo_fault(job: JobSpec, kind: FaultKind, at_minutes: float, silent_minutes:
 
 
 def cadence(rhythm: JobRhythm) -> str:
-    """How often the job logs, in words: "a line every 10 s", "a line every 40 min"."""
+    """How often the job logs, in words: "a line every 10 s", "a line a minute", "a line every 40 min"."""
     seconds = rhythm.log_every_seconds
+    if seconds == 60:
+        return "a line a minute"
     return f"a line every {seconds:g} s" if seconds < 60 else f"a line every {seconds / 60:g} min"
 
 
