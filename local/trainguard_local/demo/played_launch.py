@@ -25,23 +25,11 @@ DEMO_MAX_RUNTIME_HOURS = 120.0  # training_request's MaxRuntimeInSeconds, 432000
 
 def demo_job(name: str, instance_type: str, hosts: int, rhythm: JobRhythm, checkpoint_every_minutes: int) -> JobSpec:
     """A job of a demo act, training from the act's start (hour 0 of its trace)."""
-    return JobSpec(
-        name=name,
-        instance_type=instance_type,
-        instance_count=hosts,
-        gpus_per_instance=gpus_per_host(instance_type) or 1,
-        price_per_instance_hour=ON_DEMAND_PRICES[instance_type].per_instance_hour,
-        submitted_at=0.0,
-        work_hours=DEMO_WORK_HOURS,
-        checkpoint_every_minutes=checkpoint_every_minutes,
-        uses_debugger_hook=False,
-        spot=False,
-        in_vpc=False,
-        framework="pytorch",
-        max_runtime_hours=DEMO_MAX_RUNTIME_HOURS,
-        startup_minutes=0.0,
-        rhythm=rhythm,
-    )
+    price, gpus = ON_DEMAND_PRICES[instance_type].per_instance_hour, gpus_per_host(instance_type) or 1
+    every, hours = checkpoint_every_minutes, DEMO_MAX_RUNTIME_HOURS
+    # submitted at hour 0, no Debugger hook, on-demand, not in a VPC, PyTorch; training as soon as it is launched
+    return JobSpec(name, instance_type, hosts, gpus, price, 0.0, DEMO_WORK_HOURS, every, False, False, False, "pytorch",
+                   hours, startup_minutes=0.0, rhythm=rhythm)  # fmt: skip
 
 
 def demo_fault(job: JobSpec, kind: FaultKind, at_minutes: float, silent_minutes: float = 0.0) -> Fault:
