@@ -113,7 +113,7 @@ demo: local-setup
 # One hub guarding three accounts in two regions, in the stand-in (docs/organization.md); JSON=FILE also writes
 # what was done where.
 demo-org: local-setup
-	$(PY) -m trainguard_local.demo.organization $(if $(JSON),--json $(JSON))
+	$(PY) -m trainguard_local.demo.hub_and_spokes $(if $(JSON),--json $(JSON))
 
 # The stand-in as a server for your own AWS CLI and SageMaker SDK, until Ctrl-C (docs/local-tools.md).
 SANDBOX_PORT ?= 5005

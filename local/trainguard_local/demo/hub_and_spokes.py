@@ -6,8 +6,9 @@ the spokes' forwarding rules send to its bus, and act in the job's own account a
 role (moto's STS AssumeRole), each spoke with its own simulated SageMaker and Service Quotas:
 
 1. team B's job logs a line every 10 s for 25 minutes, then hangs (a dead NCCL collective: GPUs busy, no more
-   logs). Its lines reach the hub through team B's log forwarder; its stall alarm, in team B's account, fires
-   30 minutes after its newest line; the hub stops the job there and relaunches it from its checkpoint;
+   logs), a trace job and fault played on the simulation core (played_launch.py). Its lines reach the hub
+   through team B's log forwarder; its stall alarm, in team B's account, fires 30 minutes after its newest
+   line; the hub stops the job there and relaunches it from its checkpoint;
 2. team A's job fails with an InternalServerError: the hub relaunches it in team A's account and region;
 3. team B launches on ml.p4d.24xlarge, where its quota is 0: the refused CreateTrainingJob (CloudTrail) reaches
    the hub, which files the quota increase request in team B's account;
@@ -16,8 +17,7 @@ role (moto's STS AssumeRole), each spoke with its own simulated SageMaker and Se
 5. one notification per action, each naming its account and region.
 
 `--json FILE` writes what happened: {"actions": [{"account", "region", "job", "action", ...}], ...}, the actions
-read from the stand-in's own record of each account (the jobs its SageMaker holds, the requests its Service
-Quotas holds, the messages the topic delivered), not from trainguard's answers.
+read from the stand-in's own record of each account (org_actions.py), not from trainguard's answers.
 """
 
 from __future__ import annotations
@@ -28,12 +28,16 @@ import os
 import sys
 import textwrap
 import uuid
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from trainguard.domain.origin import Location
 from trainguard.workflows.function_ports import StallAlarmsPorts
+from trainguard_local.demo.org_actions import actions_of, drain, subscribe_inbox, tell_actions
+from trainguard_local.demo.played_launch import MINUTE, PlayedLaunch, cadence, demo_fault, demo_job, gpu_words
+from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.kernel import Kernel, Process, Sleep
+from trainguard_local.simulation.rhythm import JobRhythm
 from trainguard_local.stand_in.alarm_evaluator import LocalAlarmEvaluator
 from trainguard_local.stand_in.fleet_side import training_request
 from trainguard_local.stand_in.organization import (
@@ -50,7 +54,10 @@ TEAM_B = Location("222222222222", "us-west-2")
 STRANGER = Location("333333333333", "us-east-1")
 ENROLLED_REGIONS = ("us-east-1", "us-west-2")
 OPTED_IN = {"trainguard:enabled": "true"}
-LOGS_UNTIL_MINUTE = 25  # past its 20-minute startup grace; then the collective hangs
+# Team B's job: a line every 10 s, a checkpoint every hour (it resumed from one at launch); its collective hangs
+# 25 minutes in, past its 20-minute startup grace.
+HUNG = demo_job("nccl-allreduce", "ml.p5.48xlarge", 2, JobRhythm(log_every_seconds=10.0), checkpoint_every_minutes=60)
+HANG = demo_fault(HUNG, FaultKind.HANG_BUSY_GPU, at_minutes=25)
 HANG_MINUTES = 60  # 25 minutes of lines, the fixed 30 silent minutes, and the stop
 
 
@@ -65,7 +72,7 @@ def run_org_demo(say: Any = print) -> dict[str, Any]:
             f"An organization in the stand-in (moto at {org.moto_url}): the hub in {HUB}, spokes in {TEAM_A} "
             f"and {TEAM_B}; {STRANGER.account} is not enrolled.\n"
         )
-        inbox = _subscribe_inbox(org)
+        inbox = subscribe_inbox(org)
         guard = _Hub(org, report, say)
         try:
             _act_hang(org, guard, say)
@@ -74,10 +81,10 @@ def run_org_demo(say: Any = print) -> dict[str, Any]:
             _act_stranger(org, guard, say)
         finally:
             metrics.clear_metrics()
-        report["notifications"] = _drain(org, inbox)
+        report["notifications"] = drain(org, inbox)
         report["parked"] = len(org.hub_bus.parked)
         report["actions"] = actions_of(org, report)
-        _tell_actions(report, say)
+        tell_actions(report, say)
     return report
 
 
@@ -112,52 +119,64 @@ class _Hub:
                     )
         return told
 
-    def probe(self) -> None:
-        from trainguard.handlers import stall_prober
 
-        stall_prober.handle({}, self.ports)
-
-
-def _launch(spoke: Spoke, name: str, instance_type: str, count: int) -> str:
-    """The team's CreateTrainingJob, with a checkpoint already there; '' or the refusal, "Code: Message"."""
+def _launch(spoke: Spoke, name: str, instance_type: str, count: int) -> tuple[str, str]:
+    """The team's CreateTrainingJob, with a checkpoint already there: '' or the refusal ("Code: Message"), and
+    the job's checkpoint prefix."""
     bucket = CHECKPOINT_BUCKETS[spoke.place.account]
     request = training_request(name, instance_type, count, OPTED_IN, bucket=bucket)
     request["RoleArn"] = training_role(spoke.place.account)
-    spoke.team.write_checkpoint(request["CheckpointConfig"]["S3Uri"], "step-000400/model.pt")
-    return spoke.team.launch(request)
+    uri = request["CheckpointConfig"]["S3Uri"]
+    spoke.team.write_checkpoint(uri, "step-000400/model.pt")
+    return spoke.team.launch(request), uri
 
 
 def _act_hang(org: Organization, guard: _Hub, say: Any) -> None:
     spoke = org.spokes[TEAM_B]
     say(f"=== 1. A hang in team B's account ({TEAM_B}) ===")
-    _launch(spoke, "nccl-allreduce", "ml.p5.48xlarge", 2)
-    spoke.sagemaker.start_training("nccl-allreduce")
+    _, uri = _launch(spoke, HUNG.name, HUNG.instance_type, HUNG.instance_count)
+    spoke.sagemaker.start_training(HUNG.name)
     guard.deliver()  # InProgress: the hub watches it, with its stall alarms in team B's account
     alarms = spoke.client("cloudwatch").describe_alarms(AlarmNamePrefix="trainguard-")["MetricAlarms"]
     say(f"  the hub put {len(alarms)} stall alarm(s) in team B's account: {', '.join(a['AlarmName'] for a in alarms)}")
-    say(f"  it logs a line every 10 s; at t+{LOGS_UNTIL_MINUTE} min its collective hangs: GPUs busy, no more lines")
+    say(
+        f"  it logs {cadence(HUNG.rhythm)}; at t+{HANG.strikes_at * 60:g} min its collective hangs: "
+        f"{gpu_words(HANG.kind)}, no more lines"
+    )
+    kernel = Kernel(org.clock)
+    launch = PlayedLaunch(HUNG.name, HUNG, spoke.team, org.clock, uri, since=kernel.now)
+    launch.strike(HANG, kernel.now)
+    kernel.spawn(_watch_hang(kernel, launch, guard, spoke, say), kernel.now)
+    kernel.run()
+    say("")
+
+
+def _watch_hang(kernel: Kernel, launch: PlayedLaunch, guard: _Hub, spoke: Spoke, say: Any) -> Process:
+    """Each minute as it ends: the job's GPUs and lines (its lines through team B's log forwarder to the hub),
+    the hub's prober, CloudWatch in team B's account (its rule forwards an alarm to the hub), the stop."""
+    from trainguard.handlers import stall_prober
+
+    org, told, forwarder = guard.org, False, _LogForwarder(guard.org, spoke)
     evaluator = LocalAlarmEvaluator(spoke.client("cloudwatch"), _EventSink(), org.clock)
-    forwarder, started = _LogForwarder(org, spoke), org.clock()
     for minute in range(1, HANG_MINUTES + 1):
-        org.clock.skip(timedelta(minutes=1))
-        spoke.team.put_gpu_utilization("nccl-allreduce", 2, [(org.clock() - timedelta(seconds=30), 800.0)])
-        if minute <= LOGS_UNTIL_MINUTE:
-            forwarder.log_a_minute("nccl-allreduce", started, minute, org.clock())
+        yield Sleep(launch.activity.training_since + minute * MINUTE)
+        training = spoke.sagemaker.describe(HUNG.name)["TrainingJobStatus"] == "InProgress"
+        if training and (delivery := launch.play_until(kernel.now)) is not None:
+            forwarder.forward(delivery)
             guard.deliver()
-        if minute == LOGS_UNTIL_MINUTE:
-            [watched] = guard.ports.at(StallAlarmsPorts, TEAM_B).stall_ledger.watched_job("nccl-allreduce")
-            say(
-                f"  t+{minute} min: the hub has team B's newest line, through its log forwarder: "
-                f"{watched.last_log_line!r}"
-            )
-        guard.probe()  # every place the hub serves; in team B's account it publishes the job's log silence
-        for event in evaluator.evaluate_all():  # CloudWatch in team B's account; its rule forwards to the hub
+        if launch.activity.hung_at(kernel.now) and not told:
+            [watched] = guard.ports.at(StallAlarmsPorts, TEAM_B).stall_ledger.watched_job(HUNG.name)
+            newest = watched.last_log_line
+            say(f"  t+{minute} min: the hub has team B's newest line, through its log forwarder: {newest!r}")
+            told = True
+        # The prober, in every place the hub serves: in team B's account it publishes the job's log silence.
+        stall_prober.handle({}, guard.ports)
+        for event in evaluator.evaluate_all():
             org.forward(event)
         if any(o["kind"] == "stall-stopped" for o in guard.deliver()):
             say(f"  t+{minute} min: stopped in team B's account")
         spoke.sagemaker.settle_all()
         guard.deliver()
-    say("")
 
 
 def _act_failure(org: Organization, guard: _Hub, say: Any) -> None:
@@ -174,7 +193,7 @@ def _act_failure(org: Organization, guard: _Hub, say: Any) -> None:
 def _act_quota_wall(org: Organization, guard: _Hub, say: Any) -> None:
     spoke = org.spokes[TEAM_B]
     say(f"=== 3. A quota wall in team B's account ({TEAM_B}) ===")
-    if refused := _launch(spoke, "gpt-finetune-p4d", "ml.p4d.24xlarge", 2):
+    if refused := _launch(spoke, "gpt-finetune-p4d", "ml.p4d.24xlarge", 2)[0]:
         say(f"  team B's CreateTrainingJob: {refused[:150]}")
     guard.deliver()
     say("")
@@ -222,9 +241,9 @@ def _moved(event: dict[str, Any], place: Location) -> dict[str, Any]:
 
 
 class _LogForwarder:
-    """Team B's training logs and its log forwarder (infra/spoke_log_forwarder.py, the code the spoke stack puts
-    in its template): the lines go to the spoke's log group, and each minute's delivery, as the subscription
-    hands it to the forwarder, goes to the spoke's default bus, whose rule forwards it to the hub's bus."""
+    """Team B's log forwarder (infra/spoke_log_forwarder.py, the code the spoke stack puts in its template): each
+    minute's delivery of the lines in the spoke's log group, as the subscription hands it to the forwarder, goes
+    to the spoke's default bus, whose rule forwards it to the hub's bus."""
 
     def __init__(self, org: Organization, spoke: Spoke) -> None:
         from infra import spoke_log_forwarder
@@ -233,35 +252,18 @@ class _LogForwarder:
         os.environ.update(SOURCE=SPOKE_LOG_SOURCE, DETAIL_TYPE=SPOKE_LOG_DETAIL_TYPE)  # as the spoke stack sets them
         self.org, self.spoke, self.forward_delivery = org, spoke, spoke_log_forwarder.handler
 
-    def log_a_minute(self, job: str, started: datetime, minute: int, now: datetime) -> None:
-        """A line every 10 s of the minute ending `now`, written and then delivered to the forwarder."""
-        from trainguard_local.stand_in.fleet_side import log_delivery
-
-        lines = [
-            (now - timedelta(seconds=60 - second), f"step {n} loss 2.1")
-            for n, second in enumerate(range(0, 60, 10), start=minute * 6)
-        ]
-        stream, events = self.spoke.team.write_log_lines(job, started, lines)
-        delivery = log_delivery(stream, [{"id": str(n), **event} for n, event in enumerate(events)])
+    def forward(self, delivery: dict[str, Any]) -> None:
+        """The subscription's delivery of the job's lines, handed to the forwarder (its bus: this object)."""
         self.forward_delivery(delivery, None, client=self)
 
     def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:
         """The spoke's default bus: each entry becomes an event from the spoke's account and region."""
+        place, time = self.spoke.place, self.org.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
         for entry in Entries:
-            place = self.spoke.place
-            self.org.forward(
-                {
-                    "version": "0",
-                    "id": str(uuid.uuid4()),
-                    "detail-type": entry["DetailType"],
-                    "source": entry["Source"],
-                    "account": place.account,
-                    "time": self.org.clock().strftime("%Y-%m-%dT%H:%M:%SZ"),
-                    "region": place.region,
-                    "resources": [],
-                    "detail": json.loads(entry["Detail"]),
-                }
-            )
+            detail = json.loads(entry["Detail"])
+            event = {"version": "0", "id": str(uuid.uuid4()), "detail-type": entry["DetailType"], "time": time}
+            event.update(source=entry["Source"], account=place.account, region=place.region, resources=[])
+            self.org.forward({**event, "detail": detail})
         return {"FailedEntryCount": 0, "Entries": [{"EventId": str(uuid.uuid4())} for _ in Entries]}
 
 
@@ -273,106 +275,9 @@ class _EventSink:
         return {"FailedEntryCount": 0, "Entries": [{"EventId": str(uuid.uuid4())} for _ in Entries]}
 
 
-def _subscribe_inbox(org: Organization) -> str:
-    sqs, sns = org.hub_client("sqs"), org.hub_client("sns")
-    url = sqs.create_queue(QueueName="trainguard-org-inbox")["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    sns.subscribe(TopicArn=org.config.topic_arn, Protocol="sqs", Endpoint=arn)
-    return str(url)
-
-
-def _drain(org: Organization, url: str) -> list[dict[str, Any]]:
-    sqs, messages = org.hub_client("sqs"), []
-    while batch := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
-        for message in batch:
-            messages.append(json.loads(message["Body"]))
-            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
-    return messages
-
-
-def actions_of(org: Organization, report: dict[str, Any]) -> list[dict[str, Any]]:
-    """What was done where, from each account's own record: a job trainguard created or stopped in a spoke's
-    SageMaker, a request in a spoke's Service Quotas, an event refused, a message the topic delivered."""
-    actions: list[dict[str, Any]] = []
-    for place, spoke in org.spokes.items():
-        where = {"account": place.account, "region": place.region}
-        for name in spoke.sagemaker.job_names():
-            job = spoke.sagemaker.describe(name)
-            tags = {
-                t["Key"]: t["Value"]
-                for t in spoke.sagemaker.handle("ListTags", {"ResourceArn": job["TrainingJobArn"]})["Tags"]
-            }
-            if retry_of := tags.get("trainguard:retry-of"):
-                actions.append({**where, "job": retry_of, "action": "relaunch", "new_job": name})
-            if job["TrainingJobStatus"] == "Stopped" and _stopped_by_trainguard(report, place, name):
-                actions.append({**where, "job": name, "action": "stop"})
-        for request in spoke.quotas.requests():
-            actions.append(
-                {
-                    **where,
-                    "job": _quota_job(report, place),
-                    "action": "quota_request",
-                    "quota": request["QuotaName"],
-                    "desired_value": request["DesiredValue"],
-                    "status": request["Status"],
-                }
-            )
-    for outcome in report["outcomes"]:
-        if outcome["kind"] == "skipped" and "comes from account" in outcome["reason"]:
-            actions.append(
-                {
-                    "account": outcome["account"],
-                    "region": outcome["region"],
-                    "job": outcome["job_name"],
-                    "action": "refused",
-                    "reason": outcome["reason"],
-                }
-            )
-    for message in report["notifications"]:
-        attributes = {k: v["Value"] for k, v in message.get("MessageAttributes", {}).items()}
-        actions.append(
-            {
-                "account": attributes.get("account", ""),
-                "region": attributes.get("region", ""),
-                "job": attributes.get("job_name", ""),
-                "action": "notify",
-                "subject": message.get("Subject", ""),
-            }
-        )
-    return actions
-
-
-def _stopped_by_trainguard(report: dict[str, Any], place: Location, job: str) -> bool:
-    return any(
-        o["kind"] == "stall-stopped"
-        and o["job_name"] == job
-        and (o["account"], o["region"]) == (place.account, place.region)
-        for o in report["outcomes"]
-    )
-
-
-def _quota_job(report: dict[str, Any], place: Location) -> str:
-    names = [o["job_name"] for o in report["outcomes"] if o["kind"] == "quota-wall" and o["account"] == place.account]
-    return names[0] if names else ""
-
-
-def _tell_actions(report: dict[str, Any], say: Any) -> None:
-    say("=== What was done, and where (from each account's own record) ===")
-    for action in report["actions"]:
-        extra = action.get("new_job") or action.get("quota") or action.get("subject") or ""
-        say(f"  {action['account']:<12} {action['region']:<10} {action['action']:<13} {action['job']:<22} {extra}")
-    say(f"\n  {len(report['notifications'])} notification(s); {report['parked']} event(s) parked by the hub's bus")
-    if report["notifications"]:
-        first = report["notifications"][0]
-        say(
-            f"\n--- Subject: {first['Subject']}\n"
-            + textwrap.indent(first["Message"].rstrip(), "    | ", lambda line: True)
-        )
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m trainguard_local.demo.organization",
+        prog="python -m trainguard_local.demo.hub_and_spokes",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
