@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from trainguard.handlers.wiring import reset_production_ports
-from trainguard_local.demo.played_launch import cadence
+from trainguard_local.demo.demo_jobs import cadence
 from trainguard_local.demo.stalls import FAULTS, JOBS, act_stalls
 from trainguard_local.simulation.activity import LaunchActivity
 from trainguard_local.simulation.fault_table import FAULT_TABLE

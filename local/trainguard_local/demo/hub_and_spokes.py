@@ -33,8 +33,8 @@ from typing import Any
 
 from trainguard.domain.origin import Location
 from trainguard.workflows.function_ports import StallAlarmsPorts
+from trainguard_local.demo.demo_jobs import cadence, demo_fault, demo_job, gpu_words
 from trainguard_local.demo.org_actions import actions_of, drain, subscribe_inbox, tell_actions
-from trainguard_local.demo.played_launch import MINUTE, PlayedLaunch, cadence, demo_fault, demo_job, gpu_words
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.kernel import Kernel, Process, Sleep
 from trainguard_local.simulation.rhythm import JobRhythm
@@ -48,6 +48,7 @@ from trainguard_local.stand_in.organization import (
     organization,
     training_role,
 )
+from trainguard_local.stand_in.played_launch import MINUTE, PlayedLaunch
 
 TEAM_A = Location("111111111111", "us-east-1")
 TEAM_B = Location("222222222222", "us-west-2")
@@ -144,7 +145,7 @@ def _act_hang(org: Organization, guard: _Hub, say: Any) -> None:
         f"{gpu_words(HANG.kind)}, no more lines"
     )
     kernel = Kernel(org.clock)
-    launch = PlayedLaunch(HUNG.name, HUNG, spoke.team, org.clock, uri, since=kernel.now)
+    launch = PlayedLaunch.of_job(HUNG.name, HUNG, spoke.team, org.clock, uri, since=kernel.now)
     launch.strike(HANG, kernel.now)
     kernel.spawn(_watch_hang(kernel, launch, guard, spoke, say), kernel.now)
     kernel.run()

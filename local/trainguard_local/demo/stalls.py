@@ -15,14 +15,13 @@ from typing import Any
 
 from trainguard.handlers.wiring import boto3_ports
 from trainguard.workflows.function_ports import StallAlarmsPorts
-from trainguard_local.demo.played_launch import (
-    MINUTE,
-    PlayedLaunch,
+from trainguard_local.demo.demo_jobs import (
     cadence,
     demo_fault,
     demo_job,
     gpu_words,
 )
+from trainguard_local.simulation.activity import LaunchActivity
 from trainguard_local.simulation.fault_table import FAULT_TABLE, FaultKind
 from trainguard_local.simulation.kernel import Kernel, Process, Sleep
 from trainguard_local.simulation.rhythm import JobRhythm
@@ -30,6 +29,7 @@ from trainguard_local.simulation.trace import Fault, JobSpec
 from trainguard_local.stand_in.alarm_evaluator import LocalAlarmEvaluator
 from trainguard_local.stand_in.fleet_side import FleetSide, training_request
 from trainguard_local.stand_in.local_aws import LocalAWS
+from trainguard_local.stand_in.played_launch import MINUTE, PlayedLaunch
 
 MINUTES = 115  # the slow-epoch job's third epoch line (t+80), and its silence past the fixed threshold after it
 _JOBS = (
@@ -94,7 +94,7 @@ class StallAct:
         uri = request["CheckpointConfig"]["S3Uri"]
         self.side.write_checkpoint(uri, "step-000000/model.pt", stamped_at=self.aws.clock())
         self.aws.plane.start_training(job.name)
-        self.launches[job.name] = launch = PlayedLaunch(
+        self.launches[job.name] = launch = PlayedLaunch.of_job(
             job.name, job, self.side, self.aws.clock, uri, since=self.origin
         )
         self.note(job.name, f"training starts ({job.instance_count} x {job.instance_type}; {cadence(job.rhythm)})")
@@ -182,15 +182,15 @@ class StallAct:
         self.note(old, f"relaunched from its checkpoint as {new}")
         self.aws.plane.start_training(new)
         was = self.launches[old]
-        self.launches[new] = PlayedLaunch(
-            new,
-            was.job,
-            self.side,
-            self.aws.clock,
-            was.checkpoint_uri,
-            since=self.kernel.now,
-            progress=was.checkpointed,
+        activity = was.activity
+        resumed = LaunchActivity(
+            activity.rhythm,
+            activity.checkpoint_every_minutes,
+            activity.gpus_per_host,
+            self.kernel.now,
+            was.checkpointed,
         )
+        self.launches[new] = PlayedLaunch(new, was.hosts, resumed, self.side, self.aws.clock, was.checkpoint_uri)
 
 
 def act_stalls(aws: LocalAWS, say: Any) -> dict[str, Any]:

@@ -16,14 +16,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from trainguard.domain.instance_types import gpus_per_host
 from trainguard_local.simulation.activity import SECOND, LaunchActivity
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.rhythm import JobRhythm
-from trainguard_local.stand_in.fleet_side import FleetSide, log_delivery
+from trainguard_local.stand_in.fleet_side import FleetSide
 from trainguard_local.stand_in.local_aws import LocalAWS
+from trainguard_local.stand_in.played_launch import PlayedLaunch
 from trainguard_local.stand_in.sagemaker_control_plane import InvalidTransition
 
 RHYTHM = JobRhythm(log_every_seconds=60.0)  # a progress line a minute, no silent phases
@@ -39,15 +38,15 @@ class JobLife:
     """What the sandbox knows of one job beyond the control plane's record."""
 
     seen: str = ""  # "Status/SecondaryStatus" last told
-    activity: LaunchActivity | None = None  # once it trains
-    written_until: float = 0.0  # hours on the clock: what it emitted up to here is written
-    checkpoints: int = 0
-    bucket_missing: bool = False
+    launch: PlayedLaunch | None = None  # once it trains
+    told_refused: bool = False  # that its checkpoints could not be written
 
     def seen_at(self, now: float) -> dict[str, Any]:
-        trained = round((self.written_until - self.activity.training_since) * 60) if self.activity else 0
-        hung = bool(self.activity and self.activity.hung_at(now))
-        return {"state": self.seen, "hung": hung, "minutes_trained": trained, "checkpoints": self.checkpoints}
+        launch = self.launch
+        trained = round((launch.played_until - launch.activity.training_since) * 60) if launch else 0
+        hung = bool(launch and launch.activity.hung_at(now))
+        checkpoints = launch.checkpoints_saved if launch else 0
+        return {"state": self.seen, "hung": hung, "minutes_trained": trained, "checkpoints": checkpoints}
 
 
 class SimulatedTraining:
@@ -109,49 +108,35 @@ class SimulatedTraining:
 
     def _activity(self, name: str, job: dict[str, Any]) -> LaunchActivity:
         """The job's launch on the core, from when it started training (under the lock)."""
+        return self._launch(name, job).activity
+
+    def _launch(self, name: str, job: dict[str, Any]) -> PlayedLaunch:
         life = self._lives.setdefault(name, JobLife())
-        if life.activity is None:
+        if life.launch is None:
             since = self._aws.clock.hours_of(job["TrainingStartTime"])
-            gpus = gpus_per_host(job["ResourceConfig"].get("InstanceType", "")) or 0
-            life.activity = LaunchActivity(RHYTHM, self._checkpoint_minutes, gpus, since)
-            life.written_until = since + EDGE  # its first line comes a minute into training
-        return life.activity
+            resources = job["ResourceConfig"]
+            gpus = gpus_per_host(resources.get("InstanceType", "")) or 0
+            activity = LaunchActivity(RHYTHM, self._checkpoint_minutes, gpus, since)
+            uri = job.get("CheckpointConfig", {}).get("S3Uri", "")
+            hosts, clock = resources.get("InstanceCount", 1), self._aws.clock
+            life.launch = PlayedLaunch(name, hosts, activity, self._side, clock, uri, lambda at: _words(at, since))
+            life.launch.played_until = since + EDGE  # its first line comes a minute into training
+        return life.launch
 
     def _train(self, name: str, job: dict[str, Any], life: JobLife, now: datetime) -> None:
         """Write what the launch emitted since the last minute: GPU levels, log lines, checkpoints."""
-        clock, hours = self._aws.clock, self._aws.clock.hours_of(now)
         with self._lock:
-            activity = self._activity(name, job)
-            after, until = life.written_until, hours + EDGE
-            lines, checkpoints = activity.lines(after, until), activity.checkpoints(after, until)
-            life.written_until = until
-            gpu = activity.gpu_per_host(hours - 30 * SECOND)
-        if gpu is not None and activity.gpus_per_host:  # no GPU, no GPUUtilization: only log silence tells a hang
-            hosts = job["ResourceConfig"].get("InstanceCount", 1)
-            self._side.put_gpu_utilization(name, hosts, [(now - timedelta(seconds=30), gpu)])
-        if lines:
-            said = [(at, text, _step(at, activity.training_since)) for at, text in lines]
-            written = [(clock.at_hours(at), text or _progress(step)) for at, text, step in said]
-            stream, events = self._side.write_log_lines(name, job["TrainingStartTime"], written)
-            ids = [str(step) for _, _, step in said]
-            self._deliver(log_delivery(stream, [{"id": i, **e} for i, e in zip(ids, events, strict=True)]))
-        uri = job.get("CheckpointConfig", {}).get("S3Uri", "")
-        for at in checkpoints if uri else []:
-            self._write_checkpoint(name, uri, f"step-{_step(at, activity.training_since):07d}/model.pt", at, life)
-
-    def _write_checkpoint(self, name: str, s3_uri: str, file: str, at: float, life: JobLife) -> None:
-        try:
-            self._side.write_checkpoint(s3_uri, file, b"simulated weights", stamped_at=self._aws.clock.at_hours(at))
-        except ClientError as err:
-            if not life.bucket_missing:
-                life.bucket_missing = True
-                bucket = s3_uri.removeprefix("s3://").split("/", 1)[0]
-                self._say(
-                    f"{name}: cannot write its checkpoint to {s3_uri} ({err.response['Error']['Code']}); "
-                    f"create the bucket: aws s3 mb s3://{bucket}"
-                )
-            return
-        life.checkpoints += 1
+            launch = self._launch(name, job)
+        delivery = launch.play_until(self._aws.clock.hours_of(now) + EDGE)
+        if delivery is not None:
+            self._deliver(delivery)
+        if launch.checkpoint_refused is not None and not life.told_refused:
+            life.told_refused = True
+            uri, code = launch.checkpoint_uri, launch.checkpoint_refused.response["Error"]["Code"]
+            bucket = uri.removeprefix("s3://").split("/", 1)[0]
+            self._say(
+                f"{name}: cannot write its checkpoint to {uri} ({code}); create the bucket: aws s3 mb s3://{bucket}"
+            )
 
     def _tell(self, name: str, job: dict[str, Any], life: JobLife) -> None:
         state = f"{job['TrainingJobStatus']}/{job['SecondaryStatus']}"
@@ -166,9 +151,7 @@ class SimulatedTraining:
         self._say(f"{name}: {state}{reason}")
 
 
-def _step(at: float, training_since: float) -> int:
-    return round((at - training_since) * 60 * STEPS_PER_MINUTE)
-
-
-def _progress(step: int) -> str:
+def _words(at: float, training_since: float) -> str:
+    """A progress line: its step, STEPS_PER_MINUTE a minute of training, and a falling loss."""
+    step = round((at - training_since) * 60 * STEPS_PER_MINUTE)
     return f"step {step} loss {2.5 / (1 + step / 5000):.4f}"

@@ -19,6 +19,9 @@ from trainguard_local.simulation.fault_table import FAULT_TABLE, WORKING_PER_GPU
 from trainguard_local.simulation.rhythm import JobRhythm, line_offsets, phases
 
 SECOND = 1 / 3600  # hours
+# Float slack on a window's edges: a line at a window's `until` (whole minutes of hours lose their last bits)
+# belongs to that window, once, never to none.
+EDGE = 1e-12
 
 
 @dataclass(frozen=True)
@@ -75,18 +78,18 @@ class LaunchActivity:
         silence = self.silence_at(at)
         return (WORKING_PER_GPU if silence is None else silence.gpu_per_gpu) * self.gpus_per_host
 
-    def checkpoints(self, after: float, until: float) -> list[float]:
-        """When the launch writes a checkpoint that reaches S3, after `after` and up to `until` (hours): one
-        every `checkpoint_every_minutes` of its work, none while a fault holds (fault_table.py: no checkpoint
-        reaches S3 after a strike)."""
-        every = self.checkpoint_every_minutes / 60
+    def checkpoints(self, after: float, until: float) -> list[tuple[float, float]]:
+        """The checkpoints that reach S3 after `after` and up to `until`, as (hours when the write ends, the
+        progress it holds): one every `checkpoint_every_minutes` of work, each written in its rhythm's
+        `checkpoint_write_minutes`; none while a fault holds (fault_table.py: none reaches S3 after a strike)."""
+        every, write = self.checkpoint_every_minutes / 60, self.rhythm.checkpoint_write_minutes / 60
         origin = self.training_since - self.progress_at_start  # when its work would have begun
-        k = math.floor((max(after, self.training_since) - origin) / every + 1e-9) + 1
+        first = math.floor(self.progress_at_start / every + 1e-9) + 1  # the first beyond the work it resumed at
+        k = max(first, math.floor((max(after, self.training_since) - write - origin) / every + 1e-9) + 1)
         found = []
-        while origin + k * every <= until + 1e-9:
-            at = origin + k * every
-            if self.silence_at(at) is None:
-                found.append(at)
+        while (at := origin + k * every + write) <= until + 1e-9:
+            if at > after and self.silence_at(at) is None:
+                found.append((at, k * every))
             k += 1
         return found
 
@@ -109,7 +112,7 @@ class LaunchActivity:
             """A cadence line is not heard in any silence; a silence's own first and last lines are, unless
             the job has hung by then (a phase that starts inside another silence still ends with a line)."""
             hidden = [(start, end) for start, end in quiet if not boundary or math.isinf(end)]
-            return after < at <= until and not any(start <= at < end for start, end in hidden)
+            return after + EDGE < at <= until + EDGE and not any(start <= at < end for start, end in hidden)
 
         offsets = line_offsets(self.rhythm, (after - since) * 3600, (until - since) * 3600)
         moments = [since + offset / 3600 for offset in offsets if offset > 0]  # the start's line is added below

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 
 from trainguard_local.simulation.activity import LaunchActivity
 from trainguard_local.simulation.clock import SimClock
@@ -101,12 +102,17 @@ def test_a_launch_checkpoints_on_its_interval_of_work_and_none_once_it_hangs() -
     launch.strike(FaultKind.HANG_IDLE_GPU, 1.5)  # 30 minutes in: that checkpoint is never written
 
     def minutes(after: float, until: float) -> list[float]:
-        return [round((at - 1.0) * 60, 6) for at in launch.checkpoints(after, until)]
+        return [round((at - 1.0) * 60, 6) for at, _ in launch.checkpoints(after, until)]
 
     assert minutes(0.0, 3.0) == [10.0, 20.0]
     assert minutes(1.0 + 10 / 60, 1.0 + 20 / 60) == [20.0]  # after `after`, up to `until`
     relaunch = LaunchActivity(JobRhythm(), 10, 1, training_since=2.0, progress_at_start=25 / 60)
-    assert [round((at - 2.0) * 60, 6) for at in relaunch.checkpoints(0.0, 2.3)] == [5.0, 15.0]  # work 30 and 40 min
+    assert [(round((at - 2.0) * 60, 6), round(work * 60, 6)) for at, work in relaunch.checkpoints(0.0, 2.3)] == [
+        (5.0, 30.0),
+        (15.0, 40.0),
+    ]  # the work of each checkpoint, written 5 and 15 minutes into the relaunch
+    saving = LaunchActivity(JobRhythm(checkpoint_write_minutes=2.0), 10, 1, training_since=0.0)
+    assert [round(at * 60, 6) for at, _ in saving.checkpoints(0.0, 0.5)] == [12.0, 22.0]  # when each write ends
 
 
 def test_the_line_as_training_starts_is_written_once() -> None:
@@ -115,3 +121,15 @@ def test_the_line_as_training_starts_is_written_once() -> None:
     )
     times = [at for at, _ in launch.lines(2.0 - 1e-9, 2.05)]
     assert times[0] == 2.0 and len(times) == len(set(times)) == 4  # at 0, 1, 2 and 3 minutes
+
+
+def test_lines_asked_minute_by_minute_are_the_lines_asked_at_once() -> None:
+    """A line on a window's edge belongs to that window once: float hours must not drop it (a 10-second cadence
+    lost a line between two minutes' windows, as the demos and the sandbox ask for them)."""
+    since, minute = 0.1234567, 1 / 60  # hours
+    launch = LaunchActivity(JobRhythm(log_every_seconds=10.0), 60, gpus_per_host=8, training_since=since)
+    launch.strike(FaultKind.HANG_BUSY_GPU, since + 25 * minute)
+    at_once = [at for at, _ in launch.lines(since - 1e-6, since + 26 * minute)]
+    edges = [since - 1e-6, *(since + m * minute for m in range(1, 27))]
+    by_minute = [at for after, until in pairwise(edges) for at, _ in launch.lines(after, until)]
+    assert len(at_once) == 151 and by_minute == at_once  # 150 cadence lines, and one just before the hang
