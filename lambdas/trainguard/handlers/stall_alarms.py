@@ -9,7 +9,7 @@ from trainguard.domain.stall_alarms import owned_alarm_job
 from trainguard.events.alarm_state_change import parse_alarm_state_change
 from trainguard.handlers.observability import follow_job, logger, metrics, parsed, recorded
 from trainguard.handlers.origin import ports_for_event
-from trainguard.handlers.wiring import PortSet
+from trainguard.handlers.wiring import PortSet, Site
 from trainguard.workflows.function_ports import StallAlarmsPorts
 from trainguard.workflows.stall_alarm import handle_stall_alarm
 
@@ -20,10 +20,33 @@ def handle(event: Any, ports: StallAlarmsPorts | PortSet | None = None) -> Outco
     watched_job = owned_alarm_job(change.alarm_name)
     if watched_job:
         follow_job(watched_job)
-    at_origin = ports_for_event(event, ports, StallAlarmsPorts, watched_job or "")
+    at_origin = ports_for_event(event, ports, build_ports, watched_job or "")
     if isinstance(at_origin, Outcome):
         return recorded(at_origin)
     return recorded(handle_stall_alarm(at_origin, change))
+
+
+def build_ports(site: Site) -> StallAlarmsPorts:
+    """This function's adapters, on its clients; those that call the job's account on the job's."""
+    from trainguard.adapters.alarms import StallAlarms
+    from trainguard.adapters.checkpoints import CheckpointReader
+    from trainguard.adapters.job_activity import GpuMetrics, JobLogs
+    from trainguard.adapters.ledger import Ledger
+    from trainguard.adapters.notifier import Notifier
+    from trainguard.adapters.sagemaker import SageMakerJobs
+    from trainguard.adapters.stall_ledger import StallLedger
+
+    return StallAlarmsPorts(
+        **site.settled,
+        jobs=SageMakerJobs(site.job_clients("sagemaker")),
+        checkpoints=CheckpointReader(site.job_clients("s3")),
+        ledger=Ledger(*site.ledger_table),
+        notifier=Notifier(site.clients("sns"), **site.notifier_settings),
+        stall_ledger=StallLedger(*site.ledger_table),
+        alarms=StallAlarms(site.job_clients("cloudwatch")),
+        job_logs=JobLogs(site.job_clients("logs")),
+        gpu_metrics=GpuMetrics(site.job_clients("cloudwatch")),
+    )
 
 
 @metrics.log_metrics

@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 from trainguard.domain.origin import Location
-from trainguard.workflows.function_ports import StallAlarmsPorts
 from trainguard_local.stand_in.alarm_evaluator import LocalAlarmEvaluator
 from trainguard_local.stand_in.fleet_side import training_request
 from trainguard_local.stand_in.organization import (
@@ -128,6 +127,8 @@ def _launch(spoke: Spoke, name: str, instance_type: str, count: int) -> str:
 
 
 def _act_hang(org: Organization, guard: _Hub, say: Any) -> None:
+    from trainguard.handlers import stall_alarms
+
     spoke = org.spokes[TEAM_B]
     say(f"=== 1. A hang in team B's account ({TEAM_B}) ===")
     _launch(spoke, "nccl-allreduce", "ml.p5.48xlarge", 2)
@@ -145,7 +146,7 @@ def _act_hang(org: Organization, guard: _Hub, say: Any) -> None:
             forwarder.log_a_minute("nccl-allreduce", started, minute, org.clock())
             guard.deliver()
         if minute == LOGS_UNTIL_MINUTE:
-            [watched] = guard.ports.at(StallAlarmsPorts, TEAM_B).stall_ledger.watched_job("nccl-allreduce")
+            [watched] = guard.ports.at(stall_alarms.build_ports, TEAM_B).stall_ledger.watched_job("nccl-allreduce")
             say(
                 f"  t+{minute} min: the hub has team B's newest line, through its log forwarder: "
                 f"{watched.last_log_line!r}"

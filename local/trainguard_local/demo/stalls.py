@@ -14,7 +14,6 @@ from datetime import timedelta
 from typing import Any
 
 from trainguard.handlers.wiring import boto3_ports
-from trainguard.workflows.function_ports import JobEventsPorts, LogActivityPorts, StallAlarmsPorts, StallProberPorts
 from trainguard_local.stand_in.alarm_evaluator import LocalAlarmEvaluator
 from trainguard_local.stand_in.fleet_side import LogLine, training_request
 from trainguard_local.stand_in.local_aws import LocalAWS
@@ -91,7 +90,7 @@ def act_stalls(aws: LocalAWS, say: Any) -> dict[str, Any]:
         aws.plane.start_training(name)
         timeline.add(0, name, f"training starts ({script.hosts} x {script.instance_type})")
     for event in aws.receive_rule_events():
-        job_events.handle(event, ports.of(JobEventsPorts))
+        job_events.handle(event, ports.of(job_events.build_ports))
     streams: dict[str, bool] = {}
     running = dict(SCRIPTS)  # and each relaunch, which trains healthily from its checkpoint
     for minute in range(1, MINUTES + 1):
@@ -105,18 +104,18 @@ def act_stalls(aws: LocalAWS, say: Any) -> dict[str, Any]:
                 _log_lines(aws, name, script, minute, seconds, now, streams, log_activity, ports)
             _note_crossings(timeline, name, script, minute)
             if script.epoch_minutes and minute == script.epoch_minutes[-1] + STALL_MINUTES:
-                [watched] = ports.of(StallAlarmsPorts).stall_ledger.watched_job(name)
+                [watched] = ports.of(stall_alarms.build_ports).stall_ledger.watched_job(name)
                 timeline.add(
                     minute,
                     name,
                     f"silent for {STALL_MINUTES} min, past the fixed threshold; not a stall for this job: "
                     f"its limit is {watched.silence_limit().describe()}",
                 )
-        stall_prober.handle({}, ports.of(StallProberPorts))
+        stall_prober.handle({}, ports.of(stall_prober.build_ports))
         metrics.clear_metrics()  # what the Lambda decorator would flush after each run (its 100-metric limit)
         evaluator.evaluate_all()
         for event in aws.receive_stall_alarms():
-            outcome = stall_alarms.handle(event, ports.of(StallAlarmsPorts))
+            outcome = stall_alarms.handle(event, ports.of(stall_alarms.build_ports))
             timeline.add(
                 minute,
                 outcome.job_name or event["detail"]["alarmName"],
@@ -126,7 +125,7 @@ def act_stalls(aws: LocalAWS, say: Any) -> dict[str, Any]:
         for stopped in aws.plane.settle_all():
             timeline.add(minute, stopped, "Stopped (the stop took effect)")
         for event in aws.receive_rule_events():
-            outcome = job_events.handle(event, ports.of(JobEventsPorts))
+            outcome = job_events.handle(event, ports.of(job_events.build_ports))
             if outcome.kind.value == "relaunched":
                 timeline.add(minute, outcome.job_name, f"relaunched from its checkpoint as {outcome.new_job_name}")
                 aws.plane.start_training(outcome.new_job_name)
@@ -201,7 +200,7 @@ def _log_lines(
     # What the subscription filter delivers to the log-activity function (the fleet side's own format): one
     # delivery per line, as a batch of one stream's lines would give the same gaps.
     for i, event in enumerate(events):
-        log_activity.handle(LogLine(stream, event).delivery(f"{minute}-{i}"), ports.of(LogActivityPorts))
+        log_activity.handle(LogLine(stream, event).delivery(f"{minute}-{i}"), ports.of(log_activity.build_ports))
 
 
 def _note_crossings(timeline: Timeline, name: str, script: JobScript, minute: int) -> None:
