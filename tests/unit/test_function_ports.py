@@ -30,10 +30,14 @@ HANDLERS = [
     "log_activity",
 ]
 Function = tuple[str, str]  # (module, function name)
-# The fields every function's ports have besides adapters, and the adapter ports of any function.
+# The fields every function's ports have besides adapters; and the ports of any function that hold an adapter (the
+# handlers build them: `build_ports`), found apart from the port types infra/port_permissions.py reads.
 SETTLED_FIELDS = {field.name for field in fields(Settled)}
 ADAPTER_PORTS = {
-    port for handler in HANDLERS for port in port_methods(ports_of_handler(f"trainguard.handlers.{handler}.handler"))
+    port
+    for handler in HANDLERS
+    for port, value in vars(ports_of_handler(f"trainguard.handlers.{handler}.handler")).items()
+    if type(value).__module__.startswith("trainguard.adapters.")
 }
 
 
