@@ -24,23 +24,14 @@ def handle(event: Any, ports: FailedLaunchesPorts | PortSet | None = None) -> Ou
 
 
 def build_ports(site: Site) -> FailedLaunchesPorts:
-    """This function's adapters, on its clients; those that call the job's account on the job's."""
-    from trainguard.adapters.ledger import Ledger
-    from trainguard.adapters.notifier import Notifier
-    from trainguard.adapters.quota_ledger import QuotaLedger
-    from trainguard.adapters.sagemaker import SageMakerJobs
+    """What meeting a quota wall takes (the quota watch's adapters), with the request shape a fallback launch is
+    built to."""
     from trainguard.adapters.service_model import create_training_job_shape
-    from trainguard.adapters.service_quotas import ServiceQuotas
+    from trainguard.handlers import quota_watch
 
-    return FailedLaunchesPorts(
-        **site.settled,
-        jobs=SageMakerJobs(site.job_clients("sagemaker")),
-        ledger=Ledger(*site.ledger_table),
-        notifier=Notifier(site.clients("sns"), **site.notifier_settings),
-        quotas=ServiceQuotas(site.job_clients("service-quotas")),
-        quota_ledger=QuotaLedger(*site.ledger_table),
-        create_request_shape=create_training_job_shape(site.clients("sagemaker").meta.service_model),
-    )
+    quota_wall = quota_watch.build_ports(site)
+    shape = create_training_job_shape(site.clients("sagemaker").meta.service_model)
+    return FailedLaunchesPorts(**vars(quota_wall), create_request_shape=shape)
 
 
 @metrics.log_metrics

@@ -43,29 +43,14 @@ def follow_state(ports: JobEventsPorts, change: TrainingJobStateChange) -> Outco
 
 
 def build_ports(site: Site) -> JobEventsPorts:
-    """This function's adapters, on its clients; those that call the job's account on the job's."""
+    """The retry launcher's adapters, with the relaunch schedules and the job's stall alarms."""
     from trainguard.adapters.alarms import StallAlarms
-    from trainguard.adapters.checkpoints import CheckpointReader
-    from trainguard.adapters.ledger import Ledger
-    from trainguard.adapters.notifier import Notifier
-    from trainguard.adapters.quota_ledger import QuotaLedger
-    from trainguard.adapters.sagemaker import SageMakerJobs
     from trainguard.adapters.scheduler import RelaunchScheduler
-    from trainguard.adapters.service_model import create_training_job_shape
-    from trainguard.adapters.service_quotas import ServiceQuotas
-    from trainguard.adapters.stall_ledger import StallLedger
+    from trainguard.handlers import retry_launcher
 
     config = site.config
     return JobEventsPorts(
-        **site.settled,
-        jobs=SageMakerJobs(site.job_clients("sagemaker")),
-        ledger=Ledger(*site.ledger_table),
-        notifier=Notifier(site.clients("sns"), **site.notifier_settings),
-        quotas=ServiceQuotas(site.job_clients("service-quotas")),
-        quota_ledger=QuotaLedger(*site.ledger_table),
-        checkpoints=CheckpointReader(site.job_clients("s3")),
-        stall_ledger=StallLedger(*site.ledger_table),
-        create_request_shape=create_training_job_shape(site.clients("sagemaker").meta.service_model),
+        **vars(retry_launcher.build_ports(site)),
         scheduler=RelaunchScheduler(
             site.clients("scheduler"),
             group_name=config.schedule_group_name,

@@ -23,7 +23,8 @@ def handle(event: Any, ports: QuotaWatchPorts | PortSet | None = None) -> list[d
 
 
 def build_ports(site: Site) -> QuotaWatchPorts:
-    """This function's adapters, on its clients; those that call the job's account on the job's."""
+    """What meeting a quota wall takes (function_ports.QuotaWallPorts), built on this function's clients; the calls
+    to the job's account (SageMaker, Service Quotas) on the job's."""
     from trainguard.adapters.ledger import Ledger
     from trainguard.adapters.notifier import Notifier
     from trainguard.adapters.quota_ledger import QuotaLedger

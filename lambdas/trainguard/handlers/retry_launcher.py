@@ -38,23 +38,15 @@ def failed_job_name(event: Any) -> str:
 
 
 def build_ports(site: Site) -> RetryLauncherPorts:
-    """This function's adapters, on its clients; those that call the job's account on the job's."""
+    """What meeting a quota wall takes (the quota watch's adapters), with the checkpoints, the stall records and
+    the request shape a relaunch is built to."""
     from trainguard.adapters.checkpoints import CheckpointReader
-    from trainguard.adapters.ledger import Ledger
-    from trainguard.adapters.notifier import Notifier
-    from trainguard.adapters.quota_ledger import QuotaLedger
-    from trainguard.adapters.sagemaker import SageMakerJobs
     from trainguard.adapters.service_model import create_training_job_shape
-    from trainguard.adapters.service_quotas import ServiceQuotas
     from trainguard.adapters.stall_ledger import StallLedger
+    from trainguard.handlers import quota_watch
 
     return RetryLauncherPorts(
-        **site.settled,
-        jobs=SageMakerJobs(site.job_clients("sagemaker")),
-        ledger=Ledger(*site.ledger_table),
-        notifier=Notifier(site.clients("sns"), **site.notifier_settings),
-        quotas=ServiceQuotas(site.job_clients("service-quotas")),
-        quota_ledger=QuotaLedger(*site.ledger_table),
+        **vars(quota_watch.build_ports(site)),
         checkpoints=CheckpointReader(site.job_clients("s3")),
         stall_ledger=StallLedger(*site.ledger_table),
         create_request_shape=create_training_job_shape(site.clients("sagemaker").meta.service_model),

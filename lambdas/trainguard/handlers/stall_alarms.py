@@ -27,23 +27,14 @@ def handle(event: Any, ports: StallAlarmsPorts | PortSet | None = None) -> Outco
 
 
 def build_ports(site: Site) -> StallAlarmsPorts:
-    """This function's adapters, on its clients; those that call the job's account on the job's."""
-    from trainguard.adapters.alarms import StallAlarms
-    from trainguard.adapters.checkpoints import CheckpointReader
+    """The stall prober's adapters, with the job itself (to stop it) and its logs and GPU metrics (the evidence)."""
     from trainguard.adapters.job_activity import GpuMetrics, JobLogs
-    from trainguard.adapters.ledger import Ledger
-    from trainguard.adapters.notifier import Notifier
     from trainguard.adapters.sagemaker import SageMakerJobs
-    from trainguard.adapters.stall_ledger import StallLedger
+    from trainguard.handlers import stall_prober
 
     return StallAlarmsPorts(
-        **site.settled,
+        **vars(stall_prober.build_ports(site)),
         jobs=SageMakerJobs(site.job_clients("sagemaker")),
-        checkpoints=CheckpointReader(site.job_clients("s3")),
-        ledger=Ledger(*site.ledger_table),
-        notifier=Notifier(site.clients("sns"), **site.notifier_settings),
-        stall_ledger=StallLedger(*site.ledger_table),
-        alarms=StallAlarms(site.job_clients("cloudwatch")),
         job_logs=JobLogs(site.job_clients("logs")),
         gpu_metrics=GpuMetrics(site.job_clients("cloudwatch")),
     )

@@ -35,7 +35,7 @@ def handle(event: Any, ports: StallProberPorts | PortSet | None = None) -> dict[
 
 
 def build_ports(site: Site) -> StallProberPorts:
-    """This function's adapters, on its clients; those that call the job's account on the job's."""
+    """The ledger, the topic, and in the job's account its stall alarms and checkpoints."""
     from trainguard.adapters.alarms import StallAlarms
     from trainguard.adapters.checkpoints import CheckpointReader
     from trainguard.adapters.ledger import Ledger
