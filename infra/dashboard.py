@@ -29,12 +29,11 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct, IConstruct
 
 from infra.guard_function import guard_metric
-from infra.port_permissions import actions_of_ports
+from infra.port_permissions import FUNCTION_HANDLERS, actions_of_ports, ports_of_handler
 from infra.stall_detection import PROBER_HEARTBEAT_METRIC
 from trainguard.domain.outcome import OutcomeKind
 from trainguard.domain.stall_alarms import LOG_SILENCE_DIMENSION, LOG_SILENCE_METRIC, LOG_SILENCE_NAMESPACE
 from trainguard.metric_names import MALFORMED_EVENTS, OUTCOME_METRIC_PREFIX, WATCHED_JOBS
-from trainguard.workflows.function_ports import FUNCTION_PORTS
 
 # The names the handlers emit (trainguard.handlers.observability, trainguard.handlers.stall_prober);
 # tests/infra/test_dashboard.py checks them against what the handlers really emit.
@@ -75,7 +74,7 @@ def ledger_operations() -> list[dynamodb.Operation]:
     """The table operations the functions' ports declare ("dynamodb:GetItem" -> Operation.GET_ITEM)."""
     names = sorted(
         action.split(":", 1)[1]
-        for action in frozenset().union(*map(actions_of_ports, FUNCTION_PORTS))
+        for action in frozenset().union(*(actions_of_ports(ports_of_handler(h)) for h in FUNCTION_HANDLERS))
         if action.startswith("dynamodb:")
     )
     return [dynamodb.Operation[re.sub(r"(?<!^)(?=[A-Z])", "_", name).upper()] for name in names]

@@ -36,12 +36,11 @@ from infra.action_groups import TRAINING_JOBS_REASON
 from infra.event_patterns import guarded_events, spoke_log_lines_pattern
 from infra.grants import LAUNCH_JOBS, LAUNCH_ON_PLANS, TAG_ON_CREATE, Grants
 from infra.guard_function import dead_letter_queue, event_pattern, guard_function
-from infra.job_events import JOB_EVENTS_HANDLER, RETRY_LAUNCHER_HANDLER
 from infra.nag import PendingAcknowledgments, nag_arn
-from infra.quota_walls import FAILED_LAUNCHES_HANDLER, QUOTA_WATCH_HANDLER
+from infra.port_permissions import FUNCTION_HANDLERS
+from infra.quota_walls import FAILED_LAUNCHES_HANDLER
 from infra.settings import Settings
 from infra.stack import acts_in_job_account, in_job_account_actions
-from infra.stall_detection import LOG_ACTIVITY_HANDLER, STALL_ALARMS_HANDLER, STALL_PROBER_HANDLER
 from trainguard.adapters.job_activity import LOG_GROUP as TRAINING_LOG_GROUP
 from trainguard.adapters.spoke_roles import (
     forwarding_role_name,
@@ -52,23 +51,13 @@ from trainguard.adapters.spoke_roles import (
 )
 from trainguard.events.log_subscription import SPOKE_LOG_DETAIL_TYPE, SPOKE_LOG_SOURCE
 
-HANDLERS = (
-    JOB_EVENTS_HANDLER,
-    RETRY_LAUNCHER_HANDLER,
-    QUOTA_WATCH_HANDLER,
-    FAILED_LAUNCHES_HANDLER,
-    STALL_ALARMS_HANDLER,
-    STALL_PROBER_HANDLER,
-    LOG_ACTIVITY_HANDLER,
-)
-
 
 def acting_handlers(settings: Settings) -> list[str]:
     """The hub functions that act in a job's account, each with a role in every spoke (the failed-launches
     function only where its events are watched)."""
     return [
         handler
-        for handler in HANDLERS
+        for handler in FUNCTION_HANDLERS
         if acts_in_job_account(handler) and (handler != FAILED_LAUNCHES_HANDLER or settings.watch_failed_launches)
     ]
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import copy
 import json
 import math
-from collections.abc import Mapping
+import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -33,7 +34,7 @@ from trainguard.domain.stall_alarms import LOG_SILENCE_METRIC, owned_alarm_job, 
 from trainguard.domain.stalls import StallSignal, StallThresholds, alarm_name, parse_alarm_name
 from trainguard.domain.watched_job import WatchedJob
 from trainguard.events.training_job import job_from_description
-from trainguard.handlers.wiring import PortSet
+from trainguard.handlers.wiring import PortSet, Site
 from trainguard.workflows.function_ports import Settled
 from trainguard.workflows.ports import (
     JobNotFound,
@@ -545,10 +546,15 @@ class FakePlaces(PortSet):
         self._overrides = config_overrides
         self.by_place: dict[Location | None, FakePorts] = {None: home}
 
-    def at(self, kind: type[Ports], spoke: Location | None) -> Ports:
+    def at(self, build: Callable[[Site], Ports], spoke: Location | None) -> Ports:
+        """The fakes of `spoke`, as the ports a handler module's `build` returns."""
+        kind: type[Ports] = typing.get_type_hints(build)["return"]
+        return narrowed(kind, self.fakes_at(spoke))
+
+    def fakes_at(self, spoke: Location | None) -> FakePorts:
         if spoke not in self.by_place:
             assert spoke is not None
             ports = fake_ports(**self._overrides)
-            object.__setattr__(ports, "region", spoke.region)  # frozen: the spoke's region, as build_ports sets it
+            object.__setattr__(ports, "region", spoke.region)  # frozen: the spoke's region, as Site.settled gives it
             self.by_place[spoke] = ports
-        return narrowed(kind, self.by_place[spoke])
+        return self.by_place[spoke]

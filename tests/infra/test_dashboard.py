@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from infra.port_permissions import actions_of_ports
+from infra.port_permissions import FUNCTION_HANDLERS, actions_of_ports, ports_of_handler
 from tests.fakes import fake_ports
 from tests.infra.template_queries import (
     CONFIGURED_STACK,
@@ -27,7 +27,6 @@ from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.stall_alarms import LOG_SILENCE_DIMENSION, LOG_SILENCE_METRIC, LOG_SILENCE_NAMESPACE
 from trainguard.handlers import stall_prober
 from trainguard.handlers.observability import metrics, record_malformed, record_outcome
-from trainguard.workflows.function_ports import FUNCTION_PORTS
 
 pytestmark = pytest.mark.slow
 
@@ -199,5 +198,5 @@ def test_the_ledger_graphs_refused_conditional_writes_and_throttles(
     }
     assert ("ConditionalCheckFailedRequests", None) in ledger
     throttled = {operation for name, operation in ledger if name == "ThrottledRequests"}
-    declared = frozenset().union(*map(actions_of_ports, FUNCTION_PORTS))
+    declared = frozenset().union(*(actions_of_ports(ports_of_handler(h)) for h in FUNCTION_HANDLERS))
     assert throttled == {a.removeprefix("dynamodb:") for a in declared if a.startswith("dynamodb:")}

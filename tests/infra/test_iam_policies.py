@@ -122,7 +122,8 @@ def _is_kms_key_admin_statement(statement: dict[str, Any]) -> bool:
 
 
 def _needed(handler: str) -> frozenset[str]:
-    """What the function's ports declare (trainguard.handlers.wiring): the one declaration the stack reads."""
+    """What the function's ports declare (the adapters its handler module's `build_ports` builds): the one
+    declaration the stack reads."""
     return actions_of_ports(ports_of_handler(handler))
 
 

@@ -19,7 +19,7 @@ from infra.event_patterns import (
     stall_alarm_pattern,
     training_job_state_pattern,
 )
-from infra.spoke_stack import HANDLERS
+from infra.port_permissions import FUNCTION_HANDLERS
 from infra.stack import in_job_account_actions
 from tests.iam_evaluation import Principal, may_act_on, may_assume, may_call
 from tests.infra.template_queries import CONFIGURED_CONTEXT, as_list
@@ -192,7 +192,7 @@ def test_each_acting_hub_function_has_its_fixed_role_name_and_assumes_only_its_s
     organization: Organization,
 ) -> None:
     roles = {v["RoleName"]: k for k, v in resources(organization.hub, "AWS::IAM::Role").items() if "RoleName" in v}
-    acting = [h for h in HANDLERS if any(in_job_account_actions(h).values())]
+    acting = [h for h in FUNCTION_HANDLERS if any(in_job_account_actions(h).values())]
     assert sorted(roles) == sorted(hub_role_name(function_key(h)) for h in acting)
     assume = [
         (statement, policy)
@@ -223,7 +223,7 @@ def function_roles(spoke: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def test_each_spoke_role_trusts_only_its_hub_functions_role(organization: Organization) -> None:
     roles = {joined(v["RoleName"]): v for v in function_roles(organization.spoke).values()}
-    acting = [h for h in HANDLERS if any(in_job_account_actions(h).values())]
+    acting = [h for h in FUNCTION_HANDLERS if any(in_job_account_actions(h).values())]
     assert sorted(roles) == sorted(f"trainguard-spoke-{function_key(h)}-${{AWS::Region}}" for h in acting)
     for name, role in roles.items():
         key = name.removeprefix("trainguard-spoke-").removesuffix("-${AWS::Region}")
@@ -246,7 +246,7 @@ def test_each_spoke_role_allows_what_its_function_does_in_a_jobs_account_and_not
         for role_id in role_ids:
             if role_id in names:
                 granted.setdefault(names[role_id], set()).update(as_list(statement["Action"]))
-    for handler in HANDLERS:
+    for handler in FUNCTION_HANDLERS:
         needed = frozenset().union(*in_job_account_actions(handler).values())
         if needed:
             assert granted[f"trainguard-spoke-{function_key(handler)}-${{AWS::Region}}"] == set(needed), handler

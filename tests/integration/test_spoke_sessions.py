@@ -18,8 +18,8 @@ from trainguard.adapters.spoke_sessions import NotEnrolled, SpokeSessions, spoke
 from trainguard.config import GuardConfig
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.origin import Location
-from trainguard.handlers.wiring import PortSet, build_ports
-from trainguard.workflows.function_ports import JobEventsPorts, RetryLauncherPorts
+from trainguard.handlers import job_events, retry_launcher
+from trainguard.handlers.wiring import PortSet, Site
 
 HUB, SPOKE, OTHER = "123456789012", "111111111111", "222222222222"
 SPOKE_REGION = "us-west-2"
@@ -80,13 +80,8 @@ def test_a_spoke_jobs_ports_reach_its_account_and_the_hubs_own_stay_home(home: A
     spokes = sessions(home)
     spoke_clients = spokes.clients_in(Location(SPOKE, SPOKE_REGION))
     config = GuardConfig(ledger_table_name="ledger", topic_arn=f"arn:aws:sns:us-east-1:{HUB}:tg")
-    ports = build_ports(
-        JobEventsPorts,
-        lambda service: home.client(service),
-        config,
-        "us-east-1",
-        lambda: datetime.now(UTC),
-        (Location(SPOKE, SPOKE_REGION), spoke_clients),
+    ports = job_events.build_ports(
+        Site(home.client, config, "us-east-1", lambda: datetime.now(UTC), Location(SPOKE, SPOKE_REGION), spoke_clients)
     )
     assert spokes._held == {}  # building the ports assumed no role: the first call will
 
@@ -132,7 +127,7 @@ def test_a_hubs_ledger_keeps_each_places_records_apart(home: Any) -> None:
     hub = hub_port_set(home)
     now = datetime.now(UTC)
     places = [None, Location(SPOKE, SPOKE_REGION), Location(SPOKE, "us-east-1"), Location(OTHER, SPOKE_REGION)]
-    ledgers = [hub.at(RetryLauncherPorts, place).ledger for place in places]
+    ledgers = [hub.at(retry_launcher.build_ports, place).ledger for place in places]
 
     firsts = [ledger.begin_step("llama-pretrain", "end", now).state.value for ledger in ledgers]
 
@@ -151,7 +146,7 @@ def test_a_hubs_relaunches_count_against_their_accounts_budget_and_the_organizat
     hub = hub_port_set(home, retry_budget_per_hour=2, organization_retry_budget_per_hour=3)
     now = datetime.now(UTC)
     east, west, other = (
-        hub.at(RetryLauncherPorts, place).ledger
+        hub.at(retry_launcher.build_ports, place).ledger
         for place in (Location(SPOKE, "us-east-1"), Location(SPOKE, SPOKE_REGION), Location(OTHER, SPOKE_REGION))
     )
 
@@ -214,7 +209,9 @@ def test_places_served_at_once_each_assume_their_own_role_once(home: Any) -> Non
 def test_a_hubs_own_account_has_one_budget_across_its_regions(home: Any) -> None:
     hub = hub_port_set(home, enrolled_accounts=(HUB, SPOKE), retry_budget_per_hour=1)
     now = datetime.now(UTC)
-    at_home, elsewhere = (hub.at(RetryLauncherPorts, place).ledger for place in (None, Location(HUB, SPOKE_REGION)))
+    at_home, elsewhere = (
+        hub.at(retry_launcher.build_ports, place).ledger for place in (None, Location(HUB, SPOKE_REGION))
+    )
 
     assert at_home.take_launch_budget("a", now, 1) is True
     assert elsewhere.take_launch_budget("b", now, 1) is False  # the same account: its one launch this hour is taken

@@ -17,8 +17,8 @@ import pytest
 from botocore.exceptions import ClientError, ConnectTimeoutError
 
 from trainguard.config import GuardConfig
+from trainguard.handlers import job_events, stall_alarms, stall_prober
 from trainguard.handlers.wiring import PortSet, boto3_ports
-from trainguard.workflows.function_ports import JobEventsPorts, StallAlarmsPorts, StallProberPorts
 from trainguard_local.chaos.audit import Audit, audit_run, stop_was_right
 from trainguard_local.chaos.call_faults import (
     CONNECT_TIMEOUT,
@@ -190,19 +190,21 @@ def ports_answering(kind: str) -> tuple[PortSet, FaultInjector]:
 
 
 CALLS = {
-    "dynamodb": lambda ports: ports.of(JobEventsPorts).ledger.begin_step(
+    "dynamodb": lambda ports: ports.of(job_events.build_ports).ledger.begin_step(
         "job", "end", datetime(2026, 1, 1, tzinfo=UTC)
     ),
-    "sagemaker": lambda ports: ports.of(JobEventsPorts).jobs.describe("job"),
-    "sns": lambda ports: ports.of(JobEventsPorts).notifier.publish(
+    "sagemaker": lambda ports: ports.of(job_events.build_ports).jobs.describe("job"),
+    "sns": lambda ports: ports.of(job_events.build_ports).notifier.publish(
         type("N", (), {"subject": "s", "body": "b", "attributes": {}})()
     ),
-    "scheduler": lambda ports: ports.of(JobEventsPorts).scheduler.schedule_relaunch(
+    "scheduler": lambda ports: ports.of(job_events.build_ports).scheduler.schedule_relaunch(
         "job", datetime(2026, 1, 1, tzinfo=UTC), "r"
     ),
-    "service-quotas": lambda ports: ports.of(JobEventsPorts).quotas.current_value("L-1234ABCD"),
-    "cloudwatch": lambda ports: ports.of(StallProberPorts).alarms.list_owned(),
-    "logs": lambda ports: ports.of(StallAlarmsPorts).job_logs.newest_event("job", datetime(2026, 1, 1, tzinfo=UTC)),
+    "service-quotas": lambda ports: ports.of(job_events.build_ports).quotas.current_value("L-1234ABCD"),
+    "cloudwatch": lambda ports: ports.of(stall_prober.build_ports).alarms.list_owned(),
+    "logs": lambda ports: ports.of(stall_alarms.build_ports).job_logs.newest_event(
+        "job", datetime(2026, 1, 1, tzinfo=UTC)
+    ),
 }
 EXPECTED_CODES = {
     THROTTLING: {"sns": "Throttled", "service-quotas": "TooManyRequestsException"},
@@ -242,5 +244,5 @@ def test_an_unlistable_checkpoint_prefix_is_reported_after_the_retries(unreachab
     """The checkpoint reader turns an S3 error into "age unknown" (adapters/checkpoints.py): S3's SlowDown too."""
     ports, injector = ports_answering(THROTTLING)
     with virtual_backoff():
-        state = ports.of(JobEventsPorts).checkpoints.read("s3://bucket/prefix/")
+        state = ports.of(job_events.build_ports).checkpoints.read("s3://bucket/prefix/")
     assert injector.attempts == 6 and state.listing_error.startswith("SlowDown")

@@ -33,6 +33,14 @@ def test_only_adapters_and_the_wiring_import_boto3() -> None:
             assert any(path == a or a in path.parents for a in allowed), path
 
 
+def test_the_lambda_package_builds_its_ports_without_reflection() -> None:
+    # Each handler module constructs its adapters by name (its `build_ports`); the IAM derivation, which reads the
+    # ports' types, runs at synth time in infra/port_permissions.py, outside the asset.
+    for path in PACKAGE.rglob("*.py"):
+        assert "importlib" not in imported_modules(path), path
+        assert "get_type_hints" not in path.read_text(), path
+
+
 def test_modules_stay_small() -> None:
     for path in PACKAGE.rglob("*.py"):
         assert len(path.read_text().splitlines()) <= 320, path

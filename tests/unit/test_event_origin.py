@@ -105,7 +105,7 @@ def test_a_hub_relaunches_a_spoke_job_with_that_spoke_s_ports_in_its_region_and_
     hub = FakePlaces(**HUB)
     home = hub.by_place[None]
     home.jobs.add(described_job(), {"trainguard:enabled": "true"})  # a job of the same name at home
-    spoke = hub.at(type(home), SPOKE)
+    spoke = hub.fakes_at(SPOKE)
     spoke.jobs.add(described_job(), {"trainguard:enabled": "true"})
 
     outcome = job_events.handle(_from(failed_event(), SPOKE.account, SPOKE.region), hub)
@@ -141,7 +141,7 @@ def test_a_spoke_cannot_make_the_hub_act_on_another_account_s_job() -> None:
 def test_a_hub_stops_a_spoke_job_on_its_stall_alarm_in_that_spoke() -> None:
     hub = FakePlaces(**HUB)
     home = hub.by_place[None]
-    spoke = hub.at(type(home), SPOKE)
+    spoke = hub.fakes_at(SPOKE)
     for ports in (home, spoke):  # a job of the same name in both places, both silent for 40 minutes
         training(ports)
         follow_training_state(ports, "llama-pretrain")
@@ -155,7 +155,7 @@ def test_a_hub_stops_a_spoke_job_on_its_stall_alarm_in_that_spoke() -> None:
 
 def test_a_scheduled_relaunch_of_a_spoke_job_is_made_in_that_spoke() -> None:
     hub = FakePlaces(**HUB)
-    spoke = hub.at(type(hub.by_place[None]), SPOKE)
+    spoke = hub.fakes_at(SPOKE)
     capacity = "CapacityError: Unable to provision requested ML compute capacity."
     spoke.jobs.add(described_job(reason=capacity), {"trainguard:enabled": "true"})
     assert handle_job_end(spoke, "llama-pretrain").kind is OutcomeKind.RELAUNCH_SCHEDULED  # job-events, in the spoke
@@ -177,7 +177,7 @@ def test_the_prober_of_a_hub_probes_home_and_every_enrolled_spoke_each_in_its_ow
     hub = FakePlaces(**HUB)
     other = Location("222222222222", "us-west-2")
     for place, job in ((None, "at-home"), (SPOKE, "in-spoke"), (other, "in-other")):
-        ports = hub.at(type(hub.by_place[None]), place)
+        ports = hub.fakes_at(place)
         training(ports, job)
         follow_training_state(ports, job)
 
@@ -227,10 +227,10 @@ def test_a_spoke_the_prober_cannot_serve_is_counted_and_the_others_are_served() 
     hub = FakePlaces(**HUB)
     other = Location("222222222222", "us-west-2")
     for place in (None, other):
-        ports = hub.at(type(hub.by_place[None]), place)
+        ports = hub.fakes_at(place)
         training(ports)
         follow_training_state(ports, "llama-pretrain")
-    broken = hub.at(type(hub.by_place[None]), SPOKE)
+    broken = hub.fakes_at(SPOKE)
     object.__setattr__(broken, "stall_ledger", _Unreachable())
 
     result = stall_prober.handle({}, hub)

@@ -120,7 +120,7 @@ def test_a_control_message_too_large_for_one_entry_is_not_forwarded() -> None:
 
 def test_the_hub_records_a_spoke_jobs_lines_in_that_spokes_records_only() -> None:
     hub = FakePlaces(**HUB)
-    home, spoke = hub.by_place[None], hub.at(type(hub.by_place[None]), SPOKE)
+    home, spoke = hub.by_place[None], hub.fakes_at(SPOKE)
     for ports in (home, spoke):  # the same job name at home and in the spoke
         training(ports)
         follow_training_state(ports, "llama-pretrain")
@@ -181,7 +181,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, float]:
 
 def _spoke_hub() -> tuple[FakePlaces, Any]:
     hub = FakePlaces(**HUB)
-    spoke = hub.at(type(hub.by_place[None]), SPOKE)
+    spoke = hub.fakes_at(SPOKE)
     training(spoke)
     follow_training_state(spoke, "llama-pretrain")
     return hub, spoke

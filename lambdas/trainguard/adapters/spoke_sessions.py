@@ -3,7 +3,7 @@
 For a job in account A and region R, the calls that land in the job's account (the ports of
 `spoke_roles.IN_JOB_ACCOUNT_PORTS`) are made with the credentials of the spoke role this function may assume
 there, `trainguard-spoke-<function>-<R>`. The hub's own resources (the ledger, the topic, the schedules) are
-reached with the function's own session, as in a single account: `wiring.build_ports` takes both sets of clients.
+reached with the function's own session, as in a single account: a `wiring.Site` holds both sets of clients.
 
 The credentials come from STS AssumeRole (one hour, the default) on the function's own session. The STS endpoint
 is the function's region's, as AWS advises for resilience

@@ -8,7 +8,7 @@ from trainguard.domain.outcome import Outcome, skipped
 from trainguard.events.state_change import TrainingJobStateChange, parse_state_change
 from trainguard.handlers.observability import follow_job, logger, metrics, parsed, recorded
 from trainguard.handlers.origin import ports_for_event
-from trainguard.handlers.wiring import PortSet
+from trainguard.handlers.wiring import PortSet, Site
 from trainguard.workflows.function_ports import JobEventsPorts
 from trainguard.workflows.job_ended import handle_job_end
 from trainguard.workflows.stall_watch import WATCHED_STATUSES, follow_training_state, stop_watching
@@ -19,7 +19,7 @@ ACTIONABLE_STATUSES = ("Failed", "Stopped")
 def handle(event: Any, ports: JobEventsPorts | PortSet | None = None) -> Outcome:
     change = parsed(parse_state_change, event)
     follow_job(change.job.name, event_id=change.event_id)
-    at_origin = ports_for_event(event, ports, JobEventsPorts, change.job.name)
+    at_origin = ports_for_event(event, ports, build_ports, change.job.name)
     if isinstance(at_origin, Outcome):
         return recorded(at_origin)
     return recorded(follow_state(at_origin, change))
@@ -40,6 +40,26 @@ def follow_state(ports: JobEventsPorts, change: TrainingJobStateChange) -> Outco
     else:
         outcome = skipped(change.job.name, f"status {status} needs no action")
     return outcome
+
+
+def build_ports(site: Site) -> JobEventsPorts:
+    """The retry launcher's adapters, with the relaunch schedules and the job's stall alarms."""
+    from trainguard.adapters.alarms import StallAlarms
+    from trainguard.adapters.scheduler import RelaunchScheduler
+    from trainguard.handlers import retry_launcher
+
+    config = site.config
+    return JobEventsPorts(
+        **vars(retry_launcher.build_ports(site)),
+        scheduler=RelaunchScheduler(
+            site.clients("scheduler"),
+            group_name=config.schedule_group_name,
+            target_arn=config.retry_launcher_arn,
+            role_arn=config.scheduler_role_arn,
+            spoke=site.spoke,
+        ),
+        alarms=StallAlarms(site.job_clients("cloudwatch")),
+    )
 
 
 @metrics.log_metrics

@@ -21,7 +21,7 @@ from trainguard.events.log_subscription import is_forwarded_log_lines, parse_bel
 from trainguard.events.times import parse_aws_time
 from trainguard.handlers.observability import logger, metrics, parsed
 from trainguard.handlers.origin import ports_for_event
-from trainguard.handlers.wiring import PortSet, ports_or_production
+from trainguard.handlers.wiring import PortSet, Site, ports_or_production
 from trainguard.metric_names import LOG_LINES_FROM_THE_FUTURE
 from trainguard.workflows.function_ports import LogActivityPorts
 from trainguard.workflows.log_activity import record_activity
@@ -30,11 +30,11 @@ from trainguard.workflows.log_activity import record_activity
 def handle(event: Any, ports: LogActivityPorts | PortSet | None = None) -> dict[str, Any]:
     delivery, sent_at = event, None
     if is_forwarded_log_lines(event):
-        at_origin = ports_for_event(event, ports, LogActivityPorts, "")
+        at_origin = ports_for_event(event, ports, build_ports, "")
         if isinstance(at_origin, Outcome):
             return {"recorded": False, "reason": at_origin.reason}
         ports, delivery, sent_at = at_origin, event.get("detail"), parse_aws_time(event.get("time"))
-    ports = ports_or_production(ports, LogActivityPorts)
+    ports = ports_or_production(ports, build_ports)
     latest = latest_believable_time(sent_at, ports.clock())
     # A malformed delivery is counted and raised (observability.parsed).
     believed = parsed(lambda raw: parse_believable_delivery(raw, latest), delivery)
@@ -55,6 +55,13 @@ def handle(event: Any, ports: LogActivityPorts | PortSet | None = None) -> dict[
         }
     recorded = record_activity(ports, activity)
     return {"recorded": recorded, "job_name": activity.job_name, "newest": activity.newest.isoformat()}
+
+
+def build_ports(site: Site) -> LogActivityPorts:
+    """This function's one adapter: the watch list's entries in the ledger."""
+    from trainguard.adapters.stall_ledger import StallLedger
+
+    return LogActivityPorts(**site.settled, stall_ledger=StallLedger(*site.ledger_table))
 
 
 @metrics.log_metrics

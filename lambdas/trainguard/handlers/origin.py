@@ -18,7 +18,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from trainguard.domain.origin import HOME, Location, Refused, place_of
 from trainguard.domain.outcome import Outcome, skipped
 from trainguard.handlers.observability import logger, metrics
-from trainguard.handlers.wiring import PortSet, ports_or_production, production_port_set
+from trainguard.handlers.wiring import PortSet, Site, ports_or_production, production_port_set
 from trainguard.metric_names import EVENTS_FROM_ELSEWHERE, SPOKE_FAILURES
 from trainguard.workflows.function_ports import Settled
 
@@ -29,8 +29,11 @@ Result = TypeVar("Result")
 PLACES_AT_ONCE = 8
 
 
-def ports_for_event(event: Any, given: Ports | PortSet | None, kind: type[Ports], job_name: str) -> Ports | Outcome:
-    """The ports to act on `event`'s job with, in its own account and region; or a logged, counted skip."""
+def ports_for_event(
+    event: Any, given: Ports | PortSet | None, build: Callable[[Site], Ports], job_name: str
+) -> Ports | Outcome:
+    """The ports to act on `event`'s job with, in its own account and region (as `build` makes them, unless a test
+    passed its own); or a logged, counted skip."""
     places = given if given is not None else production_port_set()
     config = places.config
     origin = Location(*(str(event.get(key, "")) for key in ("account", "region")))
@@ -51,15 +54,17 @@ def ports_for_event(event: Any, given: Ports | PortSet | None, kind: type[Ports]
         return skipped(job_name, place.reason)
     if place is not HOME:
         logger.append_keys(job_account=place.account, job_region=place.region)
-    return ports_or_production(places, kind, place)
+    return ports_or_production(places, build, place)
 
 
-def ports_for_each_place(given: Ports | PortSet | None, kind: type[Ports]) -> list[tuple[Location | None, Ports]]:
+def ports_for_each_place(
+    given: Ports | PortSet | None, build: Callable[[Site], Ports]
+) -> list[tuple[Location | None, Ports]]:
     """The ports of every place a scheduled function serves: its own (HOME), then each enrolled spoke."""
     places = given if given is not None else production_port_set()
-    served: list[tuple[Location | None, Ports]] = [(HOME, ports_or_production(places, kind))]
+    served: list[tuple[Location | None, Ports]] = [(HOME, ports_or_production(places, build))]
     if isinstance(places, PortSet):
-        served += [(spoke, places.at(kind, spoke)) for spoke in places.spokes()]
+        served += [(spoke, places.at(build, spoke)) for spoke in places.spokes()]
     return served
 
 

@@ -12,7 +12,7 @@ from trainguard.domain.outcome import Outcome
 from trainguard.events.training_job import MalformedInput
 from trainguard.handlers.observability import follow_job, logger, metrics, parsed, recorded
 from trainguard.handlers.origin import ports_for_event
-from trainguard.handlers.wiring import PortSet, ports_or_production
+from trainguard.handlers.wiring import PortSet, Site, ports_or_production
 from trainguard.workflows.function_ports import RetryLauncherPorts
 from trainguard.workflows.scheduled_relaunch import handle_scheduled_relaunch
 
@@ -21,9 +21,9 @@ def handle(event: Any, ports: RetryLauncherPorts | PortSet | None = None) -> Out
     name = parsed(failed_job_name, event)
     follow_job(name)
     if "account" in event or "region" in event:  # a spoke's job: its account and region, checked as an event's
-        at_origin = ports_for_event(event, ports, RetryLauncherPorts, name)
+        at_origin = ports_for_event(event, ports, build_ports, name)
     else:
-        at_origin = ports_or_production(ports, RetryLauncherPorts)
+        at_origin = ports_or_production(ports, build_ports)
     if isinstance(at_origin, Outcome):
         return recorded(at_origin)
     return recorded(handle_scheduled_relaunch(at_origin, name))
@@ -35,6 +35,22 @@ def failed_job_name(event: Any) -> str:
     if not isinstance(name, str) or not name:
         raise MalformedInput("a scheduled relaunch without failed_job_name")
     return name
+
+
+def build_ports(site: Site) -> RetryLauncherPorts:
+    """What meeting a quota wall takes (the quota watch's adapters), with the checkpoints, the stall records and
+    the request shape a relaunch is built to."""
+    from trainguard.adapters.checkpoints import CheckpointReader
+    from trainguard.adapters.service_model import create_training_job_shape
+    from trainguard.adapters.stall_ledger import StallLedger
+    from trainguard.handlers import quota_watch
+
+    return RetryLauncherPorts(
+        **vars(quota_watch.build_ports(site)),
+        checkpoints=CheckpointReader(site.job_clients("s3")),
+        stall_ledger=StallLedger(*site.ledger_table),
+        create_request_shape=create_training_job_shape(site.clients("sagemaker").meta.service_model),
+    )
 
 
 @metrics.log_metrics

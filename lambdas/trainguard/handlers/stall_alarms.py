@@ -9,7 +9,7 @@ from trainguard.domain.stall_alarms import owned_alarm_job
 from trainguard.events.alarm_state_change import parse_alarm_state_change
 from trainguard.handlers.observability import follow_job, logger, metrics, parsed, recorded
 from trainguard.handlers.origin import ports_for_event
-from trainguard.handlers.wiring import PortSet
+from trainguard.handlers.wiring import PortSet, Site
 from trainguard.workflows.function_ports import StallAlarmsPorts
 from trainguard.workflows.stall_alarm import handle_stall_alarm
 
@@ -20,10 +20,24 @@ def handle(event: Any, ports: StallAlarmsPorts | PortSet | None = None) -> Outco
     watched_job = owned_alarm_job(change.alarm_name)
     if watched_job:
         follow_job(watched_job)
-    at_origin = ports_for_event(event, ports, StallAlarmsPorts, watched_job or "")
+    at_origin = ports_for_event(event, ports, build_ports, watched_job or "")
     if isinstance(at_origin, Outcome):
         return recorded(at_origin)
     return recorded(handle_stall_alarm(at_origin, change))
+
+
+def build_ports(site: Site) -> StallAlarmsPorts:
+    """The stall prober's adapters, with the job itself (to stop it) and its logs and GPU metrics (the evidence)."""
+    from trainguard.adapters.job_activity import GpuMetrics, JobLogs
+    from trainguard.adapters.sagemaker import SageMakerJobs
+    from trainguard.handlers import stall_prober
+
+    return StallAlarmsPorts(
+        **vars(stall_prober.build_ports(site)),
+        jobs=SageMakerJobs(site.job_clients("sagemaker")),
+        job_logs=JobLogs(site.job_clients("logs")),
+        gpu_metrics=GpuMetrics(site.job_clients("cloudwatch")),
+    )
 
 
 @metrics.log_metrics

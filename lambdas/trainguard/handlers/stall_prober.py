@@ -9,14 +9,14 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from trainguard.handlers.observability import logger, metrics, record_outcome
 from trainguard.handlers.origin import at_place, ports_for_each_place, serve_each_place
-from trainguard.handlers.wiring import PortSet
+from trainguard.handlers.wiring import PortSet, Site
 from trainguard.metric_names import PROBER_CYCLES, WATCHED_JOBS
 from trainguard.workflows.function_ports import StallProberPorts
 from trainguard.workflows.stall_prober import probe
 
 
 def handle(event: Any, ports: StallProberPorts | PortSet | None = None) -> dict[str, Any]:
-    served = serve_each_place(ports_for_each_place(ports, StallProberPorts), probe)
+    served = serve_each_place(ports_for_each_place(ports, build_ports), probe)
     for place, report in served:
         at_place(place)
         for outcome in report.outcomes:
@@ -32,6 +32,24 @@ def handle(event: Any, ports: StallProberPorts | PortSet | None = None) -> dict[
         "published": sum(report.published for report in reports),
         "swept": [name for report in reports for name in report.swept],
     }
+
+
+def build_ports(site: Site) -> StallProberPorts:
+    """The ledger, the topic, and in the job's account its stall alarms and checkpoints."""
+    from trainguard.adapters.alarms import StallAlarms
+    from trainguard.adapters.checkpoints import CheckpointReader
+    from trainguard.adapters.ledger import Ledger
+    from trainguard.adapters.notifier import Notifier
+    from trainguard.adapters.stall_ledger import StallLedger
+
+    return StallProberPorts(
+        **site.settled,
+        ledger=Ledger(*site.ledger_table),
+        notifier=Notifier(site.clients("sns"), **site.notifier_settings),
+        stall_ledger=StallLedger(*site.ledger_table),
+        alarms=StallAlarms(site.job_clients("cloudwatch")),
+        checkpoints=CheckpointReader(site.job_clients("s3")),
+    )
 
 
 @metrics.log_metrics

@@ -1,151 +1,97 @@
-"""Build a function's ports once per Lambda container, on its first event: only the adapters it calls.
+"""What a function's ports are built on, and the ports kept once per Lambda container, built on its first event.
 
-Nothing is built at import time, and boto3 is imported only inside `boto3_ports`: importing a
-handler module stays cheap (see docs/local-aws.md, "Cold start"). `ADAPTERS` says which adapter
-serves each port; the stack grants a function the IAM actions of the methods its ports name
-(infra/port_permissions.py, at synth time, outside the Lambda asset), declared once, on the adapter methods
-(trainguard.adapters.permissions).
+Each handler module builds its own function's ports in plain sight: its `build_ports(site)` constructs, by name, the
+adapters that function calls (handlers/job_events.py, ...). This module gives them what they are built on (`Site`)
+and keeps each function's ports for the container's life (`PortSet`). Nothing is built at import time, and boto3 is
+imported only inside `boto3_ports`: importing a handler module stays cheap (see docs/local-aws.md, "Cold start").
+The stack grants a function the IAM actions of the adapter methods its ports name (infra/port_permissions.py, at
+synth time, outside the Lambda asset), declared once, on the adapter methods (trainguard.adapters.permissions).
 """
 
 from __future__ import annotations
 
-import importlib
-import re
-import typing
 from collections.abc import Callable
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from trainguard.adapters.spoke_roles import IN_JOB_ACCOUNT_PORTS
+from trainguard.adapters.spoke_roles import function_key
 from trainguard.config import GuardConfig
 from trainguard.domain.origin import Location
 
+if TYPE_CHECKING:
+    from trainguard.adapters.ledger import LedgerScope
+
 Ports = TypeVar("Ports")
 Clients = Callable[[str], Any]  # a boto3 client by service name
+# The clients of one hub function's role in one spoke: (function key, location) -> clients (spoke_sessions.py).
+SpokeClients = Callable[[str, Location], Clients]
 
 
 @dataclass(frozen=True)
-class Adapter:
-    """The adapter class that serves a port, and how a function builds it from its clients and settings, for a job
-    at home (spoke None) or in an organization's spoke."""
+class Site:
+    """What one function's ports are built on: the function's own clients (boto3's, or a local stand-in's) and
+    settings, and, for a job in an organization's spoke, that spoke and the clients of the spoke's role for this
+    function. Ports that call the job's own account (spoke_roles.IN_JOB_ACCOUNT_PORTS) take `job_clients`; the
+    ledger, the topic and the retry schedules are the function's own (`clients`)."""
 
-    module: str
-    name: str
-    build: Callable[[Any, Clients, GuardConfig, Location | None], Any]
+    clients: Clients
+    config: GuardConfig
+    region: str
+    clock: Callable[[], datetime]
+    spoke: Location | None = None
+    spoke_clients: Clients | None = None
 
-    def adapter_class(self) -> Any:
-        return getattr(importlib.import_module(self.module), self.name)
+    def job_clients(self, service: str) -> Any:
+        """A client in the job's own account and region: the spoke role's, or the function's own."""
+        return (self.spoke_clients or self.clients)(service)
 
+    @property
+    def settled(self) -> dict[str, Any]:
+        """The fields of every function's ports that are not adapters (function_ports.Settled); the job's region."""
+        return {"config": self.config, "region": self.spoke.region if self.spoke else self.region, "clock": self.clock}
 
-def _ledger_adapter(name: str, module: str = "trainguard.adapters.ledger") -> Adapter:
-    """A ledger adapter, made for the records of one place (adapters/ledger.py, LedgerScope)."""
-
-    def build(cls: Any, clients: Clients, config: GuardConfig, spoke: Location | None) -> Any:
+    @property
+    def ledger_table(self) -> tuple[Any, str, LedgerScope]:
+        """A ledger adapter's client, table and records: this site's (adapters/ledger.py, LedgerScope)."""
         from trainguard.adapters.ledger import ledger_scope
 
-        hub = config.is_hub
+        hub = self.config.is_hub
         scope = ledger_scope(
-            spoke, config.account_id if hub else "", config.organization_retry_budget_per_hour if hub else 0
+            self.spoke,
+            self.config.account_id if hub else "",
+            self.config.organization_retry_budget_per_hour if hub else 0,
         )
-        return cls(clients("dynamodb"), config.ledger_table_name, scope)
+        return self.clients("dynamodb"), self.config.ledger_table_name, scope
 
-    return Adapter(module, name, build)
-
-
-def _job_account(config: GuardConfig, spoke: Location | None) -> str:
-    """The account a hub's notification names (its spoke's, or its own); "" in a single-account stack."""
-    if spoke is not None:
-        return spoke.account
-    return config.account_id if config.is_hub else ""
-
-
-ADAPTERS: dict[str, Adapter] = {
-    "jobs": Adapter("trainguard.adapters.sagemaker", "SageMakerJobs", lambda cls, c, *_: cls(c("sagemaker"))),
-    "checkpoints": Adapter("trainguard.adapters.checkpoints", "CheckpointReader", lambda cls, c, *_: cls(c("s3"))),
-    "ledger": _ledger_adapter("Ledger"),
-    "quota_ledger": _ledger_adapter("QuotaLedger", "trainguard.adapters.quota_ledger"),
-    "stall_ledger": _ledger_adapter("StallLedger", "trainguard.adapters.stall_ledger"),
-    "notifier": Adapter(
-        "trainguard.adapters.notifier",
-        "Notifier",
-        lambda cls, c, config, spoke: cls(
-            c("sns"),
-            config.topic_arn,
-            config.chat_topic_arn,
-            job_account=_job_account(config, spoke),
-            job_region=spoke.region if spoke else c("sns").meta.region_name if config.is_hub else "",
-        ),
-    ),
-    "scheduler": Adapter(
-        "trainguard.adapters.scheduler",
-        "RelaunchScheduler",
-        lambda cls, c, config, spoke: cls(
-            c("scheduler"),
-            group_name=config.schedule_group_name,
-            target_arn=config.retry_launcher_arn,
-            role_arn=config.scheduler_role_arn,
-            spoke=spoke,
-        ),
-    ),
-    "quotas": Adapter(
-        "trainguard.adapters.service_quotas", "ServiceQuotas", lambda cls, c, *_: cls(c("service-quotas"))
-    ),
-    "alarms": Adapter("trainguard.adapters.alarms", "StallAlarms", lambda cls, c, *_: cls(c("cloudwatch"))),
-    "job_logs": Adapter("trainguard.adapters.job_activity", "JobLogs", lambda cls, c, *_: cls(c("logs"))),
-    "gpu_metrics": Adapter("trainguard.adapters.job_activity", "GpuMetrics", lambda cls, c, *_: cls(c("cloudwatch"))),
-}
-# The fields of a function's ports that are not adapters.
-SETTLED_FIELDS = ("config", "region", "clock")
+    @property
+    def notifier_settings(self) -> dict[str, str]:
+        """The topics, and the account and region a hub's notification names: its spoke's, or its own."""
+        config, spoke = self.config, self.spoke
+        at_home = config.account_id if config.is_hub else ""
+        return {
+            "topic_arn": config.topic_arn,
+            "chat_topic_arn": config.chat_topic_arn,
+            "job_account": spoke.account if spoke else at_home,
+            "job_region": spoke.region if spoke else self.clients("sns").meta.region_name if config.is_hub else "",
+        }
 
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def build_ports(
-    kind: type[Ports],
-    clients: Clients,
-    config: GuardConfig,
-    region: str,
-    clock: Callable[[], datetime],
-    spoke: tuple[Location, Clients] | None = None,
+def ports_or_production(
+    given: Ports | PortSet | None, build: Callable[[Site], Ports], spoke: Location | None = None
 ) -> Ports:
-    """The ports of one function: each field's adapter built on `clients` (boto3's, or a local stand-in's).
-    For a job in an organization's spoke, `spoke` is its location and the clients of that spoke's role
-    (adapters/spoke_sessions.py): the ports that call the job's own account (spoke_roles.IN_JOB_ACCOUNT_PORTS)
-    are built on those, the ledgers keep that spoke's records, and the region is the job's."""
-    location, job_clients = spoke if spoke is not None else (None, clients)
-    region = location.region if location is not None else region
-    settled = {"config": config, "region": region, "clock": clock}
-    values: dict[str, Any] = {}
-    for field in fields(kind):  # type: ignore[arg-type]
-        if field.name in settled:
-            values[field.name] = settled[field.name]
-        elif field.name == "create_request_shape":
-            from trainguard.adapters.service_model import create_training_job_shape
-
-            values[field.name] = create_training_job_shape(clients("sagemaker").meta.service_model)
-        else:
-            recipe = ADAPTERS[field.name]
-            on = job_clients if field.name in IN_JOB_ACCOUNT_PORTS else clients
-            values[field.name] = recipe.build(recipe.adapter_class(), on, config, location)
-    return kind(**values)
-
-
-def ports_or_production(given: Ports | PortSet | None, kind: type[Ports], spoke: Location | None = None) -> Ports:
-    """The ports a test passed in (which serve their own account only), or those of `given`'s (or the
-    container's) port set for a job at home (spoke None) or in an organization's spoke."""
+    """The ports a test passed in (which serve their own account only), or those `build` makes on `given`'s (or the
+    container's) port set, for a job at home (spoke None) or in an organization's spoke."""
     if given is None:
         given = production_port_set()
     if isinstance(given, PortSet):
-        return given.at(kind, spoke)
+        return given.at(build, spoke)
     return given
-
-
-# The clients of one hub function's role in one spoke: (function key, location) -> clients (spoke_sessions.py).
-SpokeClients = Callable[[str, Location], Clients]
 
 
 class PortSet:
@@ -162,24 +108,26 @@ class PortSet:
     ) -> None:
         self._clients, self.config, self.region, self._clock = clients, config, region, clock
         self._spoke_clients = spoke_clients
-        self._built: dict[tuple[type, Location | None], Any] = {}
+        self._built: dict[tuple[Callable[[Site], Any], Location | None], Any] = {}
 
-    def of(self, kind: type[Ports]) -> Ports:
-        return self.at(kind, None)
+    def of(self, build: Callable[[Site], Ports]) -> Ports:
+        """The ports a handler module's `build_ports` makes, for a job at home."""
+        return self.at(build, None)
 
-    def at(self, kind: type[Ports], spoke: Location | None) -> Ports:
-        """`kind`'s ports for a job at home (None) or in the spoke `spoke`."""
-        if (kind, spoke) not in self._built:
-            on_spoke = None
-            if spoke is not None:
-                if self._spoke_clients is None:
-                    raise LookupError(f"{spoke} is not this function's: it serves no organization's spokes")
-                on_spoke = (spoke, self._spoke_clients(function_key_of_ports(kind), spoke))
-            self._built[(kind, spoke)] = build_ports(
-                kind, self._clients, self.config, self.region, self._clock, on_spoke
-            )
-        built: Ports = self._built[(kind, spoke)]
+    def at(self, build: Callable[[Site], Ports], spoke: Location | None) -> Ports:
+        """The ports `build` makes for a job at home (None) or in the spoke `spoke`."""
+        if (build, spoke) not in self._built:
+            job_clients = None if spoke is None else self._clients_in(spoke, build)
+            site = Site(self._clients, self.config, self.region, self._clock, spoke, job_clients)
+            self._built[(build, spoke)] = build(site)
+        built: Ports = self._built[(build, spoke)]
         return built
+
+    def _clients_in(self, spoke: Location, build: Callable[[Site], Any]) -> Clients:
+        """The clients of the spoke role of the function whose handler module holds `build`."""
+        if self._spoke_clients is None:
+            raise LookupError(f"{spoke} is not this function's: it serves no organization's spokes")
+        return self._spoke_clients(function_key_of(build), spoke)
 
     def spokes(self) -> list[Location]:
         """The enrolled accounts and regions other than this function's own (none outside a hub)."""
@@ -191,23 +139,11 @@ class PortSet:
             if Location(account, region) != home
         ]
 
-    def for_handle(self, handle: Callable[..., Any]) -> Any:
-        """The ports a handler module's `handle(event, ports)` takes, for a job at home."""
-        return self.of(ports_kind_of(handle))
 
-
-def function_key_of_ports(kind: type) -> str:
-    """The function a ports class is for, as spoke_roles.function_key names it: JobEventsPorts -> "job-events"
-    (tests/unit/test_function_ports.py checks it against every handler)."""
-    name = kind.__name__.removesuffix("Ports")
-    return re.sub(r"(?<!^)(?=[A-Z])", "-", name).lower()
-
-
-def ports_kind_of(handle: Callable[..., Any]) -> type:
-    """The ports class of `handle(event, ports: <Kind> | PortSet | None = None)`."""
-    hinted = typing.get_args(typing.get_type_hints(handle)["ports"])
-    (kind,) = [arg for arg in hinted if isinstance(arg, type) and is_dataclass(arg)]
-    return kind
+def function_key_of(build: Callable[[Site], Any]) -> str:
+    """The function a handler module's `build_ports` is for, as spoke_roles.function_key names it:
+    trainguard.handlers.job_events.build_ports -> "job-events"."""
+    return function_key(f"{build.__module__}.handler")
 
 
 def boto3_ports(clock: Callable[[], datetime] = utc_now) -> PortSet:

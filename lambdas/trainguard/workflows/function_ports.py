@@ -1,8 +1,9 @@
 """The ports each Lambda function runs with: only the adapters its workflows call, each as narrow as its calls.
 
-A function's IAM role is derived from these (infra/port_permissions.actions_of_ports), and
-tests/unit/test_function_ports.py reads the workflows to show that every port here is called and that
-no narrower one would need fewer actions. A workflow shared by functions takes the union of their ports.
+Each handler module builds its function's (its `build_ports`), and the function's IAM role is derived from them
+(infra/port_permissions.actions_of_ports); tests/unit/test_function_ports.py reads the workflows to show that every
+port here is called and that no narrower one would need fewer actions. A workflow shared by functions takes the
+union of their ports.
 """
 
 from __future__ import annotations
@@ -133,12 +134,3 @@ class LogActivityPorts(Settled):
 # The workflows several functions share take the union of those functions' ports.
 EndedJobPorts = RetryLauncherPorts  # and JobEventsPorts, a subclass
 StallWatchPorts = JobEventsPorts | StallAlarmsPorts
-FUNCTION_PORTS: tuple[type, ...] = (
-    JobEventsPorts,
-    RetryLauncherPorts,
-    FailedLaunchesPorts,
-    QuotaWatchPorts,
-    StallAlarmsPorts,
-    StallProberPorts,
-    LogActivityPorts,
-)

@@ -33,7 +33,7 @@ from trainguard.config import GuardConfig
 from trainguard.domain.stall_alarms import plan_stall_alarms
 from trainguard.domain.stalls import StallThresholds
 from trainguard.domain.watched_job import WatchedJob
-from trainguard.handlers.wiring import build_ports
+from trainguard.handlers.wiring import Site
 from trainguard.workflows.function_ports import StallProberPorts
 from trainguard.workflows.stall_prober import probe
 from trainguard_local.fleet.prices import (  # us-east-1 list prices, each with its source
@@ -117,6 +117,8 @@ def measure(
 
 def _ports(dynamodb: Any, cloudwatch: Any, now: datetime) -> StallProberPorts:
     """The stall prober's production ports on moto clients."""
+    from trainguard.handlers import stall_prober
+
     region = "us-east-1"
     config = GuardConfig(ledger_table_name="ledger", topic_arn=f"arn:aws:sns:{region}:123456789012:trainguard")
     clients = {
@@ -125,7 +127,7 @@ def _ports(dynamodb: Any, cloudwatch: Any, now: datetime) -> StallProberPorts:
         "sns": boto3.client("sns", region_name=region),
         "s3": boto3.client("s3", region_name=region),
     }
-    return build_ports(StallProberPorts, clients.__getitem__, config, region, lambda: now)
+    return stall_prober.build_ports(Site(clients.__getitem__, config, region, lambda: now))
 
 
 ORG_HUB = "123456789012"
@@ -173,7 +175,7 @@ def measure_organization(
         places: list[Location | None] = [None, *setup.spokes()]
         for index, place in enumerate(places):
             tell(f"watch list of place {index + 1} of {len(places)}")
-            ports = setup.at(StallProberPorts, place)
+            ports = setup.at(stall_prober.build_ports, place)
             bucket = f"checkpoints-{index}"
             ports.checkpoints._client.create_bucket(  # type: ignore[attr-defined]
                 Bucket=bucket,

@@ -75,7 +75,7 @@ class LambdaRuntime:
         now = self._clock()
         handle = _handle_of(invocation.function)
         try:
-            result = handle(invocation.payload, self._environment().for_handle(handle))
+            result = handle(invocation.payload, self._environment())
         except ProcessDeath as death:
             self._ports = None  # the execution environment is gone
             return self._failed(invocation, now, "ProcessDeath", str(death))

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 from trainguard.domain.origin import Location
-from trainguard.workflows.function_ports import StallAlarmsPorts
 from trainguard_local.demo.demo_jobs import cadence, demo_fault, demo_job, gpu_words
 from trainguard_local.demo.org_actions import actions_of, drain, subscribe_inbox, tell_actions
 from trainguard_local.simulation.fault_table import FaultKind
@@ -155,7 +154,7 @@ def _act_hang(org: Organization, guard: _Hub, say: Any) -> None:
 def _watch_hang(kernel: Kernel, launch: PlayedLaunch, guard: _Hub, spoke: Spoke, say: Any) -> Process:
     """Each minute as it ends: the job's GPUs and lines (its lines through team B's log forwarder to the hub),
     the hub's prober, CloudWatch in team B's account (its rule forwards an alarm to the hub), the stop."""
-    from trainguard.handlers import stall_prober
+    from trainguard.handlers import stall_alarms, stall_prober
 
     org, told, forwarder = guard.org, False, _LogForwarder(guard.org, spoke)
     evaluator = LocalAlarmEvaluator(spoke.client("cloudwatch"), _EventSink(), org.clock)
@@ -166,7 +165,7 @@ def _watch_hang(kernel: Kernel, launch: PlayedLaunch, guard: _Hub, spoke: Spoke,
             forwarder.forward(delivery)
             guard.deliver()
         if launch.activity.hung_at(kernel.now) and not told:
-            [watched] = guard.ports.at(StallAlarmsPorts, TEAM_B).stall_ledger.watched_job(HUNG.name)
+            [watched] = guard.ports.at(stall_alarms.build_ports, TEAM_B).stall_ledger.watched_job(HUNG.name)
             newest = watched.last_log_line
             say(f"  t+{minute} min: the hub has team B's newest line, through its log forwarder: {newest!r}")
             told = True

@@ -13,8 +13,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainguard.handlers import stall_alarms
 from trainguard.handlers.wiring import boto3_ports
-from trainguard.workflows.function_ports import StallAlarmsPorts
 from trainguard_local.demo.demo_jobs import (
     cadence,
     demo_fault,
@@ -117,7 +117,7 @@ class StallAct:
             )
             return
         self.note(fault.job_name, f"hangs: no more log lines, {gpu_words(fault.kind)}")
-        [watched] = self.ports.of(StallAlarmsPorts).stall_ledger.watched_job(fault.job_name)
+        [watched] = self.ports.of(stall_alarms.build_ports).stall_ledger.watched_job(fault.job_name)
         limit = watched.silence_limit().minutes
         crossing = (launch.activity.newest_line(self.kernel.now) or self.kernel.now) + limit * MINUTE
         self.story.crossed[fault.job_name] = self.minute_of(crossing)
@@ -136,7 +136,7 @@ class StallAct:
             self.kernel.at(self.aws.clock.at_hours(moments[-1]), lambda: self._judge_silence(launch.name))
 
     def _judge_silence(self, name: str) -> None:
-        [watched] = self.ports.of(StallAlarmsPorts).stall_ledger.watched_job(name)
+        [watched] = self.ports.of(stall_alarms.build_ports).stall_ledger.watched_job(name)
         self.note(
             name,
             f"silent for {watched.thresholds.stall_minutes} min, past the fixed threshold; not a stall for this "
@@ -160,7 +160,7 @@ class StallAct:
                 log_activity.handle(delivery, self.ports)
 
     def run_trainguard(self) -> None:
-        from trainguard.handlers import job_events, stall_alarms, stall_prober
+        from trainguard.handlers import job_events, stall_prober
         from trainguard.handlers.observability import metrics
 
         stall_prober.handle({}, self.ports)

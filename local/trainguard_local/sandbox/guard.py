@@ -121,7 +121,7 @@ def invoke(handle: Callable[[Any, Any], T], event: Any, ports: PortSet) -> T:
     """One invocation of a function's ``handle``. Lambda's ``@metrics.log_metrics`` flushes the Powertools
     metrics after each invocation; here they are dropped (the sandbox has no EMF log to write them to)."""
     try:
-        return handle(event, ports.for_handle(handle))
+        return handle(event, ports)
     finally:
         metrics.clear_metrics()
 

@@ -203,7 +203,7 @@ class FleetWorld:
         self.acting = self.roots.get(job, self.acting)
         self.usage.invoked(handler)
         try:
-            result = function(*args, self.ports.for_handle(function))
+            result = function(*args, self.ports)
         except Exception:
             self.problems.append(f"{self.hours:.3f} h {handler} ({job}): {traceback.format_exc(limit=6)}")
             return None
