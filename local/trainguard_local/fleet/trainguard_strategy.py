@@ -3,7 +3,7 @@
 Not a model. The production handlers (`lambdas/trainguard/handlers`, each through `handle(event,
 ports)`) and adapters decide and act; only the endpoints and the clock differ (trainguard_run/world.py).
 The fleet's side (jobs train, fail, hang, fall silent; SageMaker, CloudWatch, the scheduler and
-Service Quotas answer) is driven event by event (trainguard_run/kernel.py, trainguard_run/job_life.py),
+Service Quotas answer) is driven event by event (trainguard_run/schedules.py, trainguard_run/job_life.py),
 and what happened is written into the fleet model's records, as the anchors' are.
 
 What is modelled rather than run:
@@ -11,7 +11,7 @@ What is modelled rather than run:
   (as for the anchors);
 - the person on call, where trainguard leaves the job to a person (person.py, the same draws);
 - CloudWatch's evaluation of the alarms (LocalAlarmEvaluator, CloudWatch's documented semantics), and
-  only during stall windows (see trainguard_run/kernel.py); the prober and the quota check run on their
+  only during stall windows (see trainguard_run/schedules.py); the prober and the quota check run on their
   schedules only while something can come of them. Their calls in the rest of the time are estimated
   in `guard_calls.schedules`, not run, and priced in `guard_cost` (guard_cost.py);
 - the delivery of events: in order, at once, some twice (`duplicate_delivery_share`).
@@ -35,8 +35,8 @@ from trainguard_local.fleet.guard_cost import Deployment, UsageSummary, guard_co
 from trainguard_local.fleet.model import JobOutcome
 from trainguard_local.fleet.person import PersonOnCall, person_rng
 from trainguard_local.fleet.trainguard_run.job_life import JobLife
-from trainguard_local.fleet.trainguard_run.kernel import QuotaChecks, Ticker
 from trainguard_local.fleet.trainguard_run.life_state import LifeSettings
+from trainguard_local.fleet.trainguard_run.schedules import QuotaChecks, Ticker
 from trainguard_local.fleet.trainguard_run.usage import Notification
 from trainguard_local.fleet.trainguard_run.world import FleetWorld, GuardCall, fleet_world
 from trainguard_local.simulation.catalogue import training_quota_name

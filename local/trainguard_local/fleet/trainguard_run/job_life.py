@@ -13,7 +13,7 @@ same draws as in the anchors (person.py). How each ending reaches trainguard:
   while the trace's repeats last; a delayed relaunch fires when trainguard's schedule says;
 - a quota wall: the relaunch is refused with ResourceLimitExceeded while the trace's wall stands; Service
   Quotas approves an increase `quota_approval_hours` after it is asked; the quota check runs on schedule;
-- silent kinds (hangs, an NCCL timeout, a healthy silence): a stall window (stall_windows.py, kernel.py)
+- silent kinds (hangs, an NCCL timeout, a healthy silence): a stall window (stall_windows.py, schedules.py)
   in which the alarms, the prober and the stall handler decide;
 - interrupted (spot): Interrupted, unbilled, for the trace's wait, then Stopped/MaxWaitTimeExceeded.
 """
@@ -31,8 +31,8 @@ from trainguard_local.fleet.model import State, newest_checkpoint
 from trainguard_local.fleet.trainguard_run.checkpoint_sync import RUNTIME_ENDED, watch_checkpoints
 from trainguard_local.fleet.trainguard_run.endings import after_end, hang_left_to_the_person
 from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD
-from trainguard_local.fleet.trainguard_run.kernel import StallWindow, StopNews
 from trainguard_local.fleet.trainguard_run.life_state import Life, LifeState
+from trainguard_local.fleet.trainguard_run.schedules import StallWindow, StopNews
 from trainguard_local.fleet.trainguard_run.stall_windows import LEAD_MINUTES, open_stall_window
 from trainguard_local.simulation.catalogue import FAILURE_TEXTS
 from trainguard_local.simulation.fault_table import FAULT_TABLE, SILENT_KINDS, Ending, FaultKind

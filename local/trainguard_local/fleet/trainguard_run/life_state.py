@@ -14,7 +14,7 @@ from trainguard_local.fleet.model import JobTimeline
 from trainguard_local.fleet.person import PersonOnCall
 from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD, GuardActions
 from trainguard_local.fleet.trainguard_run.job_logs import JobLogs
-from trainguard_local.fleet.trainguard_run.kernel import QuotaChecks, Ticker
+from trainguard_local.fleet.trainguard_run.schedules import QuotaChecks, Ticker
 from trainguard_local.fleet.trainguard_run.world import FleetWorld, GuardCall
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.kernel import Kernel, Park, Sleep

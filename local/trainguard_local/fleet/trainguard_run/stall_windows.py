@@ -1,4 +1,4 @@
-"""A job's stall window (see kernel.py): opened a few minutes before its logs fall silent, with its
+"""A job's stall window (see schedules.py): opened a few minutes before its logs fall silent, with its
 hosts' GPUUtilization written for the whole window, so that the alarms and the prober can judge it."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from datetime import timedelta
 
 from trainguard.domain.instance_types import gpus_per_host
 from trainguard.domain.stall_alarms import plan_stall_alarms
-from trainguard_local.fleet.trainguard_run.kernel import StallWindow, minute_index
 from trainguard_local.fleet.trainguard_run.life_state import LifeState
+from trainguard_local.fleet.trainguard_run.schedules import StallWindow, minute_index
 from trainguard_local.simulation.fault_table import FAULT_TABLE, IDLE_PER_GPU, WORKING_PER_GPU, FaultKind
 from trainguard_local.simulation.trace import Fault
 
