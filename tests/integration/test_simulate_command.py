@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,10 @@ def test_simulate_writes_the_report_the_summary_and_the_timeline(
     page = png.with_suffix(".html").read_text(encoding="utf-8")
     assert page.count('<img src="data:image/png;base64,') == 2 and 'src="http' not in page
     assert '<table id="strategies-table">' in page and all(f"<td>{name}</td>" in page for name in STRATEGIES)
-    assert all(f"<summary>{f['job']}: {f['kind']}</summary>" in page for f in report["faults"])
+    summaries = dict(re.findall(r"<summary>([^:<]+): ([^<]*)</summary>", page))  # job -> its fault, as it plays out
+    for fault in report["faults"]:
+        told = summaries[fault["job"]]
+        assert fault["kind"] in told or fault["kind"].replace("_", " ") in told, (fault, told)
 
 
 def test_the_same_seed_gives_the_same_figures(tmp_path: Path) -> None:
