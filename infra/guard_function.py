@@ -184,31 +184,6 @@ def alarm_above_zero(
     return alarm
 
 
-def dead_letter_queue_alarm(scope: Construct, queue: sqs.Queue, *, topic: sns.ITopic, owner: str) -> cloudwatch.Alarm:
-    return alarm_above_zero(
-        scope,
-        "DeadLetterQueueNotEmptyAlarm",
-        metric=queue.metric_approximate_number_of_messages_visible(
-            period=ALARM_PERIOD, statistic=cloudwatch.Stats.MAXIMUM
-        ),
-        description=f"trainguard ({owner}): events or invocations it could not handle are waiting in its "
-        "dead-letter queue; read them, fix the cause, then redrive or purge.",
-        topic=topic,
-    )
-
-
-def errors_alarm(
-    scope: Construct, construct_id: str, function: lambda_.Function, *, topic: sns.ITopic, name: str
-) -> cloudwatch.Alarm:
-    return alarm_above_zero(
-        scope,
-        construct_id,
-        metric=function.metric_errors(period=ALARM_PERIOD, statistic=cloudwatch.Stats.SUM),
-        description=f"trainguard: the {name} function raised an error; see its log group.",
-        topic=topic,
-    )
-
-
 def guard_metric(name: str, *, statistic: str, period: Duration, label: str | None = None) -> cloudwatch.Metric:
     """One of the handlers' Powertools metrics (their namespace and `service` dimension)."""
     return cloudwatch.Metric(
@@ -221,37 +196,32 @@ def guard_metric(name: str, *, statistic: str, period: Duration, label: str | No
     )
 
 
-def function_label(handler: str) -> str:
-    """What alarms call the function of `handler`: its module's name, "trainguard.handlers.quota_watch.handler"
-    -> "quota-watch"."""
-    return handler.rsplit(".", 2)[-2].replace("_", "-")
-
-
 class FunctionGroup(Construct):
     """A construct's functions (each running the one asset) and what they all have: one dead-letter queue for them
     and their triggers, an errors alarm each, and an alarm on the queue, both to `alarm_topic`. `owner` names the
     group in the queue's alarm; `holds` says what the queue holds. Each function and trigger is described in
     DESCRIPTIONS."""
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        alarm_topic: sns.ITopic,
-        owner: str,
-        holds: str,
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, alarm_topic: sns.ITopic, owner: str, holds: str) -> None:
         super().__init__(scope, construct_id)
         self._alarm_topic = alarm_topic
         self._code = guard_code()
         self._functions: list[lambda_.Function] = []
         self.dead_letter_queue = dead_letter_queue(self, "DeadLetterQueue", holds=holds)
-        dead_letter_queue_alarm(self, self.dead_letter_queue, topic=alarm_topic, owner=owner)
+        alarm_above_zero(
+            self,
+            "DeadLetterQueueNotEmptyAlarm",
+            metric=self.dead_letter_queue.metric_approximate_number_of_messages_visible(
+                period=ALARM_PERIOD, statistic=cloudwatch.Stats.MAXIMUM
+            ),
+            description=f"trainguard ({owner}): events or invocations it could not handle are waiting in its "
+            "dead-letter queue; read them, fix the cause, then redrive or purge.",
+            topic=alarm_topic,
+        )
 
     def add_function(self, construct_id: str, handler: str, **options: Any) -> lambda_.Function:
         """A function running `handler` (guard_function, `options` its own) and its errors alarm, `<Name>ErrorsAlarm`
-        for the function `<Name>Function`."""
+        for the function `<Name>Function`, which names it for its handler's module ("quota_watch": "quota-watch")."""
         function = guard_function(
             self,
             construct_id,
@@ -261,8 +231,14 @@ class FunctionGroup(Construct):
             dead_letter_queue=self.dead_letter_queue,
             **options,
         )
-        alarm_id = construct_id.removesuffix("Function") + "ErrorsAlarm"
-        errors_alarm(self, alarm_id, function, topic=self._alarm_topic, name=function_label(handler))
+        alarm_above_zero(
+            self,
+            construct_id.removesuffix("Function") + "ErrorsAlarm",
+            metric=function.metric_errors(period=ALARM_PERIOD, statistic=cloudwatch.Stats.SUM),
+            description=f"trainguard: the {handler.split('.')[-2].replace('_', '-')} function raised an error; see "
+            "its log group.",
+            topic=self._alarm_topic,
+        )
         self._functions.append(function)
         return function
 
