@@ -240,7 +240,7 @@ class Ledger:
         """Add one to the hour's count while it stays under `room`; with `launch`, name the launch in the hour's
         set too, unless it is named there already. False when there is no room (or the launch is named)."""
         update, condition = "ADD used :one SET expires_at = :expires", "attribute_not_exists(used) OR used < :room"
-        values = {":one": {"N": "1"}, ":room": {"N": str(room)}}
+        values: dict[str, Any] = {":one": {"N": "1"}, ":room": {"N": str(room)}}
         values[":expires"] = {"N": str(int((now + timedelta(days=2)).timestamp()))}
         if launch:
             update = "ADD used :one, launches :launches SET expires_at = :expires"
