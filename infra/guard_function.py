@@ -22,6 +22,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from infra.lambda_asset import guard_code
 from infra.nag import acknowledge_nag_finding
 
 POWERTOOLS_ENVIRONMENT = {
@@ -29,6 +30,24 @@ POWERTOOLS_ENVIRONMENT = {
     "POWERTOOLS_METRICS_NAMESPACE": "TrainGuard",
 }
 ALARM_PERIOD = Duration.minutes(5)
+# What each function and trigger of the stack is for, by construct ID: its Description, after "trainguard: ".
+DESCRIPTIONS = {
+    # infra/job_events.py
+    "JobEventsFunction": "watches training jobs for stalls; relaunches transient failures, reports the rest",
+    "RetryLauncherFunction": "relaunches a training job when its capacity backoff ends",
+    "TrainingJobStateRule": "SageMaker training jobs InProgress, Stopping, Completed, Failed or Stopped",
+    # infra/quota_walls.py
+    "QuotaWatchFunction": "follows quota increase requests and launches what waited for them",
+    "QuotaCheckSchedule": "the periodic check of quota requests and waiting launches",
+    "FailedLaunchesFunction": "requests the quota a refused CreateTrainingJob needed, and keeps the launch",
+    "FailedLaunchRule": "CreateTrainingJob calls refused, ResourceLimitExceeded (via CloudTrail)",
+    # infra/stall_detection.py
+    "StallAlarmsFunction": "verifies a stall alarm on fresh evidence, stops the stalled job once and tells",
+    "StallAlarmRule": "its stall alarms (trainguard-stall-*) going to ALARM",
+    "StallProberFunction": "every minute, publishes each watched job's log silence and sweeps orphan alarms",
+    "ProbeSchedule": "the stall prober, every minute",
+    "LogActivityFunction": "keeps each watched training job's newest log line (from the log subscription)",
+}
 
 
 def event_pattern(pattern: dict[str, Any]) -> events.EventPattern:
@@ -86,31 +105,6 @@ def rule_to_function(
         max_event_age=Duration.hours(2),
         retry_attempts=8,
         event_bus=event_bus,
-    )
-
-
-def schedule_to_function(
-    scope: Construct,
-    construct_id: str,
-    *,
-    description: str,
-    expression: str,
-    function: lambda_.IFunction,
-    dead_letter_queue: sqs.IQueue,
-    max_event_age: Duration,
-    retry_attempts: int,
-) -> events.Rule:
-    """An EventBridge schedule (its expression spelled out: `rate(N minutes)`) whose target retries as told,
-    then parks the event in the DLQ; a scheduled run is worth fewer tries than an event, the next one comes."""
-    return _rule_to_function(
-        scope,
-        construct_id,
-        description=description,
-        schedule=events.Schedule.expression(expression),
-        function=function,
-        dead_letter_queue=dead_letter_queue,
-        max_event_age=max_event_age,
-        retry_attempts=retry_attempts,
     )
 
 
@@ -172,40 +166,6 @@ def guard_function(
     )
 
 
-def function_for_rule(
-    scope: Construct,
-    construct_id: str,
-    *,
-    code: lambda_.Code,
-    handler: str,
-    description: str,
-    rule_id: str,
-    rule_description: str,
-    pattern: dict[str, Any],
-    dead_letter_queue: sqs.IQueue,
-) -> tuple[lambda_.Function, events.Rule]:
-    """A function (guard_function) and the EventBridge rule that invokes it (rule_to_function), one DLQ for both."""
-    function = guard_function(
-        scope, construct_id, code=code, handler=handler, description=description, dead_letter_queue=dead_letter_queue
-    )
-    rule = rule_to_function(
-        scope,
-        rule_id,
-        description=rule_description,
-        pattern=pattern,
-        function=function,
-        dead_letter_queue=dead_letter_queue,
-    )
-    return function, rule
-
-
-def add_environment(functions: tuple[lambda_.Function, ...], environment: dict[str, str]) -> None:
-    """Give every function the same variables (the stack passes `GuardConfig.to_env()`)."""
-    for function in functions:
-        for name, value in environment.items():
-            function.add_environment(name, value)
-
-
 def alarm_above_zero(
     scope: Construct, construct_id: str, *, metric: cloudwatch.IMetric, description: str, topic: sns.ITopic
 ) -> cloudwatch.Alarm:
@@ -224,31 +184,6 @@ def alarm_above_zero(
     return alarm
 
 
-def dead_letter_queue_alarm(scope: Construct, queue: sqs.Queue, *, topic: sns.ITopic, owner: str) -> cloudwatch.Alarm:
-    return alarm_above_zero(
-        scope,
-        "DeadLetterQueueNotEmptyAlarm",
-        metric=queue.metric_approximate_number_of_messages_visible(
-            period=ALARM_PERIOD, statistic=cloudwatch.Stats.MAXIMUM
-        ),
-        description=f"trainguard ({owner}): events or invocations it could not handle are waiting in its "
-        "dead-letter queue; read them, fix the cause, then redrive or purge.",
-        topic=topic,
-    )
-
-
-def errors_alarm(
-    scope: Construct, construct_id: str, function: lambda_.Function, *, topic: sns.ITopic, name: str
-) -> cloudwatch.Alarm:
-    return alarm_above_zero(
-        scope,
-        construct_id,
-        metric=function.metric_errors(period=ALARM_PERIOD, statistic=cloudwatch.Stats.SUM),
-        description=f"trainguard: the {name} function raised an error; see its log group.",
-        topic=topic,
-    )
-
-
 def guard_metric(name: str, *, statistic: str, period: Duration, label: str | None = None) -> cloudwatch.Metric:
     """One of the handlers' Powertools metrics (their namespace and `service` dimension)."""
     return cloudwatch.Metric(
@@ -259,3 +194,90 @@ def guard_metric(name: str, *, statistic: str, period: Duration, label: str | No
         period=period,
         label=label,
     )
+
+
+class FunctionGroup(Construct):
+    """A construct's functions (each running the one asset) and what they all have: one dead-letter queue for them
+    and their triggers, an errors alarm each, and an alarm on the queue, both to `alarm_topic`. `owner` names the
+    group in the queue's alarm; `holds` says what the queue holds. Each function and trigger is described in
+    DESCRIPTIONS."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, alarm_topic: sns.ITopic, owner: str, holds: str) -> None:
+        super().__init__(scope, construct_id)
+        self._alarm_topic = alarm_topic
+        self._code = guard_code()
+        self._functions: list[lambda_.Function] = []
+        self.dead_letter_queue = dead_letter_queue(self, "DeadLetterQueue", holds=holds)
+        alarm_above_zero(
+            self,
+            "DeadLetterQueueNotEmptyAlarm",
+            metric=self.dead_letter_queue.metric_approximate_number_of_messages_visible(
+                period=ALARM_PERIOD, statistic=cloudwatch.Stats.MAXIMUM
+            ),
+            description=f"trainguard ({owner}): events or invocations it could not handle are waiting in its "
+            "dead-letter queue; read them, fix the cause, then redrive or purge.",
+            topic=alarm_topic,
+        )
+
+    def add_function(self, construct_id: str, handler: str, **options: Any) -> lambda_.Function:
+        """A function running `handler` (guard_function, `options` its own) and its errors alarm, `<Name>ErrorsAlarm`
+        for the function `<Name>Function`, which names it for its handler's module ("quota_watch": "quota-watch")."""
+        function = guard_function(
+            self,
+            construct_id,
+            code=self._code,
+            handler=handler,
+            description=self._description(construct_id),
+            dead_letter_queue=self.dead_letter_queue,
+            **options,
+        )
+        alarm_above_zero(
+            self,
+            construct_id.removesuffix("Function") + "ErrorsAlarm",
+            metric=function.metric_errors(period=ALARM_PERIOD, statistic=cloudwatch.Stats.SUM),
+            description=f"trainguard: the {handler.split('.')[-2].replace('_', '-')} function raised an error; see "
+            "its log group.",
+            topic=self._alarm_topic,
+        )
+        self._functions.append(function)
+        return function
+
+    def add_rule(self, construct_id: str, function: lambda_.IFunction, pattern: dict[str, Any]) -> events.Rule:
+        """An EventBridge rule on `pattern` that invokes `function` (rule_to_function), into the group's queue."""
+        return rule_to_function(
+            self,
+            construct_id,
+            description=self._description(construct_id),
+            pattern=pattern,
+            function=function,
+            dead_letter_queue=self.dead_letter_queue,
+        )
+
+    def add_schedule(self, construct_id: str, function: lambda_.IFunction, every_minutes: int) -> events.Rule:
+        """An EventBridge schedule that invokes `function` every `every_minutes`, spelled out (Schedule.rate()
+        writes whole hours as "rate(1 hour)"). A run EventBridge could not deliver is worth two more tries within
+        its interval, not more: the next run comes; then the event goes to the group's queue."""
+        unit = "minute" if every_minutes == 1 else "minutes"  # EventBridge wants the singular for 1
+        return _rule_to_function(
+            self,
+            construct_id,
+            description=self._description(construct_id),
+            schedule=events.Schedule.expression(f"rate({every_minutes} {unit})"),
+            function=function,
+            dead_letter_queue=self.dead_letter_queue,
+            max_event_age=Duration.minutes(every_minutes),
+            retry_attempts=2,
+        )
+
+    def _description(self, construct_id: str) -> str:
+        return f"trainguard: {DESCRIPTIONS[construct_id]}"
+
+    @property
+    def functions(self) -> tuple[lambda_.Function, ...]:
+        return tuple(self._functions)
+
+    def add_environment(self, environment: dict[str, str]) -> None:
+        """Give every function the same variables (the stack passes `GuardConfig.to_env()`)."""
+        for function in self._functions:
+            for name, value in environment.items():
+                function.add_environment(name, value)

@@ -22,15 +22,7 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from infra.event_patterns import training_job_state_pattern
-from infra.guard_function import (
-    add_environment,
-    dead_letter_queue,
-    dead_letter_queue_alarm,
-    errors_alarm,
-    guard_function,
-    rule_to_function,
-)
-from infra.lambda_asset import guard_code
+from infra.guard_function import FunctionGroup
 from infra.nag import acknowledge_nag_finding, nag_arn
 
 JOB_EVENTS_HANDLER = "trainguard.handlers.job_events.handler"
@@ -41,7 +33,7 @@ SCHEDULER_PRINCIPAL = "scheduler.amazonaws.com"
 SCHEDULE_ACTIONS = ("scheduler:CreateSchedule",)
 
 
-class JobEvents(Construct):
+class JobEvents(FunctionGroup):
     def __init__(
         self,
         scope: Construct,
@@ -49,32 +41,14 @@ class JobEvents(Construct):
         *,
         alarm_topic: sns.ITopic,
     ) -> None:
-        super().__init__(scope, construct_id)
-        self.dead_letter_queue = dead_letter_queue(
-            self, "DeadLetterQueue", holds="the rule target and both functions' asynchronous invocations"
-        )
-        code = guard_code()
-        self.job_events_function = guard_function(
-            self,
-            "JobEventsFunction",
-            code=code,
-            handler=JOB_EVENTS_HANDLER,
-            description="trainguard: watches training jobs for stalls; relaunches transient failures, reports the rest",
-            dead_letter_queue=self.dead_letter_queue,
-        )
-        self._build_retry_launcher(code)
-        self.rule = rule_to_function(
-            self,
-            "TrainingJobStateRule",
-            description="trainguard: SageMaker training jobs InProgress, Stopping, Completed, Failed or Stopped",
-            pattern=training_job_state_pattern(),
-            function=self.job_events_function,
-            dead_letter_queue=self.dead_letter_queue,
-        )
+        holds = "the rule target and both functions' asynchronous invocations"
+        super().__init__(scope, construct_id, alarm_topic=alarm_topic, owner="job events", holds=holds)
+        self.job_events_function = self.add_function("JobEventsFunction", JOB_EVENTS_HANDLER)
+        self._build_retry_launcher()
+        self.rule = self.add_rule("TrainingJobStateRule", self.job_events_function, training_job_state_pattern())
         self._build_retry_schedules()
-        self._alarm_on_failures(alarm_topic)
 
-    def _build_retry_launcher(self, code: lambda_.Code) -> None:
+    def _build_retry_launcher(self) -> None:
         """The retry launcher, under a fixed name, so its ARN can go into the environment of both
         functions (its own included) without a circular reference to the function resource."""
         stack = Stack.of(self)
@@ -83,14 +57,8 @@ class JobEvents(Construct):
             raise ValueError(
                 f"stack name {stack.stack_name!r} is too long for the function name {retry_launcher_name!r}"
             )
-        self.retry_launcher_function = guard_function(
-            self,
-            "RetryLauncherFunction",
-            code=code,
-            handler=RETRY_LAUNCHER_HANDLER,
-            function_name=retry_launcher_name,
-            description="trainguard: relaunches a training job when its capacity backoff ends",
-            dead_letter_queue=self.dead_letter_queue,
+        self.retry_launcher_function = self.add_function(
+            "RetryLauncherFunction", RETRY_LAUNCHER_HANDLER, function_name=retry_launcher_name
         )
         self.retry_launcher_arn = stack.format_arn(
             service="lambda",
@@ -111,20 +79,6 @@ class JobEvents(Construct):
             removal_policy=RemovalPolicy.DESTROY,
         )
         self.scheduler_role = self._scheduler_role()
-
-    def _alarm_on_failures(self, topic: sns.ITopic) -> None:
-        """The DLQ's alarm and each function's errors alarm."""
-        dead_letter_queue_alarm(self, self.dead_letter_queue, topic=topic, owner="job events")
-        errors_alarm(self, "JobEventsErrorsAlarm", self.job_events_function, topic=topic, name="job-events")
-        errors_alarm(self, "RetryLauncherErrorsAlarm", self.retry_launcher_function, topic=topic, name="retry-launcher")
-
-    @property
-    def functions(self) -> tuple[lambda_.Function, lambda_.Function]:
-        return (self.job_events_function, self.retry_launcher_function)
-
-    def add_environment(self, environment: dict[str, str]) -> None:
-        """Give both functions the same variables (the stack passes `GuardConfig.to_env()`)."""
-        add_environment(self.functions, environment)
 
     def _scheduler_role(self) -> iam.Role:
         """The role EventBridge Scheduler assumes to invoke the retry launcher, for this account's

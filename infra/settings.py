@@ -39,6 +39,31 @@ MAX_QUOTA_NAME_LENGTH = 200
 # The functions' environment variables share Lambda's 4 KB; the ceilings go there as JSON text.
 MAX_QUOTA_CEILINGS_JSON = 2048
 
+# The integer settings and their ranges: (setting, lowest, highest).
+_RANGES = (
+    ("default_max_retries", 0, 20),
+    ("retry_budget_per_hour", 1, 1000),
+    ("organization_retry_budget_per_hour", 1, 10000),
+    ("log_activity_concurrency", 0, MAX_RESERVED_CONCURRENCY),
+    ("capacity_backoff_minutes", 1, 1440),
+    ("default_quota_ceiling", 1, MAX_QUOTA_CEILING),
+    ("quota_wait_hours", 1, 720),
+    ("quota_check_minutes", 5, 1440),
+    ("stall_minutes", 5, 1440),
+    ("gpu_idle_minutes", 5, 1440),  # the idle-GPU alarm's one-minute periods: CloudWatch allows one day of them
+    ("gpu_idle_percent", 0, 50),
+    ("startup_grace_minutes", 0, 720),
+)
+# The list settings each of whose items has a shape: (setting, its pattern, what the items must be).
+_PATTERNED_LISTS = (
+    ("notification_emails", _EMAIL, "email addresses"),
+    ("passable_role_arns", _ROLE_ARN, "IAM role ARNs"),
+    ("launchable_instance_types", _INSTANCE_TYPE, "SageMaker instance types such as 'ml.p5.48xlarge'"),
+    ("checkpoint_buckets", _BUCKET, "S3 bucket names"),
+    ("enrolled_accounts", _ACCOUNT, "12-digit account IDs"),
+    ("enrolled_regions", _REGION, "region names"),
+)
+
 
 def _no_ceilings() -> Mapping[str, int]:
     return MappingProxyType({})
@@ -81,46 +106,32 @@ class Settings(FunctionSettings):
             "tag_prefix",
             "1-100 tag-key characters, not starting with 'aws'",
         )
-        _check(0 <= self.default_max_retries <= 20, "default_max_retries", "an integer from 0 to 20")
-        _check(1 <= self.retry_budget_per_hour <= 1000, "retry_budget_per_hour", "an integer from 1 to 1000")
-        _check(
-            1 <= self.organization_retry_budget_per_hour <= 10000,
-            "organization_retry_budget_per_hour",
-            "an integer from 1 to 10000",
-        )
-        _check(
-            0 <= self.log_activity_concurrency <= MAX_RESERVED_CONCURRENCY,
-            "log_activity_concurrency",
-            f"an integer from 0 to {MAX_RESERVED_CONCURRENCY}",
-        )
-        _check(1 <= self.capacity_backoff_minutes <= 1440, "capacity_backoff_minutes", "1 to 1440")
+        for name, lowest, highest in _RANGES:
+            _check(lowest <= getattr(self, name) <= highest, name, f"an integer from {lowest} to {highest}")
         _check(
             self.capacity_backoff_minutes <= self.capacity_backoff_max_minutes <= 10080,
             "capacity_backoff_max_minutes",
             "at least capacity_backoff_minutes and at most 10080",
         )
-        for email in self.notification_emails:
-            _check(bool(_EMAIL.match(email)), "notification_emails", f"email addresses ({email!r} is not one)")
-        for arn in self.passable_role_arns:
-            _check(bool(_ROLE_ARN.match(arn)), "passable_role_arns", f"IAM role ARNs ({arn!r} is not one)")
-        for instance_type in self.launchable_instance_types:
-            _check(
-                bool(_INSTANCE_TYPE.match(instance_type)),
-                "launchable_instance_types",
-                f"SageMaker instance types such as 'ml.p5.48xlarge' ({instance_type!r} is not one)",
-            )
+        for name, pattern, items in _PATTERNED_LISTS:
+            for item in getattr(self, name):
+                _check(bool(pattern.match(item)), name, f"{items} ({item!r} is not one)")
         _check(
             len(self.launchable_instance_types) <= MAX_LAUNCHABLE_TYPES,
             "launchable_instance_types",
             f"at most {MAX_LAUNCHABLE_TYPES} instance types",
         )
-        for bucket in self.checkpoint_buckets:
-            _check(bool(_BUCKET.match(bucket)), "checkpoint_buckets", f"S3 bucket names ({bucket!r} is not one)")
+        self._check_quota_ceilings()
         _check(
-            1 <= self.default_quota_ceiling <= MAX_QUOTA_CEILING,
-            "default_quota_ceiling",
-            f"an integer from 1 to {MAX_QUOTA_CEILING}",
+            bool(self.enrolled_accounts) == bool(self.enrolled_regions),
+            "enrolled_regions",
+            "given together with enrolled_accounts (the regions their spokes run in)",
         )
+        _check_organization_id(self.organization_id)
+        # Read-only, so the frozen object cannot change through the mapping it was given.
+        object.__setattr__(self, "quota_ceilings", MappingProxyType(dict(self.quota_ceilings)))
+
+    def _check_quota_ceilings(self) -> None:
         for name, ceiling in self.quota_ceilings.items():
             _check(
                 bool(name.strip()) and len(name) <= MAX_QUOTA_NAME_LENGTH,
@@ -137,29 +148,6 @@ class Settings(FunctionSettings):
             "quota_ceilings",
             f"at most {MAX_QUOTA_CEILINGS_JSON} characters as JSON (Lambda environment variables share 4 KB)",
         )
-        for account in self.enrolled_accounts:
-            _check(bool(_ACCOUNT.match(account)), "enrolled_accounts", f"12-digit account IDs ({account!r} is not one)")
-        for region in self.enrolled_regions:
-            _check(bool(_REGION.match(region)), "enrolled_regions", f"region names ({region!r} is not one)")
-        _check(
-            bool(self.enrolled_accounts) == bool(self.enrolled_regions),
-            "enrolled_regions",
-            "given together with enrolled_accounts (the regions their spokes run in)",
-        )
-        _check(
-            not self.organization_id or bool(_ORGANIZATION.match(self.organization_id)),
-            "organization_id",
-            "an organization ID: 'o-' and 10 to 32 lowercase letters or digits",
-        )
-        _check(1 <= self.quota_wait_hours <= 720, "quota_wait_hours", "an integer from 1 to 720")
-        _check(5 <= self.quota_check_minutes <= 1440, "quota_check_minutes", "an integer from 5 to 1440")
-        _check(5 <= self.stall_minutes <= 1440, "stall_minutes", "an integer from 5 to 1440")
-        # The idle-GPU alarm evaluates one-minute periods; CloudWatch allows at most one day of them.
-        _check(5 <= self.gpu_idle_minutes <= 1440, "gpu_idle_minutes", "an integer from 5 to 1440")
-        _check(0 <= self.gpu_idle_percent <= 50, "gpu_idle_percent", "an integer from 0 to 50")
-        _check(0 <= self.startup_grace_minutes <= 720, "startup_grace_minutes", "an integer from 0 to 720")
-        # Read-only, so the frozen object cannot change through the mapping it was given.
-        object.__setattr__(self, "quota_ceilings", MappingProxyType(dict(self.quota_ceilings)))
 
     @property
     def quota_ceilings_json(self) -> str:
@@ -171,11 +159,7 @@ class Settings(FunctionSettings):
         """Build from the `trainguard` context value: a mapping, or a JSON string of one (from `-c`)."""
         if raw is None:
             return cls()
-        if isinstance(raw, str):
-            try:
-                raw = json.loads(raw)
-            except json.JSONDecodeError as err:
-                raise SettingsError(f"context '{CONTEXT_KEY}' is not valid JSON: {err}") from None
+        raw = _parsed(raw, CONTEXT_KEY)
         if not isinstance(raw, Mapping):
             raise SettingsError(f"context '{CONTEXT_KEY}' must be an object, not {type(raw).__name__}")
         known = {f.name: f for f in fields(cls)}
@@ -203,22 +187,14 @@ class SpokeAddress:
     def __post_init__(self) -> None:
         _check(bool(_ACCOUNT.match(self.hub_account)), "hub_account", "the hub's 12-digit account ID")
         _check(bool(_REGION.match(self.hub_region)), "hub_region", "the hub's region name")
-        _check(
-            not self.organization_id or bool(_ORGANIZATION.match(self.organization_id)),
-            "organization_id",
-            "an organization ID: 'o-' and 10 to 32 lowercase letters or digits",
-        )
+        _check_organization_id(self.organization_id)
 
     @classmethod
     def from_context(cls, raw: object) -> SpokeAddress | None:
         """None when the context does not ask for a spoke; else the validated address."""
         if raw is None:
             return None
-        if isinstance(raw, str):
-            try:
-                raw = json.loads(raw)
-            except json.JSONDecodeError as err:
-                raise SettingsError(f"context '{SPOKE_CONTEXT_KEY}' is not valid JSON: {err}") from None
+        raw = _parsed(raw, SPOKE_CONTEXT_KEY)
         if not isinstance(raw, Mapping) or not all(isinstance(v, str) for v in raw.values()):
             raise SettingsError(f"context '{SPOKE_CONTEXT_KEY}' must be an object of strings")
         known = {f.name for f in fields(cls)}
@@ -228,6 +204,16 @@ class SpokeAddress:
             return cls(**raw)
         except TypeError as err:
             raise SettingsError(f"context '{SPOKE_CONTEXT_KEY}': {err}") from None
+
+
+def _parsed(raw: object, key: str) -> object:
+    """The context value of `key` as given, or parsed from the JSON string `-c` passes."""
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as err:
+        raise SettingsError(f"context '{key}' is not valid JSON: {err}") from None
 
 
 def _coerce(name: str, value: object, kind: str) -> object:
@@ -252,6 +238,14 @@ def _coerce(name: str, value: object, kind: str) -> object:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
     raise SettingsError(f"setting {name} must be a list of strings, not {value!r}")
+
+
+def _check_organization_id(organization_id: str) -> None:
+    _check(
+        not organization_id or bool(_ORGANIZATION.match(organization_id)),
+        "organization_id",
+        "an organization ID: 'o-' and 10 to 32 lowercase letters or digits",
+    )
 
 
 def _check(ok: bool, name: str, expected: str) -> None:

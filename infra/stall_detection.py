@@ -28,34 +28,20 @@ from __future__ import annotations
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_logs_destinations as logs_destinations
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from infra.event_patterns import stall_alarm_pattern
-from infra.guard_function import (
-    add_environment,
-    dead_letter_queue,
-    dead_letter_queue_alarm,
-    errors_alarm,
-    function_for_rule,
-    guard_function,
-    guard_metric,
-    schedule_to_function,
-)
-from infra.lambda_asset import guard_code
+from infra.guard_function import FunctionGroup, guard_metric
 from trainguard.adapters.job_activity import LOG_GROUP as TRAINING_LOG_GROUP_NAME
 from trainguard.metric_names import PROBER_CYCLES
 
 STALL_ALARMS_HANDLER = "trainguard.handlers.stall_alarms.handler"
 STALL_PROBER_HANDLER = "trainguard.handlers.stall_prober.handler"
 LOG_ACTIVITY_HANDLER = "trainguard.handlers.log_activity.handler"
-PROBE_SCHEDULE = "rate(1 minute)"
-# A probe that EventBridge could not deliver within its minute is not worth more: the next one comes.
-PROBE_RETRY_ATTEMPTS = 2
-PROBE_MAX_EVENT_AGE = Duration.minutes(1)  # EventBridge's minimum
+PROBE_EVERY_MINUTES = 1  # EventBridge's shortest rate, and the shortest age it lets an event reach
 # The heartbeat the prober emits each run (Powertools EMF, trainguard.handlers.stall_prober): metric
 # ProberCycles in the functions' Powertools namespace, with Powertools' `service` dimension.
 PROBER_HEARTBEAT_METRIC = PROBER_CYCLES  # trainguard.metric_names: one source with the prober
@@ -75,7 +61,7 @@ ALL_LOG_EVENTS = logs.FilterPattern.all_events()
 # stall-alarms function reads the job's log itself before it acts.
 
 
-class StallDetection(Construct):
+class StallDetection(FunctionGroup):
     def __init__(
         self,
         scope: Construct,
@@ -85,62 +71,25 @@ class StallDetection(Construct):
         subscribe_to_training_logs: bool,
         log_activity_concurrency: int = 0,
     ) -> None:
-        super().__init__(scope, construct_id)
-        self.dead_letter_queue = dead_letter_queue(
-            self,
-            "DeadLetterQueue",
-            holds="the stall-alarm rule, the probe schedule and the three functions' asynchronous invocations",
-        )
-        code = guard_code()
-        self.stall_alarms_function, self.stall_alarm_rule = function_for_rule(
-            self,
-            "StallAlarmsFunction",
-            code=code,
-            handler=STALL_ALARMS_HANDLER,
-            description="trainguard: verifies a stall alarm on fresh evidence, stops the stalled job once and tells",
-            rule_id="StallAlarmRule",
-            rule_description="trainguard: its stall alarms (trainguard-stall-*) going to ALARM",
-            pattern=stall_alarm_pattern(),
-            dead_letter_queue=self.dead_letter_queue,
-        )
-        self._build_prober(code, alarm_topic)
-        self._build_log_activity(code, subscribe_to_training_logs, log_activity_concurrency)
-        self._alarm_on_failures(alarm_topic)
+        holds = "the stall-alarm rule, the probe schedule and the three functions' asynchronous invocations"
+        super().__init__(scope, construct_id, alarm_topic=alarm_topic, owner="stall detection", holds=holds)
+        self.stall_alarms_function = self.add_function("StallAlarmsFunction", STALL_ALARMS_HANDLER)
+        self.stall_alarm_rule = self.add_rule("StallAlarmRule", self.stall_alarms_function, stall_alarm_pattern())
+        self._build_prober(alarm_topic)
+        self._build_log_activity(subscribe_to_training_logs, log_activity_concurrency)
 
-    def _build_prober(self, code: lambda_.Code, alarm_topic: sns.ITopic) -> None:
+    def _build_prober(self, alarm_topic: sns.ITopic) -> None:
         """The stall prober, its schedule every minute, and the alarm on its heartbeat."""
-        self.stall_prober_function = guard_function(
-            self,
-            "StallProberFunction",
-            code=code,
-            handler=STALL_PROBER_HANDLER,
-            description="trainguard: every minute, publishes each watched job's log silence and sweeps orphan alarms",
-            dead_letter_queue=self.dead_letter_queue,
-        )
-        self.probe_schedule = schedule_to_function(
-            self,
-            "ProbeSchedule",
-            description="trainguard: the stall prober, every minute",
-            expression=PROBE_SCHEDULE,
-            function=self.stall_prober_function,
-            dead_letter_queue=self.dead_letter_queue,
-            max_event_age=PROBE_MAX_EVENT_AGE,
-            retry_attempts=PROBE_RETRY_ATTEMPTS,
-        )
+        self.stall_prober_function = self.add_function("StallProberFunction", STALL_PROBER_HANDLER)
+        self.probe_schedule = self.add_schedule("ProbeSchedule", self.stall_prober_function, PROBE_EVERY_MINUTES)
         self.prober_health_alarm = self._prober_health_alarm(alarm_topic)
 
-    def _build_log_activity(self, code: lambda_.Code, subscribe_to_training_logs: bool, concurrency: int) -> None:
+    def _build_log_activity(self, subscribe_to_training_logs: bool, concurrency: int) -> None:
         """The log-activity function, at most `concurrency` at once (0: no reservation), and, with
         `subscribe_to_training_logs`, its subscription to SageMaker's training log group (imported by name:
         SageMaker creates it)."""
-        self.log_activity_function = guard_function(
-            self,
-            "LogActivityFunction",
-            code=code,
-            handler=LOG_ACTIVITY_HANDLER,
-            description="trainguard: keeps each watched training job's newest log line (from the log subscription)",
-            dead_letter_queue=self.dead_letter_queue,
-            reserved_concurrency=concurrency or None,
+        self.log_activity_function = self.add_function(
+            "LogActivityFunction", LOG_ACTIVITY_HANDLER, reserved_concurrency=concurrency or None
         )
         self.training_log_group = logs.LogGroup.from_log_group_name(self, "TrainingJobLogs", TRAINING_LOG_GROUP_NAME)
         self.training_log_subscription: logs.SubscriptionFilter | None = None
@@ -153,21 +102,6 @@ class StallDetection(Construct):
                 destination=logs_destinations.LambdaDestination(self.log_activity_function),
                 filter_pattern=ALL_LOG_EVENTS,
             )
-
-    def _alarm_on_failures(self, topic: sns.ITopic) -> None:
-        """The DLQ's alarm and each function's errors alarm."""
-        dead_letter_queue_alarm(self, self.dead_letter_queue, topic=topic, owner="stall detection")
-        errors_alarm(self, "StallAlarmsErrorsAlarm", self.stall_alarms_function, topic=topic, name="stall-alarms")
-        errors_alarm(self, "StallProberErrorsAlarm", self.stall_prober_function, topic=topic, name="stall-prober")
-        errors_alarm(self, "LogActivityErrorsAlarm", self.log_activity_function, topic=topic, name="log-activity")
-
-    @property
-    def functions(self) -> tuple[lambda_.Function, lambda_.Function, lambda_.Function]:
-        return (self.stall_alarms_function, self.stall_prober_function, self.log_activity_function)
-
-    def add_environment(self, environment: dict[str, str]) -> None:
-        """Give every function the same variables (the stack passes `GuardConfig.to_env()`)."""
-        add_environment(self.functions, environment)
 
     def _prober_health_alarm(self, topic: sns.ITopic) -> cloudwatch.Alarm:
         """ALARM when the prober has not completed a run for PROBER_SILENT_MINUTES minutes in a row.

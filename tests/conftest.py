@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from tests import iam_calls
 
 FIXTURES = Path(__file__).parent / "fixtures"
+LEDGER_TABLE = "ledger"
 
 # Nothing in the test suite may reach AWS: dummy credentials, a fixed region, no metadata lookups.
 os.environ.update(
@@ -40,6 +42,27 @@ def load_fixture(relative: str) -> Any:
 @pytest.fixture
 def fixture() -> Any:
     return load_fixture
+
+
+@pytest.fixture
+def aws() -> Iterator[None]:
+    """moto's AWS (mock_aws), in the region set above."""
+    from moto import mock_aws
+
+    with mock_aws():
+        yield
+
+
+@pytest.fixture
+def dynamodb(aws: None) -> Any:
+    """moto's DynamoDB with a table like the stack's ledger, LEDGER_TABLE."""
+    import boto3
+
+    from trainguard.adapters.ledger import create_table_request
+
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    client.create_table(**create_table_request(LEDGER_TABLE))
+    return client
 
 
 iam_calls.install()

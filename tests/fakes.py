@@ -53,6 +53,20 @@ ROLE = "arn:aws:iam::123456789012:role/TrainingRole"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
 
+def training_spec(instance_type: str, count: int) -> dict[str, Any]:
+    """What a test job runs on, as CreateTrainingJob takes it and DescribeTrainingJob gives it back."""
+    return {
+        "RoleArn": ROLE,
+        "AlgorithmSpecification": {
+            "TrainingImage": "123456789012.dkr.ecr.us-east-1.amazonaws.com/train:1",
+            "TrainingInputMode": "File",
+        },
+        "OutputDataConfig": {"S3OutputPath": "s3://out-bucket/out"},
+        "ResourceConfig": {"InstanceType": instance_type, "InstanceCount": count, "VolumeSizeInGB": 100},
+        "StoppingCondition": {"MaxRuntimeInSeconds": 86400},
+    }
+
+
 def described_job(
     name: str = "llama-pretrain",
     *,
@@ -67,14 +81,7 @@ def described_job(
         "TrainingJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}",
         "TrainingJobStatus": status,
         "SecondaryStatus": secondary,
-        "RoleArn": ROLE,
-        "AlgorithmSpecification": {
-            "TrainingImage": "123456789012.dkr.ecr.us-east-1.amazonaws.com/train:1",
-            "TrainingInputMode": "File",
-        },
-        "OutputDataConfig": {"S3OutputPath": "s3://out-bucket/out"},
-        "ResourceConfig": {"InstanceType": "ml.p4d.24xlarge", "InstanceCount": 4, "VolumeSizeInGB": 100},
-        "StoppingCondition": {"MaxRuntimeInSeconds": 86400},
+        **training_spec("ml.p4d.24xlarge", 4),
         "HyperParameters": {"lr": "0.0003"},
         "EnableManagedSpotTraining": spot,
         "CreationTime": NOW,

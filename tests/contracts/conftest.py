@@ -8,32 +8,27 @@ request, an alarm made by someone else), the subject carries one small arrange f
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import boto3
 import pytest
-from moto import mock_aws
 
-from trainguard.adapters.ledger import create_table_request
+from tests.conftest import LEDGER_TABLE
 
 IMPLEMENTATIONS = ["fake", "adapter"]
 REGION = "us-east-1"
-TABLE = "ledger"
+TABLE = LEDGER_TABLE
+Port = TypeVar("Port")
 
 
-@pytest.fixture
-def aws() -> Iterator[None]:
-    with mock_aws():
-        yield
-
-
-@pytest.fixture
-def dynamodb(aws: None) -> Any:
-    """moto's DynamoDB with a table like the stack's ledger."""
-    client = boto3.client("dynamodb", region_name=REGION)
-    client.create_table(**create_table_request(TABLE))
-    return client
+def fake_or_on_the_ledger(
+    request: pytest.FixtureRequest, fake: Callable[[], Port], adapter: Callable[[Any, str], Port]
+) -> Port:
+    """For a subject fixture over IMPLEMENTATIONS: the port's fake, or its adapter on moto's ledger table."""
+    if request.param == "fake":
+        return fake()
+    return adapter(request.getfixturevalue("dynamodb"), TABLE)
 
 
 def local_client(service: str, endpoint_url: str) -> Any:

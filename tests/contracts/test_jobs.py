@@ -10,7 +10,7 @@ from typing import Any, Protocol
 import pytest
 
 from tests.contracts.conftest import IMPLEMENTATIONS, local_client
-from tests.fakes import NOW, ROLE, FakeJobs
+from tests.fakes import NOW, FakeJobs, training_spec
 from trainguard.adapters.sagemaker import SageMakerJobs
 from trainguard.domain.model import TrainingJob
 from trainguard.workflows.ports import JobLauncher, JobNotFound, JobStopper, LaunchRefused, LaunchResult, NameTaken
@@ -31,14 +31,7 @@ LIMIT = "The account-level service limit 'ml.p4d.24xlarge for training job usage
 def relaunch(name: str = "llama-pretrain-retry1", retry_of: str = "llama-pretrain", **changes: Any) -> dict[str, Any]:
     request: dict[str, Any] = {
         "TrainingJobName": name,
-        "RoleArn": ROLE,
-        "AlgorithmSpecification": {
-            "TrainingImage": "123456789012.dkr.ecr.us-east-1.amazonaws.com/train:1",
-            "TrainingInputMode": "File",
-        },
-        "OutputDataConfig": {"S3OutputPath": "s3://out-bucket/out"},
-        "ResourceConfig": {"InstanceType": "ml.g5.12xlarge", "InstanceCount": 2, "VolumeSizeInGB": 100},
-        "StoppingCondition": {"MaxRuntimeInSeconds": 86400},
+        **training_spec("ml.g5.12xlarge", 2),
         "CheckpointConfig": {"S3Uri": "s3://ckpt-bucket/llama-pretrain/", "LocalPath": "/opt/ml/checkpoints"},
         "Tags": [{"Key": "trainguard:enabled", "Value": "true"}, {"Key": RETRY_OF, "Value": retry_of}],
     }

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from tests.contracts.conftest import IMPLEMENTATIONS, TABLE
+from tests.contracts.conftest import IMPLEMENTATIONS, fake_or_on_the_ledger
 from tests.fakes import NOW, FakeQuotaLedger
 from trainguard.adapters.quota_ledger import QuotaLedger
 from trainguard.domain.quotas import WaitingLaunch
@@ -27,9 +27,7 @@ def waiting(job_name: str, quota_name: str = P4D) -> WaitingLaunch:
 
 @pytest.fixture(params=IMPLEMENTATIONS)
 def quota_ledger(request: pytest.FixtureRequest) -> QuotaLedgerPort:
-    if request.param == "fake":
-        return FakeQuotaLedger()
-    return QuotaLedger(request.getfixturevalue("dynamodb"), TABLE)
+    return fake_or_on_the_ledger(request, FakeQuotaLedger, QuotaLedger)
 
 
 def test_nothing_is_saved_at_first(quota_ledger: QuotaLedgerPort) -> None:

@@ -8,7 +8,7 @@ from typing import Protocol
 
 import pytest
 
-from tests.contracts.conftest import IMPLEMENTATIONS, TABLE
+from tests.contracts.conftest import IMPLEMENTATIONS, fake_or_on_the_ledger
 from tests.fakes import NOW, FakeStallLedger
 from trainguard.adapters.stall_ledger import StallLedger
 from trainguard.domain.log_rhythm import LogRhythm
@@ -29,9 +29,7 @@ JOB = WatchedJob("llama-pretrain", "ml.p4d.24xlarge", 4, THRESHOLDS, NOW - timed
 
 @pytest.fixture(params=IMPLEMENTATIONS)
 def stall_ledger(request: pytest.FixtureRequest) -> StallLedgerPort:
-    if request.param == "fake":
-        return FakeStallLedger()
-    return StallLedger(request.getfixturevalue("dynamodb"), TABLE)
+    return fake_or_on_the_ledger(request, FakeStallLedger, StallLedger)
 
 
 def test_a_watched_job_is_listed_as_watched_without_its_tag_problems(stall_ledger: StallLedgerPort) -> None:

@@ -44,20 +44,22 @@ def _services(statement: dict[str, Any]) -> set[str]:
     return set(as_list(principal.get("Service", []))) if isinstance(principal, dict) else set()
 
 
-@pytest.mark.parametrize("stack", STACKS)
-def test_no_kind_of_grant_the_stack_has_no_use_for(synthesized: Synthesized, stack: str) -> None:
-    kinds = {resource["Type"] for resource in synthesized.templates[stack]["Resources"].values()}
+@pytest.fixture(params=STACKS)
+def stack_template(synthesized: Synthesized, request: pytest.FixtureRequest) -> dict[str, Any]:
+    """Each single-account stack's template: with every list setting filled, and with the defaults."""
+    return synthesized.templates[request.param]
+
+
+def test_no_kind_of_grant_the_stack_has_no_use_for(stack_template: dict[str, Any]) -> None:
+    kinds = {resource["Type"] for resource in stack_template["Resources"].values()}
     assert kinds & UNUSED_GRANTS == set()
 
 
-@pytest.mark.parametrize("stack", STACKS)
-def test_each_role_is_a_functions_or_the_schedulers_with_its_own_policy_only(
-    synthesized: Synthesized, stack: str
-) -> None:
-    template = synthesized.templates[stack]
-    roles = resources_of_type(template, "AWS::IAM::Role")
+def test_each_role_is_a_functions_or_the_schedulers_with_its_own_policy_only(stack_template: dict[str, Any]) -> None:
+    roles = resources_of_type(stack_template, "AWS::IAM::Role")
     function_roles = {
-        _logical_id(f["Properties"]["Role"]) for f in resources_of_type(template, "AWS::Lambda::Function").values()
+        _logical_id(f["Properties"]["Role"])
+        for f in resources_of_type(stack_template, "AWS::Lambda::Function").values()
     }
     trusted = {}
     for role_id, role in roles.items():
@@ -67,18 +69,16 @@ def test_each_role_is_a_functions_or_the_schedulers_with_its_own_policy_only(
         assert not {"ManagedPolicyArns", "Policies", "PermissionsBoundary"} & set(role["Properties"]), role_id
     assert {r for r, s in trusted.items() if s == {"lambda.amazonaws.com"}} == function_roles
     assert [s for r, s in trusted.items() if r not in function_roles] == [{"scheduler.amazonaws.com"}]
-    for policy_id, policy in resources_of_type(template, "AWS::IAM::Policy").items():
+    for policy_id, policy in resources_of_type(stack_template, "AWS::IAM::Policy").items():
         (attached,) = policy["Properties"]["Roles"]
         assert _logical_id(attached) in roles, policy_id
 
 
-@pytest.mark.parametrize("stack", STACKS)
 def test_each_invoke_permission_is_for_one_of_the_stacks_rules_or_its_training_log_subscription(
-    synthesized: Synthesized, stack: str
+    stack_template: dict[str, Any],
 ) -> None:
-    template = synthesized.templates[stack]
-    functions, rules = (resources_of_type(template, t) for t in ("AWS::Lambda::Function", "AWS::Events::Rule"))
-    for permission_id, permission in resources_of_type(template, "AWS::Lambda::Permission").items():
+    functions, rules = (resources_of_type(stack_template, t) for t in ("AWS::Lambda::Function", "AWS::Events::Rule"))
+    for permission_id, permission in resources_of_type(stack_template, "AWS::Lambda::Permission").items():
         properties = permission["Properties"]
         assert properties["Action"] == "lambda:InvokeFunction", permission_id
         assert _logical_id(properties["FunctionName"]) in functions, permission_id
@@ -89,21 +89,14 @@ def test_each_invoke_permission_is_for_one_of_the_stacks_rules_or_its_training_l
             assert TRAINING_LOG_GROUP in str(properties["SourceArn"]), permission_id
 
 
-@pytest.mark.parametrize("stack", STACKS)
 def test_each_resource_policy_refuses_plain_http_and_admits_only_this_stacks_senders(
-    synthesized: Synthesized, stack: str
+    stack_template: dict[str, Any],
 ) -> None:
-    template = synthesized.templates[stack]
-    rules = resources_of_type(template, "AWS::Events::Rule")
+    rules = resources_of_type(stack_template, "AWS::Events::Rule")
     policies = {
-        **{
-            k: v["Properties"]["PolicyDocument"]
-            for k, v in resources_of_type(template, "AWS::SQS::QueuePolicy").items()
-        },
-        **{
-            k: v["Properties"]["PolicyDocument"]
-            for k, v in resources_of_type(template, "AWS::SNS::TopicPolicy").items()
-        },
+        policy_id: policy["Properties"]["PolicyDocument"]
+        for kind in ("AWS::SQS::QueuePolicy", "AWS::SNS::TopicPolicy")
+        for policy_id, policy in resources_of_type(stack_template, kind).items()
     }
     for policy_id, document in policies.items():
         denies = [s for s in document["Statement"] if s["Effect"] == "Deny"]
@@ -116,7 +109,7 @@ def test_each_resource_policy_refuses_plain_http_and_admits_only_this_stacks_sen
                 assert _logical_id(condition["ArnEquals"]["aws:SourceArn"]) in rules, policy_id
             else:  # the topic: this account's own alarms and rules
                 assert condition["StringEquals"]["aws:SourceAccount"] == {"Ref": "AWS::AccountId"}, policy_id
-    (key,) = resources_of_type(template, "AWS::KMS::Key").values()
+    (key,) = resources_of_type(stack_template, "AWS::KMS::Key").values()
     for statement in key["Properties"]["KeyPolicy"]["Statement"]:
         principal = statement["Principal"]
         if "AWS" in principal:  # the account's own administrators (IAM policies decide who)

@@ -4,18 +4,17 @@ shares with its in-memory fake (the ledger's steps, leases and budget among it) 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
 import pytest
 from botocore.stub import Stubber
-from moto import mock_aws
 
+from tests.conftest import LEDGER_TABLE
 from tests.fakes import NOW, described_job
 from trainguard.adapters.checkpoints import CheckpointReader
-from trainguard.adapters.ledger import Ledger, create_table_request
+from trainguard.adapters.ledger import Ledger
 from trainguard.adapters.notifier import Notifier
 from trainguard.adapters.sagemaker import SageMakerJobs
 from trainguard.adapters.scheduler import RelaunchScheduler, schedule_name
@@ -32,16 +31,8 @@ REGION = "us-east-1"
 
 
 @pytest.fixture
-def aws() -> Iterator[None]:
-    with mock_aws():
-        yield
-
-
-@pytest.fixture
-def ledger(aws: None) -> Ledger:
-    client = boto3.client("dynamodb", region_name=REGION)
-    client.create_table(**create_table_request("ledger"))
-    return Ledger(client, "ledger")
+def ledger(dynamodb: Any) -> Ledger:
+    return Ledger(dynamodb, LEDGER_TABLE)
 
 
 def test_notifications_carry_filterable_attributes(aws: None) -> None:

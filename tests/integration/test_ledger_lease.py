@@ -9,15 +9,14 @@ Lambda's last retry, as docs/architecture.md's "Exactly once" says it is.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
+from tests.conftest import LEDGER_TABLE
 from tests.fakes import NOW
-from trainguard.adapters.ledger import LEASE, Ledger, create_table_request
+from trainguard.adapters.ledger import LEASE, Ledger
 from trainguard.workflows.ports import StepInProgress, StepState
 
 FUNCTION_TIMEOUT = timedelta(seconds=60)  # infra/guard_function.py; tests/infra checks the template against LEASE
@@ -25,11 +24,8 @@ LAMBDA_RETRY_WAITS = (timedelta(minutes=1), timedelta(minutes=2))
 
 
 @pytest.fixture
-def ledger() -> Iterator[Ledger]:
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        client.create_table(**create_table_request("ledger"))
-        yield Ledger(client, "ledger")
+def ledger(dynamodb: Any) -> Ledger:
+    return Ledger(dynamodb, LEDGER_TABLE)
 
 
 def test_a_holder_that_may_still_run_keeps_its_lease(ledger: Ledger) -> None:

@@ -226,21 +226,7 @@ class Ledger:
         before = self._bucket(pk, previous)
         if launch in before.get("launches", {}).get("SS", []):
             return _Unit.HELD
-        room = limit - int(before.get("used", {}).get("N", "0"))
-        if room > 0 and conditional_update(
-            self._client,
-            TableName=self._table,
-            Key=item_key(pk, hour),
-            UpdateExpression="ADD used :one, launches :launches SET expires_at = :expires",
-            ConditionExpression="(attribute_not_exists(used) OR used < :room) AND NOT contains(launches, :launch)",
-            ExpressionAttributeValues={
-                ":one": {"N": "1"},
-                ":launches": {"SS": [launch]},
-                ":launch": {"S": launch},
-                ":room": {"N": str(room)},
-                ":expires": {"N": str(int((now + timedelta(days=2)).timestamp()))},
-            },
-        ):
+        if self._count_one(pk, hour, limit - int(before.get("used", {}).get("N", "0")), now, launch):
             return _Unit.TAKEN
         held = launch in self._bucket(pk, hour).get("launches", {}).get("SS", [])
         return _Unit.HELD if held else _Unit.SPENT
@@ -248,17 +234,25 @@ class Ledger:
     def _take_count(self, pk: str, hour: str, previous: str, now: datetime, limit: int) -> bool:
         """One unit of the organization's budget, counted only (its launches are named in their accounts')."""
         room = limit - int(self._bucket(pk, previous).get("used", {}).get("N", "0"))
+        return self._count_one(pk, hour, room, now)
+
+    def _count_one(self, pk: str, hour: str, room: int, now: datetime, launch: str = "") -> bool:
+        """Add one to the hour's count while it stays under `room`; with `launch`, name the launch in the hour's
+        set too, unless it is named there already. False when there is no room (or the launch is named)."""
+        update, condition = "ADD used :one SET expires_at = :expires", "attribute_not_exists(used) OR used < :room"
+        values: dict[str, Any] = {":one": {"N": "1"}, ":room": {"N": str(room)}}
+        values[":expires"] = {"N": str(int((now + timedelta(days=2)).timestamp()))}
+        if launch:
+            update = "ADD used :one, launches :launches SET expires_at = :expires"
+            condition = f"({condition}) AND NOT contains(launches, :launch)"
+            values |= {":launches": {"SS": [launch]}, ":launch": {"S": launch}}
         return room > 0 and conditional_update(
             self._client,
             TableName=self._table,
             Key=item_key(pk, hour),
-            UpdateExpression="ADD used :one SET expires_at = :expires",
-            ConditionExpression="attribute_not_exists(used) OR used < :room",
-            ExpressionAttributeValues={
-                ":one": {"N": "1"},
-                ":room": {"N": str(room)},
-                ":expires": {"N": str(int((now + timedelta(days=2)).timestamp()))},
-            },
+            UpdateExpression=update,
+            ConditionExpression=condition,
+            ExpressionAttributeValues=values,
         )
 
     def _bucket(self, pk: str, hour: str) -> dict[str, Any]:

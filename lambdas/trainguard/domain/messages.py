@@ -214,36 +214,37 @@ def compose_stall_notification(
     )
 
 
-def compose_checkpoint_stale_notification(outcome: Outcome, region: str, now: datetime) -> Notification:
-    return compose_notification(
-        headline="{job}: checkpoints have stopped reaching S3",
-        job_name=outcome.job_name,
-        happened=f"{outcome.reason}.",
-        did="Nothing to the job: it keeps training. trainguard tells you once for this checkpoint.",
-        why="A job whose checkpoint sync has stopped loses all the work since its last checkpoint at its next "
+# What the prober tells once and never acts on: (headline, what trainguard did, why it matters).
+_PROBER_NOTICES: dict[OutcomeKind, tuple[str, str, str]] = {
+    OutcomeKind.CHECKPOINT_STALE: (
+        "{job}: checkpoints have stopped reaching S3",
+        "Nothing to the job: it keeps training. trainguard tells you once for this checkpoint.",
+        "A job whose checkpoint sync has stopped loses all the work since its last checkpoint at its next "
         "failure. Look at the job's checkpoint upload (the S3 prefix, the role's permissions, the local "
         "checkpoint directory); a stop, or a relaunch from the newest checkpoint, starts the sync again.",
-        outcome=outcome.kind.value,
-        decision="notify",
-        region=region,
-        now=now,
-        category="checkpoint-stale",
-        event_type=EVENT_TYPE_STALL,
-    )
+    ),
+    OutcomeKind.STUCK_STOPPING: (
+        "{job} is stuck in Stopping",
+        "Nothing: it tells you once. Look at the job's logs and its S3 upload.",
+        "trainguard reports stops that have not finished after 30 minutes.",
+    ),
+}
 
 
-def compose_stuck_stopping_notification(outcome: Outcome, region: str, now: datetime) -> Notification:
+def compose_prober_notice(outcome: Outcome, region: str, now: datetime) -> Notification:
+    """The message about a stale checkpoint or a stuck stop (`outcome.kind`): told once, nothing done."""
+    headline, did, why = _PROBER_NOTICES[outcome.kind]
     return compose_notification(
-        headline="{job} is stuck in Stopping",
+        headline=headline,
         job_name=outcome.job_name,
-        happened=outcome.reason,
-        did="Nothing: it tells you once. Look at the job's logs and its S3 upload.",
-        why="trainguard reports stops that have not finished after 30 minutes.",
+        happened=outcome.reason.rstrip(".") + ".",
+        did=did,
+        why=why,
         outcome=outcome.kind.value,
         decision="notify",
         region=region,
         now=now,
-        category="stuck-stopping",
+        category=outcome.kind.value,
         event_type=EVENT_TYPE_STALL,
     )
 

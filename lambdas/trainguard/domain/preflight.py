@@ -9,7 +9,7 @@ training job`. Usage is the instances of the jobs InProgress now.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 ACROSS_ALL_JOBS = "Number of instances across all training jobs"
 PER_JOB = "Maximum number of instances per training job"
@@ -39,14 +39,7 @@ class QuotaCheck:
     explanation: str
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "quota_name": self.quota_name,
-            "value": self.value,
-            "in_use": self.in_use,
-            "needed": self.needed,
-            "blocks": self.blocks,
-            "explanation": self.explanation,
-        }
+        return asdict(self)
 
 
 def check_launch(

@@ -29,7 +29,7 @@ import html
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -83,12 +83,7 @@ class QuotaRequestPlan:
     reason: str
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "quota_name": self.quota_name,
-            "desired_value": self.desired_value,
-            "ceiling_applied": self.ceiling_applied,
-            "reason": self.reason,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from trainguard.domain.checkpoint_health import checked_now, judge_checkpoints
-from trainguard.domain.messages import compose_checkpoint_stale_notification, compose_stuck_stopping_notification
+from trainguard.domain.messages import compose_prober_notice
 from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.stall_alarms import owned_alarm_job, plan_stall_alarms
@@ -112,7 +112,7 @@ def _check_checkpoints(ports: StallProberPorts, job: WatchedJob, now: datetime) 
         }
         kind, category = OutcomeKind.CHECKPOINT_STALE, Category.CHECKPOINT_STALE
         outcome = Outcome(kind, job.job_name, health.reason, Decision.NOTIFY, category, details=details)
-        ports.notifier.publish(compose_checkpoint_stale_notification(outcome, ports.region, now))
+        ports.notifier.publish(compose_prober_notice(outcome, ports.region, now))
         return step.record(outcome)
 
 
@@ -123,5 +123,5 @@ def _report_stuck(ports: StallProberPorts, job: WatchedJob, now: datetime) -> Ou
             return None
         why = stuck_stopping_reason(job, now)
         outcome = Outcome(OutcomeKind.STUCK_STOPPING, job.job_name, why, Decision.NOTIFY, Category.STUCK_STOPPING)
-        ports.notifier.publish(compose_stuck_stopping_notification(outcome, ports.region, now))
+        ports.notifier.publish(compose_prober_notice(outcome, ports.region, now))
         return step.record(outcome)

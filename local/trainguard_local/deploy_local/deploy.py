@@ -35,7 +35,7 @@ import boto3
 from infra.settings import CONTEXT_KEY, Settings
 from trainguard.adapters.job_activity import LOG_GROUP as TRAINING_LOG_GROUP
 from trainguard_local.deploy_local.server import DUMMY_CREDENTIALS, REGION, local_aws_variables, moto_server
-from trainguard_local.deploy_local.stack_checks import StackChecker, count_text, require
+from trainguard_local.deploy_local.stack_checks import StackChecker, StackReport, count_text, require
 
 REPO = Path(__file__).resolve().parents[3]
 STACK_NAME = "TrainGuard"  # app.STACK_NAME (a test checks they agree)
@@ -214,31 +214,35 @@ def run(steps: Steps, scratch: Path, *, verbose: bool = False) -> None:
 
 def run_against(steps: Steps, local: LocalDeploy, first: dict[str, Any], second: dict[str, Any]) -> None:
     """Bootstrap, deploy, check, update, check, destroy, check: the steps after the server is up."""
-    settings, updated = Settings.from_context(first), Settings.from_context(second)
     with steps.step("cdk bootstrap") as step:
         step.detail = local.bootstrap()
-    with steps.step("cdk deploy") as step:
-        local.deploy(first, direct=False)
-        template = local.template()
-        step.detail = f"{STACK_NAME} {local.checker.stack_status()}"
-    with steps.step("check the resources") as step:
-        report = local.checker.check_deployed(template, settings, expected_status="CREATE_COMPLETE")
-        step.detail = f"{report.summary()}; {local.checker.settings_applied(report, settings)}"
-    print(f"{'':11}moto accepted without creating: {count_text(report.not_created)}", flush=True)
-    with steps.step("cdk deploy --method=direct") as step:
-        local.deploy(second, direct=True)
-        template = local.template()
-        changed = ", ".join(f"{k}={json.dumps(v)}" for k, v in update_changes(settings).items())
-        step.detail = f"{STACK_NAME} {local.checker.stack_status()} ({changed})"
-    with steps.step("check the update") as step:
-        report = local.checker.check_deployed(template, updated, expected_status="UPDATE_COMPLETE")
-        step.detail = f"{report.summary()}; {local.checker.settings_applied(report, updated)}"
-    print(f"{'':11}moto accepted without creating: {count_text(report.not_created)}", flush=True)
+    deploy_and_check(steps, local, first)
+    template, report = deploy_and_check(steps, local, second, changed=update_changes(Settings.from_context(first)))
     with steps.step("cdk destroy --force") as step:
         local.destroy()
         step.detail = f"{STACK_NAME} destroyed"
     with steps.step("check it is gone") as step:
         step.detail = local.checker.check_destroyed(template, report.created).summary()
+
+
+def deploy_and_check(
+    steps: Steps, local: LocalDeploy, context: dict[str, Any], *, changed: Mapping[str, Any] | None = None
+) -> tuple[dict[str, Any], StackReport]:
+    """`cdk deploy`, or with `changed` (the settings it changes) the update, `--method=direct`; then the check of
+    what it made against the context's settings. The template deployed and the check's report."""
+    settings, update = Settings.from_context(context), changed is not None
+    with steps.step("cdk deploy --method=direct" if update else "cdk deploy") as step:
+        local.deploy(context, direct=update)
+        template = local.template()
+        step.detail = f"{STACK_NAME} {local.checker.stack_status()}"
+        if changed is not None:
+            step.detail += " (" + ", ".join(f"{k}={json.dumps(v)}" for k, v in changed.items()) + ")"
+    with steps.step("check the update" if update else "check the resources") as step:
+        expected = "UPDATE_COMPLETE" if update else "CREATE_COMPLETE"
+        report = local.checker.check_deployed(template, settings, expected_status=expected)
+        step.detail = f"{report.summary()}; {local.checker.settings_applied(report, settings)}"
+    print(f"{'':11}moto accepted without creating: {count_text(report.not_created)}", flush=True)
+    return template, report
 
 
 def main(argv: list[str] | None = None) -> int:

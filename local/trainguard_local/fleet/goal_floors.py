@@ -59,21 +59,14 @@ def owners_hung_share(none_figures: Mapping[str, Any]) -> float | None:
 
 
 @dataclass(frozen=True)
-class BusySilence:
-    """A healthy chatty job's mid-run silence with busy GPUs: to a rule of silence and GPUs, a busy hang."""
-
-    job_name: str
-    silent_minutes: float
-
-
-@dataclass(frozen=True)
 class ChattyHangFloor:
     """The least p95 of hang to stop for the chatty hangs no parent owns, each hang's floor, and the silence
-    that sets them."""
+    that sets them: the longest of a healthy chatty job's mid-run silences with busy GPUs (slow_but_healthy), which
+    to a rule of silence and GPUs is a busy hang."""
 
     p95_minutes: float | None
     per_hang_minutes: dict[str, float]
-    longest_lookalike: BusySilence | None
+    longest_lookalike: Fault | None
 
     @property
     def hangs(self) -> int:
@@ -83,11 +76,8 @@ class ChattyHangFloor:
 def chatty_hang_floor(trace: Trace) -> ChattyHangFloor:
     jobs = {job.name: job for job in trace.jobs}
     chatty = [f for f in trace.faults if _is_chatty_and_ours(jobs[f.job_name])]
-    lookalikes = [
-        BusySilence(f.job_name, f.silent_minutes)
-        for f in chatty
-        if f.kind is FaultKind.SLOW_BUT_HEALTHY and f.at_work_hours > 0  # a first load has the start's grace
-    ]
+    # A first load (a silence at the start) has the start's grace: no lookalike.
+    lookalikes = [f for f in chatty if f.kind is FaultKind.SLOW_BUT_HEALTHY and f.at_work_hours > 0]
     longest = max(lookalikes, key=lambda s: s.silent_minutes, default=None)
     floor = longest.silent_minutes if longest is not None else 0.0
     per_hang = {f.job_name: _hang_floor(f, floor) for f in chatty if f.kind in HANG_DETECTIONS}

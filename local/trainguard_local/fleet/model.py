@@ -64,15 +64,29 @@ class Segment:
 
 
 @dataclass(frozen=True)
-class Detection:
+class AfterFault:
+    """Something that came `at` (hours on the trace clock) after a fault struck: a detection, a recovery."""
+
     fault_kind: FaultKind
     struck_at: float  # when the fault showed: a failed or stopped job, a hang's start, a refused launch
-    detected_at: float
-    detector: str  # "person", "sagemaker_retry", "debugger_rule", "trainguard", ...
+    at: float
 
     @property
     def minutes(self) -> float:
-        return (self.detected_at - self.struck_at) * 60
+        """How long after the fault struck."""
+        return (self.at - self.struck_at) * 60
+
+
+@dataclass(frozen=True)
+class Recovery(AfterFault):
+    """Training runs again, `at`."""
+
+
+@dataclass(frozen=True)
+class Detection(AfterFault):
+    """`detector` saw the fault, `at`."""
+
+    detector: str  # "person", "sagemaker_retry", "debugger_rule", "trainguard", ...
 
 
 @dataclass(frozen=True)
@@ -84,17 +98,6 @@ class Action:
     right: bool  # False: a stop of a healthy job, or a relaunch of a user's error
     succeeded: bool = True  # False: a relaunch refused (quota, capacity)
     note: str = ""
-
-
-@dataclass(frozen=True)
-class Recovery:
-    fault_kind: FaultKind
-    struck_at: float
-    resumed_at: float  # training runs again
-
-    @property
-    def minutes(self) -> float:
-        return (self.resumed_at - self.struck_at) * 60
 
 
 @dataclass(frozen=True)

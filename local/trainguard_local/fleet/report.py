@@ -165,7 +165,7 @@ def detect_minutes(outcomes: Iterable[JobOutcome]) -> dict[str, dict[str, float 
     by_kind: dict[FaultKind, list[float]] = {}
     for outcome in outcomes:
         first: dict[FaultKind, float] = {}
-        for detection in sorted(outcome.detections, key=lambda d: (d.struck_at, d.detected_at)):
+        for detection in sorted(outcome.detections, key=lambda d: (d.struck_at, d.at)):
             if detection.fault_kind is not FaultKind.SLOW_BUT_HEALTHY:
                 first.setdefault(detection.fault_kind, detection.minutes)
         for kind, minutes in first.items():
@@ -184,7 +184,7 @@ def detect_minutes_by_cadence(outcomes: Iterable[JobOutcome]) -> dict[str, dict[
     for outcome in outcomes:
         hangs = [d for d in outcome.detections if d.fault_kind in HANG_DETECTIONS]
         if hangs:
-            first = min(hangs, key=lambda d: (d.struck_at, d.detected_at))
+            first = min(hangs, key=lambda d: (d.struck_at, d.at))
             found[outcome.job.rhythm.cadence_class].append((first.minutes, bool(outcome.job.owner)))
     return {
         name: {

@@ -77,7 +77,7 @@ def events(outcome: JobOutcome) -> list[tuple[float, str]]:
     """A job's detections and actions, in time order, each with its fleet-clock hour."""
     happened: list[tuple[float, str]] = []
     for d in outcome.detections:
-        happened.append((d.detected_at, f"{d.detector} detected {d.fault_kind.value} ({d.minutes:.1f} min after it)"))
+        happened.append((d.at, f"{d.detector} detected {d.fault_kind.value} ({d.minutes:.1f} min after it)"))
     for a in outcome.actions:
         refused = "" if a.succeeded else " (refused)"
         note = f": {textwrap.shorten(a.note, 160)}" if a.note else ""

@@ -167,7 +167,7 @@ def _draw_panel(axis: Any, outcomes: Sequence[JobOutcome], span: float, label_po
                     [(segment.start, segment.hours)], (y - 0.35, 0.7), facecolors=STATE_COLOURS[segment.state]
                 )
         for detection in outcome.detections:
-            axis.plot(detection.detected_at, y + 0.42, DETECTION_MARKER, color="black", markersize=4)
+            axis.plot(detection.at, y + 0.42, DETECTION_MARKER, color="black", markersize=4)
         for action in outcome.actions:
             colour = GUARD_BLUE if action.actor == "trainguard" else OTHERS_GREY
             face = colour if action.succeeded else "white"

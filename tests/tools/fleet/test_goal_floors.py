@@ -6,7 +6,6 @@ from tests.tools.fleet.cases import PERSON, fault, job, trace_of_many
 from trainguard_local.fleet.anchors import no_guard
 from trainguard_local.fleet.goal_floors import (
     GOALS,
-    BusySilence,
     chatty_hang_floor,
     floor_lines,
     floors,
@@ -50,7 +49,8 @@ def test_the_longest_healthy_busy_silence_of_a_chatty_job_sets_each_hangs_floor(
         (idle, fault(idle, FaultKind.HANG_IDLE_GPU, 3.0)),
     )
     found = chatty_hang_floor(trace)
-    assert found.longest_lookalike == BusySilence("healthy", 16.0)
+    longest = found.longest_lookalike
+    assert longest is not None and (longest.job_name, longest.silent_minutes) == ("healthy", 16.0)
     assert found.per_hang_minutes == {"busy": 16.0, "nccl-10": 10.0, "nccl-30": 16.0, "idle": 0.0}
     assert found.p95_minutes == 16.0  # nearest rank of four: the largest
 

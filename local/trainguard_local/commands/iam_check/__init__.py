@@ -2,10 +2,9 @@
 
 from trainguard_local.commands.iam_check.authorization_data import arn_fits, key_fits
 from trainguard_local.commands.iam_check.policy_reader import as_list, identity_statements, render
-from trainguard_local.commands.iam_check.statement_rules import Finding, check_action, check_template
+from trainguard_local.commands.iam_check.statement_rules import check_action, check_template
 
 __all__ = [
-    "Finding",
     "arn_fits",
     "as_list",
     "check_action",

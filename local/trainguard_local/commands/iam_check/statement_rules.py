@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from trainguard_local.commands.iam_check.authorization_data import (
@@ -48,19 +47,10 @@ PRINCIPAL_SHAPES = {
 NEGATIONS = ("NotAction", "NotResource", "NotPrincipal")
 
 
-@dataclass(frozen=True)
-class Finding:
-    policy: str
-    sid: str
-    problem: str
-
-    def __str__(self) -> str:
-        return f"{self.policy} {self.sid or '(no Sid)'}: {self.problem}"
-
-
-def check_template(template: Mapping[str, Any]) -> list[Finding]:
+def check_template(template: Mapping[str, Any]) -> list[str]:
+    """Each finding as `<policy> <Sid>: <problem>`."""
     return [
-        Finding(found.policy, found.sid, problem)
+        f"{found.policy} {found.sid or '(no Sid)'}: {problem}"
         for found in policy_statements(template)
         for problem in check_statement(template, found)
     ]
