@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainguard.domain.stalls import silence_clock_start
 from trainguard.handlers import stall_alarms
 from trainguard.handlers.wiring import boto3_ports
 from trainguard_local.demo.demo_jobs import (
@@ -119,7 +120,11 @@ class StallAct:
         self.note(fault.job_name, f"hangs: no more log lines, {gpu_words(fault.kind)}")
         [watched] = self.ports.of(stall_alarms.build_ports).stall_ledger.watched_job(fault.job_name)
         limit = watched.silence_limit().minutes
-        crossing = (launch.activity.newest_line(self.kernel.now) or self.kernel.now) + limit * MINUTE
+        clock, newest = self.aws.clock, launch.activity.newest_line(self.kernel.now) or self.kernel.now
+        counted_from = silence_clock_start(
+            clock.at_hours(launch.activity.training_since), clock.at_hours(newest), watched.thresholds
+        )
+        crossing = clock.hours_of(counted_from) + limit * MINUTE  # where the product counts the silence from
         self.story.crossed[fault.job_name] = self.minute_of(crossing)
         self.kernel.at(
             self.aws.clock.at_hours(crossing),

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from trainguard.domain.instance_types import gpus_per_host
 from trainguard.domain.stall_alarms import plan_stall_alarms
+from trainguard.domain.stalls import silence_clock_start
 from trainguard_local.fleet.trainguard_run.life_state import LifeState
 from trainguard_local.fleet.trainguard_run.schedules import StallWindow, minute_index
 from trainguard_local.simulation.fault_table import FAULT_TABLE, IDLE_PER_GPU, WORKING_PER_GPU, FaultKind
@@ -21,7 +22,6 @@ def open_stall_window(life: LifeState, fault: Fault, quiet_from_hours: float) ->
     """Open the fault's stall window, and write its hosts' GPUUtilization for the whole window."""
     th, clock = life.settings.thresholds, life.world.clock
     quiet_from = clock.at_hours(quiet_from_hours)
-    grace_end = life.training_since + th.startup_grace_minutes / 60
     life.logs.deliver_until(clock.hours_of(clock.now))  # the job's lines so far: its rhythm, as the guard learns it
     if fault.kind is FaultKind.SLOW_BUT_HEALTHY:
         life.logs.silence(fault.kind, quiet_from_hours, fault.silent_minutes)
@@ -34,10 +34,11 @@ def open_stall_window(life: LifeState, fault: Fault, quiet_from_hours: float) ->
     else:
         life.logs.silence(fault.kind, quiet_from_hours)
         quiet_until = None
-        # The latest the alarms can fire: the job's own limit (its rhythm may have raised it), or the fixed ones.
+        # The latest the alarms can fire: from where the product counts the silence, the job's own limit (its
+        # rhythm may have raised it) or the alarms' fixed thresholds, whichever is longest.
+        counted_from = silence_clock_start(clock.at_hours(life.training_since), quiet_from, th)
         limit = max(life.guard_limit_minutes() or 0.0, th.stall_minutes, th.gpu_idle_minutes)
-        crossing = max(quiet_from_hours, grace_end) + limit / 60
-        last = clock.at_hours(crossing) + timedelta(minutes=HANG_MARGIN_MINUTES)
+        last = counted_from + timedelta(minutes=limit + HANG_MARGIN_MINUTES)
     hosts = life.job.instance_count
     names = plan_stall_alarms(life.name, life.job.instance_type, hosts, th).all_names
     window = StallWindow(
