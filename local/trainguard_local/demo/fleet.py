@@ -30,7 +30,8 @@ from trainguard_local.fleet.summary import render_summary
 from trainguard_local.fleet.timeline import TIMELINE_COLOURS
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.rhythm import JobRhythm
-from trainguard_local.simulation.trace import ALTERNATIVES, Trace, generate_trace
+from trainguard_local.simulation.todays_sagemaker import ALTERNATIVES
+from trainguard_local.simulation.trace import Trace, generate_trace
 
 DEMO_JOBS, DEMO_HOURS, DEMO_SEED = 13, 24.0, 15
 DEMO_SPOT_SHARE = 0.3  # enough spot jobs for a spot interruption
