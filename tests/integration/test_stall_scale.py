@@ -85,7 +85,7 @@ class _Raw:
 
 
 def test_an_organizations_hub_prober_makes_one_query_per_place_and_assumes_each_spoke_role_once() -> None:
-    from trainguard_local.bench.measure_stalls import ORG_HUB, measure_organization
+    from trainguard_local.bench.hub_at_scale import ORG_HUB, measure_organization
 
     result = measure_organization(250, accounts=2, regions=("us-east-1", "us-west-2"))
 

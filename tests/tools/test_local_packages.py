@@ -1,17 +1,21 @@
 """The layout of the local tools (local/trainguard_local/): one package per part, each with a one-line
-docstring, imports that form no cycle between modules (type-only ones included), and packages that depend
-on each other in one direction only (docs/architecture.md, "The local tools")."""
+docstring, imports that form no cycle between modules (type-only ones included), packages that depend
+on each other in one direction only (docs/architecture.md, "The local tools"), modules and functions of a
+readable size, and no two modules with the same file name (issue 25)."""
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 LOCAL = Path(__file__).parents[2] / "local"
 ROOT = "trainguard_local"
 # What each package may import from the others: the stand-in at the bottom, the fleet simulator on it, the
 # tools on top. `commands` (the CLI's local commands, by name, and the IAM check) is the top.
+MAX_MODULE_LINES, MAX_FUNCTION_LINES = 300, 50  # issue 25's sizes
+SHARED_FILE_NAMES = {"__init__.py", "__main__.py"}  # a package's own files: every package may have them
 ALLOWED = {
     "simulation": set(),
     "stand_in": {"simulation"},
@@ -129,3 +133,49 @@ def test_the_check_sees_type_only_and_relative_imports_and_finds_cycles() -> Non
         "trainguard_local.fleet.catalogue",
     } <= names
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"b"}, "d": {"a"}}) == [["b", "c"]]
+
+
+def oversized(name: str, source: str) -> list[str]:
+    """A module over MAX_MODULE_LINES lines, and each function or method over MAX_FUNCTION_LINES (from its `def`
+    line to its last line), nested ones included."""
+    found = []
+    if (lines := len(source.splitlines())) > MAX_MODULE_LINES:
+        found.append(f"{name}: {lines} lines")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            if length > MAX_FUNCTION_LINES:
+                found.append(f"{name}:{node.lineno} {node.name}: {length} lines")
+    return found
+
+
+def shared_file_names(paths: Iterable[Path]) -> list[str]:
+    """The file names more than one module has (a package's __init__.py and __main__.py aside)."""
+    counts = Counter(path.name for path in paths if path.name not in SHARED_FILE_NAMES)
+    return sorted(name for name, count in counts.items() if count > 1)
+
+
+def test_every_local_module_and_function_is_of_a_readable_size() -> None:
+    found = [
+        problem
+        for path in sorted(local_modules().values())
+        for problem in oversized(str(path.relative_to(LOCAL)), path.read_text())
+    ]
+    assert found == []
+
+
+def test_no_two_local_modules_share_a_file_name() -> None:
+    assert shared_file_names(local_modules().values()) == []
+
+
+def test_the_size_and_name_checks_find_what_they_look_for() -> None:
+    long_function = "def f():\n" + "    x = 1\n" * MAX_FUNCTION_LINES
+    assert oversized("m.py", long_function) == [f"m.py:1 f: {MAX_FUNCTION_LINES + 1} lines"]
+    assert oversized("m.py", long_function.replace("    x = 1\n", "", 1)) == []
+    nested = "class C:\n    async def g(self):\n" + "        y = 2\n" * MAX_FUNCTION_LINES
+    assert oversized("m.py", nested) == [f"m.py:2 g: {MAX_FUNCTION_LINES + 1} lines"]
+    long_module = "x = 1\n" * (MAX_MODULE_LINES + 1)
+    assert oversized("m.py", long_module) == [f"m.py: {MAX_MODULE_LINES + 1} lines"]
+    assert oversized("m.py", "x = 1\n" * MAX_MODULE_LINES) == []
+    paths = [Path("a/world.py"), Path("b/world.py"), Path("a/__init__.py"), Path("b/__init__.py"), Path("a/x.py")]
+    assert shared_file_names(paths) == ["world.py"]

@@ -23,6 +23,7 @@ from typing import Any, TextIO
 
 from trainguard_local.fleet.anchors import anchor_strategies
 from trainguard_local.fleet.html_report import ReportPage, write_html
+from trainguard_local.fleet.model import JobOutcome
 from trainguard_local.fleet.progress import Progress
 from trainguard_local.fleet.simulate import comparison_png, report_pictures, simulate_trace
 from trainguard_local.fleet.stories import as_sent, job_story, trace_line
@@ -30,7 +31,8 @@ from trainguard_local.fleet.summary import render_summary
 from trainguard_local.fleet.timeline import TIMELINE_COLOURS
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.rhythm import JobRhythm
-from trainguard_local.simulation.trace import ALTERNATIVES, Trace, generate_trace
+from trainguard_local.simulation.todays_sagemaker import ALTERNATIVES
+from trainguard_local.simulation.trace import Trace, generate_trace
 
 DEMO_JOBS, DEMO_HOURS, DEMO_SEED = 13, 24.0, 15
 DEMO_SPOT_SHARE = 0.3  # enough spot jobs for a spot interruption
@@ -95,29 +97,44 @@ def say_now(line: str) -> None:
 def run_fleet_demo(out_dir: Path, say: Say = say_now, progress: TextIO | None = sys.stderr) -> dict[str, Any]:
     """Run the demo; what it showed, for a test or --json: the report, the messages, the files written."""
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
-    from trainguard_local.fleet.trainguard_strategy import TrainguardStrategy
-
     trace = demo_trace()
     say(f"A fleet of {len(trace.jobs)} training jobs over {trace.hours:g} hours of fleet time (seed {trace.seed}):")
     say("one fault of each kind the simulator knows, and one healthy job. Times are hours on the fleet's clock.\n")
     for job in trace.jobs:
         say("  " + trace_line(trace, job))
     say("\nThe production handlers and adapters, on the in-process stand-in (moto + simulated SageMaker):")
-    shown = Progress("demo", steps=1, stream=progress) if progress is not None else None
-    guard = TrainguardStrategy(on_progress=shown.fleet_clock(1, "trainguard's run", trace.hours) if shown else None)
-    report, outcomes = simulate_trace(trace, [*anchor_strategies(), guard])
-    if shown is not None:
-        shown.done(f"trainguard's run: {trace.hours:g} h of fleet time done")
-    assert guard.last_run is not None
-    notifications = as_sent(guard.last_run.notifications)
-
+    report, outcomes, notifications = run_strategies(trace, progress)
     say("\nWhat happened to each job under trainguard (and when its work was done, against no guard):")
     unguarded = {o.job.name: o for o in outcomes["none"]}
     for outcome in outcomes["trainguard"]:
         say("")
         for line in job_story(trace, outcome, unguarded[outcome.job.name]):
             say("  " + line)
+    say_messages(notifications, say)
+    written = write_files(out_dir, trace, report, outcomes, notifications)
+    say("\n" + render_summary({**report, "written": written}))
+    say(f"the timeline: one row per job, no guard above trainguard. {TIMELINE_COLOURS}")
+    return {"report": report, "notifications": notifications, "written": written}
 
+
+def run_strategies(
+    trace: Trace, progress: TextIO | None
+) -> tuple[dict[str, Any], dict[str, list[JobOutcome]], list[dict[str, Any]]]:
+    """The trace under the anchors and trainguard (its fleet clock shown on `progress`): the report, each
+    strategy's outcomes, and the SNS messages trainguard published, as sent."""
+    from trainguard_local.fleet.trainguard_strategy import TrainguardStrategy
+
+    shown = Progress("demo", steps=1, stream=progress) if progress is not None else None
+    guard = TrainguardStrategy(on_progress=shown.fleet_clock(1, "trainguard's run", trace.hours) if shown else None)
+    report, outcomes = simulate_trace(trace, [*anchor_strategies(), guard])
+    if shown is not None:
+        shown.done(f"trainguard's run: {trace.hours:g} h of fleet time done")
+    assert guard.last_run is not None
+    return report, outcomes, as_sent(guard.last_run.notifications)
+
+
+def say_messages(notifications: list[dict[str, Any]], say: Say) -> None:
+    """Each message's time and subject, then the full text of the first of each outcome (and of each fallback)."""
     say(f"\ntrainguard published {len(notifications)} SNS message(s):")
     for n in notifications:
         say(f"  +{n['at_hours']:5.2f} h  {n['subject']}")
@@ -131,6 +148,15 @@ def run_fleet_demo(out_dir: Path, say: Say = say_now, progress: TextIO | None = 
             say(f"\n  --- {n['subject']}  {n['attributes']}")
             say(textwrap.indent(n["message"], "    "))
 
+
+def write_files(
+    out_dir: Path,
+    trace: Trace,
+    report: dict[str, Any],
+    outcomes: dict[str, list[JobOutcome]],
+    notifications: list[dict[str, Any]],
+) -> dict[str, str]:
+    """The timeline (PNG), the HTML report and the JSON report in `out_dir`: where each was written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = {"png": out_dir / "timeline.png", "html": out_dir / "report.html", "json": out_dir / "report.json"}
     timeline = comparison_png(report, outcomes)
@@ -146,6 +172,4 @@ def run_fleet_demo(out_dir: Path, say: Say = say_now, progress: TextIO | None = 
     )
     write_html(written["html"], page)
     written["json"].write_text(json.dumps({**report, "notifications": notifications}, indent=2, sort_keys=True))
-    say("\n" + render_summary({**report, "written": {k: str(v) for k, v in written.items()}}))
-    say(f"the timeline: one row per job, no guard above trainguard. {TIMELINE_COLOURS}")
-    return {"report": report, "notifications": notifications, "written": {k: str(v) for k, v in written.items()}}
+    return {k: str(v) for k, v in written.items()}

@@ -1,7 +1,7 @@
 """A seeded trace: the fleet's jobs and the faults that strike them. Same seed, same trace.
 
-Every draw comes from one `random.Random(seed)`, in a fixed order (today's SageMaker and the log
-rhythms, rhythm.py, from streams of their own, so that the draws before them give the same trace as
+Every draw comes from one `random.Random(seed)`, in a fixed order (today's SageMaker, todays_sagemaker.py,
+and the log rhythms, rhythm.py, from streams of their own, so that the draws before them give the same trace as
 before). Each job has at most one fault; a fault strikes when the job's progress reaches
 `at_work_hours` (a capacity error strikes at launch). Every fault kind appears once before the rest are
 drawn by weight, so a trace with enough faulty jobs covers them all. The numbers below are named, with
@@ -24,6 +24,7 @@ from trainguard_local.simulation.catalogue import (
 )
 from trainguard_local.simulation.fault_table import FAULT_TABLE, FaultKind
 from trainguard_local.simulation.rhythm import JobRhythm, draw_rhythm
+from trainguard_local.simulation.todays_sagemaker import draw_alternatives, draw_parent_and_fallbacks
 
 DRAWN_KINDS = tuple(kind for kind in FaultKind if kind is not FaultKind.CHECKPOINT_SYNC_STOPPED)
 # Assumptions: there are no public failure statistics for SageMaker fleets. Meta's Llama 3 report
@@ -63,27 +64,6 @@ NCCL_TIMEOUT_MINUTES = (10.0, 30.0)  # init_process_group's default: 10 min for 
 FIRST_LOAD_SILENT_MINUTES, MID_RUN_SILENT_MINUTES = (20.0, 48.0), (10.0, 28.0)
 FIRST_LOAD_SHARE = 0.5  # of slow-but-healthy jobs, those silent while they load (assumption)
 FAULT_PROGRESS_SPAN = (0.05, 0.95)  # a fault strikes between 5% and 95% of the work (assumption)
-
-# Today's SageMaker (drawn from a stream of their own, so that the draws above give the same trace as before).
-# Every share is an assumption, kept conservative: most teams list no fallback, and an alternative is often short too.
-PARENT_SHARES = {"pipelines": 0.06, "aws_batch": 0.04}  # jobs a pipeline's step or a Batch queue launched
-PARENT_RETRY_SHARE = 0.5  # of those, owners who configured the parent's retry of internal and capacity errors
-FALLBACK_SHARE = 0.25  # jobs whose owner lists alternatives (trainguard:fallback-types)
-PREFERENCES_SHARE = 0.3  # of on-demand jobs with alternatives, those launched with InstancePreferences themselves
-ON_DEMAND_AFTER_SHARE = 0.4  # spot jobs tagged trainguard:on-demand-after=1
-ALTERNATIVE_CAPACITY_CHANCE = 0.5  # an alternative has capacity when the job's own type has none
-ALTERNATIVE_QUOTA_ROOM_CHANCE = 0.3  # an alternative's quota has room when the job's own type is walled
-# Alternatives a team would list for a type, with the instance count that gives about the same compute: within
-# the catalogue's types, a host of the next generation for half the hosts (assumption).
-ALTERNATIVES: dict[str, tuple[tuple[str, float], ...]] = {
-    "ml.p4d.24xlarge": (("ml.p5.48xlarge", 0.5),),
-    "ml.p5.48xlarge": (("ml.p4d.24xlarge", 2.0),),
-    "ml.p3.16xlarge": (("ml.p4d.24xlarge", 0.5),),
-    "ml.g5.48xlarge": (("ml.p4d.24xlarge", 0.5),),
-    "ml.g5.12xlarge": (("ml.g5.48xlarge", 0.25),),
-    "ml.g5.xlarge": (("ml.g4dn.xlarge", 1.0),),
-    "ml.g4dn.xlarge": (("ml.g5.xlarge", 1.0),),
-}
 
 
 @dataclass(frozen=True)
@@ -178,10 +158,7 @@ def generate_trace(
     specs = tuple(_draw_job(rng, index, hours, debugger_share, spot_share, vpc_share) for index in range(jobs))
     faulty = rng.sample(range(jobs), round(fault_share * jobs))
     faults = tuple(_draw_fault(rng, specs[index], kind) for index, kind in _assign_kinds(rng, specs, faulty))
-    today = random.Random(f"{seed}/today's SageMaker")
-    drawn = {spec.name: _draw_today(today, spec) for spec in specs}
-    specs = tuple(drawn.values())
-    faults = tuple(_draw_alternatives(today, drawn[fault.job_name], fault) for fault in faults)
+    specs, faults = _todays_sagemaker(random.Random(f"{seed}/today's SageMaker"), specs, faults)
     rhythms = random.Random(f"{seed}/rhythm")
     specs = tuple(replace(spec, rhythm=draw_rhythm(rhythms)) for spec in specs)
     faults += _draw_sync_stops(random.Random(f"{seed}/checkpoint sync"), specs, {f.job_name for f in faults})
@@ -218,44 +195,17 @@ def _draw_job(rng: random.Random, index: int, hours: float, debugger: float, spo
     )
 
 
-def _draw_today(rng: random.Random, job: JobSpec) -> JobSpec:
-    """Its parent, its fallback tags and whether it was launched with InstancePreferences."""
-    owners, shares = [*PARENT_SHARES, ""], [*PARENT_SHARES.values(), 1.0 - sum(PARENT_SHARES.values())]
-    owner = rng.choices(owners, weights=shares)[0]
-    owner_retries = bool(owner) and rng.random() < PARENT_RETRY_SHARE
-    fallbacks: tuple[tuple[str, int], ...] = ()
-    if rng.random() < FALLBACK_SHARE:
-        fallbacks = tuple(
-            (kind, max(1, math.ceil(job.instance_count * ratio))) for kind, ratio in ALTERNATIVES[job.instance_type]
-        )
-    preferences = bool(fallbacks) and not job.spot and rng.random() < PREFERENCES_SHARE
-    on_demand_after = 1 if job.spot and rng.random() < ON_DEMAND_AFTER_SHARE else None
-    # AWS Batch names every training job it launches AWSBatch<name> (its service-linked role may create no other).
-    name = f"AWSBatch{job.name}" if owner == "aws_batch" else job.name
-    return replace(
-        job,
-        name=name,
-        owner=owner,
-        owner_retries=owner_retries,
-        fallback_types=fallbacks,
-        launched_with_preferences=preferences,
-        on_demand_after=on_demand_after,
-    )
-
-
-def _draw_alternatives(rng: random.Random, job: JobSpec, fault: Fault) -> Fault:
-    """Which listed alternatives have capacity (a capacity error) or quota room (a quota wall) at the time."""
-    fault = replace(fault, job_name=job.name)
-    chance = {
-        FaultKind.CAPACITY_ERROR: ALTERNATIVE_CAPACITY_CHANCE,
-        FaultKind.QUOTA_WALL: ALTERNATIVE_QUOTA_ROOM_CHANCE,
-    }
-    if fault.kind not in chance or not job.fallback_types:
-        return fault
-    chosen = tuple(kind for kind, _ in job.fallback_types if rng.random() < chance[fault.kind])
-    if fault.kind is FaultKind.CAPACITY_ERROR:
-        return replace(fault, alternatives_with_capacity=chosen)
-    return replace(fault, alternatives_with_quota_room=chosen)
+def _todays_sagemaker(
+    rng: random.Random, specs: tuple[JobSpec, ...], faults: tuple[Fault, ...]
+) -> tuple[tuple[JobSpec, ...], tuple[Fault, ...]]:
+    """Each job's parent and fallback tags, then at each fault which listed alternatives have room
+    (todays_sagemaker.py)."""
+    drawn = {job.name: replace(job, **draw_parent_and_fallbacks(rng, job)) for job in specs}
+    with_room = []
+    for fault in faults:
+        job = drawn[fault.job_name]
+        with_room.append(replace(fault, job_name=job.name, **draw_alternatives(rng, fault.kind, job.fallback_types)))
+    return tuple(drawn.values()), tuple(with_room)
 
 
 def sync_failure(fault: Fault) -> Fault:

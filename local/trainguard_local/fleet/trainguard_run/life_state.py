@@ -1,16 +1,19 @@
 """What one trace job's life holds that its steps share: the job, the stand-in, the kernel, the timeline, the
-running launch and what the person did. `job_life.JobLife` drives it; the steps after a launch's end
-(endings.py) and the stall windows (stall_windows.py) take it, so that neither imports the life itself."""
+running launch and what the person did. `job_life.JobLife` drives it; the steps from a fault's strike
+(strikes.py), the steps after a launch's end (endings.py) and the stall windows (stall_windows.py) take it, so
+that none imports the life itself."""
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
+from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.stalls import StallThresholds
-from trainguard_local.fleet.model import JobTimeline
+from trainguard_local.fleet.model import JobTimeline, newest_checkpoint
 from trainguard_local.fleet.person import PersonOnCall
 from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD, GuardActions
 from trainguard_local.fleet.trainguard_run.job_logs import JobLogs
@@ -19,6 +22,7 @@ from trainguard_local.fleet.trainguard_run.world import FleetWorld, GuardCall
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.kernel import Kernel, Park, Sleep
 from trainguard_local.simulation.trace import JobSpec
+from trainguard_local.stand_in.sagemaker_control_plane import InvalidTransition
 
 Life = Generator[Sleep | Park, Any, None]
 
@@ -84,6 +88,43 @@ class LifeState:
 
         watched = StallLedger(self.world.world["dynamodb"], self.world.config.ledger_table_name).watched_job(self.name)
         return watched[0].silence_limit().minutes if watched else None
+
+    # ---- the running launch on the stand-in -----------------------------------------------------------
+
+    def drive(self, move: Any, *args: Any) -> None:
+        try:
+            move(self.name, *args)
+        except InvalidTransition as err:
+            self.notes.append(f"{self.name}: {err}")
+        self.world.pump()
+
+    def end_launch(self, move: Any, *args: Any) -> Outcome | None:
+        """End the launch on SageMaker's side; trainguard's outcome for its Failed or Stopped event."""
+        try:
+            move(self.name, *args)
+        except InvalidTransition as err:
+            self.notes.append(f"{self.name}: {err}")
+        return self.outcome_of(self.world.pump())
+
+    def outcome_of(self, delivered: list[tuple[dict[str, Any], Outcome | None]]) -> Outcome | None:
+        for event, outcome in delivered:
+            detail = event["detail"]
+            if (
+                detail["TrainingJobName"] == self.name
+                and detail["TrainingJobStatus"] in ("Failed", "Stopped")
+                and outcome is not None
+                and outcome.kind is not OutcomeKind.ALREADY_HANDLED
+            ):
+                return outcome
+        return None
+
+    def write_checkpoint(self, no_checkpoint_after: float = math.inf) -> None:
+        """Write the newest checkpoint of the running launch to S3 (where the job's own sync puts it)."""
+        every = self.job.checkpoint_every_minutes
+        newest = newest_checkpoint(min(self.tl.progress, no_checkpoint_after, self.tl.sync_stopped_after), every)
+        if newest > self.tl.kept:
+            written_at = self.tl.now - (self.tl.progress - newest)
+            self.world.fleet.write_progress_checkpoint(self.job, newest, written_at)
 
     # ---- trainguard's calls, as actions --------------------------------------------------------------
 
