@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from tests.tools.simulated_services import START, SteppingClock, error_of, post_raw
+from trainguard_local.simulation.fault_table import FAULT_TABLE, Ending, FaultKind
 from trainguard_local.stand_in.sagemaker_control_plane import InvalidTransition, SimulatedSageMaker
 from trainguard_local.stand_in.sagemaker_events import eventbridge_forwarder
 from trainguard_local.stand_in.sagemaker_server import SageMakerServer
@@ -350,3 +351,33 @@ def test_concurrent_clients_and_a_callback_that_calls_back_do_not_deadlock(clock
         listed = clients[0].list_training_jobs(MaxResults=100)["TrainingJobSummaries"]
     assert len(listed) == 12
     assert seen_statuses == ["InProgress"] * 12
+
+
+# What each ending of the fault table does to a job on SageMaker, as the drivers play it
+# (fleet/trainguard_run/strikes.py, chaos/replayed_fleet.py, sandbox/fault_injection.py): its steps, in order.
+PLAYED = {
+    Ending.TRAINS_ON: ["start_training"],
+    Ending.HANGS: ["start_training"],
+    Ending.FAILS: ["start_training", "fail"],
+    Ending.FAILS_AFTER_HANG: ["start_training", "fail"],
+    Ending.INTERRUPTED: ["start_training", "interrupt_spot", "exceed_max_wait"],
+    Ending.REFUSED_AT_LAUNCH: ["fail"],
+}
+
+
+@pytest.mark.parametrize("kind", list(FaultKind))
+def test_each_fault_row_says_the_statuses_sagemaker_shows(kind: FaultKind, plane: SimulatedSageMaker) -> None:
+    row, name = FAULT_TABLE[kind], f"job-{kind.value.replace('_', '-')}"
+    stopping = {"MaxRuntimeInSeconds": 3600, "MaxWaitTimeInSeconds": 7200}
+    spot = {"EnableManagedSpotTraining": True, "StoppingCondition": stopping}
+    plane.handle("CreateTrainingJob", job_request(name, **(spot if row.ending is Ending.INTERRUPTED else {})))
+
+    def status() -> str:
+        described = plane.describe(name)
+        return f"{described['TrainingJobStatus']}/{described['SecondaryStatus']}"
+
+    seen = [status()]
+    for step in PLAYED[row.ending]:
+        getattr(plane, step)(name, *(("a FailureReason",) if step == "fail" else ()))
+        seen.append(status())
+    assert seen[-len(row.statuses) :] == list(row.statuses)

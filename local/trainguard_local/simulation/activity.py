@@ -52,16 +52,14 @@ class LaunchActivity:
         self.progress_at_start = progress_at_start
         self.silences: list[Silence] = []
 
-    def strike(self, kind: FaultKind, at: float, minutes: float = math.inf, gpu_per_gpu: float | None = None) -> None:
+    def strike(self, kind: FaultKind, at: float, minutes: float = math.inf) -> None:
         """The fault `kind` strikes at `at`: quiet from then on, or for `minutes`, if its row says so. The
-        GPUs read its row's level (a healthy silence from the start of training is a first checkpoint
-        load), or `gpu_per_gpu` when the caller knows better."""
+        GPUs read its row's level (a healthy silence from the start of training is a first checkpoint load)."""
         row = FAULT_TABLE[kind]
         if not row.silent:
             return
         first_load = abs(at - self.training_since) < 1e-6
-        level = row.gpu_per_gpu(first_load=first_load) if gpu_per_gpu is None else gpu_per_gpu
-        self.silences.append(Silence(kind, at, at + minutes / 60, level))
+        self.silences.append(Silence(kind, at, at + minutes / 60, row.gpu_per_gpu(first_load=first_load)))
 
     def silence_at(self, at: float) -> Silence | None:
         return next((silence for silence in self.silences if silence.holds_at(at)), None)
