@@ -6,26 +6,13 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import pytest
 from botocore.exceptions import ClientError
 
 START = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
-
-
-class SteppingClock:
-    """Time moves only when a test says so."""
-
-    def __init__(self, start: datetime = START) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> None:
-        self.now += timedelta(**delta)
 
 
 class Served(Protocol):

@@ -14,7 +14,8 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from tests.tools.simulated_services import START, SteppingClock, error_of, post_raw
+from tests.tools.simulated_services import START, error_of, post_raw
+from trainguard_local.simulation.clock import SimClock
 from trainguard_local.simulation.fault_table import FAULT_TABLE, Ending, FaultKind
 from trainguard_local.stand_in.sagemaker_control_plane import InvalidTransition, SimulatedSageMaker
 from trainguard_local.stand_in.sagemaker_events import eventbridge_forwarder
@@ -46,8 +47,8 @@ def job_request(name: str = "llama-finetune-1", **overrides: Any) -> dict[str, A
 
 
 @pytest.fixture
-def clock() -> SteppingClock:
-    return SteppingClock()
+def clock() -> SimClock:
+    return SimClock(START)
 
 
 @pytest.fixture
@@ -56,7 +57,7 @@ def events() -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def plane(clock: SteppingClock, events: list[dict[str, Any]]) -> SimulatedSageMaker:
+def plane(clock: SimClock, events: list[dict[str, Any]]) -> SimulatedSageMaker:
     return SimulatedSageMaker(clock=clock, on_event=events.append, instance_limits={"ml.p4d.24xlarge": 2})
 
 
@@ -152,12 +153,12 @@ def test_describe_of_an_unknown_job_is_a_validation_error(sagemaker: Any) -> Non
 
 
 def test_failed_job_shows_the_reason_cut_to_1024_characters(
-    sagemaker: Any, plane: SimulatedSageMaker, clock: SteppingClock
+    sagemaker: Any, plane: SimulatedSageMaker, clock: SimClock
 ) -> None:
     sagemaker.create_training_job(**job_request())
-    clock.advance(minutes=3)
+    clock.skip(timedelta(minutes=3))
     plane.start_training("llama-finetune-1")
-    clock.advance(minutes=10)
+    clock.skip(timedelta(minutes=10))
     plane.fail("llama-finetune-1", "InternalServerError: We encountered an internal error. " + "x" * 2000)
 
     described = sagemaker.describe_training_job(TrainingJobName="llama-finetune-1")
@@ -232,12 +233,10 @@ def test_tags_are_listed_added_and_deleted_by_arn(sagemaker: Any) -> None:
     assert error_of(excinfo)[0] == "ValidationException"
 
 
-def test_list_filters_sorts_newest_first_and_pages(
-    sagemaker: Any, plane: SimulatedSageMaker, clock: SteppingClock
-) -> None:
+def test_list_filters_sorts_newest_first_and_pages(sagemaker: Any, plane: SimulatedSageMaker, clock: SimClock) -> None:
     for index in range(4):
         sagemaker.create_training_job(**job_request(f"job-{index}"))
-        clock.advance(minutes=1)
+        clock.skip(timedelta(minutes=1))
     plane.fail("job-1", "ClientError: bad input")
 
     in_progress = sagemaker.list_training_jobs(StatusEquals="InProgress")["TrainingJobSummaries"]
@@ -259,12 +258,12 @@ def test_list_filters_sorts_newest_first_and_pages(
 
 
 def test_one_event_per_change_shaped_like_the_aws_sample(
-    sagemaker: Any, plane: SimulatedSageMaker, clock: SteppingClock, events: list[dict[str, Any]]
+    sagemaker: Any, plane: SimulatedSageMaker, clock: SimClock, events: list[dict[str, Any]]
 ) -> None:
     sagemaker.create_training_job(**job_request())
-    clock.advance(minutes=2)
+    clock.skip(timedelta(minutes=2))
     plane.start_training("llama-finetune-1")
-    clock.advance(minutes=5)
+    clock.skip(timedelta(minutes=5))
     plane.fail("llama-finetune-1", "CapacityError: Unable to provision requested ML compute capacity.")
 
     assert [(e["detail"]["TrainingJobStatus"], e["detail"]["SecondaryStatus"]) for e in events] == [
@@ -288,7 +287,7 @@ def test_one_event_per_change_shaped_like_the_aws_sample(
     assert len({e["id"] for e in events}) == 3
 
 
-def test_forwarder_delivers_events_through_moto_eventbridge_to_sqs(clock: SteppingClock) -> None:
+def test_forwarder_delivers_events_through_moto_eventbridge_to_sqs(clock: SimClock) -> None:
     with mock_aws():
         sqs = boto3.client("sqs", region_name="us-east-1")
         events_client = boto3.client("events", region_name="us-east-1")
@@ -327,7 +326,7 @@ def test_instance_limits_raise_resource_limit_exceeded_with_current_wording(
     sagemaker.create_training_job(**job_request("big-3", ResourceConfig=p4d))
 
 
-def test_concurrent_clients_and_a_callback_that_calls_back_do_not_deadlock(clock: SteppingClock) -> None:
+def test_concurrent_clients_and_a_callback_that_calls_back_do_not_deadlock(clock: SimClock) -> None:
     seen_statuses: list[str] = []
     clients: list[Any] = []
 

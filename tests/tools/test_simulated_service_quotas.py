@@ -13,8 +13,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from tests.conftest import load_fixture
-from tests.tools.simulated_services import START, SteppingClock, error_of, post_raw
+from tests.tools.simulated_services import START, error_of, post_raw
 from trainguard.adapters.service_quotas import ServiceQuotas
+from trainguard_local.simulation.clock import SimClock
 from trainguard_local.stand_in.service_quotas import SimulatedServiceQuotas
 from trainguard_local.stand_in.service_quotas_server import ENDPOINT_VARIABLE, ServiceQuotasServer
 
@@ -27,12 +28,12 @@ G5 = "ml.g5.12xlarge for training job usage"
 
 
 @pytest.fixture
-def clock() -> SteppingClock:
-    return SteppingClock()
+def clock() -> SimClock:
+    return SimClock(START)
 
 
 @pytest.fixture
-def plane(clock: SteppingClock) -> SimulatedServiceQuotas:
+def plane(clock: SimClock) -> SimulatedServiceQuotas:
     return SimulatedServiceQuotas(clock=clock, outcomes={G5: ("DENIED", timedelta(hours=6))})
 
 
@@ -159,18 +160,18 @@ def test_request_is_pending_and_a_second_one_is_refused_while_it_is_open(
     assert [operation for operation, _ in plane.calls].count("RequestServiceQuotaIncrease") == 2
 
 
-def test_a_request_opens_a_case_then_is_approved_and_the_quota_changes(quotas: Any, clock: SteppingClock) -> None:
+def test_a_request_opens_a_case_then_is_approved_and_the_quota_changes(quotas: Any, clock: SimClock) -> None:
     code = code_by_name(quotas, P4D)
     request_id = request_increase(quotas, code, 4)["Id"]
 
-    clock.advance(minutes=10)
+    clock.skip(timedelta(minutes=10))
     opened = quotas.get_requested_service_quota_change(RequestId=request_id)["RequestedQuota"]
     assert opened["Status"] == "CASE_OPENED"
     assert re.fullmatch(r"\d{10}", opened["CaseId"])
     assert opened["LastUpdated"] == START + timedelta(minutes=10)
     assert quotas.get_service_quota(ServiceCode="sagemaker", QuotaCode=code)["Quota"]["Value"] == 0.0
 
-    clock.advance(hours=5)  # decided at 4 h (the default); seen lazily, stamped with the decision time
+    clock.skip(timedelta(hours=5))  # decided at 4 h (the default); seen lazily, stamped with the decision time
     approved = quotas.get_requested_service_quota_change(RequestId=request_id)["RequestedQuota"]
     assert (approved["Status"], approved["CaseId"]) == ("APPROVED", opened["CaseId"])
     assert approved["LastUpdated"] == START + timedelta(hours=4)
@@ -178,11 +179,11 @@ def test_a_request_opens_a_case_then_is_approved_and_the_quota_changes(quotas: A
 
 
 def test_a_scripted_denial_keeps_the_value_and_a_new_request_may_follow(
-    quotas: Any, plane: SimulatedServiceQuotas, clock: SteppingClock
+    quotas: Any, plane: SimulatedServiceQuotas, clock: SimClock
 ) -> None:
     code = code_by_name(quotas, G5)
     first_id = request_increase(quotas, code, 2)["Id"]
-    clock.advance(hours=6)
+    clock.skip(timedelta(hours=6))
     assert plane.advance() == [(first_id, "CASE_OPENED"), (first_id, "DENIED")]
     assert plane.quota_value(G5) == 0.0
 
@@ -190,19 +191,19 @@ def test_a_scripted_denial_keeps_the_value_and_a_new_request_may_follow(
     assert request_increase(quotas, code, 1)["Status"] == "PENDING"
     history = [(r["Status"], r["DesiredValue"]) for r in history_of(quotas, code)]
     assert history == [("PENDING", 1.0), ("DENIED", 2.0)]
-    clock.advance(minutes=5)
+    clock.skip(timedelta(minutes=5))
     assert [status for _, status in plane.advance()] == ["APPROVED"]
     assert plane.requests()[-1].get("CaseId") is None
     assert plane.training_instance_limits()["ml.g5.12xlarge"] == 1
 
 
 def test_support_case_not_allowed_ends_not_approved_and_settle_all_decides_early(
-    quotas: Any, plane: SimulatedServiceQuotas, clock: SteppingClock
+    quotas: Any, plane: SimulatedServiceQuotas, clock: SimClock
 ) -> None:
     p4d, m5 = code_by_name(quotas, P4D), code_by_name(quotas, "ml.m5.large for training job usage")
     request_increase(quotas, p4d, 4, SupportCaseAllowed=False)
     request_increase(quotas, m5, 10)
-    clock.advance(minutes=10)
+    clock.skip(timedelta(minutes=10))
     refused = quotas.list_requested_service_quota_change_history(Status="NOT_APPROVED")["RequestedQuotas"]
     assert [r["QuotaName"] for r in refused] == [P4D]
     assert [status for _, status in plane.settle_all()] == ["APPROVED"]
@@ -266,7 +267,7 @@ def test_constructor_rejects_unknown_quota_names_and_outcomes() -> None:
     assert overridden.training_instance_limits() == {"ml.p4d.24xlarge": 2}
 
 
-def test_the_production_adapter_resolves_files_and_follows_a_request(quotas: Any, clock: SteppingClock) -> None:
+def test_the_production_adapter_resolves_files_and_follows_a_request(quotas: Any, clock: SimClock) -> None:
     adapter = ServiceQuotas(quotas)
     found = adapter.find("ML.P4D.24XLARGE  for training job usage")
     assert found is not None and (found.name, found.value) == (P4D, 0.0)
@@ -275,11 +276,11 @@ def test_the_production_adapter_resolves_files_and_follows_a_request(quotas: Any
     again = adapter.request_increase(found.code, 4, support_case_allowed=True)  # refused; the open one instead
     assert (filed.status, again.request_id) == ("PENDING", filed.request_id)
 
-    clock.advance(minutes=10)
+    clock.skip(timedelta(minutes=10))
     opened = adapter.request_state(filed.request_id)
     assert opened.status == "CASE_OPENED" and opened.case_id
     assert adapter.open_request(found.code) == opened
-    clock.advance(hours=4)
+    clock.skip(timedelta(hours=4))
     assert adapter.request_state(filed.request_id).status == "APPROVED"
     assert adapter.open_request(found.code) is None
     assert adapter.current_value(found.code) == 4.0
