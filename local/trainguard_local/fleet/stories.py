@@ -8,13 +8,14 @@ import textwrap
 from itertools import pairwise
 from typing import Any
 
+from trainguard.domain.stalls import StallThresholds
 from trainguard_local.fleet.model import JobOutcome
 from trainguard_local.fleet.trainguard_run.usage import Notification
 from trainguard_local.simulation.activity import LaunchActivity
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.trace import JobSpec, Trace
 
-FIXED_LIMIT_MINUTES = 30  # the stall threshold with no tag and no rhythm learned (the stack's default)
+FIXED_LIMIT_MINUTES = StallThresholds().stall_minutes  # the threshold with no tag and no rhythm learned
 SAMPLED_HOURS = 6.0  # of a job's lines, when its longest gap is measured
 
 
