@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from infra.settings import Settings
 from trainguard_local.chaos.call_faults import FaultInjector, FaultRates, virtual_backoff
 from trainguard_local.chaos.dead_letters import QUEUE_OF_FUNCTION, DeadLetterQueues, Redriven, alarm_state, redrive
 from trainguard_local.chaos.evidence import Evidence
@@ -36,7 +37,7 @@ TAIL = timedelta(hours=6)  # after the last submission: time for relaunches of r
 REDRIVE_TAIL = timedelta(hours=3)
 OPERATOR_RESPONSE = timedelta(minutes=30)
 SCHEDULER_POLL = timedelta(minutes=5)  # shorter than the shortest backoff (10 min): no schedule is missed
-QUOTA_CHECK = timedelta(minutes=15)  # the stack's default quota_check_minutes (infra/settings.py)
+QUOTA_CHECK = timedelta(minutes=Settings().quota_check_minutes)  # the stack's default schedule
 ALARM_LOOK = timedelta(minutes=10)  # when the dead-letter alarms are read: two 5-minute periods after
 POISON_REASON = "InternalServerError: We encountered an internal error. Please try again."
 

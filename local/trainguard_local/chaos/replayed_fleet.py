@@ -15,6 +15,7 @@ from typing import Any
 
 from trainguard.domain.instance_types import gpus_per_host
 from trainguard_local.chaos.jobs_truth import HEALTHY, REPEATING, JobTruth
+from trainguard_local.fleet.anchor_rules import CAPACITY_REFUSAL_MINUTES
 from trainguard_local.simulation.activity import LaunchActivity
 from trainguard_local.simulation.catalogue import training_quota_name
 from trainguard_local.simulation.fault_table import FAULT_TABLE, Ending, FaultKind, Logs
@@ -25,7 +26,7 @@ from trainguard_local.stand_in.fleet_side import FleetSide, training_request, wi
 from trainguard_local.stand_in.local_aws import LocalAWS
 
 STARTUP = timedelta(minutes=10)
-CAPACITY_REFUSAL = timedelta(minutes=5)
+CAPACITY_REFUSAL = timedelta(minutes=CAPACITY_REFUSAL_MINUTES)  # as in the fleet benchmark
 PERSON_STOPS_HUNG_AFTER = timedelta(hours=2)
 SETTLE_STOP = (1, 5)  # minutes from Stopping to Stopped
 MAX_HOSTS = 8
