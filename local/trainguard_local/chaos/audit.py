@@ -15,11 +15,11 @@ from typing import Any
 
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard_local.chaos.dead_letters import model_disagreements
-from trainguard_local.chaos.jobs_truth import NOT_RELAUNCHING, RELAUNCHING, JobTruth
+from trainguard_local.chaos.jobs_truth import RELAUNCHING, JobTruth
 from trainguard_local.chaos.lambda_runtime import RETRY_ATTEMPTS
 from trainguard_local.chaos.replay import ChaosRun
 from trainguard_local.simulation.clock import SimClock
-from trainguard_local.simulation.fault_table import HANG_KINDS
+from trainguard_local.simulation.fault_table import HANG_KINDS, USER_ERROR_KINDS
 
 Ledger = dict[tuple[str, str], dict[str, Any]]
 ENDED = ("Failed", "Stopped")
@@ -115,7 +115,7 @@ def expected_end(job: JobTruth) -> str:
         if not job.stops_allowed:
             return "dry-run"
         return "limit" if job.attempt >= job.max_retries else "retry"
-    return "notify" if job.kind in NOT_RELAUNCHING else "unknown"
+    return "notify" if job.kind in USER_ERROR_KINDS else "unknown"
 
 
 def _recorded_decision(ledger: Ledger, name: str) -> tuple[str, str] | None:

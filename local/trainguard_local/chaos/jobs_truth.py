@@ -7,14 +7,13 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from trainguard_local.simulation.activity import LaunchActivity
-from trainguard_local.simulation.fault_table import FAULT_TABLE, USER_ERROR_KINDS, Ending, FaultKind
+from trainguard_local.simulation.fault_table import FAULT_TABLE, Ending, FaultKind
 
 _FAILS = (Ending.FAILS, Ending.FAILS_AFTER_HANG)
 _ENDS = (*_FAILS, Ending.INTERRUPTED, Ending.REFUSED_AT_LAUNCH)  # the launch ends by itself
 # The kinds whose end calls for a relaunch, and those of them (failures) that may strike the relaunch again.
 RELAUNCHING = frozenset(kind for kind, row in FAULT_TABLE.items() if row.ending in _ENDS and row.relaunch_recovers)
 REPEATING = frozenset(kind for kind in RELAUNCHING if FAULT_TABLE[kind].ending in _FAILS)
-NOT_RELAUNCHING = USER_ERROR_KINDS
 HEALTHY = "healthy"
 
 

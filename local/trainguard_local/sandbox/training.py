@@ -27,7 +27,7 @@ from trainguard_local.stand_in.sagemaker_control_plane import InvalidTransition
 
 RHYTHM = JobRhythm(log_every_seconds=60.0)  # a progress line a minute, no silent phases
 # Its lines and checkpoints fall on whole minutes of training, as the clock's ticks do: each minute's window
-# ends half a second past the tick, so that the rounding of float hours never drops one on the window's edge.
+# ends half a second past the tick, so that the line on a tick is written in that tick's minute.
 EDGE = 0.5 * SECOND
 STEPS_PER_MINUTE = 50
 FINISHED = ("Completed", "Failed", "Stopped")
@@ -70,7 +70,7 @@ class SimulatedTraining:
         """The job, which trains, hangs now: its GPUs idle, it writes nothing more."""
         described, now = self._aws.plane.describe(name), self._aws.clock.hours_of(self._aws.clock())
         with self._lock:
-            self._activity(name, described).strike(FaultKind.HANG_IDLE_GPU, now)
+            self._launch(name, described).activity.strike(FaultKind.HANG_IDLE_GPU, now)
 
     def snapshot(self) -> list[dict[str, Any]]:
         """The sandbox's view of every job (GET /_sandbox/jobs)."""
@@ -106,11 +106,8 @@ class SimulatedTraining:
                 return
             self._train(name, job, life, now)
 
-    def _activity(self, name: str, job: dict[str, Any]) -> LaunchActivity:
-        """The job's launch on the core, from when it started training (under the lock)."""
-        return self._launch(name, job).activity
-
     def _launch(self, name: str, job: dict[str, Any]) -> PlayedLaunch:
+        """The job's launch, played from the core from when it started training (under the lock)."""
         life = self._lives.setdefault(name, JobLife())
         if life.launch is None:
             since = self._aws.clock.hours_of(job["TrainingStartTime"])

@@ -24,6 +24,11 @@ SECOND = 1 / 3600  # hours
 EDGE = 1e-12
 
 
+def progress_line(count: int) -> str:
+    """The words of a launch's `count`-th cadence line (from 1): a step and a falling loss."""
+    return f"step {count * 10} loss {1.5 + 1.0 / count:.4f}"
+
+
 @dataclass(frozen=True)
 class Silence:
     """A fault's quiet time: from `start` to `end` (hours; math.inf: for good), its hosts at `gpu_per_gpu`."""

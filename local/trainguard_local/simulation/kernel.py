@@ -38,7 +38,6 @@ class Kernel:
         self.clock = clock
         self.now = clock.hours_of(clock.now)
         self.on_resume = on_resume
-        self.steps = 0
         self._heap: list[tuple[float, int, int, int, Any]] = []
         self._seq = itertools.count()
         self._processes: dict[int, tuple[Process, str]] = {}
@@ -69,10 +68,6 @@ class Kernel:
         pid = self._ids[id(process)]
         heapq.heappush(self._heap, (self.now, next(self._seq), pid, self._tokens[pid], value))
 
-    @property
-    def pending(self) -> int:
-        return len(self._processes)
-
     def run(self, on_step: Callable[[], None] | None = None, until: float | None = None) -> None:
         """Run every event (before `until`, hours, when given; the clock then stands at `until`)."""
         while self._heap and (until is None or self._heap[0][0] < until):
@@ -84,7 +79,6 @@ class Kernel:
             self.clock.set_hours(self.now)
             if self.on_resume is not None:
                 self.on_resume(acting)
-            self.steps += 1
             try:
                 request = process.send(value)
             except StopIteration:

@@ -11,7 +11,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from trainguard_local.simulation.activity import SECOND, LaunchActivity
+from trainguard_local.simulation.activity import SECOND, LaunchActivity, progress_line
 from trainguard_local.simulation.clock import SimClock
 from trainguard_local.simulation.trace import Fault, JobSpec
 from trainguard_local.stand_in.fleet_side import FleetSide, log_delivery
@@ -75,7 +75,7 @@ class PlayedLaunch:
 
     def _step_line(self, at: float) -> str:
         self.lines_logged += 1
-        return f"step {self.lines_logged * 10} loss {1.5 + 1.0 / self.lines_logged:.4f}"
+        return progress_line(self.lines_logged)
 
     def _save_checkpoints(self, until: float) -> None:
         """Each checkpoint the launch saved since the last call, stamped when its write ended."""

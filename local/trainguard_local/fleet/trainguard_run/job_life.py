@@ -135,7 +135,6 @@ class JobLife(LifeState):
             silence = Fault(
                 job.name, FaultKind.SLOW_BUT_HEALTHY, phase.at_progress, tl.now, None, silent_minutes=phase.minutes
             )
-            self.phase_windows += 1
             stopped = yield from silent_but_healthy(self, silence, open_stall_window(self, silence, tl.now))
             if stopped is not None:
                 return stopped

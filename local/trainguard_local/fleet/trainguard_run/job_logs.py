@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable
 
 from trainguard_local.fleet.trainguard_run.world import FleetWorld
-from trainguard_local.simulation.activity import LaunchActivity
+from trainguard_local.simulation.activity import LaunchActivity, progress_line
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.trace import JobSpec
 from trainguard_local.stand_in.fleet_side import log_delivery
@@ -47,7 +47,7 @@ class JobLogs:
         lines = []
         for at, text in self.activity.lines(after, until):
             self._count += 1
-            lines.append((at, text or f"step {self._count * 10} loss {1.5 + 1.0 / self._count:.4f}"))
+            lines.append((at, text or progress_line(self._count)))
         return lines
 
     def deliver_until(self, until: float, *, write: bool = False) -> None:

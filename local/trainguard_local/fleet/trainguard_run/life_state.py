@@ -63,7 +63,6 @@ class LifeState:
         self.logs = JobLogs(
             job, world, lambda: self.name
         )  # the running launch's log lines, delivered to the guard (job_logs.py)
-        self.phase_windows = 0  # silent phases long enough to reach trainguard's limit (a window each)
 
     def launch(self, name: str, actor: str) -> str:
         """A launch of the job named `name`, by the user or the person (trainguard's are its own)."""

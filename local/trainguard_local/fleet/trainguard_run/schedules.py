@@ -73,7 +73,6 @@ class Ticker:
         self.look_back = timedelta(minutes=look_back_minutes)
         self.ticks = 0
         self._running = False
-        self._next = 0
 
     def open(self, window: StallWindow) -> None:
         self.windows[window.job_name] = window
