@@ -169,3 +169,21 @@ def test_a_job_writes_its_lines_gpus_and_checkpoints_on_the_virtual_clock_until_
     [seen] = training.snapshot()
     hung = {"job": "llama", "state": "InProgress/Training", "hung": True}
     assert seen == hung | {"minutes_trained": 48, "checkpoints": 3}
+
+
+@mock_aws
+def test_a_relaunch_resumes_from_the_newest_checkpoint_under_its_prefix() -> None:
+    """A relaunch shares its predecessor's checkpoint prefix: it resumes from the newest checkpoint there, so its
+    own checkpoints hold more work and never overwrite the predecessor's with a later stamp."""
+    from trainguard_local.stand_in.fleet_side import FleetSide
+    from trainguard_local.stand_in.played_launch import resumed_progress
+
+    side = FleetSide(lambda service: boto3.client(service, region_name=REGION))
+    side.client("s3").create_bucket(Bucket="ckpt")
+    assert resumed_progress(side, "s3://ckpt/job/") == 0.0  # nothing written yet
+    assert resumed_progress(side, "s3://no-such-bucket/job/") == 0.0  # a launch finds nothing there either
+    for minutes in (10, 20):
+        side.write_checkpoint("s3://ckpt/job/", f"step-{minutes:06d}/model.pt")
+    side.write_checkpoint("s3://ckpt/other-job/", "step-000090/model.pt")
+    side.write_checkpoint("s3://ckpt/job/", "notes.txt")  # the user's own file: not a checkpoint of ours
+    assert resumed_progress(side, "s3://ckpt/job/") == 20 / 60

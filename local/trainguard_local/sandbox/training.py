@@ -22,7 +22,7 @@ from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.rhythm import JobRhythm
 from trainguard_local.stand_in.fleet_side import FleetSide
 from trainguard_local.stand_in.local_aws import LocalAWS
-from trainguard_local.stand_in.played_launch import PlayedLaunch
+from trainguard_local.stand_in.played_launch import PlayedLaunch, resumed_progress
 from trainguard_local.stand_in.sagemaker_control_plane import InvalidTransition
 
 RHYTHM = JobRhythm(log_every_seconds=60.0)  # a progress line a minute, no silent phases
@@ -113,8 +113,10 @@ class SimulatedTraining:
             since = self._aws.clock.hours_of(job["TrainingStartTime"])
             resources = job["ResourceConfig"]
             gpus = gpus_per_host(resources.get("InstanceType", "")) or 0
-            activity = LaunchActivity(RHYTHM, self._checkpoint_minutes, gpus, since)
             uri = job.get("CheckpointConfig", {}).get("S3Uri", "")
+            # A relaunch resumes from the newest checkpoint under its prefix, as on AWS: its own checkpoints then
+            # hold more work, and never overwrite its predecessor's with a later stamp.
+            activity = LaunchActivity(RHYTHM, self._checkpoint_minutes, gpus, since, resumed_progress(self._side, uri))
             hosts, clock = resources.get("InstanceCount", 1), self._aws.clock
             life.launch = PlayedLaunch(name, hosts, activity, self._side, clock, uri, lambda at: _words(at, since))
             life.launch.played_until = since + EDGE  # its first line comes a minute into training

@@ -6,8 +6,10 @@ through it."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlparse
 
 from botocore.exceptions import ClientError
 
@@ -17,6 +19,21 @@ from trainguard_local.simulation.trace import Fault, JobSpec
 from trainguard_local.stand_in.fleet_side import FleetSide, log_delivery
 
 MINUTE = 1 / 60  # hours
+CHECKPOINT_KEY = re.compile(r"(?:^|/)step-(\d{6})/model\.pt$")  # the minutes of work it holds (_save_checkpoints)
+
+
+def resumed_progress(side: FleetSide, checkpoint_uri: str) -> float:
+    """The work (hours) of the newest checkpoint a launch finds under its prefix: what a relaunch resumes from,
+    as SageMaker restores the prefix into the job's checkpoint directory (0 when there is none to read)."""
+    parsed = urlparse(checkpoint_uri)
+    if not checkpoint_uri or parsed.scheme != "s3":
+        return 0.0
+    try:
+        listed = side.client("s3").list_objects_v2(Bucket=parsed.netloc, Prefix=parsed.path.lstrip("/"))
+    except ClientError:
+        return 0.0  # a bucket that is missing: the launch finds nothing, as on AWS
+    found = [int(m[1]) for item in listed.get("Contents", []) if (m := CHECKPOINT_KEY.search(item["Key"]))]
+    return max(found, default=0) / 60
 
 
 class PlayedLaunch:
