@@ -64,9 +64,7 @@ def aws_session() -> Any:
         return session
     if region := os.environ.get("AWS_REGION"):
         return boto3.session.Session(region_name=region)
-    raise UnusableInput(
-        "no AWS region: set AWS_DEFAULT_REGION or AWS_REGION, or a region in your AWS config profile"
-    )
+    raise UnusableInput("no AWS region: set AWS_DEFAULT_REGION or AWS_REGION, or a region in your AWS config profile")
 
 
 def positive_int(text: str) -> int:

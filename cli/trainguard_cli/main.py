@@ -81,9 +81,14 @@ def _parser() -> argparse.ArgumentParser:
     source.add_argument(
         "--describe", type=Path, metavar="FILE", help="a DescribeTrainingJob response as the AWS CLI prints it"
     )
-    explain.add_argument("--tags", type=Path, metavar="FILE", help="a ListTags response (JSON file), with --describe or --describe-job")
     explain.add_argument(
-        "--describe-job", type=Path, metavar="FILE", help="with --event of a stall alarm: the DescribeTrainingJob response of its job"
+        "--tags", type=Path, metavar="FILE", help="a ListTags response (JSON file), with --describe or --describe-job"
+    )
+    explain.add_argument(
+        "--describe-job",
+        type=Path,
+        metavar="FILE",
+        help="with --event of a stall alarm: the DescribeTrainingJob response of its job",
     )
     explain.add_argument("--tag-prefix", default="trainguard", help="the deployed tag prefix (default: trainguard)")
     explain.add_argument("--max-retries", type=int, default=3, help="the deployed default_max_retries")

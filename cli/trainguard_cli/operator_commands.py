@@ -271,7 +271,13 @@ def status_text(report: dict[str, Any]) -> str:
     rows = [("QUOTA", "DESIRED", "STATUS", "REQUEST", "UPDATED")]
     for q in report["quota_requests"]:
         rows.append(
-            (q["quota_name"], format_value(q["desired_value"]), q["status"], q["request_id"], _ago(q["updated_at"], now))
+            (
+                q["quota_name"],
+                format_value(q["desired_value"]),
+                q["status"],
+                q["request_id"],
+                _ago(q["updated_at"], now),
+            )
         )
     lines += _table(rows) if report["quota_requests"] else []
     if report["scan_truncated"]:

@@ -21,8 +21,8 @@ from trainguard.config import GuardConfig
 from trainguard.handlers import failed_launches, job_events, stall_alarms
 from trainguard.handlers.wiring import reset_production_ports
 from trainguard_cli import ledger_reader
-from trainguard_cli.ledger_reader import LedgerReader
 from trainguard_cli.inputs import EXIT_NOT_FOUND
+from trainguard_cli.ledger_reader import LedgerReader
 from trainguard_cli.main import main
 from trainguard_cli.operator_commands import TABLE_VARIABLE
 from trainguard_local.demo.acts import JOBS, launch
