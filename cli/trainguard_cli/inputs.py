@@ -40,7 +40,10 @@ def output_file(text: str) -> Path:
 
 
 def read_text(value: str | None, path: Path | None) -> str | None:
-    """A text given on the command line, on standard input (`-`), or in a file; None when none is given."""
+    """A text given on the command line or in a file, either of them `-` for standard input; None when none is
+    given."""
+    if value == STANDARD_INPUT or (path is not None and str(path) == STANDARD_INPUT):
+        return sys.stdin.read()
     if path is not None:
         try:
             return path.read_text(encoding="utf-8")
@@ -48,8 +51,6 @@ def read_text(value: str | None, path: Path | None) -> str | None:
             raise UnusableInput(f"{path}: no such file") from None
         except (OSError, UnicodeDecodeError) as err:
             raise UnusableInput(f"{path}: cannot be read ({err})") from None
-    if value == STANDARD_INPUT:
-        return sys.stdin.read()
     return value
 
 

@@ -4,6 +4,7 @@ code of the convention (cli/trainguard_cli/inputs.py). No AWS call is made here:
 from __future__ import annotations
 
 import argparse
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ import pytest
 from trainguard_cli.inputs import EXIT_UNUSABLE
 from trainguard_cli.main import _parser, main
 
+STATE_CHANGE = Path(__file__).parents[1] / "fixtures" / "events" / "sagemaker_training_job_state_change.awsdocs.json"
+CAPACITY_ERROR = "CapacityError: Unable to provision requested ML compute capacity."
 LONG_REASON = "AlgorithmError: ExecuteUserScriptError: " + "Traceback line\n" * 14_000  # about 210 KB
 
 # (arguments, text the error must contain); {tmp} is a fresh folder, {bad_json} a file that is not JSON.
@@ -65,6 +68,27 @@ def test_explain_reads_a_reason_too_long_for_the_command_line(
     path.write_text(LONG_REASON)
     assert main(["explain", "--reason-file", str(path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["words_written_by"] == "training-script"
+
+
+@pytest.mark.parametrize(
+    ("option", "text", "key", "read"),
+    [
+        ("--reason", CAPACITY_ERROR, "category", "capacity"),
+        ("--reason-file", CAPACITY_ERROR, "category", "capacity"),
+        (
+            "--event",
+            STATE_CHANGE.read_text(),
+            "job_name",
+            json.loads(STATE_CHANGE.read_text())["detail"]["TrainingJobName"],
+        ),
+    ],
+)
+def test_explain_reads_standard_input_for_a_dash(
+    option: str, text: str, key: str, read: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+    assert main(["explain", option, "-", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[key] == read
 
 
 def test_explain_answers_in_words_by_default(capsys: pytest.CaptureFixture[str]) -> None:
