@@ -14,7 +14,13 @@ from trainguard.domain.lineage import lineage_start
 from trainguard.domain.model import Decision, TextSource, TrainingJob, instances_of
 from trainguard.domain.ownership import decide_for_owned_job, find_parent
 from trainguard.domain.policy import PolicyDefaults, TagKeys, read_job_policy
-from trainguard.domain.quotas import NoQuotaRequest, launch_demand, plan_quota_request, read_quota_error
+from trainguard.domain.quotas import (
+    NoQuotaRequest,
+    format_value,
+    launch_demand,
+    plan_quota_request,
+    read_quota_error,
+)
 from trainguard.domain.request_builder import RelaunchImpossible
 from trainguard.domain.stalls import StallSignal, StallThresholds, grace_reason, parse_alarm_name, read_stall_thresholds
 from trainguard.events.alarm_state_change import AlarmStateChange
@@ -196,3 +202,45 @@ def explain_stall_alarm(
     answer["reason"] = f"if the fresh evidence still shows {needed}, trainguard would {action}"
     answer["thresholds"] = {k: v for k, v in vars(thresholds).items() if k != "problems"}
     return answer
+
+
+_WOULD = {
+    Decision.RETRY.value: "relaunch it from its last checkpoint",
+    Decision.QUOTA.value: "ask for a quota increase, then launch it",
+    Decision.NOTIFY.value: "tell you, and do nothing else",
+    Decision.IGNORE.value: "do nothing",
+    Decision.STOP.value: "stop it",
+}
+_WRITTEN_BY = {
+    TextSource.API_ERROR.value: "an AWS API's error",
+    TextSource.SAGEMAKER.value: "SageMaker",
+    TextSource.TRAINING_SCRIPT.value: "the training script (its words buy at most a relaunch of the same shape)",
+}
+
+
+def explain_text(answer: dict[str, Any]) -> str:
+    """The answer for a person: what trainguard would do and why first, then the details (--json has them all)."""
+    subject = answer.get("job_name") or "This failure"
+    lines = [f"{subject}: trainguard would {_WOULD.get(answer['decision'], answer['decision'])}.", ""]
+    lines.append(f"Why: {answer['reason']}" if answer["reason"] else "Why: no reason given")
+    lines.append(f"Reading: {answer['category']}")
+    if written_by := answer.get("words_written_by"):
+        lines.append(f"Words written by: {_WRITTEN_BY.get(written_by, written_by)}")
+    if "opted_in" in answer:
+        lines.append(f"Opted in: {'yes' if answer['opted_in'] else 'no'}")
+    if owner := answer.get("owner"):
+        lines.append(f"Owned by: {owner}")
+    lines += [f"Tag problem: {problem}" for problem in answer.get("tag_problems", [])]
+    if quota := answer.get("quota_request"):
+        wanted = "nothing" if quota.get("desired_value") is None else format_value(quota["desired_value"])
+        lines.append(f"Quota request: '{quota['quota_name']}' = {wanted}: {quota['reason']}")
+    if new_job := answer.get("new_job_name"):
+        lines.append(f"Relaunch: {new_job}, in {answer.get('delay_minutes', 0)} min")
+    if request := answer.get("create_training_job_request"):
+        lines.append(f"CreateTrainingJob request: {len(request)} fields (--json prints it)")
+    if dropped := answer.get("dropped_fields"):
+        lines.append(f"Fields left out of it: {', '.join(dropped)}")
+    if not_followed := answer.get("fallbacks_not_followed"):
+        lines.append(f"Fallbacks not followed: {'; '.join(not_followed)}")
+    lines += [f"Note: {note}" for note in answer.get("notes", [])]
+    return "\n".join(lines)

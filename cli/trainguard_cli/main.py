@@ -6,21 +6,18 @@ import argparse
 import json
 import sys
 from datetime import UTC, datetime
-from importlib.metadata import entry_points
+from importlib.metadata import PackageNotFoundError, entry_points, version
 from pathlib import Path
 from typing import Any
 
+from trainguard_cli.explain import explain_text
+from trainguard_cli.inputs import EXIT_NOT_FOUND, EXIT_UNUSABLE, NotFound, UnusableInput, read_text
 from trainguard_cli.operator_commands import add_operator_commands
 from trainguard_cli.preflight import add_preflight_command, preflight_text
 
-EXIT_UNREADABLE = 2
 # Packages that add commands (`simulate`, `sandbox`: the local tools) register a function under this group, so
 # that the operator commands import none of them (pyproject.toml, [project.entry-points]).
 COMMAND_GROUP = "trainguard.commands"
-
-
-class UnreadableInput(Exception):
-    """An input file or value cannot be read; the message is the one line the user sees."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,13 +25,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         result = args.run(args)
-    except (UnreadableInput, ValueError) as err:
+    except NotFound as err:
         print(f"trainguard {args.command}: {err}", file=sys.stderr)
-        return EXIT_UNREADABLE
+        return EXIT_NOT_FOUND
+    except (UnusableInput, ValueError) as err:
+        print(f"trainguard {args.command}: {err}", file=sys.stderr)
+        return EXIT_UNUSABLE
     except Exception as err:  # an AWS error in a command that calls AWS: one line, not a traceback
         if type(err).__module__.startswith("botocore"):
             print(f"trainguard {args.command}: {err}", file=sys.stderr)
-            return EXIT_UNREADABLE
+            return EXIT_UNUSABLE
         raise
     answer, code = result if isinstance(result, tuple) else (result, 0)
     if getattr(args, "json", True):
@@ -47,33 +47,48 @@ def main(argv: list[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trainguard", description="A guardian for SageMaker training jobs.")
+    parser.add_argument("--version", action="version", version=f"trainguard {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     explain = commands.add_parser(
         "explain",
         help="say what trainguard would do, offline",
-        description="Tell what trainguard would do with a failure, as one JSON object. Makes no AWS call.",
+        description="Tell what trainguard would do with a failure, in words (--json: one JSON object). Makes no "
+        "AWS call. A text may come on the command line, from standard input (-) or from a file (--reason-file).",
     )
     source = explain.add_mutually_exclusive_group(required=True)
     source.add_argument(
         "--reason",
-        help="a job's FailureReason, decided as the handlers decide it: the words from AlgorithmError on are the "
-        "training script's and buy at most a relaunch of the same shape, never a quota request",
+        metavar="TEXT",
+        help="a job's FailureReason (- reads it from standard input), decided as the handlers decide it: the words "
+        "from AlgorithmError on are the training script's and buy at most a relaunch of the same shape, never a "
+        "quota request",
     )
+    source.add_argument("--reason-file", type=Path, metavar="FILE", help="a job's FailureReason, read from FILE")
     source.add_argument(
         "--api-error",
-        help="an error message an AWS API call returned (CreateTrainingJob's ResourceLimitExceeded, say): the only "
-        "text a quota request is sized from",
+        metavar="TEXT",
+        help="an error message an AWS API call returned (CreateTrainingJob's ResourceLimitExceeded, say; - reads it "
+        "from standard input): the only text a quota request is sized from",
     )
+    source.add_argument("--api-error-file", type=Path, metavar="FILE", help="an AWS API error message, read from FILE")
     source.add_argument(
         "--event",
         type=Path,
+        metavar="FILE",
         help="an event the stack routes (JSON file): a SageMaker Training Job State Change, a CloudWatch Alarm State "
         "Change of a stall alarm, or the AWS API Call via CloudTrail of a refused CreateTrainingJob",
     )
-    source.add_argument("--describe", type=Path, help="a DescribeTrainingJob response as the AWS CLI prints it")
-    explain.add_argument("--tags", type=Path, help="a ListTags response (JSON file), with --describe or --describe-job")
+    source.add_argument(
+        "--describe", type=Path, metavar="FILE", help="a DescribeTrainingJob response as the AWS CLI prints it"
+    )
     explain.add_argument(
-        "--describe-job", type=Path, help="with --event of a stall alarm: the DescribeTrainingJob response of its job"
+        "--tags", type=Path, metavar="FILE", help="a ListTags response (JSON file), with --describe or --describe-job"
+    )
+    explain.add_argument(
+        "--describe-job",
+        type=Path,
+        metavar="FILE",
+        help="with --event of a stall alarm: the DescribeTrainingJob response of its job",
     )
     explain.add_argument("--tag-prefix", default="trainguard", help="the deployed tag prefix (default: trainguard)")
     explain.add_argument("--max-retries", type=int, default=3, help="the deployed default_max_retries")
@@ -100,7 +115,8 @@ def _parser() -> argparse.ArgumentParser:
         help="an instance type of the deployed setting launchable_instance_types; repeat it. Without it, the "
         "product's default: no fallback and no move to on-demand",
     )
-    explain.set_defaults(run=_run_explain)
+    explain.add_argument("--json", action="store_true", help="print one JSON object (the default is text)")
+    explain.set_defaults(run=_run_explain, render=explain_text)
     add_preflight_command(commands)
     add_operator_commands(commands)
     for plugged in entry_points(group=COMMAND_GROUP):  # the local tools' commands (trainguard_local), if installed
@@ -118,10 +134,10 @@ def _run_explain(args: argparse.Namespace) -> dict[str, Any]:
     from trainguard.events.training_job import MalformedInput, job_from_description
     from trainguard_cli.explain import explain_job, explain_reason
 
-    if args.reason is not None:
-        return explain_reason(args.reason, TextSource.SAGEMAKER, quota_ceiling=args.quota_ceiling)
-    if args.api_error is not None:
-        return explain_reason(args.api_error, TextSource.API_ERROR, quota_ceiling=args.quota_ceiling)
+    if (reason := read_text(args.reason, args.reason_file)) is not None:
+        return explain_reason(reason, TextSource.SAGEMAKER, quota_ceiling=args.quota_ceiling)
+    if (api_error := read_text(args.api_error, args.api_error_file)) is not None:
+        return explain_reason(api_error, TextSource.API_ERROR, quota_ceiling=args.quota_ceiling)
     try:
         if args.event is not None:
             event = _read_json(args.event)
@@ -134,7 +150,7 @@ def _run_explain(args: argparse.Namespace) -> dict[str, Any]:
             tags = _read_tags(args.tags) if args.tags else None
             job = job_from_description(_read_json(args.describe), tags)
     except MalformedInput as err:
-        raise UnreadableInput(str(err)) from None
+        raise UnusableInput(str(err)) from None
     role = str(job.description.get("RoleArn", ""))
     roles = tuple(args.allow_role) if args.allow_role is not None else (role,)
     answer = explain_job(
@@ -194,19 +210,22 @@ def _explain_alarm(args: argparse.Namespace, event: Any) -> dict[str, Any]:
 def _read_tags(path: Path) -> Any:
     data = _read_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("Tags"), list):
-        raise UnreadableInput(f"{path}: not a ListTags response (an object with a Tags list)")
+        raise UnusableInput(f"{path}: not a ListTags response (an object with a Tags list)")
     return data["Tags"]
 
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UnreadableInput(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise UnreadableInput(f"{path}: cannot be read ({err})") from None
+        return json.loads(read_text(None, path) or "")
     except json.JSONDecodeError as err:
-        raise UnreadableInput(f"{path}: not JSON ({err.msg} at line {err.lineno})") from None
+        raise UnusableInput(f"{path}: not JSON ({err.msg} at line {err.lineno})") from None
+
+
+def _version() -> str:
+    try:
+        return version("trainguard")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
 
 
 if __name__ == "__main__":

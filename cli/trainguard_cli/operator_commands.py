@@ -17,7 +17,9 @@ from typing import Any
 from trainguard.domain.job_end import managing_parent, read_lineage
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.policy import PolicyDefaults, TagKeys, read_job_policy
+from trainguard.domain.quotas import format_value
 from trainguard.domain.stalls import StallThresholds, read_stall_thresholds
+from trainguard_cli.inputs import NotFound, UnusableInput, aws_session
 
 TABLE_VARIABLE = "TRAINGUARD_LEDGER_TABLE_NAME"  # GuardConfig.to_env()'s name for the table (a test checks)
 _TEXT = argparse.RawDescriptionHelpFormatter
@@ -102,10 +104,8 @@ def _command(
 
 
 def _clients(*services: str) -> list[Any]:
-    import boto3
-
-    session = boto3.session.Session()
-    return [session.client(service) for service in services]  # type: ignore[call-overload]
+    session = aws_session()
+    return [session.client(service) for service in services]
 
 
 def _reader(args: argparse.Namespace) -> Any:
@@ -113,8 +113,9 @@ def _reader(args: argparse.Namespace) -> Any:
 
     table = args.table or os.environ.get(TABLE_VARIABLE, "")
     if not table:
-        raise ValueError(f"no ledger table: pass --table or set {TABLE_VARIABLE}")
-    return LedgerReader(_clients("dynamodb")[0], table, scope=_place(args))
+        raise UnusableInput(f"no ledger table: pass --table or set {TABLE_VARIABLE}")
+    scope = _place(args)  # checked before any client is made
+    return LedgerReader(_clients("dynamodb")[0], table, scope=scope)
 
 
 def _place(args: argparse.Namespace) -> Any:
@@ -126,7 +127,7 @@ def _place(args: argparse.Namespace) -> Any:
     if not account and not region:
         return OWN_RECORDS
     if not (account and region):
-        raise ValueError("--account and --region name a spoke together")
+        raise UnusableInput("--account and --region name a spoke together")
     return ledger_scope(Location(account, region))
 
 
@@ -173,7 +174,10 @@ def run_history(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     jobs = SageMakerJobs(_clients("sagemaker")[0])
     asked = jobs.describe(args.job)
     root, root_from = _find_root(args.job, asked, reader, keys)
-    attempts = [LineageAttempt(0, root, "", None), *reader.lineage(root)]
+    lineage = reader.lineage(root)
+    if not isinstance(asked, TrainingJob) and root_from == "name" and not lineage and not reader.job(root).steps:
+        raise NotFound(f"no training job named {args.job}, in SageMaker nor in the ledger {reader.table_name}")
+    attempts = [LineageAttempt(0, root, "", None), *lineage]
     if isinstance(asked, TrainingJob) and asked.name not in {a.job_name for a in attempts}:
         attempt = read_lineage(asked, keys).attempt  # relaunched, but its lineage item is missing
         attempts.append(LineageAttempt(attempt, asked.name, asked.tags.get(keys.retry_of, ""), asked.creation_time))
@@ -227,13 +231,13 @@ def run_opt_in(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     problems += read_stall_thresholds(tags, StallThresholds(), keys).problems
     if problems:
         first = problems[0]
-        raise ValueError(f"{first.key}={first.value!r} is not a value trainguard reads; nothing was tagged")
+        raise UnusableInput(f"{first.key}={first.value!r} is not a value trainguard reads; nothing was tagged")
     jobs = SageMakerJobs(_clients("sagemaker")[0])
     job = jobs.describe(args.job)
     if not isinstance(job, TrainingJob):
-        raise ValueError(f"no training job named {args.job}")
+        raise NotFound(f"no training job named {args.job} in SageMaker; nothing was tagged")
     if job.status != "InProgress":
-        raise ValueError(f"{job.name} is {job.status}: only a running job can be opted in; nothing was tagged")
+        raise UnusableInput(f"{job.name} is {job.status}: only a running job can be opted in; nothing was tagged")
     jobs.add_tags(job.arn, tags)
     notes = [_NOT_WATCHED_YET] if job.secondary_status == "Training" else []
     if parent := managing_parent(job):
@@ -250,7 +254,7 @@ def status_text(report: dict[str, Any]) -> str:
         training = _ago(w["training_since"], now) if w["training_since"] else "not training yet"
         training = f"stopping ({_ago(w['stopping_since'], now)})" if w["stopping_since"] else training
         hosts, silence = f"{w['hosts']} x {w['instance_type']}", _ago(w["last_log_at"], now, "none yet")
-        limit = f"{w['silence_limit_minutes']:g} min ({w['silence_limit'].split(':', 1)[0]})"
+        limit = f"{format_value(w['silence_limit_minutes'])} min ({w['silence_limit'].split(':', 1)[0]})"
         rows.append((w["job_name"], hosts, training, silence, limit))
     lines += _table(rows) if report["watched"] else []
     lines.append(f"\nOpen stalls: {len(report['open_stalls'])}")
@@ -267,7 +271,13 @@ def status_text(report: dict[str, Any]) -> str:
     rows = [("QUOTA", "DESIRED", "STATUS", "REQUEST", "UPDATED")]
     for q in report["quota_requests"]:
         rows.append(
-            (q["quota_name"], f"{q['desired_value']:g}", q["status"], q["request_id"], _ago(q["updated_at"], now))
+            (
+                q["quota_name"],
+                format_value(q["desired_value"]),
+                q["status"],
+                q["request_id"],
+                _ago(q["updated_at"], now),
+            )
         )
     lines += _table(rows) if report["quota_requests"] else []
     if report["scan_truncated"]:

@@ -8,13 +8,12 @@ IAM for the person who runs it: the Service Quotas reads (and RequestServiceQuot
 from __future__ import annotations
 
 import argparse
+import difflib
 from typing import Any
 
 from trainguard.domain.preflight import PlannedLaunch, QuotaCheck, check_launch
-from trainguard.domain.quotas import NoQuotaRequest, QuotaDemand, plan_quota_request
-
-EXIT_FITS = 0
-EXIT_BLOCKED = 1
+from trainguard.domain.quotas import NoQuotaRequest, QuotaDemand, format_value, plan_quota_request
+from trainguard_cli.inputs import EXIT_NO, EXIT_OK, UnusableInput, aws_session
 
 
 def add_preflight_command(commands: Any) -> None:
@@ -37,14 +36,15 @@ def add_preflight_command(commands: Any) -> None:
 
 
 def run_preflight(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
-    import boto3
-
     from trainguard.adapters.sagemaker import SageMakerJobs
     from trainguard.adapters.service_quotas import ServiceQuotas
 
     if args.instance_count < 1:
-        raise ValueError("--instance-count must be 1 or more")
-    session = boto3.session.Session()
+        raise UnusableInput("--instance-count must be 1 or more")
+    if args.max_runtime is not None and args.max_runtime < 1:
+        raise UnusableInput("--max-runtime must be 1 second or more")
+    _check_instance_type(args.instance_type)
+    session = aws_session()
     quotas = ServiceQuotas(session.client("service-quotas"))
     jobs = SageMakerJobs(session.client("sagemaker"))
     launch = PlannedLaunch(args.instance_type, args.instance_count, args.max_runtime, args.spot)
@@ -69,7 +69,23 @@ def run_preflight(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         "checks": [c.as_dict() for c in checks],
         "requests": requested,
     }
-    return report, EXIT_FITS if report["fits"] else EXIT_BLOCKED
+    return report, EXIT_OK if report["fits"] else EXIT_NO
+
+
+def _check_instance_type(instance_type: str) -> None:
+    from botocore import __version__ as botocore_version
+
+    from trainguard.adapters.service_model import training_instance_types
+
+    known = training_instance_types()
+    if instance_type in known:
+        return
+    close = difflib.get_close_matches(instance_type, known, n=3)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ", e.g. ml.p4d.24xlarge"
+    raise UnusableInput(
+        f"{instance_type} is not a SageMaker training instance type (botocore {botocore_version} knows "
+        f"{len(known)}; a newer type needs a newer boto3){hint}"
+    )
 
 
 _GLOBAL_QUOTAS = (
@@ -92,6 +108,14 @@ def _request(quotas: Any, code: str, check: QuotaCheck, args: argparse.Namespace
     )
     if isinstance(plan, NoQuotaRequest):
         return {"quota_name": check.quota_name, "requested": False, "reason": plan.reason}
+    if plan.desired_value < check.needed:  # capped by the ceiling: it could not unblock the launch
+        return {
+            "quota_name": check.quota_name,
+            "requested": False,
+            "reason": f"the launch needs {format_value(check.needed)} but --ceiling is {format_value(args.ceiling)}: "
+            f"a request for {format_value(plan.desired_value)} could not unblock it, so none was filed; pass "
+            f"--ceiling {format_value(check.needed)} to ask for what it needs",
+        }
     open_request = quotas.open_request(code)
     state = open_request or quotas.request_increase(code, plan.desired_value, not args.no_support_case)
     return {
@@ -110,7 +134,7 @@ def preflight_text(report: dict[str, Any]) -> str:
     launch = report["launch"]
     lines = [
         f"Planned: {launch['instance_count']} x {launch['instance_type']}"
-        + (f", MaxRuntimeInSeconds {launch['max_runtime_seconds']}" if launch["max_runtime_seconds"] else "")
+        + (f", MaxRuntimeInSeconds {format_value(runtime)}" if (runtime := launch["max_runtime_seconds"]) else "")
         + (" (spot)" if launch["spot"] else "")
     ]
     for check in report["checks"]:
@@ -119,7 +143,7 @@ def preflight_text(report: dict[str, Any]) -> str:
     for request in report["requests"]:
         if request.get("request_id"):
             lines.append(
-                f"  requested {request['quota_name']} = {request['desired_value']:g}: request "
+                f"  requested {request['quota_name']} = {format_value(request['desired_value'])}: request "
                 f"{request['request_id']}, status {request['status']} ({request['reason']})"
             )
         else:

@@ -21,6 +21,7 @@ from trainguard.config import GuardConfig
 from trainguard.handlers import failed_launches, job_events, stall_alarms
 from trainguard.handlers.wiring import reset_production_ports
 from trainguard_cli import ledger_reader
+from trainguard_cli.inputs import EXIT_NOT_FOUND
 from trainguard_cli.ledger_reader import LedgerReader
 from trainguard_cli.main import main
 from trainguard_cli.operator_commands import TABLE_VARIABLE
@@ -262,8 +263,15 @@ def test_opt_in_refuses_what_the_guard_would_not_read(
 def test_opt_in_refuses_a_job_that_is_not_running(aws: LocalAWS, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "opt-in", "bert-finetune")
     assert code == 2 and "bert-finetune is Failed" in err
-    code, _, err = run(capsys, "opt-in", "no-such-job")
-    assert code == 2 and "no training job named no-such-job" in err
+
+
+def test_a_job_that_does_not_exist_is_not_found_with_one_exit_code(
+    aws: LocalAWS, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for command in ("opt-in", "history"):
+        code, out, err = run(capsys, command, "no-such-job")
+        assert (code, out) == (EXIT_NOT_FOUND, ""), command
+        assert err.startswith(f"trainguard {command}: no training job named no-such-job") and len(err.splitlines()) == 1
 
 
 def test_the_scan_for_scheduled_relaunches_is_bounded() -> None:

@@ -66,3 +66,21 @@ def test_text_output(aws: LocalAWS, capsys: pytest.CaptureFixture[str]) -> None:
 def test_a_bad_count_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["preflight", "--instance-type", "ml.p4d.24xlarge", "--instance-count", "0"]) == 2
     assert "instance-count" in capsys.readouterr().err
+
+
+def test_a_request_the_ceiling_would_cap_is_not_filed_and_says_why(
+    aws: LocalAWS, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["--instance-type", "ml.p4d.24xlarge", "--instance-count", "100", "--request", "--ceiling", "64"]
+    code, report = preflight(capsys, *argv)
+    [type_request] = [r for r in report["requests"] if r["quota_name"] == "ml.p4d.24xlarge for training job usage"]
+    assert code == 1 and type_request["requested"] is False
+    assert "could not unblock it, so none was filed; pass --ceiling 100" in type_request["reason"]
+    assert aws.quotas.requests() == []
+
+
+def test_a_long_run_time_is_written_as_people_write_numbers(aws: LocalAWS, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--instance-type", "ml.p5.48xlarge", "--instance-count", "1", "--max-runtime", "2000000"]
+    main(["preflight", *argv])
+    out = capsys.readouterr().out
+    assert "MaxRuntimeInSeconds 2,000,000" in out and "e+0" not in out

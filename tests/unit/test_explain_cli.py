@@ -22,7 +22,7 @@ KEYS = {"category", "decision", "reason", "create_training_job_request", "quota_
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any] | None, str]:
-    code = main(list(args))
+    code = main([*args, "--json"])
     out, err = capsys.readouterr()
     return code, (json.loads(out) if out.strip() else None), err
 
@@ -116,22 +116,18 @@ def test_unreadable_input_exits_2_with_one_line(
 
 
 @pytest.mark.slow
-def test_the_installed_command(tmp_path: Path) -> None:
+def test_the_installed_command_reads_standard_input_and_answers_in_words(tmp_path: Path) -> None:
     exe = Path(sys.executable).with_name("trainguard")
     done = subprocess.run(
-        [
-            str(exe),
-            "explain",
-            "--reason",
-            "CapacityError: Unable to provision requested ML compute capacity.",
-        ],
+        [str(exe), "explain", "--reason", "-"],
+        input="CapacityError: Unable to provision requested ML compute capacity.",
         capture_output=True,
         text=True,
         check=False,
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["decision"] == "retry"
+    assert done.stdout.startswith("This failure: trainguard would relaunch it from its last checkpoint.")
 
 
 QUOTA_TEXTS = [e["text"] for e in load_fixture("failure_reasons.json") if e["decision"] == "quota"]

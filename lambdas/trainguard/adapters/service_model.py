@@ -38,3 +38,11 @@ def shape_as_data(shape: Shape, depth: int = 0) -> dict[str, Any]:
     if isinstance(shape, MapShape):
         return {"type": "map", "value": shape_as_data(shape.value, depth + 1)}
     return {"type": shape.type_name}
+
+
+@cache
+def training_instance_types() -> tuple[str, ...]:
+    """The instance types CreateTrainingJob accepts (its TrainingInstanceType enum), as this botocore knows them:
+    a type launched after this botocore was released is missing until boto3 is upgraded."""
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    return tuple(model.shape_for("TrainingInstanceType").enum)

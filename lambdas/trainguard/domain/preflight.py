@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
+from trainguard.domain.quotas import format_value
+
 ACROSS_ALL_JOBS = "Number of instances across all training jobs"
 PER_JOB = "Maximum number of instances per training job"
 LONGEST_RUN = "Longest run time for a training job"
@@ -72,7 +74,7 @@ def check_launch(
                 quota_values,
                 0,
                 launch.max_runtime_seconds,
-                f"MaxRuntimeInSeconds {launch.max_runtime_seconds}",
+                f"MaxRuntimeInSeconds {format_value(launch.max_runtime_seconds)}",
             )
         )
     return checks
@@ -84,4 +86,6 @@ def _check(name: str, values: Mapping[str, float | None], in_use: float, needed:
         return QuotaCheck(name, None, in_use, needed, True, f"no quota named '{name}' here: {what}")
     blocks = needed > value
     verdict = "blocks the launch" if blocks else "fits"
-    return QuotaCheck(name, value, in_use, needed, blocks, f"{what} = {needed:g} against {value:g}: {verdict}")
+    return QuotaCheck(
+        name, value, in_use, needed, blocks, f"{what} = {format_value(needed)} against {format_value(value)}: {verdict}"
+    )

@@ -242,7 +242,10 @@ def _number(text: str | None) -> float | None:
 
 
 def format_value(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else str(value)
+    """A number as people write it: 2,000,000 rather than 2e+06 or 2000000.0, at most three decimals."""
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.3f}".rstrip("0").rstrip(".")
 
 
 @dataclass(frozen=True)

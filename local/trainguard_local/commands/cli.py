@@ -4,8 +4,9 @@ point group `trainguard.commands` (pyproject.toml): the operator commands never 
 from __future__ import annotations
 
 from importlib import import_module
-from pathlib import Path
 from typing import Any
+
+from trainguard_cli.inputs import output_file, positive_float, positive_int
 
 
 def add_commands(commands: Any) -> None:
@@ -15,11 +16,18 @@ def add_commands(commands: Any) -> None:
 
 def add_simulate_command(commands: Any) -> None:
     sim = commands.add_parser("simulate", help="replay a seeded fleet trace: trainguard against the anchors (local)")
-    for flag, kind, value in (("--jobs", int, 200), ("--hours", float, 72), ("--seed", int, 7)):
-        sim.add_argument(flag, type=kind, default=value)
-    sim.add_argument("--json", dest="json_out", metavar="FILE", type=Path, help="write the JSON report here")
-    sim.add_argument("--png", metavar="FILE", type=Path, help="write the timeline here: no guard above trainguard")
-    sim.add_argument("--html", metavar="FILE", type=Path, help="write the report as one self-contained HTML page")
+    sim.add_argument("--jobs", type=positive_int, default=200, help="training jobs in the trace (default: 200)")
+    sim.add_argument(
+        "--hours", type=positive_float, default=72, help="hours over which they are submitted (default: 72)"
+    )
+    sim.add_argument("--seed", type=int, default=7, help="the trace's seed: the same seed, the same trace (default: 7)")
+    sim.add_argument("--json", dest="json_out", metavar="FILE", type=output_file, help="write the JSON report here")
+    sim.add_argument(
+        "--png", metavar="FILE", type=output_file, help="write the timeline here: no guard above trainguard"
+    )
+    sim.add_argument(
+        "--html", metavar="FILE", type=output_file, help="write the report as one self-contained HTML page"
+    )
     sim.add_argument("--no-trainguard", action="store_true", help="run the anchors only")
     # The simulator is imported when the command runs: the CLI's other commands start without it.
     sim.set_defaults(json=False, run=lambda a: import_module("trainguard_local.fleet.simulate").run_command(a))
@@ -35,7 +43,7 @@ def add_sandbox_command(commands: Any) -> None:
         "reason; quota: the next launch of the job's instance type hits ResourceLimitExceeded.",
     )
     inject.add_argument("job", help="a running training job in the sandbox")
-    inject.add_argument("fault", metavar="hang|internal-error|capacity|quota")
+    inject.add_argument("fault", metavar="hang|internal-error|capacity|quota", help="the fault (see above)")
     inject.add_argument("--endpoint-url", help="the sandbox (default: $AWS_ENDPOINT_URL, else http://127.0.0.1:5005)")
     inject.add_argument("--json", action="store_true", help="print the sandbox's answer as JSON")
     control = "trainguard_local.sandbox.control"
