@@ -74,13 +74,9 @@ def fixed_items(template: dict[str, Any], deployment: Deployment = DEPLOYMENT) -
     """What the stack bills each month with no training job at all, item by item."""
     alarms = _resources(template, "AWS::CloudWatch::Alarm")
     metrics = sum(alarm_metrics(a) for a in alarms)
-    runs = scheduled_runs(template)
-    total_runs = sum(runs.values())
-    memory_gb = max(f.get("MemorySize", 128) for f in _resources(template, "AWS::Lambda::Function")) / 1024
-    run_seconds = (deployment.handler_ms + deployment.aws_call_ms * IDLE_RUN_AWS_CALLS) / 1000
-    schedules = f"{len(runs)} schedules: " + ", ".join(f"{n:,.0f} runs ({what})" for what, n in runs.items())
     keys = len(_resources(template, "AWS::KMS::Key"))
     dashboards = len(_resources(template, "AWS::CloudWatch::Dashboard"))
+    heartbeat = f"{PROBER_METRICS_EVERY_RUN} metrics every minute"
     return [
         Item("KMS key (the topics' encryption)", f"{keys} key", keys, "key-month", prices.KMS_KEY_MONTH),
         Item("CloudWatch dashboard", f"{dashboards} dashboard", dashboards, "dashboard-month", prices.DASHBOARD_MONTH),
@@ -93,30 +89,45 @@ def fixed_items(template: dict[str, Any], deployment: Deployment = DEPLOYMENT) -
         ),
         Item(
             "the prober's heartbeat metrics",
-            f"{PROBER_METRICS_EVERY_RUN} metrics every minute",
+            heartbeat,
             PROBER_METRICS_EVERY_RUN,
             "custom metric-month",
             prices.CUSTOM_METRIC_MONTH,
         ),
-        Item("Lambda requests of the schedules", schedules, total_runs, "invocation", prices.LAMBDA_REQUEST),
+        *schedule_items(template, deployment),
+    ]
+
+
+def schedule_items(template: dict[str, Any], deployment: Deployment) -> list[Item]:
+    """What the schedules' idle runs bill: Lambda requests and duration, the ledger reads, their log lines."""
+    runs = scheduled_runs(template)
+    total = sum(runs.values())
+    memory_gb = max(f.get("MemorySize", 128) for f in _resources(template, "AWS::Lambda::Function")) / 1024
+    seconds = (deployment.handler_ms + deployment.aws_call_ms * IDLE_RUN_AWS_CALLS) / 1000
+    schedules = f"{len(runs)} schedules: " + ", ".join(f"{n:,.0f} runs ({what})" for what, n in runs.items())
+    duration = f"{seconds * 1000:g} ms each at {memory_gb:g} GB (arm64)"
+    reads = f"{IDLE_RUN_AWS_CALLS} Query each, on demand"
+    logs = f"about {IDLE_RUN_LOG_BYTES:,} bytes a run"
+    return [
+        Item("Lambda requests of the schedules", schedules, total, "invocation", prices.LAMBDA_REQUEST),
         Item(
             "Lambda duration of the schedules",
-            f"{run_seconds * 1000:g} ms each at {memory_gb:g} GB (arm64)",
-            total_runs * run_seconds * memory_gb,
+            duration,
+            total * seconds * memory_gb,
             "GB-second",
             prices.LAMBDA_ARM_GB_SECOND,
         ),
         Item(
             "DynamoDB reads of the schedules",
-            f"{IDLE_RUN_AWS_CALLS} Query each, on demand",
-            total_runs,
+            reads,
+            total,
             "read request unit",
             prices.DYNAMODB_READ_PER_MILLION / 1_000_000,
         ),
         Item(
             "CloudWatch Logs of the schedules",
-            f"about {IDLE_RUN_LOG_BYTES:,} bytes a run",
-            total_runs * IDLE_RUN_LOG_BYTES / 1024**3,
+            logs,
+            total * IDLE_RUN_LOG_BYTES / 1024**3,
             "GB ingested",
             prices.LOGS_INGESTION_PER_GB,
         ),
