@@ -149,6 +149,26 @@ class Settings(FunctionSettings):
             f"at most {MAX_QUOTA_CEILINGS_JSON} characters as JSON (Lambda environment variables share 4 KB)",
         )
 
+    def silent_guard_warnings(self) -> dict[str, str]:
+        """What `cdk synth` warns about (infra/stack.py puts each in the synth's output, `--strict` makes it an
+        error), by warning id: settings that deploy a guard which tells no one, or can relaunch nothing."""
+        warnings = {}
+        if not self.notification_emails and not self.chat_notifications:
+            warnings["trainguard:no-one-notified"] = (
+                "trainguard will tell no one: notification_emails is empty and chat_notifications is off. Put an "
+                "address in notification_emails (cdk.json, context trainguard), or subscribe an endpoint to the "
+                "topic of the stack output NotificationTopicArn after the deploy; then run `trainguard "
+                "test-notification`. `cdk synth --strict` or `cdk deploy --strict` refuses while this warning stands."
+            )
+        if not self.passable_role_arns:
+            warnings["trainguard:no-role-passable"] = (
+                "trainguard will relaunch nothing: passable_role_arns is empty, so no relaunch may pass its job's "
+                "execution role (failures are still told and stalls stopped). List the execution roles of your "
+                "training jobs in passable_role_arns (cdk.json, context trainguard). `cdk synth --strict` or `cdk "
+                "deploy --strict` refuses while this warning stands."
+            )
+        return warnings
+
     @property
     def quota_ceilings_json(self) -> str:
         """The ceilings as the JSON object `GuardConfig.quota_ceilings_json` carries, keys sorted."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from aws_cdk import Stack
+from aws_cdk import Annotations, CfnOutput, Stack
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
@@ -37,6 +37,10 @@ from infra.stall_detection import (
 )
 from trainguard.adapters.spoke_roles import IN_JOB_ACCOUNT_PORTS
 from trainguard.config import GuardConfig
+
+# The stack's outputs, by key (CfnOutput ids directly under the stack are their logical IDs, unhashed).
+TOPIC_OUTPUT = "NotificationTopicArn"
+CHAT_TOPIC_OUTPUT = "ChatTopicArn"
 
 
 class TrainGuardStack(Stack):
@@ -61,6 +65,8 @@ class TrainGuardStack(Stack):
         self._configure_functions()
         self.hub = self._build_hub() if settings.is_hub else None
         self.grants.acknowledgments.acknowledge_all()
+        self._add_outputs()
+        self._warn_about_a_silent_guard()
 
     @property
     def functions(self) -> tuple[lambda_.Function, ...]:
@@ -132,6 +138,26 @@ class TrainGuardStack(Stack):
             acknowledgments=self.grants.acknowledgments,
             alarm_topic=self.notifications.topic,
         )
+
+    def _add_outputs(self) -> None:
+        """The topics' ARNs, which `trainguard test-notification` reads (trainguard_cli.sample_notifications: its
+        output keys; a test checks they agree) and a subscriber added by hand needs."""
+        CfnOutput(self, TOPIC_OUTPUT, value=self.notifications.topic.topic_arn, description="trainguard's topic")
+        if self.notifications.chat_topic is not None:
+            chat = self.notifications.chat_topic.topic_arn
+            CfnOutput(self, CHAT_TOPIC_OUTPUT, value=chat, description="trainguard's topic for Slack and Teams")
+
+    def _warn_about_a_silent_guard(self) -> None:
+        """A deploy that would tell no one, or relaunch nothing, says so in the synth's output (and `--strict` makes
+        that an error); the global dry run is told as information."""
+        annotations = Annotations.of(self)
+        for warning_id, message in self.settings.silent_guard_warnings().items():
+            annotations.add_warning_v2(warning_id, message)
+        if self.settings.dry_run:
+            annotations.add_info(
+                "trainguard deploys in dry run (dry_run: true): it tells what it would do and does nothing. Set "
+                "dry_run to false once its notifications look right (docs/deploying.md)."
+            )
 
     def _configure_functions(self) -> None:
         """Every function gets the same environment: `GuardConfig.to_env()` of settings and resources."""

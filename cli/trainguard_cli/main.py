@@ -10,6 +10,7 @@ from importlib.metadata import PackageNotFoundError, entry_points, version
 from pathlib import Path
 from typing import Any
 
+from trainguard_cli.deploy_commands import add_deploy_commands
 from trainguard_cli.explain import explain_text
 from trainguard_cli.inputs import EXIT_NOT_FOUND, EXIT_UNUSABLE, NotFound, UnusableInput, read_text
 from trainguard_cli.operator_commands import add_operator_commands
@@ -119,6 +120,7 @@ def _parser() -> argparse.ArgumentParser:
     explain.set_defaults(run=_run_explain, render=explain_text)
     add_preflight_command(commands)
     add_operator_commands(commands)
+    add_deploy_commands(commands)
     for plugged in entry_points(group=COMMAND_GROUP):  # the local tools' commands (trainguard_local), if installed
         plugged.load()(commands)
     return parser

@@ -72,20 +72,20 @@ _NOT_WATCHED_YET = (
 def add_operator_commands(commands: Any) -> None:
     summary = "watched jobs, open stalls, pending relaunches, quota requests"
     about = "What trainguard is watching and waiting for now, read from its ledger."
-    _command(commands, "status", summary, about, STATUS_KEYS, run_status, status_text, ("--table", *_SPOKE))
+    add_command(commands, "status", summary, about, STATUS_KEYS, run_status, status_text, ("--table", *_SPOKE))
     summary = "the lineage of a job: every attempt, decision and reason"
     about = (
         "The lineage of a job (its root, from the tag trainguard:root-job, and every relaunch) and what "
         "trainguard decided for each attempt, as a timeline. Works for jobs SageMaker no longer lists."
     )
-    history = _command(commands, "history", summary, about, HISTORY_KEYS, run_history, history_text, _BOTH)
+    history = add_command(commands, "history", summary, about, HISTORY_KEYS, run_history, history_text, _BOTH)
     history.add_argument("job", help="a training job's name (any attempt of the lineage)")
     summary = "tag a running job so that trainguard guards it"
     about = (
         "Tag a running training job with trainguard:enabled=true and the given settings. A value trainguard "
         "would not read is refused (exit 2) and nothing is tagged."
     )
-    opt_in = _command(commands, "opt-in", summary, about, OPT_IN_KEYS, run_opt_in, opt_in_text, ("--tag-prefix",))
+    opt_in = add_command(commands, "opt-in", summary, about, OPT_IN_KEYS, run_opt_in, opt_in_text, ("--tag-prefix",))
     opt_in.add_argument("job", help="the running training job's name")
     for tag, text in _VALUES:
         opt_in.add_argument(f"--{tag}", metavar="VALUE", help=text)
@@ -93,7 +93,7 @@ def add_operator_commands(commands: Any) -> None:
         opt_in.add_argument(f"--{tag}", action="store_true", help=f"tag {tag}=true: {text}")
 
 
-def _command(
+def add_command(
     commands: Any, name: str, summary: str, about: str, keys: str, run: Any, render: Any, options: tuple[str, ...]
 ) -> Any:
     parser = commands.add_parser(name, help=summary, description=about, epilog=keys, formatter_class=_TEXT)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -59,9 +60,36 @@ def test_the_functions_settings_and_their_defaults_are_declared_once() -> None:
     )
 
 
-def test_cdk_json_context_is_valid_and_states_the_defaults() -> None:
+def test_cdk_json_context_is_valid_and_states_the_defaults_but_ships_a_dry_run() -> None:
+    """cdk.json states every setting at its default, except dry_run: a first deploy tells and does nothing."""
     context = json.loads(CDK_JSON.read_text())["context"][CONTEXT_KEY]
-    assert Settings.from_context(context) == Settings()
+    assert set(context) == {f.name for f in fields(Settings)} - {"organization_id"}
+    assert context["dry_run"] is True
+    assert Settings.from_context({**context, "dry_run": False}) == Settings()
+
+
+SOMEONE = {"notification_emails": ["ml-oncall@example.com"]}
+A_ROLE = {"passable_role_arns": ["arn:aws:iam::123456789012:role/TrainingRole"]}
+
+
+@pytest.mark.parametrize(
+    ("context", "warned"),
+    [
+        ({}, {"trainguard:no-one-notified", "trainguard:no-role-passable"}),
+        (SOMEONE, {"trainguard:no-role-passable"}),
+        (A_ROLE, {"trainguard:no-one-notified"}),
+        ({**SOMEONE, **A_ROLE}, set()),
+        # The chat topic is there for a channel configuration to subscribe to: someone is meant to read it.
+        ({"chat_notifications": True, **A_ROLE}, set()),
+    ],
+)
+def test_synth_warns_of_a_guard_that_tells_no_one_or_relaunches_nothing(
+    context: dict[str, Any], warned: set[str]
+) -> None:
+    warnings = Settings.from_context(context).silent_guard_warnings()
+    assert set(warnings) == warned
+    for message in warnings.values():
+        assert "--strict" in message and "cdk.json" in message
 
 
 def test_lists_become_tuples_and_the_object_is_frozen() -> None:

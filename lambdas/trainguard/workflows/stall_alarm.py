@@ -143,32 +143,15 @@ def _act(
         "gpus_per_host": evidence.gpus_per_host,
         "checkpoint": checkpoint.describe(now),
     }
+    stopped = False
     if verdict.act:
         # The record first: a process that dies right after StopTrainingJob must leave the record behind, or
         # the job's Stopped event reads as a person's stop and the stalled job is never relaunched.
         ports.stall_ledger.record_stall(job.name, record, now)
         stopped = ports.jobs.stop(job.name) or _stop_is_ours(ports, job.name)
-        did = (
-            "Stopped it (StopTrainingJob). When it has stopped, trainguard relaunches it from its last checkpoint, "
-            "within the job's retry limit and the hourly budget."
-            if stopped
-            else "Nothing: the job had already left InProgress when trainguard tried to stop it."
-        )
-        kind = OutcomeKind.STALL_STOPPED
-    elif verdict.owner:
-        did = f"Nothing: the job belongs to {verdict.owner}. It keeps running, and billing: stop it there."
-        kind = OutcomeKind.STALL_FOUND
-    elif verdict.muted_by and muted_until is not None:
+    elif not verdict.owner and verdict.muted_by and muted_until is not None:
         record["muted_by"] = verdict.muted_by
-        did = (
-            f"Nothing: the alarm is muted by {verdict.muted_by} until {muted_until.strftime('%Y-%m-%d %H:%M UTC')}. "
-            "The job keeps running, and billing. When the mute ends, trainguard sets the alarm back to OK; if the "
-            "job is still stalled then, it is stopped as usual."
-        )
-        kind = OutcomeKind.STALL_FOUND
-    else:
-        did = "Nothing: the job is in dry run (its actions do not include stop). It keeps running, and billing."
-        kind = OutcomeKind.STALL_FOUND
+    did, kind = what_was_done(verdict, stopped, muted_until)
     decision = Decision.STOP if verdict.act else Decision.NOTIFY
     outcome = Outcome(kind, job.name, verdict.reason, decision, Category.STALL, "", record)
     ports.notifier.publish(
@@ -177,3 +160,28 @@ def _act(
         )
     )
     return outcome
+
+
+def what_was_done(verdict: StallVerdict, stopped: bool, muted_until: datetime | None) -> tuple[str, OutcomeKind]:
+    """The message's "What trainguard did" for a stall verdict, and the outcome's kind: `stopped` when the stop
+    trainguard asked for is under way (`trainguard test-notification` renders its sample with this too)."""
+    if verdict.act:
+        did = (
+            "Stopped it (StopTrainingJob). When it has stopped, trainguard relaunches it from its last checkpoint, "
+            "within the job's retry limit and the hourly budget."
+            if stopped
+            else "Nothing: the job had already left InProgress when trainguard tried to stop it."
+        )
+        return did, OutcomeKind.STALL_STOPPED
+    if verdict.owner:
+        did = f"Nothing: the job belongs to {verdict.owner}. It keeps running, and billing: stop it there."
+        return did, OutcomeKind.STALL_FOUND
+    if verdict.muted_by and muted_until is not None:
+        did = (
+            f"Nothing: the alarm is muted by {verdict.muted_by} until {muted_until.strftime('%Y-%m-%d %H:%M UTC')}. "
+            "The job keeps running, and billing. When the mute ends, trainguard sets the alarm back to OK; if the "
+            "job is still stalled then, it is stopped as usual."
+        )
+        return did, OutcomeKind.STALL_FOUND
+    did = "Nothing: the job is in dry run (its actions do not include stop). It keeps running, and billing."
+    return did, OutcomeKind.STALL_FOUND

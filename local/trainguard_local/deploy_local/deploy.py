@@ -1,7 +1,8 @@
 """`make deploy-local`: the real CDK CLI (node_modules/.bin/cdk) against moto server on localhost.
 
     start moto server -> cdk bootstrap -> cdk deploy -> check the resources
-    -> cdk deploy --method=direct with changed settings -> check the change -> cdk destroy -> check it is gone
+    -> cdk deploy --method=direct with changed settings -> check the change -> trainguard test-notification
+    -> a job's stall alarms -> cdk destroy -> check it is gone -> trainguard uninstall-alarms -> no alarm left
 
 Each step prints its wall time; any failure exits 1; the server always stops. Nothing leaves the machine:
 the CLI gets an endpoint on localhost, dummy credentials, no AWS profile or config file, and no
@@ -34,6 +35,7 @@ import boto3
 
 from infra.settings import CONTEXT_KEY, Settings
 from trainguard.adapters.job_activity import LOG_GROUP as TRAINING_LOG_GROUP
+from trainguard_local.deploy_local import first_and_last_day
 from trainguard_local.deploy_local.server import DUMMY_CREDENTIALS, REGION, local_aws_variables, moto_server
 from trainguard_local.deploy_local.stack_checks import StackChecker, StackReport, count_text, require
 
@@ -218,11 +220,19 @@ def run_against(steps: Steps, local: LocalDeploy, first: dict[str, Any], second:
         step.detail = local.bootstrap()
     deploy_and_check(steps, local, first)
     template, report = deploy_and_check(steps, local, second, changed=update_changes(Settings.from_context(first)))
+    with steps.step("trainguard test-notification") as step:
+        step.detail = first_and_last_day.check_test_notification(local.client, local.env, STACK_NAME)
+    with steps.step("a job watched at destroy") as step:
+        watched = first_and_last_day.watch_a_job(local.client)
+        step.detail = f"{len(watched)} stall alarms put for {first_and_last_day.WATCHED_JOB}"
     with steps.step("cdk destroy --force") as step:
         local.destroy()
         step.detail = f"{STACK_NAME} destroyed"
     with steps.step("check it is gone") as step:
         step.detail = local.checker.check_destroyed(template, report.created).summary()
+        step.detail += "; " + first_and_last_day.check_alarms_left_by_destroy(local.client, watched)
+    with steps.step("trainguard uninstall-alarms") as step:
+        step.detail = first_and_last_day.check_uninstall_alarms(local.client, local.env)
 
 
 def deploy_and_check(

@@ -17,11 +17,22 @@ ALARM_METRIC_MONTH = 0.10
 # A composite alarm: https://c3x.dev/resources/aws/aws_cloudwatch_metric_alarm ("Composite ... $0.50/alarm-month")
 COMPOSITE_ALARM_MONTH = 0.50
 CUSTOM_METRIC_MONTH = 0.30  # first 10,000 custom metrics: docs/aws-facts.md ("custom metric about $0.30/month")
+# A custom dashboard, per month: $3 ("dashboards at $3 each", us-east-1, June 2026:
+# https://www.factualminds.com/blog/amazon-cloudwatch-pricing-metrics-logs-alarms-dashboards/, read 2026-12-05)
+DASHBOARD_MONTH = 3.00
+# CloudWatch Logs ingestion, standard log class, per GB: same page ("Logs ingestion at $0.50/GB")
+LOGS_INGESTION_PER_GB = 0.50
 # PutMetricData per request, GetMetricData per metric requested: $0.01 per 1,000 (the pricing page's API
 # table, quoted at https://github.com/nishinoshake/aws-rough/issues/37). Other CloudWatch API calls
 # trainguard makes (DescribeAlarms, PutMetricAlarm, DeleteAlarms, SetAlarmState) are not in that table.
 PUT_METRIC_DATA_PER_1000 = 0.01
 GET_METRIC_DATA_PER_1000_METRICS = 0.01
+
+# KMS: "Each AWS KMS key that you create in KMS costs $1/month" (https://aws.amazon.com/kms/pricing/, read
+# 2026-12-05); "If you enable automatic key rotation, each newly generated backing key costs an additional $1/month"
+# (same page; the stack's key rotates yearly). Requests past the free 20,000 a month: "$0.03 per 10,000"
+# (https://www.wring.co/blog/aws-kms-pricing-guide).
+KMS_KEY_MONTH = 1.00
 
 # Lambda (arm64, as infra/guard_function.py deploys every function)
 LAMBDA_REQUEST = 0.20 / 1_000_000  # docs/aws-facts.md ("$0.20 per million requests")
