@@ -70,3 +70,17 @@ def strategy_name(name: str) -> str:
 def fault_name(kind: str) -> str:
     """A fault kind in words ("none": no fault); an unknown kind keeps its identifier."""
     return "no fault" if kind == "none" else FAULT_NAMES.get(kind, kind)
+
+
+ACTION_NAMES: dict[str, tuple[str, str]] = {  # an action kind: its name, one and many
+    "relaunch": ("relaunch", "relaunches"),
+    "stop": ("stop", "stops"),
+    "quota_request": ("quota request", "quota requests"),
+    "notify": ("notification", "notifications"),
+}
+
+
+def action_count_words(counts: dict[str, int]) -> str:
+    """Counted actions in words, the most frequent first: "11 relaunches, 2 stops, 1 quota request"."""
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return ", ".join(f"{n} {ACTION_NAMES.get(kind, (kind, kind))[n != 1]}" for kind, n in ordered if n)
