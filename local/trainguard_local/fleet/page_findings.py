@@ -14,7 +14,7 @@ from trainguard_local.fleet.summary import FIGURE_DEFINITIONS, STRATEGY_COLUMNS,
 from trainguard_local.fleet.words import action_count_words, strategy_name, strategy_words
 
 GUARD, UNGUARDED = "trainguard", "none"
-CHANGE_HEADERS = ("", "no guard", "trainguard", "what it counts")
+CHANGE_HEADERS = ("figure", "no guard", "trainguard", "what it counts")
 
 
 def changes_section(report: dict[str, Any]) -> list[str]:
