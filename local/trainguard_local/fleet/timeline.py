@@ -11,6 +11,7 @@ the strategy and its figures. `timeline_png` puts several strategies one above t
 from __future__ import annotations
 
 import io
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from trainguard_local.fleet.model import ActionKind, JobOutcome, State
+from trainguard_local.fleet.model import Action, ActionKind, JobOutcome, State
 from trainguard_local.fleet.timeline_labels import LANE_BELOW, RowLabels, place_labels
 from trainguard_local.fleet.words import strategy_name
 
@@ -160,21 +161,26 @@ def actor_colour(actor: str) -> str:
 
 
 def action_labels(outcome: JobOutcome, span: float) -> list[tuple[float, str, str]]:
-    """The text beside a row's action markers, with who acted: one actor's actions closer than 1% of the axis
-    share one label ("stop, relaunch"), so that labels do not print over each other; another actor than
-    trainguard is named in the text ("person: relaunch")."""
-    labels: list[tuple[float, str, list[str]]] = []
+    """The text beside a row's action markers, with who acted. Actions closer to each other than 1% of the axis
+    make one moment, and each actor's actions in a moment share one label ("stop, relaunch"; a repeated kind
+    counted: "notify x3"), whoever acted between them, so that labels do not crowd each other; another actor
+    than trainguard is named in the text ("person: relaunch")."""
+    moments: list[list[Action]] = []
     for action in sorted(outcome.actions, key=lambda a: a.at):
-        text = action.kind.value.replace("_", " ") + ("" if action.succeeded else " (refused)")
-        if labels and labels[-1][1] == action.actor and action.at - labels[-1][0] < span / 100:
-            if text not in labels[-1][2]:
-                labels[-1][2].append(text)
+        if moments and action.at - moments[-1][-1].at < span / 100:
+            moments[-1].append(action)
         else:
-            labels.append((action.at, action.actor, [text]))
-    return [
-        (at, actor, ", ".join(texts) if actor == "trainguard" else f"{actor}: {', '.join(texts)}")
-        for at, actor, texts in labels
-    ]
+            moments.append([action])
+    labels: list[tuple[float, str, str]] = []
+    for moment in moments:
+        by_actor: dict[str, tuple[float, Counter[str]]] = {}
+        for action in moment:
+            text = action.kind.value.replace("_", " ") + ("" if action.succeeded else " (refused)")
+            by_actor.setdefault(action.actor, (action.at, Counter()))[1][text] += 1
+        for actor, (at, texts) in by_actor.items():
+            said = ", ".join(text if n == 1 else f"{text} x{n}" for text, n in texts.items())
+            labels.append((at, actor, said if actor == "trainguard" else f"{actor}: {said}"))
+    return sorted(labels, key=lambda label: label[0])
 
 
 def _draw_panel(axis: Any, outcomes: Sequence[JobOutcome], label_points: float, bar: tuple[float, float]) -> None:

@@ -103,10 +103,16 @@ def test_action_labels_group_one_actors_actions_of_one_moment_and_name_another_a
     ]
     assert action_labels(outcome, span=100.0) == [(2.5, "trainguard", "stop, relaunch, quota request (refused)")]
     by_person = replace(outcome, actions=(*outcome.actions, Action(ActionKind.RELAUNCH, 2.55, "r2", "person", True)))
-    assert action_labels(by_person, span=100.0) == [  # another actor between them: three labels
-        (2.5, "trainguard", "stop, relaunch"),
+    assert action_labels(by_person, span=100.0) == [  # another actor between them: one label each
+        (2.5, "trainguard", "stop, relaunch, quota request (refused)"),
         (2.55, "person", "person: relaunch"),
-        (3.0, "trainguard", "quota request (refused)"),
+    ]
+    repeated = (*(Action(ActionKind.NOTIFY, 2.5 + n / 1000, f"n{n}", "trainguard", True) for n in range(3)),)
+    parent = (*(Action(ActionKind.RELAUNCH, 2.5005 + n / 1000, f"r{n}", "pipelines", True) for n in range(3)),)
+    interleaved = replace(outcome, actions=(*repeated, *parent))
+    assert action_labels(interleaved, span=10.0) == [  # a kind repeated in one moment is counted
+        (2.5, "trainguard", "notify x3"),
+        (2.5005, "pipelines", "pipelines: relaunch x3"),
     ]
 
 
