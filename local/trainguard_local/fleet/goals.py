@@ -52,7 +52,7 @@ def goal_checks(report: dict[str, Any]) -> list[GoalCheck]:
         share, goal = cost["share_of_guarded_compute_percent"], cost["goal_share_percent"]
         checks.append(
             GoalCheck(
-                0, f"trainguard's own AWS cost at most {goal}% of the guarded compute's", f"{share:.4f}%", share <= goal
+                5, f"trainguard's own AWS cost at most {goal}% of the guarded compute's", f"{share:.4f}%", share <= goal
             )
         )
     return checks

@@ -117,6 +117,14 @@ def test_each_missed_goal_is_said_plainly(page: ReportPage) -> None:
         assert f"Missed: {check.goal} (issue {check.issue})" in text.replace("&#x27;", "'")
 
 
+def test_every_goal_names_the_issue_that_set_it(page: ReportPage) -> None:
+    costed = {**page.report, "guard_cost": {"share_of_guarded_compute_percent": 0.001, "goal_share_percent": 0.05}}
+    checks = goal_checks(costed)
+    [cost] = [check for check in checks if "own AWS cost" in check.goal]
+    assert cost.met is True and cost.issue == 5
+    assert {check.issue for check in checks} == {5, 11, 14}
+
+
 def test_a_goal_met_is_not_said_missed(page: ReportPage) -> None:
     report: dict[str, Any] = copy.deepcopy(page.report)
     report["strategies"]["trainguard"]["wasted_gpu_hours"] = report["strategies"]["none"]["wasted_gpu_hours"] / 20
