@@ -75,8 +75,9 @@ def assumptions(report: dict[str, Any]) -> list[Assumption]:
     low, high = min(drawn.CHECKPOINT_EVERY_MINUTES), max(drawn.CHECKPOINT_EVERY_MINUTES)
     found += [
         Assumption(
-            f"{trace['fault_share']:.0%} of the jobs meet one fault each; the kinds are drawn by weight, hardware "
-            "faults weighing most, and every kind appears once before the rest are drawn.",
+            f"The trace draws one fault for {trace['fault_share']:.0%} of the jobs, and a stopped checkpoint sync "
+            f"for {drawn.SYNC_STOPPED_SHARE:.0%} of the others (at least one); the kinds are drawn by weight, "
+            "hardware faults weighing most, and every kind appears once before the rest are drawn.",
             "local/trainguard_local/simulation/trace.py (FAULT_KIND_WEIGHTS)",
             "an assumption: no public failure statistics of SageMaker fleets; hardware weighs most after Meta's "
             f"Llama 3 report ({LLAMA3_REPORT}, table 5); the other weights are even-handed guesses",
