@@ -56,7 +56,10 @@ def simulation_intro(report: dict[str, Any], command: str) -> list[str]:
 
 def assumptions(report: dict[str, Any]) -> list[Assumption]:
     """The assumptions of the run, each number from the code or the report that holds it."""
-    trace = report["trace"]
+    return [*_person(report), *_trace(report["trace"]), *_guard_cost(report)]
+
+
+def _person(report: dict[str, Any]) -> list[Assumption]:
     person = report["strategies"]["none"]["parameters"] if "none" in report["strategies"] else {}
     found = []
     if person:
@@ -72,8 +75,12 @@ def assumptions(report: dict[str, Any]) -> list[Assumption]:
                 "an assumption: no public figures of on-call response times; the median is issue 5's example",
             )
         )
+    return found
+
+
+def _trace(trace: dict[str, Any]) -> list[Assumption]:
     low, high = min(drawn.CHECKPOINT_EVERY_MINUTES), max(drawn.CHECKPOINT_EVERY_MINUTES)
-    found += [
+    return [
         Assumption(
             f"The trace draws one fault for {trace['fault_share']:.0%} of the jobs, and a stopped checkpoint sync "
             f"for {drawn.SYNC_STOPPED_SHARE:.0%} of the others (at least one); the kinds are drawn by weight, "
@@ -117,18 +124,21 @@ def assumptions(report: dict[str, Any]) -> list[Assumption]:
             f"public price tables, unconfirmed: recheck at {PRICING_PAGE} before quoting a dollar figure",
         ),
     ]
-    if (cost := report.get("guard_cost")) is not None:
-        deployment = cost["deployment"]
-        found.append(
-            Assumption(
-                "trainguard's own AWS cost is what its clients counted in the run, at list prices; Lambda's "
-                f"duration is modelled ({deployment['handler_ms']:g} ms per invocation and "
-                f"{deployment['aws_call_ms']:g} ms per AWS call).",
-                "local/trainguard_local/fleet/guard_cost.py, local/trainguard_local/fleet/prices.py",
-                "each price's source is written beside it in prices.py; the durations are assumptions",
-            )
+
+
+def _guard_cost(report: dict[str, Any]) -> list[Assumption]:
+    if (cost := report.get("guard_cost")) is None:
+        return []
+    deployment = cost["deployment"]
+    return [
+        Assumption(
+            "trainguard's own AWS cost is what its clients counted in the run, at list prices; Lambda's "
+            f"duration is modelled ({deployment['handler_ms']:g} ms per invocation and "
+            f"{deployment['aws_call_ms']:g} ms per AWS call).",
+            "local/trainguard_local/fleet/guard_cost.py, local/trainguard_local/fleet/prices.py",
+            "each price's source is written beside it in prices.py; the durations are assumptions",
         )
-    return found
+    ]
 
 
 def assumptions_section(report: dict[str, Any]) -> list[str]:
