@@ -16,6 +16,7 @@ from matplotlib.image import imread
 
 from tests.headless_chromium import chromium_path, render
 from trainguard_local.demo.fleet import DEMO_JOBS, FALLBACK_WORDS, demo_trace, run_fleet_demo
+from trainguard_local.fleet.goals import goal_checks
 from trainguard_local.fleet.stories import fault_words, longest_gap_minutes
 from trainguard_local.fleet.summary import strategy_rows
 from trainguard_local.simulation.catalogue import FAILURE_TEXTS
@@ -153,6 +154,19 @@ def test_the_demo_report_opens_in_headless_chromium_with_its_pictures_and_table(
         assert "\t".join(row) in page.text
     for notification in demo_run.shown["notifications"]:
         assert notification["subject"] in page.text
+    # Issue 26: what a reader sees first is that this is a simulation, and of what; then what trainguard changes.
+    top = page.text[: page.text.index("What trainguard changes")]
+    assert "This page is a simulation, not a measurement of a real fleet." in top
+    assert f"It simulates {DEMO_JOBS} training jobs" in top and "seed 15" in top
+    assert page.text.index("What trainguard changes") < page.text.index("The strategies")
+    assert all(header and "_" not in header for table in page.tables for header in table), page.tables  # words
+    checks = goal_checks(report)
+    missed = [check for check in checks if check.met is False]
+    assert missed, "the demo's trainguard misses some goals: the page must say which"
+    assert f"misses {len(missed)} of its {len(checks)} goals" in page.text
+    for check in missed:
+        assert f"Missed: {check.goal} (issue {check.issue}): {check.measured}" in page.text
+    assert "\nSources\n" in page.text and "median 4 h" in page.text  # the sources, and the person's assumption
     assert {urlsplit_scheme(url) for url in page.requested_urls} <= {"file", "data"}  # nothing from the network
     assert page.console_errors == []
     assert screenshot.read_bytes().startswith(PNG_SIGNATURE)

@@ -7,6 +7,16 @@ from typing import Any
 
 from trainguard.config import GuardConfig
 from trainguard_local.fleet.goal_floors import floor_lines
+from trainguard_local.fleet.goals import (
+    CHATTY,
+    CHATTY_STOP_MINUTES,
+    DELAY_BELOW,
+    DETECT_SLACK_MINUTES,
+    HUNG_AT_MOST,
+    SYNC_LOSS_AT_MOST,
+    WASTE_BELOW,
+    sync_stopped_loss,
+)
 
 
 def goals_markdown(report: dict[str, Any]) -> list[str]:
@@ -28,14 +38,14 @@ def goals_markdown(report: dict[str, Any]) -> list[str]:
     return [
         "Against the goals (issue 5), from the table above:",
         f"- wasted GPU-hours {below('none')} below no guard and {below('sagemaker_retry')} below SageMaker's "
-        "RetryStrategy (goal: 90%); on the "
+        f"RetryStrategy (goal: {WASTE_BELOW:.0%}); on the "
         f"{rule_jobs} jobs where Debugger's rule applies (its hook, not spot, not in a VPC): trainguard "
         f"{guard[where_rule]:,.1f}, the rule {strategies['debugger_rule'][where_rule]:,.1f} (goal: no worse);",
         f"- total completion delay {1 - own_delay / best_delay:.1%} below the best other strategy ({best_other}, "
-        f"{best_delay:,.1f} h) (goal: 80%);",
+        f"{best_delay:,.1f} h) (goal: {DELAY_BELOW:.0%});",
         f"- p95 hang detection {detect.get('hang_idle_gpu', {}).get('p95')} min for idle GPUs (threshold "
         f"{defaults.gpu_idle_minutes} min) and {detect.get('hang_busy_gpu', {}).get('p95')} min for silent busy "
-        f"GPUs (threshold {defaults.stall_minutes} min) (goal: threshold + 3 min);",
+        f"GPUs (threshold {defaults.stall_minutes} min) (goal: threshold + {DETECT_SLACK_MINUTES} min);",
         f"- duplicate actions {guard['duplicate_actions']}, wrong actions {guard['wrong_actions']} (goal: 0).",
         "",
         *_today_goal(strategies),
@@ -77,22 +87,21 @@ def _rhythm_goals(strategies: dict[str, Any], floors: dict[str, Any] | None) -> 
     guard, none = strategies["trainguard"], strategies["none"]
     hung, hung_none = guard["wasted_gpu_hours_hung_or_idle"], none["wasted_gpu_hours_hung_or_idle"]
     own = "wasted_gpu_hours_hung_or_idle_not_parent_owned"
-    chatty = guard["detect_minutes_by_cadence"].get("under 1 min", {})
-
-    def sync(figures: dict[str, Any]) -> float:
-        return float(figures["wasted_gpu_hours_lost_since_checkpoint_by_fault"].get("checkpoint_sync_stopped") or 0.0)
+    chatty = guard["detect_minutes_by_cadence"].get(CHATTY, {})
+    sync = sync_stopped_loss
 
     return [
         "Against issue 14's goals (each job has a log rhythm: simulation/rhythm.py):",
         f"- hung or idle GPU-hours: trainguard {hung:,.1f}, no guard {hung_none:,.1f}: {hung / hung_none:.1%} of no "
-        f"guard's (goal: at most 10%); without the jobs a parent owns, which trainguard leaves to their parent "
-        f"by design: {guard[own]:,.1f} against {none[own]:,.1f}, {guard[own] / none[own]:.1%};",
+        f"guard's (goal: at most {HUNG_AT_MOST:.0%}); without the jobs a parent owns, which trainguard leaves to their "
+        f"parent by design: {guard[own]:,.1f} against {none[own]:,.1f}, {guard[own] / none[own]:.1%};",
         f"- wrong actions {guard['wrong_actions']} (goal: 0);",
         f"- hang to stop, jobs whose median log gap is under a minute: p95 {chatty.get('p95')} min over "
         f"{chatty.get('hangs')} hangs; {chatty.get('not_parent_owned', {}).get('p95')} min over the "
-        f"{chatty.get('not_parent_owned', {}).get('hangs')} a parent does not own (goal: at most 10 min);",
+        f"{chatty.get('not_parent_owned', {}).get('hangs')} a parent does not own "
+        f"(goal: at most {CHATTY_STOP_MINUTES} min);",
         f"- work lost to checkpoint_sync_stopped: trainguard {sync(guard):,.1f} GPU-h, no guard {sync(none):,.1f}: "
-        f"{sync(guard) / sync(none):.0%} of no guard's (goal: at most 50%). trainguard warns "
+        f"{sync(guard) / sync(none):.0%} of no guard's (goal: at most {SYNC_LOSS_AT_MOST:.0%}). trainguard warns "
         f"{guard['detect_minutes'].get('checkpoint_sync_stopped', {}).get('p50')} min (p50) after the sync stops; the "
         "person acts a response time later (median 4 h), and the failure often strikes first.",
         "",
@@ -173,7 +182,7 @@ def _today_goal(strategies: dict[str, Any]) -> list[str]:
     return [
         f"Against issue 11's goal: the completion delay of the jobs that did not fail in their own code is "
         f"{guard:,.1f} h under trainguard, {1 - guard / others[best]:.1%} below the best other strategy ({best}, "
-        f"{others[best]:,.1f} h; goal: 80%), with wrong actions (any action on a parent's job counts) "
+        f"{others[best]:,.1f} h; goal: {DELAY_BELOW:.0%}), with wrong actions (any action on a parent's job counts) "
         f"{mine['wrong_actions']} and duplicate actions {mine['duplicate_actions']}. "
         "Its largest parts: " + ", ".join(f"{kind} {hours:,.1f} h" for kind, hours in largest) + "; "
         f"{mine['completion_delay_hours_of_parents_jobs']:,.1f} h of the total are jobs a pipeline or a Batch queue "

@@ -162,7 +162,7 @@ def write_files(
     timeline = comparison_png(report, outcomes)
     written["png"].write_bytes(timeline)
     page = ReportPage(
-        title=f"trainguard on a demo fleet: {len(trace.jobs)} jobs, every fault kind, {trace.hours:g} h",
+        title=f"trainguard on a simulated demo fleet: {len(trace.jobs)} jobs, every fault kind, {trace.hours:g} h",
         command="make demo",
         report=report,
         trace=trace,

@@ -2,7 +2,8 @@
 
 Top: wasted GPU-hours per strategy, each bar stacked from the parts the report splits them into (hung or idle
 time, work lost since the last checkpoint) and labelled with its total. Bottom: the completion delay by the
-kind of each job's fault, one bar per strategy in each group. `benchmark_bars` reads the bars' values from
+kind of each job's fault, one bar per strategy in each group. Strategies and fault kinds are named in words
+(fleet/words.py). `benchmark_bars` reads the bars' values from
 the report; `benchmark_figure` draws them with matplotlib's Agg backend (no pyplot, so no global state);
 `benchmark_chart_png` gives the PNG's bytes at a fixed size, with no date or software version in them, so the
 same report gives the same bytes, and `write_benchmark_chart` writes them to a file.
@@ -11,6 +12,7 @@ same report gives the same bytes, and `write_benchmark_chart` writes them to a f
 from __future__ import annotations
 
 import io
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,8 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import StrMethodFormatter
+
+from trainguard_local.fleet.words import fault_name, strategy_name
 
 WIDTH_INCHES, HEIGHT_INCHES, DPI = 12.0, 10.0, 100  # 1200 x 1000 pixels
 # The parts of wasted_gpu_hours that fleet/report.py splits out, bottom to top, with their labels and colours.
@@ -117,12 +121,12 @@ def _draw_wasted(axes: Axes, bars: WastedBars, trace: str) -> None:
         bottoms = [bottom + value for bottom, value in zip(bottoms, values, strict=True)]
     if container is not None:
         axes.bar_label(container, labels=[f"{total:,.1f}" for total in bars.totals], padding=3)
-    axes.set_xticks(list(positions), bars.strategies)
-    axes.set_title(f"Wasted GPU-hours by strategy, by cause (trace: {trace})")
+    axes.set_xticks(list(positions), [textwrap.fill(strategy_name(name), 16) for name in bars.strategies])
+    axes.set_title(f"Wasted GPU-hours by strategy, by cause (simulated trace: {trace})")
     axes.set_xlabel("strategy")
     axes.set_ylabel("wasted GPU-hours")
     axes.margins(y=0.12)
-    _grid_and_legend(axes, "cause")
+    _grid_and_legend(axes, "what the hours were")
 
 
 def _draw_delay(axes: Axes, bars: DelayBars, trace: str) -> None:
@@ -131,9 +135,12 @@ def _draw_delay(axes: Axes, bars: DelayBars, trace: str) -> None:
     for n, (strategy, hours) in enumerate(bars.hours.items()):
         offset = -group_width / 2 + (n + 0.5) * width
         positions = [k + offset for k in range(len(bars.fault_kinds))]
-        axes.bar(positions, hours, width, label=strategy, color=STRATEGY_COLOURS[n % len(STRATEGY_COLOURS)])
-    axes.set_xticks(range(len(bars.fault_kinds)), bars.fault_kinds, rotation=25, ha="right")
-    axes.set_title(f"Completion delay by fault kind and strategy (trace: {trace})")
+        colour = STRATEGY_COLOURS[n % len(STRATEGY_COLOURS)]
+        axes.bar(positions, hours, width, label=strategy_name(strategy), color=colour)
+    axes.set_xticks(
+        range(len(bars.fault_kinds)), [fault_name(kind) for kind in bars.fault_kinds], rotation=25, ha="right"
+    )
+    axes.set_title(f"Completion delay by fault kind and strategy (simulated trace: {trace})")
     axes.set_xlabel("the kind of the job's fault (kinds with no delay under any strategy left out)")
     axes.set_ylabel("completion delay, total hours")
     axes.set_xlim(-0.6, len(bars.fault_kinds) - 0.4)

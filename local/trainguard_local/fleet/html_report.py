@@ -3,9 +3,11 @@
 
 Self-contained: the pictures are embedded as data: URLs, the style is inline, there is no script, and the page
 asks nothing of the network (tests/tools/test_fleet_demo.py opens it in headless Chromium and checks
-what it requested). It shows the strategy table, the pictures, the trace, each job's story under trainguard
-(fleet/stories.py, the lines the demo prints), trainguard's notifications as sent, and the figures'
-definitions.
+what it requested). It says first that it is a simulation, of what and how (fleet/page_intro.py), then what
+trainguard changes, where it misses its goals and the strategies in words with their table (fleet/page_findings.py);
+then trainguard's own cost, the pictures, the assumptions with their sources, the trace, each job's story under
+trainguard (fleet/stories.py, the lines the demo prints), trainguard's notifications as sent, the sources, and
+every figure's definition.
 """
 
 from __future__ import annotations
@@ -17,9 +19,12 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from trainguard_local.fleet.html_parts import table, terms
 from trainguard_local.fleet.model import JobOutcome
+from trainguard_local.fleet.page_findings import changes_section, goals_section, strategies_section
+from trainguard_local.fleet.page_intro import assumptions_section, simulation_intro, sources_section
 from trainguard_local.fleet.stories import job_story
-from trainguard_local.fleet.summary import guard_cost_lines, strategy_rows
+from trainguard_local.fleet.summary import guard_cost_lines
 from trainguard_local.simulation.trace import Trace
 
 STYLE = """
@@ -34,6 +39,13 @@ figcaption { font-size: .9em; color: #57606a; }
 pre { background: #f6f8fa; padding: .6em; overflow-x: auto; font-size: .8em; white-space: pre-wrap; }
 details { margin: .3em 0; } summary { cursor: pointer; font-family: monospace; }
 .note { color: #57606a; font-size: .9em; }
+.simulation { background: #fff8c5; border: 1px solid #d4a72c; padding: .2em 1em; border-radius: 6px; }
+.lead { font-size: 1.05em; max-width: 70em; }
+ul.missed li { color: #82071e; }
+dl { font-size: .9em; } dt { font-weight: 600; margin-top: .4em; } dd { margin-left: 1.5em; color: #3d444d; }
+.with-definitions { display: flex; gap: 1.5em; align-items: flex-start; flex-wrap: wrap; }
+.with-definitions dl { flex: 1 1 24em; margin: 0; }
+#changes-table td:last-child { text-align: left; color: #57606a; max-width: 40em; }
 """
 OPEN_STORIES = 30  # up to this many jobs, every story is shown unfolded
 
@@ -59,42 +71,34 @@ class ReportPage:
 
 
 def render(page: ReportPage) -> str:
-    """The page's HTML, one string."""
-    trace = page.report["trace"]
-    anchors = [name for name in page.report["strategies"] if name != "trainguard"]
+    """The page's HTML, one string: what it is and what trainguard changes first, the details after."""
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{escape(page.title)}</title><style>{STYLE}</style></head><body>",
         f"<h1>{escape(page.title)}</h1>",
-        f'<p class="note">Made by <code>{escape(page.command)}</code>: {trace["jobs"]} jobs over {trace["hours"]:g} '
-        f"hours of fleet time, seed {trace['seed']}, {len(page.report['faults'])} faults, {trace['gpus']} GPUs. "
-        f"The anchors ({escape(', '.join(anchors))}) are models of their documentation; trainguard is the "
-        "production code on the local AWS stand-in.</p>",
-        '<h2 id="strategies">The strategies</h2>',
-        _table(strategy_rows(page.report), "strategies"),
+        *simulation_intro(page.report, page.command),
+        *changes_section(page.report),
+        *goals_section(page.report),
+        *strategies_section(page.report),
         *(f'<p class="note">{escape(line)}</p>' for line in guard_cost_lines(page.report.get("guard_cost"))),
         '<h2 id="pictures">Pictures</h2>',
         *(_figure(picture) for picture in page.pictures),
+        *assumptions_section(page.report),
         '<h2 id="trace">The trace</h2>',
-        _table(_trace_rows(page.trace), "trace"),
+        table(_trace_rows(page.trace), "trace"),
         *_stories(page),
         *_notifications(page),
-        '<h2 id="definitions">What the figures mean</h2><dl>',
-        *(f"<dt><code>{escape(k)}</code></dt><dd>{escape(v)}</dd>" for k, v in page.report["definitions"].items()),
-        "</dl></body></html>",
+        *sources_section(page.report),
+        '<h2 id="definitions">Every figure of the JSON report</h2>',
+        terms(page.report["definitions"].items(), "definitions"),
+        "</body></html>",
     ]
     return "\n".join(parts) + "\n"
 
 
 def write_html(path: Path, page: ReportPage) -> None:
     path.write_text(render(page), encoding="utf-8")
-
-
-def _table(rows: Sequence[Sequence[str]], name: str) -> str:
-    head = "".join(f"<th>{escape(cell)}</th>" for cell in rows[0])
-    body = "".join("<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>" for row in rows[1:])
-    return f'<table id="{name}-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
 def _figure(picture: Picture) -> str:

@@ -5,7 +5,8 @@ The figures, defined once (docs/local-tools.md copies these definitions):
 - **wasted GPU-hours**: GPU-hours billed that produced no kept progress, that is
   (hung or idle time + the work lost since the last checkpoint at each failure or stop)
   x instances x GPUs per instance, summed over jobs. `wasted_dollars` is the same hours x instances
-  x the on-demand price per instance-hour. The startup of a relaunch is billed too but is not counted
+  x the on-demand price per instance-hour, split as the hours are (`wasted_dollars_hung_or_idle`,
+  `wasted_dollars_lost_since_checkpoint`). The startup of a relaunch is billed too but is not counted
   here; `billed_gpu_hours` holds every billed hour.
 - **completion delay**: the extra wall-clock hours until a job's work is done, compared with a
   fault-free run (submission + one startup + the work). p50 and p95 over all jobs (0 for a job
@@ -30,6 +31,8 @@ The figures, defined once (docs/local-tools.md copies these definitions):
   by the kind of each job's fault (`none`: jobs without one).
 - `recover_minutes`: from the moment a transient fault shows (every kind except the user's own
   errors and the healthy job) to the moment training runs again. p50 and p95.
+- `actions_by_actor`: per actor (trainguard, the person on call, SageMaker, a parent), the actions it took
+  (succeeded) and those refused (a relaunch refused for capacity or quota), by kind.
 - `duplicate_actions`: per job (its lineage), actions that succeeded on a target already acted on the
   same way (a second stop of one launch, a second relaunch of one failure, a second request for one
   quota).
@@ -125,6 +128,8 @@ def strategy_figures(trace: Trace, outcomes: Sequence[JobOutcome]) -> dict[str, 
     return {
         "wasted_gpu_hours": _round(sum(o.wasted_gpu_hours for o in outcomes)),
         "wasted_dollars": _round(sum(o.wasted_dollars for o in outcomes)),
+        "wasted_dollars_hung_or_idle": _round(sum(o.hung_hours * _dollars_per_hour(o) for o in outcomes)),
+        "wasted_dollars_lost_since_checkpoint": _round(sum(o.lost_work_hours * _dollars_per_hour(o) for o in outcomes)),
         # The two parts of wasted_gpu_hours: billed time that made no progress, and work lost since the last checkpoint.
         "wasted_gpu_hours_hung_or_idle": _round(sum(o.hung_hours * o.job.gpus for o in outcomes)),
         "wasted_gpu_hours_lost_since_checkpoint": _round(sum(o.lost_work_hours * o.job.gpus for o in outcomes)),
@@ -152,6 +157,7 @@ def strategy_figures(trace: Trace, outcomes: Sequence[JobOutcome]) -> dict[str, 
             r.minutes for o in outcomes for r in o.recoveries if r.fault_kind in TRANSIENT_KINDS
         ),
         "actions": dict(sorted(Counter(a.kind.value for o in outcomes for a in o.actions if a.succeeded).items())),
+        "actions_by_actor": actions_by_actor(outcomes),
         "duplicate_actions": duplicate_actions(outcomes),
         "wrong_actions": sum(1 for o in outcomes for a in o.actions if not a.right),
     }
@@ -206,6 +212,19 @@ def lost_since_checkpoint_by_fault(trace: Trace, outcomes: Iterable[JobOutcome])
         kind = fault.kind.value if fault else "none"
         totals[kind] = totals.get(kind, 0.0) + outcome.lost_work_hours * outcome.job.gpus
     return {kind: _round(hours) for kind, hours in sorted(totals.items())}
+
+
+def _dollars_per_hour(outcome: JobOutcome) -> float:
+    return outcome.job.instance_count * outcome.job.price_per_instance_hour
+
+
+def actions_by_actor(outcomes: Iterable[JobOutcome]) -> dict[str, dict[str, dict[str, int]]]:
+    """Per actor: its actions that succeeded ("taken") and those refused, each counted by kind."""
+    counted: dict[str, dict[str, Counter[str]]] = {}
+    for action in (a for o in outcomes for a in o.actions):
+        mine = counted.setdefault(action.actor, {"taken": Counter(), "refused": Counter()})
+        mine["taken" if action.succeeded else "refused"][action.kind.value] += 1
+    return {actor: {k: dict(sorted(c.items())) for k, c in mine.items()} for actor, mine in sorted(counted.items())}
 
 
 def duplicate_actions(outcomes: Iterable[JobOutcome]) -> int:

@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from trainguard_local.simulation.fault_table import HANG_KINDS
+from trainguard_local.fleet.words import strategy_name
 from trainguard_local.simulation.rhythm import CADENCE_CLASSES
 
 # The figures, one line each (report.py defines them in full; docs/local-tools.md copies the definitions).
@@ -16,6 +16,9 @@ FIGURE_DEFINITIONS: dict[str, str] = {
     "wasted_gpu_hours": "GPU-hours billed that produced no kept progress: hung or idle time plus the work since "
     "the last checkpoint lost at each failure or stop, x instances x GPUs per instance",
     "wasted_dollars": "the same hours x instances x the on-demand price per instance-hour",
+    "wasted_dollars_hung_or_idle": "the part of wasted_dollars that is hung or idle time: what a guard can save",
+    "wasted_dollars_lost_since_checkpoint": "the part of wasted_dollars that is work lost since the last "
+    "checkpoint: set by how often each job checkpoints",
     "completion_delay_hours": "the extra wall-clock hours until a job's work is done, compared with a fault-free "
     "run (p50, p95 over jobs that completed, and the total)",
     "jobs_completed": "jobs whose work is done by the end of the trace's window",
@@ -29,6 +32,8 @@ FIGURE_DEFINITIONS: dict[str, str] = {
     "wasted_gpu_hours_lost_since_checkpoint_by_fault": "the work lost since the last checkpoint (GPU-hours), by the "
     "kind of each job's fault",
     "recover_minutes": "from the moment a transient fault shows to the moment training runs again",
+    "actions_by_actor": "per actor (trainguard, the person on call, SageMaker, a parent), the actions it took and "
+    "those refused, by kind",
     "duplicate_actions": "actions that succeeded on a target already acted on the same way",
     "wrong_actions": "a stop of a healthy job, or a relaunch of a user's error unfixed",
     "guard_cost": "trainguard's own AWS cost at list prices (fleet/prices.py), from what the run counted at its own "
@@ -44,7 +49,7 @@ def render_summary(answer: dict[str, Any]) -> str:
         f"{len(answer['faults'])} faults, {trace['gpus']} GPUs",
         "",
     ]
-    lines += _table(strategy_rows(answer))
+    lines += _table([SHORT_HEADERS, *strategy_rows(answer)[1:]])
     lines.append("")
     lines += guard_cost_lines(answer.get("guard_cost"))
     lines.append("")
@@ -57,32 +62,46 @@ def render_summary(answer: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+HANG_COLUMNS = (("hang_busy_gpu", "busy"), ("hang_idle_gpu", "idle"))  # the hang kinds with a column each
+# The strategy table's columns: each header in words, and what it counts (shown beside the table in the HTML report).
+STRATEGY_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("strategy", "who acts on a fault (the strategies are described above the table)"),
+    ("wasted GPU-hours", FIGURE_DEFINITIONS["wasted_gpu_hours"]),
+    ("wasted dollars", FIGURE_DEFINITIONS["wasted_dollars"]),
+    ("total delay (h)", "the extra hours until each job's work was done, against a fault-free run, summed over jobs"),
+    ("95th-percentile delay (h)", "95% of the jobs were done at most this many hours late"),
+    ("jobs finished", FIGURE_DEFINITIONS["jobs_completed"] + ", of all the jobs (all would be, without faults)"),
+    *(
+        (
+            f"{gpus}-GPU hang found after (min, 95th percentile)",
+            f"from the moment a job hung with its GPUs {gpus} to the first detection, by anyone (the person on call "
+            "included): 95% of these hangs were found this soon or sooner",
+        )
+        for _, gpus in HANG_COLUMNS
+    ),
+    ("duplicate actions", FIGURE_DEFINITIONS["duplicate_actions"]),
+    ("wrong actions", FIGURE_DEFINITIONS["wrong_actions"]),
+)
+# The same headers, shorter, for the table a terminal shows (the summary's text).
+SHORT_HEADERS = ("strategy", "wasted GPU-h", "wasted $", "delay total h", "delay p95 h", "jobs done",
+                 *(f"{gpus}-GPU hang found p95 min" for _, gpus in HANG_COLUMNS), "duplicate", "wrong")  # fmt: skip
+
+
 def strategy_rows(answer: dict[str, Any]) -> list[tuple[str, ...]]:
     """The figures per strategy as table rows, the headers first (the summary's text and the HTML report)."""
     trace = answer["trace"]
-    headers = (
-        "strategy",
-        "wasted GPU-h",
-        "wasted $",
-        "delay total h",
-        "delay p95 h",
-        "completed",
-        *(f"{kind.value} p95 min" for kind in sorted(HANG_KINDS)),
-        "duplicate",
-        "wrong",
-    )
-    rows: list[tuple[str, ...]] = [headers]
+    rows: list[tuple[str, ...]] = [tuple(header for header, _ in STRATEGY_COLUMNS)]
     for name, figures in answer["strategies"].items():
         delay = figures["completion_delay_hours"]
         rows.append(
             (
-                name,
+                strategy_name(name),
                 _fmt(figures["wasted_gpu_hours"]),
                 _fmt(figures["wasted_dollars"], 0),
                 _fmt(delay["total"]),
                 _fmt(delay["p95"]),
-                f"{figures['jobs_completed']}/{trace['jobs']}",
-                *(_fmt(figures["detect_minutes"].get(kind.value, {}).get("p95")) for kind in sorted(HANG_KINDS)),
+                f"{figures['jobs_completed']} of {trace['jobs']}",
+                *(_fmt(figures["detect_minutes"].get(kind, {}).get("p95")) for kind, _ in HANG_COLUMNS),
                 str(figures["duplicate_actions"]),
                 str(figures["wrong_actions"]),
             )

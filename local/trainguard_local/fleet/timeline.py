@@ -1,16 +1,17 @@
 """The timeline pictures, drawn with matplotlib (Agg: no display needed).
 
 One row per job, labelled with its name and instance shape; the fleet's clock in hours on the x axis; each
-stretch of a job's life in its state's colour (the legend names them); the guard's and the person's
-detections and actions as markers, one shape per kind, in the legend too, and labelled with their kind
-where the fleet is small enough to read them. A panel's title names the strategy and its figures.
-`timeline_png` puts several strategies one above the other on a shared time axis (no guard over
-trainguard, say), so the difference is seen at once.
+stretch of a job's life in its state's colour (the legend names them); the guard's and the person's detections
+and actions as markers, one shape per kind, in the legend too, and where the fleet is small enough to read them,
+labelled with who did what in a lane below the bar, on a white box (timeline_labels.py). A panel's title names
+the strategy and its figures. `timeline_png` puts several strategies one above the other on a shared time axis
+(no guard over trainguard, say), so the difference is seen at once.
 """
 
 from __future__ import annotations
 
 import io
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from trainguard_local.fleet.model import ActionKind, JobOutcome, State
+from trainguard_local.fleet.model import Action, ActionKind, JobOutcome, State
+from trainguard_local.fleet.timeline_labels import LANE_BELOW, RowLabels, place_labels
+from trainguard_local.fleet.words import strategy_name
 
 # The colours the docs name: green training, red hung, dark red failed or stopped, grey starting or queued,
 # orange waiting for a person, purple waiting for a quota. A completed job's row is empty after its end.
@@ -60,6 +63,9 @@ TIMELINE_COLOURS = (
     "end of the trace's window."
 )
 LABELLED_ROWS = 30  # up to this many jobs in a panel, each marker also carries its kind as text
+LABELLED_ROW_INCHES = 0.5  # a labelled row: its bar, and below it a lane for its labels (timeline_labels.py)
+# A row's bar: its height in rows, and how far below the bottom row's centre the axes start (its label lane there).
+COMPACT_BAR, LABELLED_BAR = (0.7, 0.7), (0.44, LANE_BELOW + 0.2)
 DPI = 100
 
 
@@ -76,7 +82,7 @@ def panel_title(panel: Panel, hours: float) -> str:
     """The strategy and its headline figures, read from its report entry (a figure missing there is an error)."""
     figures = panel.figures
     return (
-        f"{panel.strategy}: {figures['wasted_gpu_hours']:,.1f} wasted GPU-h "
+        f"{strategy_name(panel.strategy)}: {figures['wasted_gpu_hours']:,.1f} wasted GPU-h "
         f"({figures['wasted_gpu_hours_hung_or_idle']:,.1f} hung or idle, "
         f"{figures['wasted_gpu_hours_lost_since_checkpoint']:,.1f} lost since the last checkpoint); "
         f"completion delay {figures['completion_delay_hours']['total']:,.1f} h in all; "
@@ -116,73 +122,90 @@ def draw(panels: Sequence[Panel], hours: float, heading: str = "") -> Figure:
         raise ValueError("no jobs to draw")
     names = shown_jobs(panels)
     rows = len(names)
-    row_inches = max(0.12, min(0.32, 24 / rows))
-    label_points = max(4.0, min(8.0, row_inches * 28))
+    labelled = rows <= LABELLED_ROWS
+    row_inches = LABELLED_ROW_INCHES if labelled else max(0.12, min(0.32, 24 / rows))
+    label_points = max(4.0, min(8.5, row_inches * 28))
     figure = Figure(
         figsize=(14, rows * row_inches * len(panels) + 1.1 * len(panels) + 1.8), dpi=DPI, layout="constrained"
     )
-    FigureCanvasAgg(figure)
+    canvas = FigureCanvasAgg(figure)
     axes = figure.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
     span = timeline_span([o for panel in panels for o in panel.outcomes], hours)
+    labels: list[RowLabels] = []
     for axis, panel in zip(axes, panels, strict=True):
         by_name = {outcome.job.name: outcome for outcome in panel.outcomes}
-        _draw_panel(axis, [by_name[name] for name in names], span, label_points)
-        axis.set_title(panel_title(panel, hours), fontsize=9, loc="left")
+        shown = [by_name[name] for name in names]
+        _draw_panel(axis, shown, label_points, LABELLED_BAR if labelled else COMPACT_BAR)
+        if labelled:
+            labels += [RowLabels(axis, rows - 1 - n, action_labels(o, span)) for n, o in enumerate(shown)]
+        axis.set_title(panel_title(panel, hours), fontsize=9.5, loc="left")
         axis.axvline(hours, color="black", linestyle="--", linewidth=0.8)
         axis.set_xlim(0, span)
-    axes[-1].set_xlabel("fleet clock (hours)")
+    axes[-1].set_xlabel("fleet clock (hours)", fontsize=10)
     total = len(panels[0].outcomes)
-    shown = "" if rows == total else f" ({rows} of {total} jobs: the most wasted GPU-hours, and detections or actions)"
-    if heading or shown:
-        figure.suptitle(heading + shown, fontsize=11)
-    figure.legend(handles=_legend_handles(), loc="outside lower center", ncols=6, fontsize=8, frameon=False)
+    shown_rows = (
+        "" if rows == total else f" ({rows} of {total} jobs: the most wasted GPU-hours, and detections or actions)"
+    )
+    if heading or shown_rows:
+        figure.suptitle(heading + shown_rows, fontsize=11)
+    figure.legend(handles=_legend_handles(), loc="outside lower center", ncols=6, fontsize=9, frameon=False)
+    if labels:
+        figure.draw_without_rendering()  # settles the layout: the labels are placed in its pixels
+        place_labels(labels, canvas.get_renderer(), actor_colour)
     return figure
 
 
+def actor_colour(actor: str) -> str:
+    """Blue for trainguard's actions, grey for another's (the person on call, SageMaker, a parent)."""
+    return GUARD_BLUE if actor == "trainguard" else OTHERS_GREY
+
+
 def action_labels(outcome: JobOutcome, span: float) -> list[tuple[float, str, str]]:
-    """The text beside a row's action markers, with who acted: one actor's actions closer than 1% of the axis
-    share one label ("stop, relaunch"), so that labels do not print over each other; another actor than
-    trainguard is named in the text ("person: relaunch")."""
-    labels: list[tuple[float, str, list[str]]] = []
+    """The text beside a row's action markers, with who acted. Actions closer to each other than 1% of the axis
+    make one moment, and each actor's actions in a moment share one label ("stop, relaunch"; a repeated kind
+    counted: "notify x3"), whoever acted between them, so that labels do not crowd each other; another actor
+    than trainguard is named in the text ("person: relaunch")."""
+    moments: list[list[Action]] = []
     for action in sorted(outcome.actions, key=lambda a: a.at):
-        text = action.kind.value.replace("_", " ") + ("" if action.succeeded else " (refused)")
-        if labels and labels[-1][1] == action.actor and action.at - labels[-1][0] < span / 100:
-            if text not in labels[-1][2]:
-                labels[-1][2].append(text)
+        if moments and action.at - moments[-1][-1].at < span / 100:
+            moments[-1].append(action)
         else:
-            labels.append((action.at, action.actor, [text]))
-    return [
-        (at, actor, ", ".join(texts) if actor == "trainguard" else f"{actor}: {', '.join(texts)}")
-        for at, actor, texts in labels
-    ]
+            moments.append([action])
+    labels: list[tuple[float, str, str]] = []
+    for moment in moments:
+        by_actor: dict[str, tuple[float, Counter[str]]] = {}
+        for action in moment:
+            text = action.kind.value.replace("_", " ") + ("" if action.succeeded else " (refused)")
+            by_actor.setdefault(action.actor, (action.at, Counter()))[1][text] += 1
+        for actor, (at, texts) in by_actor.items():
+            said = ", ".join(text if n == 1 else f"{text} x{n}" for text, n in texts.items())
+            labels.append((at, actor, said if actor == "trainguard" else f"{actor}: {said}"))
+    return sorted(labels, key=lambda label: label[0])
 
 
-def _draw_panel(axis: Any, outcomes: Sequence[JobOutcome], span: float, label_points: float) -> None:
+def _draw_panel(axis: Any, outcomes: Sequence[JobOutcome], label_points: float, bar: tuple[float, float]) -> None:
     count = len(outcomes)
+    half = bar[0] / 2
     for row, outcome in enumerate(outcomes):
         y = count - 1 - row  # the first job at the top
         for segment in outcome.segments:
             if segment.state is not State.COMPLETED and segment.hours > 0:
                 axis.broken_barh(
-                    [(segment.start, segment.hours)], (y - 0.35, 0.7), facecolors=STATE_COLOURS[segment.state]
+                    [(segment.start, segment.hours)], (y - half, bar[0]), facecolors=STATE_COLOURS[segment.state]
                 )
         for detection in outcome.detections:
-            axis.plot(detection.at, y + 0.42, DETECTION_MARKER, color="black", markersize=4)
+            axis.plot(detection.at, y + half + 0.07, DETECTION_MARKER, color="black", markersize=4)
         for action in outcome.actions:
-            colour = GUARD_BLUE if action.actor == "trainguard" else OTHERS_GREY
+            colour = actor_colour(action.actor)
             face = colour if action.succeeded else "white"
             axis.plot(
                 action.at, y, ACTION_MARKERS[action.kind], markersize=5, markerfacecolor=face, markeredgecolor=colour
             )
-        if count <= LABELLED_ROWS:
-            for at, actor, text in action_labels(outcome, span):
-                colour = GUARD_BLUE if actor == "trainguard" else OTHERS_GREY
-                axis.annotate(text, (at, y), xytext=(4, 3), textcoords="offset points", fontsize=6, color=colour)
     axis.set_yticks(range(count), [row_label(o) for o in reversed(outcomes)], fontsize=label_points)
-    axis.set_ylim(-0.7, count - 0.3)
+    axis.set_ylim(-bar[1], count - 1 + half + 0.35)
     axis.grid(axis="x", color="#e6e6e6", linewidth=0.6)
     axis.set_axisbelow(True)
-    axis.tick_params(axis="x", labelbottom=True, labelsize=8)
+    axis.tick_params(axis="x", labelbottom=True, labelsize=8.5)
 
 
 def _legend_handles() -> list[Any]:

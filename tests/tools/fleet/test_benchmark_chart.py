@@ -22,6 +22,7 @@ from trainguard_local.fleet.benchmark_chart import (
     write_benchmark_chart,
 )
 from trainguard_local.fleet.report import run_all
+from trainguard_local.fleet.words import fault_name, strategy_name
 from trainguard_local.simulation.trace import generate_trace
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -84,12 +85,16 @@ def test_the_drawn_bars_have_the_reports_heights(report: dict[str, Any]) -> None
     assert tops == pytest.approx([f["wasted_gpu_hours"] for f in figures.values()], abs=ROUNDING)
     labels = [text.get_text() for text in wasted_axes.texts]
     assert labels == [f"{f['wasted_gpu_hours']:,.1f}" for f in figures.values()]
-    kinds = [tick.get_text() for tick in delay_axes.get_xticklabels()]
+    kinds = benchmark_bars(report).delay.fault_kinds
+    assert [tick.get_text() for tick in delay_axes.get_xticklabels()] == [fault_name(kind) for kind in kinds]
     drawn = {c.get_label(): [bar.get_height() for bar in c] for c in delay_axes.containers}
-    assert drawn == {
-        name: [f["completion_delay_hours_by_fault"].get(kind, 0.0) for kind in kinds] for name, f in figures.items()
+    assert drawn == {  # each strategy named in words in the legend
+        strategy_name(name): [f["completion_delay_hours_by_fault"].get(kind, 0.0) for kind in kinds]
+        for name, f in figures.items()
     }
-    assert "trace: 20 jobs, 24 h, seed 7" in wasted_axes.get_title()
+    ticks = [tick.get_text().replace("\n", " ") for tick in wasted_axes.get_xticklabels()]
+    assert ticks == [strategy_name(name) for name in figures] and not any("_" in tick for tick in ticks)
+    assert "simulated trace: 20 jobs, 24 h, seed 7" in wasted_axes.get_title()
 
 
 def test_the_chart_is_a_png_of_a_fixed_size_written_the_same_each_time(report: dict[str, Any], tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 from matplotlib.image import imread
+from matplotlib.text import Text
 
 from tests.tools.fleet.cases import job
 from trainguard_local.fleet.model import Action, ActionKind, Detection, JobOutcome, Segment, State
@@ -102,11 +103,41 @@ def test_action_labels_group_one_actors_actions_of_one_moment_and_name_another_a
     ]
     assert action_labels(outcome, span=100.0) == [(2.5, "trainguard", "stop, relaunch, quota request (refused)")]
     by_person = replace(outcome, actions=(*outcome.actions, Action(ActionKind.RELAUNCH, 2.55, "r2", "person", True)))
-    assert action_labels(by_person, span=100.0) == [  # another actor between them: three labels
-        (2.5, "trainguard", "stop, relaunch"),
+    assert action_labels(by_person, span=100.0) == [  # another actor between them: one label each
+        (2.5, "trainguard", "stop, relaunch, quota request (refused)"),
         (2.55, "person", "person: relaunch"),
-        (3.0, "trainguard", "quota request (refused)"),
     ]
+    repeated = (*(Action(ActionKind.NOTIFY, 2.5 + n / 1000, f"n{n}", "trainguard", True) for n in range(3)),)
+    parent = (*(Action(ActionKind.RELAUNCH, 2.5005 + n / 1000, f"r{n}", "pipelines", True) for n in range(3)),)
+    interleaved = replace(outcome, actions=(*repeated, *parent))
+    assert action_labels(interleaved, span=10.0) == [  # a kind repeated in one moment is counted
+        (2.5, "trainguard", "notify x3"),
+        (2.5005, "pipelines", "pipelines: relaunch x3"),
+    ]
+
+
+def test_labels_are_readable_where_they_overlap_neither_each_other_nor_the_bars() -> None:
+    """Issue 26: a person's three relaunches minutes apart and one at the axes' right end, under no guard, each
+    labelled on a white box in a lane of its own: no label covers another label or a bar, or leaves the axes."""
+    hours = (2.0, 2.2, 2.4, 4.75)  # closer than a label's width; the last at the end of the 4.8 h axis
+    person = tuple(Action(ActionKind.RELAUNCH, at, f"r{n}", "person", True) for n, at in enumerate(hours))
+    outcomes = [replace(_outcome("job", hung=True), actions=person), _outcome("other", hung=True)]
+    figure = draw([Panel("none", outcomes, FIGURES)], hours=4.0)
+    renderer = figure.canvas.get_renderer()
+    figure.draw(renderer)
+    (axis,) = figure.axes
+
+    labels = [Text.get_window_extent(text, renderer) for text in axis.texts]
+    assert [text.get_text() for text in axis.texts].count("person: relaunch") == 4
+    bars = [axis.transData.transform_bbox(c.get_paths()[0].get_extents()) for c in axis.collections]
+    for n, label in enumerate(labels):
+        assert not any(label.overlaps(other) for other in labels[n + 1 :]), axis.texts[n].get_text()
+        assert not any(label.overlaps(bar) for bar in bars)
+        assert axis.bbox.x0 <= label.x0 and label.x1 <= axis.bbox.x1
+    for text in axis.texts:
+        box = text.get_bbox_patch()
+        assert float(text.get_fontsize()) >= 8 and box is not None and box.get_facecolor()[:3] == (1.0, 1.0, 1.0)
+        assert text.get_color() == (OTHERS_GREY if text.get_text().startswith("person: ") else GUARD_BLUE)
 
 
 def test_another_actors_marks_are_grey_and_trainguards_blue() -> None:

@@ -1,0 +1,171 @@
+"""trainguard against its own goals (issues 5, 11 and 14, and its own cost's), as checks a page shows: each goal
+in words, what the run measured, and whether it is met. The goals' numbers are written here once;
+BENCHMARKS.md says the same of the standard trace in sentences (bench/against_goals.py reads them from here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from trainguard.config import GuardConfig
+from trainguard_local.fleet.words import strategy_name
+
+WASTE_BELOW = 0.90  # issue 5: wasted GPU-hours this share below no guard's and RetryStrategy's
+DELAY_BELOW = 0.80  # issues 5 and 11: total completion delay this share below the best other strategy's
+DETECT_SLACK_MINUTES = 3  # issue 5: a hang's p95 detection within its threshold plus this
+HUNG_AT_MOST = 0.10  # issue 14: hung or idle GPU-hours at most this share of no guard's
+CHATTY_STOP_MINUTES = 10  # issue 14: a hang of a job logging more than once a minute stopped within this (p95)
+SYNC_LOSS_AT_MOST = 0.50  # issue 14: work lost to a stopped checkpoint sync at most this share of no guard's
+CHATTY = "under 1 min"  # the cadence class of jobs logging more than once a minute (simulation/rhythm.py)
+
+
+@dataclass(frozen=True)
+class GoalCheck:
+    """One goal: in words, with the issue that set it, what the run measured, and whether it is met (None: the
+    run has nothing to measure it on)."""
+
+    issue: int
+    goal: str
+    measured: str
+    met: bool | None
+
+
+def goal_checks(report: dict[str, Any]) -> list[GoalCheck]:
+    """Every goal, judged on the report's run; none when trainguard did not run."""
+    strategies = report["strategies"]
+    if "trainguard" not in strategies:
+        return []
+    guard = strategies["trainguard"]
+    checks = [*_waste_goals(strategies), *_delay_goals(strategies), *_detection_goals(guard)]
+    checks += [
+        GoalCheck(5, "no duplicate actions", f"{guard['duplicate_actions']}", guard["duplicate_actions"] == 0),
+        GoalCheck(
+            5,
+            "no wrong actions (a healthy job stopped, a user's error relaunched)",
+            f"{guard['wrong_actions']}",
+            guard["wrong_actions"] == 0,
+        ),
+        *_rhythm_goals(strategies),
+    ]
+    if (cost := report.get("guard_cost")) is not None and cost.get("share_of_guarded_compute_percent") is not None:
+        share, goal = cost["share_of_guarded_compute_percent"], cost["goal_share_percent"]
+        checks.append(
+            GoalCheck(
+                5, f"trainguard's own AWS cost at most {goal}% of the guarded compute's", f"{share:.4f}%", share <= goal
+            )
+        )
+    return checks
+
+
+def _waste_goals(strategies: dict[str, Any]) -> list[GoalCheck]:
+    guard = strategies["trainguard"]
+    checks = []
+    for other in ("none", "sagemaker_retry"):
+        if other in strategies:
+            mine, theirs = guard["wasted_gpu_hours"], strategies[other]["wasted_gpu_hours"]
+            checks.append(
+                _below(
+                    5,
+                    f"wasted GPU-hours at least {WASTE_BELOW:.0%} below {strategy_name(other)}'s",
+                    mine,
+                    theirs,
+                    WASTE_BELOW,
+                    "GPU-h",
+                )
+            )
+    if "debugger_rule" in strategies:
+        field = "wasted_gpu_hours_where_debugger_rule_applies"
+        mine, rule = guard[field], strategies["debugger_rule"][field]
+        checks.append(
+            GoalCheck(
+                5,
+                "on the jobs where Debugger's stall rule can act, wasted GPU-hours no more than the rule's",
+                f"{mine:,.1f} against the rule's {rule:,.1f} GPU-h",
+                mine <= rule,
+            )
+        )
+    return checks
+
+
+def _delay_goals(strategies: dict[str, Any]) -> list[GoalCheck]:
+    def total(figures: dict[str, Any]) -> float:
+        return float(figures["completion_delay_hours"]["total"])
+
+    def not_own_code(figures: dict[str, Any]) -> float:
+        return float(figures["completion_delay_hours_not_own_code"])
+
+    checks = []
+    own_code = "completion delay of the jobs that did not fail in their own code"
+    for issue, what, read in ((5, "total completion delay", total), (11, own_code, not_own_code)):
+        others = {name: read(f) for name, f in strategies.items() if name != "trainguard"}
+        if others:
+            best = min(others, key=lambda name: others[name])
+            goal = f"{what} at least {DELAY_BELOW:.0%} below the best other strategy's ({strategy_name(best)})"
+            checks.append(_below(issue, goal, read(strategies["trainguard"]), others[best], DELAY_BELOW, "h"))
+    return checks
+
+
+def _detection_goals(guard: dict[str, Any]) -> list[GoalCheck]:
+    defaults = GuardConfig(ledger_table_name="-", topic_arn="-")
+    checks = []
+    for kind, words, threshold in (
+        ("hang_idle_gpu", "a hang with idle GPUs", defaults.gpu_idle_minutes),
+        ("hang_busy_gpu", "a silent hang with busy GPUs", defaults.stall_minutes),
+    ):
+        p95 = guard["detect_minutes"].get(kind, {}).get("p95")
+        limit = threshold + DETECT_SLACK_MINUTES
+        goal = f"{words} found within {limit} min (its threshold, {threshold} min, plus {DETECT_SLACK_MINUTES}), p95"
+        checks.append(GoalCheck(5, goal, _minutes(p95), None if p95 is None else p95 <= limit))
+    return checks
+
+
+def _rhythm_goals(strategies: dict[str, Any]) -> list[GoalCheck]:
+    guard, none = strategies["trainguard"], strategies.get("none")
+    checks = []
+    if none is not None:
+        field = "wasted_gpu_hours_hung_or_idle"
+        checks.append(
+            _at_most(
+                14,
+                f"hung or idle GPU-hours at most {HUNG_AT_MOST:.0%} of no guard's",
+                guard[field],
+                none[field],
+                HUNG_AT_MOST,
+                "GPU-h",
+            )
+        )
+    chatty = guard["detect_minutes_by_cadence"].get(CHATTY, {}).get("p95")
+    goal = f"a hang of a job that logs more than once a minute stopped within {CHATTY_STOP_MINUTES} min, p95"
+    checks.append(GoalCheck(14, goal, _minutes(chatty), None if chatty is None else chatty <= CHATTY_STOP_MINUTES))
+    if none is not None:
+        goal = f"work lost to a stopped checkpoint sync at most {SYNC_LOSS_AT_MOST:.0%} of no guard's"
+        loss = sync_stopped_loss
+        checks.append(_at_most(14, goal, loss(guard), loss(none), SYNC_LOSS_AT_MOST, "GPU-h"))
+    return checks
+
+
+def sync_stopped_loss(figures: dict[str, Any]) -> float:
+    """A strategy's GPU-hours of work lost since the last checkpoint on the jobs whose checkpoint sync stopped."""
+    return float(figures["wasted_gpu_hours_lost_since_checkpoint_by_fault"].get("checkpoint_sync_stopped") or 0.0)
+
+
+def _below(issue: int, goal: str, mine: float, theirs: float, share: float, unit: str) -> GoalCheck:
+    """A goal of being `share` below another figure."""
+    if not theirs:
+        return GoalCheck(issue, goal, f"{mine:,.1f} {unit} against 0", None)
+    below = 1 - mine / theirs
+    return GoalCheck(issue, goal, f"{below:.1%} below ({mine:,.1f} against {theirs:,.1f} {unit})", below >= share)
+
+
+def _at_most(issue: int, goal: str, mine: float, theirs: float, share: float, unit: str) -> GoalCheck:
+    """A goal of being at most `share` of another figure."""
+    if not theirs:
+        return GoalCheck(issue, goal, f"{mine:,.1f} {unit} against 0", None)
+    return GoalCheck(
+        issue, goal, f"{mine / theirs:.1%} ({mine:,.1f} against {theirs:,.1f} {unit})", mine / theirs <= share
+    )
+
+
+def _minutes(value: float | None) -> str:
+    return "no such hang in this run" if value is None else f"{value:,.1f} min"
