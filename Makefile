@@ -40,10 +40,16 @@ setup: $(VENV)/.installed node_modules/.installed chromium
 # PyTorch, no CDK (requirements-local.txt). make demo and make bench need no more.
 local-setup: $(VENV)/.local-installed
 
+# Its step is 1 of 4 in `make setup` and the only one in `make demo` or `make bench` (a target-specific variable
+# is in effect for the target's prerequisites). --no-compile: the demo imports a small part of botocore and moto,
+# and Python compiles what it imports when it first does; compiling every installed module up front was about a
+# third of the install (docs/getting-started.md, "How long the first make demo takes").
+LOCAL_SETUP_STEP = setup [1/1]
+setup: LOCAL_SETUP_STEP = setup [1/4]
 $(VENV)/.local-installed: requirements.txt requirements-local.txt pyproject.toml
-	@$(call step,setup [1/4]: the Python packages the demo runs (requirements-local.txt) ...)
+	@$(call step,$(LOCAL_SETUP_STEP): the Python packages the local tools run (requirements-local.txt) ...)
 	@test -x $(PY) || python3 -m venv $(VENV)
-	@$(PY) -m pip install -q -r requirements-local.txt -e .
+	@$(PY) -m pip install -q --no-compile -r requirements-local.txt -e .
 	@touch $@
 	@$(step_done)
 

@@ -15,7 +15,7 @@ import pytest
 from matplotlib.image import imread
 
 from tests.headless_chromium import chromium_path, render
-from trainguard_local.demo.fleet import DEMO_JOBS, FALLBACK_WORDS, demo_trace, run_fleet_demo
+from trainguard_local.demo.fleet import DEMO_JOBS, DEMO_STEPS, FALLBACK_WORDS, demo_trace, run_fleet_demo
 from trainguard_local.fleet.goals import goal_checks
 from trainguard_local.fleet.stories import fault_words, longest_gap_minutes
 from trainguard_local.fleet.summary import strategy_rows
@@ -79,7 +79,7 @@ def test_the_fleet_demo_shows_what_trainguard_did_and_writes_its_files(demo_run:
         for o in outcomes
     )
     assert "guard cost: $" in out and "trainguard's run: fleet clock" in demo_run.progress
-    assert "demo: trainguard's run: 24 h of fleet time done" in demo_run.progress
+    assert "demo: step 1 of 2: trainguard's run, 24 h of fleet time, done" in demo_run.progress
 
     # Issue 14: a chatty job stopped minutes into its hang, a slow-epoch job left alone, a checkpoint warning.
     hang = guarded["detect_minutes_by_cadence"]["under 1 min"]
@@ -99,6 +99,15 @@ def test_the_fleet_demo_shows_what_trainguard_did_and_writes_its_files(demo_run:
 
 
 FAILING = (Ending.FAILS, Ending.FAILS_AFTER_HANG, Ending.REFUSED_AT_LAUNCH)  # the endings with a FailureReason
+
+
+def test_the_demos_progress_counts_steps_that_add_up(demo_run: DemoRun) -> None:
+    """Each line names its step out of the same total, the steps come in order, the last one is reached, and the
+    line after it says what was written (issue 26: "setup [1/4]" and never 2-4, then "step 1 of 1, 0%")."""
+    steps = [(int(m[1]), int(m[2])) for m in re.finditer(r"step (\d+) of (\d+)", demo_run.progress)]
+    assert {total for _, total in steps} == {DEMO_STEPS}
+    assert [n for n, _ in steps] == sorted(n for n, _ in steps) and steps[-1][0] == DEMO_STEPS
+    assert demo_run.progress.rstrip().splitlines()[-1].startswith("demo: wrote ")
 
 
 def test_every_job_tells_one_story_in_the_demo_and_in_its_messages(demo_run: DemoRun) -> None:

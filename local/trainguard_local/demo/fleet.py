@@ -38,6 +38,7 @@ DEMO_JOBS, DEMO_HOURS, DEMO_SEED = 13, 24.0, 15
 DEMO_SPOT_SHARE = 0.3  # enough spot jobs for a spot interruption
 Say = Callable[[str], None]
 # What a message says when a fallback changed the relaunch (domain/fallbacks.py): each is shown in full once.
+DEMO_STEPS = 2  # what the progress line on stderr counts: the strategies on the fleet, then the files
 FALLBACK_WORDS = ("InstancePreferences", "on on-demand instances", "whose quota has room")
 
 
@@ -103,7 +104,8 @@ def run_fleet_demo(out_dir: Path, say: Say = say_now, progress: TextIO | None = 
     for job in trace.jobs:
         say("  " + trace_line(trace, job))
     say("\nThe production handlers and adapters, on the in-process stand-in (moto + simulated SageMaker):")
-    report, outcomes, notifications = run_strategies(trace, progress)
+    shown = Progress("demo", steps=DEMO_STEPS, stream=progress) if progress is not None else None
+    report, outcomes, notifications = run_strategies(trace, shown)
     say("\nWhat happened to each job under trainguard (and when its work was done, against no guard):")
     unguarded = {o.job.name: o for o in outcomes["none"]}
     for outcome in outcomes["trainguard"]:
@@ -111,24 +113,29 @@ def run_fleet_demo(out_dir: Path, say: Say = say_now, progress: TextIO | None = 
         for line in job_story(trace, outcome, unguarded[outcome.job.name]):
             say("  " + line)
     say_messages(notifications, say)
+    if shown is not None:
+        shown.update(2, f"the timeline, the HTML report and the JSON report in {out_dir}/")
     written = write_files(out_dir, trace, report, outcomes, notifications)
+    if shown is not None:
+        shown.done(f"wrote {', '.join(written.values())}")
     say("\n" + render_summary({**report, "written": written}))
     say(f"the timeline: one row per job, no guard above trainguard. {TIMELINE_COLOURS}")
     return {"report": report, "notifications": notifications, "written": written}
 
 
 def run_strategies(
-    trace: Trace, progress: TextIO | None
+    trace: Trace, shown: Progress | None
 ) -> tuple[dict[str, Any], dict[str, list[JobOutcome]], list[dict[str, Any]]]:
-    """The trace under the anchors and trainguard (its fleet clock shown on `progress`): the report, each
-    strategy's outcomes, and the SNS messages trainguard published, as sent."""
+    """The trace under the anchors and trainguard (step 1 of the demo's progress, with trainguard's fleet clock):
+    the report, each strategy's outcomes, and the SNS messages trainguard published, as sent."""
     from trainguard_local.fleet.trainguard_strategy import TrainguardStrategy
 
-    shown = Progress("demo", steps=1, stream=progress) if progress is not None else None
+    if shown is not None:
+        shown.update(1, "the four other strategies on the fleet, then trainguard's run")
     guard = TrainguardStrategy(on_progress=shown.fleet_clock(1, "trainguard's run", trace.hours) if shown else None)
     report, outcomes = simulate_trace(trace, [*anchor_strategies(), guard])
     if shown is not None:
-        shown.done(f"trainguard's run: {trace.hours:g} h of fleet time done")
+        shown.done(f"step 1 of {DEMO_STEPS}: trainguard's run, {trace.hours:g} h of fleet time, done")
     assert guard.last_run is not None
     return report, outcomes, as_sent(guard.last_run.notifications)
 
