@@ -45,17 +45,3 @@ def test_an_anchors_outcomes_are_those_recorded(strategy):
     traces = [generate_trace(jobs, hours, seed) for jobs, hours, seed in TRACES]
     digest = hashlib.sha256("".join(outcomes_digest(strategy.run(trace)) for trace in traces).encode()).hexdigest()
     assert digest == RECORDED[strategy.name]
-
-
-@pytest.mark.parametrize("strategy", anchor_strategies(), ids=lambda s: s.name)
-def test_the_one_life_gives_every_job_the_old_lifes_outcome(strategy):
-    """Step 1 of the design note: the old life stays for one commit, to compare job by job."""
-    from trainguard_local.fleet.anchor_life import _JobLife
-    from trainguard_local.fleet.person import person_rng
-
-    for jobs, hours, seed in TRACES:
-        trace = generate_trace(jobs, hours, seed)
-        old = [
-            _JobLife(strategy, job, trace.fault_of(job.name), person_rng(seed, job.name)).run() for job in trace.jobs
-        ]
-        assert strategy.run(trace) == old
