@@ -12,12 +12,12 @@ from typing import Any
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard_local.fleet.anchor_rules import PARENT_RETRY_MINUTES, parent_retries
 from trainguard_local.fleet.model import ActionKind, State
+from trainguard_local.fleet.person import PERSON
 from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD
 from trainguard_local.fleet.trainguard_run.life_state import LifeState
 from trainguard_local.simulation.fault_table import USER_ERROR_KINDS, FaultKind
 from trainguard_local.simulation.kernel import Park, Sleep
 
-PERSON = "person"  # the actor of the person's detections and actions in a timeline
 QUOTA_WAIT_MARGIN_HOURS = 1.0
 Step = Generator[Sleep | Park, Any, str]
 TOLD = (  # trainguard's outcomes of a launch's end that tell someone

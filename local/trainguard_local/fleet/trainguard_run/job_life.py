@@ -25,6 +25,7 @@ from typing import Any
 
 from trainguard.domain.log_rhythm import FLOOR_MINUTES
 from trainguard_local.fleet.anchor_rules import CAPACITY_REFUSAL_MINUTES
+from trainguard_local.fleet.life import MAX_LAUNCHES
 from trainguard_local.fleet.model import State
 from trainguard_local.fleet.trainguard_run.checkpoint_sync import RUNTIME_ENDED, watch_checkpoints
 from trainguard_local.fleet.trainguard_run.endings import Step, after_end
@@ -38,7 +39,6 @@ from trainguard_local.simulation.kernel import Park, Sleep
 from trainguard_local.simulation.rhythm import phases
 from trainguard_local.simulation.trace import Fault, sync_failure
 
-_MAX_LAUNCHES = 100
 PHASE_MARGIN_MINUTES = 2.0  # a phase this much shorter than the limit gets a window all the same (minute ticks)
 CAPACITY_TEXT = FAILURE_TEXTS["capacity_error"][1][0]
 
@@ -57,13 +57,13 @@ class JobLife(LifeState):
 
     def run(self) -> Life:
         name = self.launch(self.job.name, "user")
-        for _ in range(_MAX_LAUNCHES):
+        for _ in range(MAX_LAUNCHES):
             self.tl.launch(new_job=True)
             self.name = name
             name = yield from self._run_launch()
             if self.tl.completed_at is not None:
                 return
-        raise RuntimeError(f"{self.job.name}: no completion after {_MAX_LAUNCHES} launches")
+        raise RuntimeError(f"{self.job.name}: no completion after {MAX_LAUNCHES} launches")
 
     def _run_launch(self) -> Step:
         """Run the launch `self.name` (created now) to its end; the next launch's name ('' when done)."""
