@@ -20,7 +20,7 @@ from trainguard_local.fleet.anchor_rules import (
     parent_retries,
     starts_on_an_alternative,
 )
-from trainguard_local.fleet.life import End, How, JobLife, QuotaWall, Steps
+from trainguard_local.fleet.life import End, How, JobLife, QuotaWall, Steps, Trained
 from trainguard_local.fleet.model import ActionKind, JobOutcome, JobTimeline
 from trainguard_local.fleet.person import PersonOnCall, person_rng
 from trainguard_local.simulation.clock import SimClock
@@ -86,8 +86,11 @@ class AnchorAnswers:
     def finds_capacity(self, life: JobLife) -> bool:
         return starts_on_an_alternative(self.job, life.capacity_fault)
 
-    def train(self, life: JobLife, progress: float, fault: Fault | None) -> Generator[Sleep | Park, Any, bool]:
-        return (yield from life.train_until(progress))
+    def started(self, life: JobLife) -> None:
+        """Nothing to drive: the timeline is the whole job."""
+
+    def train(self, life: JobLife, progress: float, fault: Fault | None) -> Generator[Sleep | Park, Any, Trained]:
+        return Trained.REACHED if (yield from life.train_until(progress)) else Trained.MAX_RUNTIME
 
     def sync_stopped(self, life: JobLife, fault: Fault) -> Generator[Sleep | Park, Any, bool]:
         """Nobody notices that its checkpoints stopped reaching S3: the job trains on."""
@@ -127,6 +130,9 @@ class AnchorAnswers:
             yield from life.person_relaunches(None, tl.now, response=response)
             return
         yield from life.hang_left_to_the_person(fault.kind, struck, response)
+
+    def ends(self, life: JobLife, how: How) -> None:
+        """Nothing to write: the timeline keeps the newest checkpoint."""
 
     def after_end(self, life: JobLife, end: End) -> Steps:
         assert end.kind is not None or end.how is How.MAX_RUNTIME

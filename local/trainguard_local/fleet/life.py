@@ -38,6 +38,14 @@ class How(Enum):
     MAX_RUNTIME = "stopped at MaxRuntime"
 
 
+class Trained(Enum):
+    """How a launch's training to a progress ended."""
+
+    REACHED = "reached it"
+    MAX_RUNTIME = "stopped by MaxRuntime first"
+    ENDED = "ended on the way, its end played by the strategy (a stop in a healthy silent phase)"
+
+
 @dataclass(frozen=True)
 class End:
     how: How
@@ -53,7 +61,13 @@ class QuotaWall:
     quota: str | None  # None: the relaunch's own name
     approval_hours: float
     refusal: str  # the refused relaunch's note
-    relaunch: str  # the relaunch's note after the increase
+    relaunch: str | None  # the relaunch's note after the increase (None: the note it has without the wall)
+
+
+def stops_checkpoint_sync(kind: FaultKind) -> bool:
+    """A fault after which the job trains on, not silent, and its checkpoints stop reaching S3."""
+    row = FAULT_TABLE[kind]
+    return row.ending is Ending.TRAINS_ON and not row.silent
 
 
 class LifeAnswers(Protocol):
@@ -63,13 +77,17 @@ class LifeAnswers(Protocol):
 
     def finds_capacity(self, life: JobLife) -> bool: ...
 
-    def train(self, life: JobLife, progress: float, fault: Fault | None) -> Generator[Sleep | Park, Any, bool]: ...
+    def started(self, life: JobLife) -> None: ...
+
+    def train(self, life: JobLife, progress: float, fault: Fault | None) -> Generator[Sleep | Park, Any, Trained]: ...
 
     def sync_stopped(self, life: JobLife, fault: Fault) -> Generator[Sleep | Park, Any, bool]: ...
 
     def silence(self, life: JobLife, fault: Fault) -> Generator[Sleep | Park, Any, bool]: ...
 
     def hang(self, life: JobLife, fault: Fault) -> Steps: ...
+
+    def ends(self, life: JobLife, how: How) -> None: ...
 
     def after_end(self, life: JobLife, end: End) -> Steps: ...
 
@@ -115,10 +133,13 @@ class JobLife:
             return
         yield Sleep(tl.now + self.job.startup_minutes / 60)
         tl.start()
+        self.answers.started(self)
         while True:
             fault = self.fault
-            if not (yield from self.answers.train(self, fault.at_work_hours if fault else self.job.work_hours, fault)):
+            trained = yield from self.answers.train(self, fault.at_work_hours if fault else self.job.work_hours, fault)
+            if trained is Trained.MAX_RUNTIME:
                 yield from self.stopped_at_max_runtime()
+            if trained is not Trained.REACHED:
                 return
             if fault is None:
                 tl.complete()
@@ -130,7 +151,7 @@ class JobLife:
     def _strike(self, fault: Fault) -> Generator[Sleep | Park, Any, bool]:
         """The fault strikes, as its row of the fault table says; True when the launch ended."""
         row = FAULT_TABLE[fault.kind]
-        if row.ending is Ending.TRAINS_ON and not row.silent:  # its checkpoints stop reaching S3
+        if stops_checkpoint_sync(fault.kind):
             self.tl.sync_stopped_after = fault.at_work_hours
             self.fault = sync_failure(fault)  # its hardware failure strikes later (a fault of its own)
             return (yield from self.answers.sync_stopped(self, fault))
@@ -180,26 +201,31 @@ class JobLife:
         yield from self.answers.after_end(self, End(How.REFUSED, FaultKind.CAPACITY_ERROR, tl.now))
 
     def fails(self, fault: Fault, struck: float) -> Steps:
+        self.answers.ends(self, How.FAILED)
         self.tl.lose_work_since_checkpoint()
         self.tl.struck(fault.kind, struck)
         yield from self.answers.after_end(self, End(How.FAILED, fault.kind, struck, fault))
 
     def _spot_interruption(self, fault: Fault) -> Steps:
         tl = self.tl
+        self.answers.ends(self, How.INTERRUPTED)
         tl.lose_work_since_checkpoint()  # the instances are reclaimed
         yield from self.wait(State.QUEUED, tl.now + fault.spot_wait_hours)  # Interrupted, until MaxWait
         tl.struck(fault.kind, tl.now)
         yield from self.answers.after_end(self, End(How.INTERRUPTED, fault.kind, tl.now))
 
     def stopped_at_max_runtime(self) -> Steps:
+        self.answers.ends(self, How.MAX_RUNTIME)
         self.tl.lose_work_since_checkpoint()
         yield from self.answers.after_end(self, End(How.MAX_RUNTIME, None, self.tl.now))
 
     # ---- who relaunches -----------------------------------------------------------------------------------
 
-    def parent_relaunches(self, kind: FaultKind, struck: float, actor: str) -> Steps:
-        """The job's parent (a pipeline's retry policy, a Batch queue) starts a new job by itself."""
-        yield from self.wait(State.FAILED, self.tl.now + PARENT_RETRY_MINUTES / 60)
+    def parent_relaunches(self, kind: FaultKind, struck: float, actor: str, *, since: float | None = None) -> Steps:
+        """The job's parent (a pipeline's retry policy, a Batch queue) starts a new job by itself, a minute after
+        `since` (default: the timeline's now)."""
+        since = self.tl.now if since is None else since
+        yield from self.wait(State.FAILED, since + PARENT_RETRY_MINUTES / 60)
         self.tl.detect(kind, struck, actor)
         self.tl.act(ActionKind.RELAUNCH, actor, note="a new job, by its own retry rules")
 
@@ -237,5 +263,5 @@ class JobLife:
             tl.act(ActionKind.QUOTA_REQUEST, PERSON, target=wall.quota)
             yield from self.wait(State.WAITING_FOR_QUOTA, tl.now + wall.approval_hours)
             yield from self.wait(State.WAITING_FOR_PERSON, tl.now + self.person.response_hours(self.rng))
-            note = wall.relaunch
+            note = wall.relaunch or note
         tl.act(ActionKind.RELAUNCH, PERSON, note=note)
