@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.trace import Fault, JobSpec
 
-PERSON, SAGEMAKER_RETRY, DEBUGGER_RULE, AWS_BATCH = "person", "sagemaker_retry", "debugger_rule", "aws_batch"
+SAGEMAKER_RETRY, DEBUGGER_RULE, AWS_BATCH = "sagemaker_retry", "debugger_rule", "aws_batch"
 CAPACITY_REFUSAL_MINUTES = 5.0  # a launch refused for capacity fails after this long, without instances (assumption)
 PARENT_RETRY_MINUTES = 1.0  # a parent's retry starts the new job this long after the failure (assumption)
 

@@ -11,6 +11,8 @@ import math
 import random
 from dataclasses import dataclass
 
+PERSON = "person"  # the actor of the person's detections and actions in a timeline
+
 
 @dataclass(frozen=True)
 class PersonOnCall:

@@ -3,7 +3,8 @@
 Not a model. The production handlers (`lambdas/trainguard/handlers`, each through `handle(event,
 ports)`) and adapters decide and act; only the endpoints and the clock differ (trainguard_run/world.py).
 The fleet's side (jobs train, fail, hang, fall silent; SageMaker, CloudWatch, the scheduler and
-Service Quotas answer) is driven event by event (trainguard_run/schedules.py, trainguard_run/job_life.py),
+Service Quotas answer) is driven event by event (trainguard_run/schedules.py; each job's life is the one every
+strategy plays, fleet/life.py, with trainguard's answers in trainguard_run/answers.py),
 and what happened is written into the fleet model's records, as the anchors' are.
 
 What is modelled rather than run:
@@ -34,7 +35,7 @@ from trainguard.domain.outcome import Outcome
 from trainguard_local.fleet.guard_cost import Deployment, UsageSummary, guard_cost
 from trainguard_local.fleet.model import JobOutcome
 from trainguard_local.fleet.person import PersonOnCall, person_rng
-from trainguard_local.fleet.trainguard_run.job_life import JobLife
+from trainguard_local.fleet.trainguard_run.answers import TrainguardAnswers
 from trainguard_local.fleet.trainguard_run.life_state import LifeSettings
 from trainguard_local.fleet.trainguard_run.schedules import QuotaChecks, Ticker
 from trainguard_local.fleet.trainguard_run.usage import Notification
@@ -110,7 +111,7 @@ class TrainguardStrategy:
                 self.person, config.stall_defaults, config.quota_wait_hours, self.healthy_silence_idle_gpu
             )
             lives = {
-                job.name: JobLife(
+                job.name: TrainguardAnswers(
                     job, person_rng(trace.seed, job.name), world, kernel, ticker, checks, settings
                 ).with_fault(trace.fault_of(job.name))
                 for job in trace.jobs
@@ -128,7 +129,7 @@ class TrainguardStrategy:
         return outcomes
 
     def _record(
-        self, record: RunRecord, world: FleetWorld, lives: dict[str, JobLife], outcomes: list[JobOutcome]
+        self, record: RunRecord, world: FleetWorld, lives: dict[str, TrainguardAnswers], outcomes: list[JobOutcome]
     ) -> None:
         record.calls = Counter(world.calls)
         record.guard_log = list(world.guard_log)
@@ -208,7 +209,7 @@ def initial_quota_values(trace: Trace) -> dict[str, float]:
     return values
 
 
-def _route(lives: dict[str, JobLife], call: GuardCall) -> None:
+def _route(lives: dict[str, TrainguardAnswers], call: GuardCall) -> None:
     life = lives.get(call.root)
     if life is not None:
         life.take(call)

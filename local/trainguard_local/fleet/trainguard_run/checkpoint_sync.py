@@ -17,6 +17,7 @@ from collections.abc import Generator
 from typing import Any
 
 from trainguard.domain.checkpoint_health import CHECK_EVERY_MINUTES, checked_now
+from trainguard_local.fleet.life import Trained
 from trainguard_local.fleet.trainguard_run.endings import person_relaunches, person_stops
 from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD
 from trainguard_local.fleet.trainguard_run.life_state import LifeState
@@ -24,23 +25,21 @@ from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.kernel import Park, Sleep
 from trainguard_local.simulation.trace import Fault
 
-RUNTIME_ENDED = "\0runtime ended"  # MaxRuntime stopped the job first
 WARNING_SUBJECT = "checkpoints have stopped reaching S3"
 
 
-def watch_checkpoints(life: LifeState, fault: Fault) -> Generator[Sleep | Park, Any, str]:
-    """From the sync's stop to trainguard's warning and the person's restart, or to the failure (the caller's
-    next fault). '' when the failure comes first, RUNTIME_ENDED, or the next launch's name."""
+def watch_checkpoints(life: LifeState, fault: Fault) -> Generator[Sleep | Park, Any, Trained]:
+    """From the sync's stop (the timeline knows it, fleet/life.py) to trainguard's warning and the person's
+    restart (ENDED), or to the failure, the job's next fault (REACHED: the job trains on to it), or MaxRuntime."""
     tl = life.tl
     stopped_at = tl.now
-    tl.sync_stopped_after = fault.at_work_hours
     failure = fault.fails_at_work_hours
     while not _warned(life):
         check = _next_check(life)
         if tl.progress + (check - tl.now) >= failure:
-            return ""
-        if not (yield from life.train_until(tl.progress + check - tl.now)):
-            return RUNTIME_ENDED
+            return Trained.REACHED
+        if not (yield from life.job_life.train_until(tl.progress + check - tl.now)):
+            return Trained.MAX_RUNTIME
         write_checkpoints(life)
         life.logs.deliver_until(tl.now)
         from trainguard.handlers import stall_prober
@@ -49,13 +48,14 @@ def watch_checkpoints(life: LifeState, fault: Fault) -> Generator[Sleep | Park, 
     tl.detect(FaultKind.CHECKPOINT_SYNC_STOPPED, stopped_at, TRAINGUARD)
     response = life.settings.person.response_hours(life.rng)
     if tl.progress + response >= failure:
-        return ""
-    if not (yield from life.train_until(tl.progress + response)):
-        return RUNTIME_ENDED
+        return Trained.REACHED
+    if not (yield from life.job_life.train_until(tl.progress + response)):
+        return Trained.MAX_RUNTIME
     person_stops(life, note="on trainguard's warning: checkpoints had stopped reaching S3")
     life.flush_guard_calls()
     tl.lose_work_since_checkpoint()
-    return (yield from person_relaunches(life, None, tl.now, struck_at=stopped_at, response=0.0))
+    yield from person_relaunches(life, None, tl.now, struck_at=stopped_at, response=0.0)
+    return Trained.ENDED
 
 
 def write_checkpoints(life: LifeState) -> None:

@@ -1,7 +1,8 @@
-"""What one trace job's life holds that its steps share: the job, the stand-in, the kernel, the timeline, the
-running launch and what the person did. `job_life.JobLife` drives it; the steps from a fault's strike
-(strikes.py), the steps after a launch's end (endings.py) and the stall windows (stall_windows.py) take it, so
-that none imports the life itself."""
+"""What one trace job's life under trainguard holds that its steps share: the job, the stand-in, the kernel, the
+timeline, the running launch and what the person did. The job's life itself is the one every strategy plays
+(fleet/life.py); trainguard's answers to it (answers.py), the steps from a hang's or a silence's strike
+(strikes.py), the steps after a launch's end (endings.py) and the stall windows (stall_windows.py) take this
+state, so that none imports the answers."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.stalls import StallThresholds
+from trainguard_local.fleet.life import JobLife
 from trainguard_local.fleet.model import JobTimeline, newest_checkpoint
 from trainguard_local.fleet.person import PersonOnCall
 from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD, GuardActions
@@ -36,7 +38,8 @@ class LifeSettings:
 
 
 class LifeState:
-    process: Life  # the life's own process on the kernel (set by JobLife)
+    job_life: JobLife  # the job's life on the kernel (fleet/life.py), whose questions this state answers
+    process: Life  # its process on the kernel, the one the ticker and the quota checks wake
 
     def __init__(
         self,
@@ -53,32 +56,24 @@ class LifeState:
         self.tl = JobTimeline(job, TRAINGUARD)
         self.guard_actions = GuardActions(self.tl, world.quotas, owned=bool(job.owner))
         self.name = ""  # the SageMaker job of the running launch
+        self.next_name = ""  # the SageMaker job of the next launch, once someone launched it
         self.training_since = 0.0
         self.end_kind: dict[str, FaultKind | None] = {}  # SageMaker job -> the fault its end came from
         self.hung: set[str] = set()  # SageMaker jobs hung when stopped
         self.person_launches = 0
         self.notes: list[str] = []  # what did not go as the drive expects (a refused launch, a stray state)
         self.modelled: list[str] = []  # where the drive fell back to a model, and why
-        self.quota_wall: tuple[str, float] | None = None  # (quota, approval hours): the trace's wall, standing
         self.logs = JobLogs(
             job, world, lambda: self.name
         )  # the running launch's log lines, delivered to the guard (job_logs.py)
 
-    def launch(self, name: str, actor: str) -> str:
+    def launch(self, name: str, actor: str) -> None:
         """A launch of the job named `name`, by the user or the person (trainguard's are its own)."""
         error = self.world.fleet.launch_spec(self.job, name, root=self.job.name)
         if error:
             self.notes.append(f"{actor}'s launch of {name} refused: {error}")
         self.world.pump()
-        return name
-
-    def train_until(self, progress: float) -> Generator[Sleep | Park, Any, bool]:
-        """Train to `progress` (hours of work), or until MaxRuntime stops the launch first (False)."""
-        tl = self.tl
-        hours = min(progress - tl.progress, max(tl.runtime_left, 0.0))
-        if hours > 0:
-            yield Sleep(tl.now + hours)
-        return tl.train_to(progress)
+        self.next_name = name
 
     def guard_limit_minutes(self) -> float | None:
         """The log-silence limit trainguard holds for the running launch now, read from its ledger the way

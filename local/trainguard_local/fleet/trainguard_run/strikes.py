@@ -1,13 +1,15 @@
-"""How a trace fault strikes a running launch under trainguard, as its row of the fault table says: the steps of
-the job's process (job_life.py) from the strike to the launch's end, each returning the next launch's name."""
+"""How a silent fault strikes a running launch under trainguard: a hang (an NCCL timeout's included) or a
+healthy silence waits in its stall window (stall_windows.py) for the guard's stop, or for the window's end.
+The other endings are the steps every strategy shares (fleet/life.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Generator
 from typing import Any
 
+from trainguard_local.fleet.life import Steps
 from trainguard_local.fleet.model import State
-from trainguard_local.fleet.trainguard_run.endings import Step, after_end, hang_left_to_the_person
+from trainguard_local.fleet.trainguard_run.endings import after_end, hang_left_to_the_person
 from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD
 from trainguard_local.fleet.trainguard_run.life_state import LifeState
 from trainguard_local.fleet.trainguard_run.schedules import StallWindow, StopNews
@@ -22,51 +24,9 @@ def failure_text(kind: FaultKind, fault: Fault) -> str:
     return fault.failure_reason or FAILURE_TEXTS[str(FAULT_TABLE[kind].failure_texts)][1][0]
 
 
-def strike(life: LifeState, fault: Fault, window: StallWindow | None) -> Generator[Sleep | Park, Any, str | None]:
-    """The fault strikes, as its row of the fault table says: the next launch's name, or None when the job
-    trains on (a healthy silence passed)."""
-    ending = FAULT_TABLE[fault.kind].ending
-    if ending is Ending.TRAINS_ON:
-        assert window is not None
-        return (yield from silent_but_healthy(life, fault, window))
-    if ending in (Ending.HANGS, Ending.FAILS_AFTER_HANG):
-        assert window is not None
-        return (yield from _hangs(life, fault, window))
-    if ending is Ending.INTERRUPTED:
-        return (yield from _spot_interruption(life, fault))
-    return (yield from _fails(life, fault, life.tl.now))
-
-
-def _fails(life: LifeState, fault: Fault, struck: float) -> Step:
-    tl = life.tl
-    life.write_checkpoint()
-    tl.lose_work_since_checkpoint()
-    tl.struck(fault.kind, struck)
-    life.end_kind[life.name] = fault.kind
-    if fault.kind is FaultKind.QUOTA_WALL:
-        quota = life.world.fleet.quota_wall(life.job, life.job.name, fault.quota_approval_hours)
-        life.quota_wall = (quota, fault.quota_approval_hours)
-        for kind, _ in life.job.fallback_types:  # the listed alternatives the trace gave no room now
-            if kind not in fault.alternatives_with_quota_room:
-                life.world.plane.short_alternatives.add((life.job.name, kind))
-    end = life.end_launch(life.world.plane.fail, failure_text(fault.kind, fault))
-    return (yield from after_end(life, end, fault.kind, struck, State.FAILED))
-
-
-def _spot_interruption(life: LifeState, fault: Fault) -> Step:
-    tl = life.tl
-    life.write_checkpoint()
-    tl.lose_work_since_checkpoint()  # the instances are reclaimed
-    life.drive(life.world.plane.interrupt_spot)
-    yield Sleep(tl.now + fault.spot_wait_hours)
-    tl.wait_until(State.QUEUED, life.kernel.now)  # Interrupted, until MaxWait
-    tl.struck(fault.kind, tl.now)
-    life.end_kind[life.name] = fault.kind
-    end = life.end_launch(life.world.plane.exceed_max_wait)
-    return (yield from after_end(life, end, fault.kind, tl.now, State.STOPPED))
-
-
-def _hangs(life: LifeState, fault: Fault, window: StallWindow) -> Step:
+def hangs(life: LifeState, fault: Fault, window: StallWindow) -> Steps:
+    """The launch hangs in its window until trainguard stops it, the NCCL watchdog fails it, or the window ends
+    (then the person stops it, or MaxRuntime does)."""
     tl, kind = life.tl, fault.kind
     struck = tl.now
     life.hung.add(life.name)
@@ -85,17 +45,18 @@ def _hangs(life: LifeState, fault: Fault, window: StallWindow) -> Step:
         tl.detect(kind, struck, TRAINGUARD)
         life.flush_guard_calls()
         tl.lose_work_since_checkpoint()
-        end = life.outcome_of(news.delivered)
-        return (yield from after_end(life, end, None, struck, State.STOPPED))
+        yield from after_end(life, life.outcome_of(news.delivered), None, struck, State.STOPPED)
+        return
     if nccl and life.kernel.now < runtime_end - 1e-9:  # the watchdog fails the job
-        return (yield from _fails(life, fault, struck))
+        yield from life.job_life.fails(fault, struck)
+        return
     if nccl:
         tl.struck(kind, struck)
-    return (yield from hang_left_to_the_person(life, kind, struck, runtime_end))
+    yield from hang_left_to_the_person(life, kind, struck, runtime_end)
 
 
-def silent_but_healthy(life: LifeState, fault: Fault, window: StallWindow) -> Generator[Sleep | Park, Any, str | None]:
-    """The job trains on, silent; None when the silence passed, else the next launch's name."""
+def silent_but_healthy(life: LifeState, fault: Fault, window: StallWindow) -> Generator[Sleep | Park, Any, bool]:
+    """The job trains on, silent; True when trainguard stopped it (a wrong stop), False when the silence passed."""
     tl = life.tl
     started = tl.now
     job_end = tl.now + (life.job.work_hours - tl.progress)
@@ -104,18 +65,10 @@ def silent_but_healthy(life: LifeState, fault: Fault, window: StallWindow) -> Ge
     life.ticker.close(window.job_name)
     tl.train_to(tl.progress + (life.kernel.now - tl.now))
     if not isinstance(news, StopNews):
-        return None
+        return False
     tl.detect(fault.kind, started, TRAINGUARD)
     life.flush_guard_calls()
     life.write_checkpoint(no_checkpoint_after=fault.at_work_hours)
     tl.lose_work_since_checkpoint(no_checkpoint_after=fault.at_work_hours)  # none is written while silent
-    end = life.outcome_of(news.delivered)
-    return (yield from after_end(life, end, None, started, State.STOPPED))
-
-
-def stopped_at_max_runtime(life: LifeState) -> Step:
-    life.write_checkpoint()
-    life.tl.lose_work_since_checkpoint()
-    life.end_kind[life.name] = None
-    end = life.end_launch(life.world.plane.exceed_max_runtime)
-    return (yield from after_end(life, end, None, life.tl.now, State.STOPPED))
+    yield from after_end(life, life.outcome_of(news.delivered), None, started, State.STOPPED)
+    return True
