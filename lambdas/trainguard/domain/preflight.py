@@ -86,4 +86,6 @@ def _check(name: str, values: Mapping[str, float | None], in_use: float, needed:
         return QuotaCheck(name, None, in_use, needed, True, f"no quota named '{name}' here: {what}")
     blocks = needed > value
     verdict = "blocks the launch" if blocks else "fits"
-    return QuotaCheck(name, value, in_use, needed, blocks, f"{what} = {format_value(needed)} against {format_value(value)}: {verdict}")
+    return QuotaCheck(
+        name, value, in_use, needed, blocks, f"{what} = {format_value(needed)} against {format_value(value)}: {verdict}"
+    )
