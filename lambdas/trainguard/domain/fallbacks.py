@@ -118,6 +118,7 @@ def _with_preferences(request: Mapping[str, Any], options: FallbackOptions, why:
         return None
     counts = {a.instance_type: a.count_for(own_count) for a in options.alternatives}
     plan = resource.pop("TrainingPlanArn", None)
+    counts[own_type] = own_count  # the job's own type at its own count, even when the tag lists it with another
     for preference in preferences:
         preference.setdefault("InstanceCount", counts.get(preference["InstanceType"], own_count))
         if plan and preference["InstanceType"] == own_type and not preference.get("TrainingPlanArns"):

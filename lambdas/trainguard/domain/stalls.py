@@ -51,13 +51,17 @@ def read_stall_thresholds(tags: Mapping[str, str], defaults: StallThresholds, ke
     """The job's thresholds: the defaults, overridden per job by tag. Bad values fall back and are reported."""
     problems: list[TagProblem] = []
     stall_key = keys.key("stall-minutes")
-    stall_minutes = read_int_tag(tags, stall_key, defaults.stall_minutes, 5, 1440, problems)
+    stall_minutes = read_int_tag(tags, stall_key, defaults.stall_minutes, 5, 1440, problems, " min")
     return StallThresholds(
         stall_minutes=stall_minutes,
-        gpu_idle_minutes=read_int_tag(tags, keys.key("gpu-idle-minutes"), defaults.gpu_idle_minutes, 5, 1440, problems),
-        gpu_idle_percent=read_int_tag(tags, keys.key("gpu-idle-percent"), defaults.gpu_idle_percent, 0, 50, problems),
+        gpu_idle_minutes=read_int_tag(
+            tags, keys.key("gpu-idle-minutes"), defaults.gpu_idle_minutes, 5, 1440, problems, " min"
+        ),
+        gpu_idle_percent=read_int_tag(
+            tags, keys.key("gpu-idle-percent"), defaults.gpu_idle_percent, 0, 50, problems, "%"
+        ),
         startup_grace_minutes=read_int_tag(
-            tags, keys.key("startup-grace-minutes"), defaults.startup_grace_minutes, 0, 720, problems
+            tags, keys.key("startup-grace-minutes"), defaults.startup_grace_minutes, 0, 720, problems, " min"
         ),
         problems=tuple(problems),
         stall_minutes_tagged=stall_key in tags and not any(p.key == stall_key for p in problems),

@@ -14,7 +14,6 @@ from trainguard.domain.fallback_options import (
     within_bounds,
 )
 from trainguard.domain.fallbacks import quota_fallback_request
-from trainguard.domain.messages import sentence
 from trainguard.domain.model import instances_of
 from trainguard.domain.policy import JobPolicy, parse_tag_list
 from trainguard.domain.preflight import PlannedLaunch
@@ -28,6 +27,7 @@ from trainguard.domain.quotas import (
     plan_quota_request,
     read_quota_error,
 )
+from trainguard.domain.wording import sentence
 from trainguard.workflows.function_ports import QuotaWallPorts
 from trainguard.workflows.launch_budget import give_back_launch_unit, take_launch_unit
 from trainguard.workflows.ports import LaunchRefused, NameTaken, QuotaRequestState
@@ -71,8 +71,8 @@ def meet_quota_wall(ports: QuotaWallPorts, blocked: BlockedLaunch, policy: JobPo
     read = read_quota_error(blocked.error_text)
     if read is None:
         return QuotaWallResult(
-            "ResourceLimitExceeded, but the message names no quota (for example the instance type is not "
-            "offered in this region): no increase can fix it, so trainguard requests nothing.",
+            "ResourceLimitExceeded, but the message names no quota, as when the instance type is not "
+            "offered in the region: no increase can fix it, so trainguard requests nothing.",
             is_quota=False,
         )
     demand = launch_demand(read, blocked.request)
