@@ -111,7 +111,8 @@ def compose_prober_notice(outcome: Outcome, region: str, now: datetime) -> Notif
         kind=kind,
         headline=headline,
         job_name=outcome.job_name,
-        happened=full_stop(outcome.reason),
+        # A stale checkpoint's reason is trainguard's clause; a stuck stop's starts with the job's name, kept as is.
+        happened=sentence(outcome.reason) if kind is MessageKind.CHECKPOINT_STALE else full_stop(outcome.reason),
         did=did,
         why=why,
         outcome=outcome.kind.value,

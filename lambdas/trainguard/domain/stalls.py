@@ -28,6 +28,7 @@ from trainguard.domain.log_rhythm import LogRhythm, SilenceLimit, lowered, silen
 from trainguard.domain.model import TrainingJob, instances_of
 from trainguard.domain.ownership import find_parent, owner_sentence
 from trainguard.domain.policy import JobPolicy, TagKeys, TagProblem, read_int_tag
+from trainguard.domain.quotas import format_value
 
 ALARM_PREFIX = "trainguard-stall-"
 
@@ -271,7 +272,8 @@ def _gpus_idle(evidence: StallEvidence, thresholds: StallThresholds) -> tuple[bo
     busiest = max(evidence.gpu_by_host.values())
     most = f" of a possible {100 * evidence.gpus_per_host}%" if evidence.gpus_per_host else ""
     text = (
-        f"the busiest host's GPUUtilization peaked at {busiest:g}%{most}, and idle is at or below {per_host_limit:g}%"
+        f"the busiest host's GPUUtilization peaked at {format_value(busiest)}%{most}, and idle is at or below "
+        f"{format_value(per_host_limit)}%"
     )
     return busiest <= per_host_limit, text
 
