@@ -230,6 +230,8 @@ class FakeNotifier:
     sent: list[Notification] = field(default_factory=list)
 
     def publish(self, notification: Notification) -> str:
+        # Every message trainguard sends is of a kind, so tests/unit/test_message_rules.py has a sample of it.
+        assert notification.kind is not None, f"a message of no MessageKind: {notification.subject}"
         self.sent.append(notification)
         return f"msg-{len(self.sent)}"
 

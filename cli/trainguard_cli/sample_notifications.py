@@ -23,14 +23,13 @@ from trainguard.domain.log_rhythm import LogRhythm
 from trainguard.domain.messages import (
     Notification,
     compose_job_end_notification,
-    compose_prober_notice,
     compose_quota_request_closed_notification,
-    compose_stall_notification,
 )
 from trainguard.domain.model import Category, Decision, TrainingJob
 from trainguard.domain.naming import retry_job_name
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.policy import JobPolicy, PolicyDefaults, TagKeys, read_job_policy
+from trainguard.domain.stall_messages import compose_prober_notice, compose_stall_notification
 from trainguard.domain.stalls import StallEvidence, StallSignal, StallThresholds, judge_stall, read_stall_thresholds
 from trainguard.domain.watched_job import WatchedJob, stuck_stopping_reason
 from trainguard.events.training_job import job_from_description

@@ -12,11 +12,15 @@ import pytest
 from tests.contracts.conftest import IMPLEMENTATIONS, REGION
 from tests.fakes import FakeNotifier
 from trainguard.adapters.notifier import Notifier
+from trainguard.domain.message_kinds import MessageKind
 from trainguard.domain.messages import Notification
 from trainguard.workflows.ports import NotifierPort
 
 FAILED = Notification(
-    "[trainguard] relaunched j", "What happened\n  It failed.", {"decision": "retry", "job_name": "j"}
+    "[trainguard] relaunched j",
+    "What happened\n  It failed.",
+    {"decision": "retry", "job_name": "j"},
+    kind=MessageKind.JOB_RELAUNCHED,
 )
 
 Published = tuple[str, str, dict[str, str]]  # subject, body, attributes

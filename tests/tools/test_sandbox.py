@@ -271,5 +271,5 @@ def test_every_time_the_sandbox_shows_is_past_and_a_checkpoint_age_is_what_the_j
     newest = max(datetime.fromisoformat(item["LastModified"]).timestamp() for item in own)
     assert described["TrainingEndTime"] - 10 * 60 <= newest <= described["TrainingEndTime"] <= wall
     message = sandbox.output().split(relaunched, 1)[1]
-    age = re.search(r"newest checkpoint is (\d+) (s|min|h \d+ min|d \d+ h) old", message)
+    age = re.search(r"[Nn]ewest checkpoint is (\d+) (s|min|h \d+ min|d \d+ h) old", message)
     assert age is not None and age[2] in ("s", "min") and int(age[1]) <= (10 if age[2] == "min" else 600), age

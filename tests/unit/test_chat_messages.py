@@ -14,6 +14,7 @@ from typing import Any
 
 from trainguard.domain.chat_messages import compose_chat_message
 from trainguard.domain.classification import Category
+from trainguard.domain.message_kinds import MessageKind
 from trainguard.domain.messages import Notification, compose_job_end_notification, compose_notification
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.naming import lineage_of
@@ -27,6 +28,7 @@ SCHEMA_METADATA = {"threadId", "summary", "eventType", "relatedResources", "addi
 
 def _stall_notification(job_name: str = "nccl-hang-retry2") -> Notification:
     return compose_notification(
+        kind=MessageKind.STALL_STOPPED,
         headline="stopped {job}: no logs for 30 minutes",
         job_name=job_name,
         happened="No log line for 30 minutes while the job was Training.",

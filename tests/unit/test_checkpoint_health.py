@@ -171,7 +171,7 @@ def test_a_relaunch_notice_gives_the_lineages_checkpoint_advice() -> None:
 
 @pytest.mark.parametrize(
     ("count", "truncated", "said"),
-    [(1, False, "(1 object in s3://ckpt/llama/)"), (2, False, "(2 objects in"), (1, True, "(1+ objects in")],
+    [(1, False, "; 1 object in s3://ckpt/llama/"), (2, False, "; 2 objects in"), (1, True, "; 1 object or more in")],
 )
 def test_the_checkpoint_line_counts_its_objects_in_words(count: int, truncated: bool, said: str) -> None:
     state = CheckpointState(URI, T0, count, listing_truncated=truncated)

@@ -54,7 +54,7 @@ def test_an_internal_error_is_relaunched_from_the_checkpoint_and_the_owners_are_
     assert "relaunched llama-pretrain" in message.subject
     assert "llama-pretrain-retry1" in message.body
     assert "internal error" in message.body.lower()
-    assert "newest checkpoint is 0 s old" in message.body
+    assert "Newest checkpoint is 0 s old" in message.body
     assert "console.aws.amazon.com/sagemaker" in message.body and "logsV2" in message.body
     assert message.attributes["decision"] == "retry"
     assert message.attributes["job_name"] == "llama-pretrain"
@@ -159,7 +159,7 @@ def test_the_retry_limit_of_a_lineage_stops_relaunches() -> None:
         {**OPTED_IN, "trainguard:root-job": "llama-pretrain", "trainguard:attempt": "3"},
     )
     outcome = handle_job_end(ports, "llama-pretrain-retry3")
-    assert outcome.kind is OutcomeKind.NOT_RELAUNCHED and "used its 3 relaunch" in outcome.reason
+    assert outcome.kind is OutcomeKind.NOT_RELAUNCHED and "used the 3 relaunches it may have" in outcome.reason
     assert ports.jobs.created == [] and len(ports.notifier.sent) == 1
 
 
@@ -193,7 +193,7 @@ def test_an_unlistable_prefix_still_relaunches_and_says_the_age_is_unknown() -> 
     ports.checkpoints.error = "AccessDenied: Access Denied"
     ports.jobs.add(described_job(), OPTED_IN)
     assert handle_job_end(ports, "llama-pretrain").kind is OutcomeKind.RELAUNCHED
-    assert "checkpoint age unknown" in ports.notifier.sent[0].body
+    assert "Checkpoint age unknown" in ports.notifier.sent[0].body
 
 
 def test_the_hourly_budget_caps_relaunches_account_wide() -> None:

@@ -121,7 +121,8 @@ def test_a_job_without_the_quota_action_only_tells() -> None:
     ports.jobs.refuse_with = LaunchRefused("ResourceLimitExceeded", WALL)
     ports.jobs.add(described_job(), {**OPTED_IN, "trainguard:actions": "retry"})
     outcome = handle_job_end(ports, "llama-pretrain")
-    assert outcome.kind is OutcomeKind.QUOTA_WALL and "dry run" in outcome.details["quota_summary"]
+    assert outcome.kind is OutcomeKind.QUOTA_WALL
+    assert "Dry run: trainguard does nothing" in outcome.details["quota_summary"]
     assert ports.quotas.requests == [] and ports.quota_ledger.waiting() == []
 
 

@@ -98,7 +98,8 @@ def test_the_request_is_usage_plus_delta_not_a_multiple_of_the_limit() -> None:
 def test_a_ceiling_caps_the_request_and_says_so() -> None:
     result = plan(ceilings={"ml.p4d.24xlarge for training job usage": 2})
     assert isinstance(result, QuotaRequestPlan)
-    assert result.desired_value == 2 and result.ceiling_applied and "cap bit" in result.reason
+    assert result.desired_value == 2 and result.ceiling_applied
+    assert "ceiling for this quota is 2 instances, so it asks for that much only" in result.reason
 
 
 def test_no_request_when_the_ceiling_is_already_reached() -> None:

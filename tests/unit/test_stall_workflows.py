@@ -140,7 +140,8 @@ def test_a_verified_stall_is_stopped_once_recorded_and_told() -> None:
     )
     [message] = ports.notifier.sent
     assert "stalled: stopped" in message.subject and "step 9000 loss 1.71" in message.body
-    assert "algo-1 800" in message.body and "newest checkpoint" in message.body
+    assert "algo-1: GPUUtilization peaked at 800% of a possible 800%" in message.body
+    assert "Newest checkpoint" in message.body
 
 
 def silent_for_40_minutes() -> FakePorts:

@@ -19,9 +19,10 @@ from hypothesis import strategies as st
 
 from trainguard.domain.chat_messages import compose_chat_message
 from trainguard.domain.checkpoints import CheckpointState
-from trainguard.domain.messages import Notification, compose_job_end_notification, compose_stall_notification
+from trainguard.domain.messages import Notification, compose_job_end_notification
 from trainguard.domain.model import Category, Decision, TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind
+from trainguard.domain.stall_messages import compose_stall_notification
 from trainguard.domain.stalls import StallEvidence, StallVerdict
 from trainguard.domain.user_text import as_markdown, shown, shown_on_one_line
 

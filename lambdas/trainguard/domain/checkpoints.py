@@ -35,14 +35,13 @@ class CheckpointState:
         if not self.configured:
             return "the job has no CheckpointConfig"
         if self.listing_error:
-            return f"checkpoint age unknown: {self.s3_uri} could not be listed ({self.listing_error})"
+            return f"checkpoint age unknown: {self.s3_uri} could not be listed: {self.listing_error}"
         if self.object_count == 0:
             return f"no checkpoint has been written to {self.s3_uri}"
         age = self.age(now)
-        more = "+" if self.listing_truncated else ""
-        objects = "object" if self.object_count == 1 and not more else "objects"
-        where = f"{self.object_count}{more} {objects} in {self.s3_uri}"
-        return f"newest checkpoint is {format_duration(age)} old ({where})"
+        objects = f"{self.object_count:,} {'object' if self.object_count == 1 else 'objects'}"
+        counted = f"{objects} or more" if self.listing_truncated else objects
+        return f"newest checkpoint is {format_duration(age)} old; {counted} in {self.s3_uri}"
 
 
 def format_duration(delta: timedelta | None) -> str:

@@ -118,6 +118,7 @@ def _with_preferences(request: Mapping[str, Any], options: FallbackOptions, why:
         return None
     counts = {a.instance_type: a.count_for(own_count) for a in options.alternatives}
     plan = resource.pop("TrainingPlanArn", None)
+    counts[own_type] = own_count  # the job's own type at its own count, even when the tag lists it with another
     for preference in preferences:
         preference.setdefault("InstanceCount", counts.get(preference["InstanceType"], own_count))
         if plan and preference["InstanceType"] == own_type and not preference.get("TrainingPlanArns"):
@@ -160,8 +161,9 @@ def _on_demand(request: Mapping[str, Any], job: JobFacts, options: FallbackOptio
     instance_type, count = instances_of(result.get("ResourceConfig"))
     cost = on_demand_cost_sentence(instance_type, count, job.billable_fraction)
     summary = (
-        f"The job has met {job.spot_failures} spot failure(s), the number its tag allows before on-demand, so the "
-        f"relaunch runs on on-demand instances ({count} x {instance_type}). {cost}"
+        f"The job has met {job.spot_failures} spot {'failure' if job.spot_failures == 1 else 'failures'}, the number "
+        f"its tag allows before on-demand, so the relaunch runs on on-demand instances: {count} x {instance_type}. "
+        f"{cost}"
     )
     with_types = (
         _with_preferences(result, options, "It may also use the alternatives its tag lists")

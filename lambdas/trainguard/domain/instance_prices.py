@@ -1,9 +1,14 @@
 """On-demand prices of SageMaker training instances, to say what a move from spot to on-demand costs.
 
-us-east-1 list prices per instance-hour. Two have a third-party source; the others come from public price
-tables that agree with each other, unconfirmed: recheck them at https://aws.amazon.com/sagemaker/ai/pricing/
-before quoting a dollar figure. A notification that uses one says it is a list price from this table; a type
-not listed gets no figure. The fleet simulator prices its jobs from the same table.
+us-east-1 list prices per instance-hour. None of them is confirmed: two have a third-party source, the others come
+from public price tables that agree with each other, and the official page
+(https://aws.amazon.com/sagemaker/ai/pricing/) was not readable from here. A notification never prints a price that
+is not `confirmed`: it says instead how much more on-demand costs than the job's own spot runs did, a ratio it reads
+from the job (messages are written by the rules in docs/operations.md). To let a price be printed, check it on the
+official page and set `confirmed` with the page and the date in `source`.
+
+The fleet simulator prices its jobs from the same table, as assumptions (local/trainguard_local/simulation/
+catalogue.py says so).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from dataclasses import dataclass
 class InstancePrice:
     per_instance_hour: float
     source: str
+    confirmed: bool = False  # checked on the official pricing page, named with its date in `source`
 
 
 _PUBLIC_TABLES = "public price tables, unconfirmed"
@@ -33,18 +39,29 @@ def on_demand_price(instance_type: str) -> InstancePrice | None:
     return ON_DEMAND_PRICES.get(instance_type)
 
 
-def on_demand_cost_sentence(instance_type: str, count: int, billable_fraction: float | None) -> str:
-    """What on-demand costs per hour more than the job's spot runs did, from the list price."""
-    price = on_demand_price(instance_type)
-    if price is None:
-        return f"trainguard has no list price for {instance_type}; on-demand costs more than spot."
-    hourly = price.per_instance_hour * count
-    text = f"On-demand costs ${hourly:,.2f}/h for {count} x {instance_type} "
-    text += f"(list price ${price.per_instance_hour:,.2f}/h, us-east-1, {price.source})"
+def on_demand_cost_sentence(
+    instance_type: str,
+    count: int,
+    billable_fraction: float | None,
+    prices: dict[str, InstancePrice] = ON_DEMAND_PRICES,
+) -> str:
+    """What on-demand costs against the job's spot runs: how many times as much, from the share of their training
+    time its spot runs were billed; and the list price, only when it is confirmed."""
     if billable_fraction is None:
-        return text + "; spot's saving on this job is not known, so the extra cost per hour is at most that."
-    extra = hourly * max(0.0, 1.0 - billable_fraction)
+        text = "How much spot saved on this job is not known, so neither is how much more on-demand costs."
+    elif billable_fraction <= 0:
+        text = "Its spot runs were billed for none of their training time; on-demand bills all of it."
+    else:
+        times = 1 / min(billable_fraction, 1.0)
+        text = (
+            f"Its spot runs were billed for {billable_fraction:.0%} of their training time. On-demand bills all of it, "
+            f"so it costs about {times:,.1f} times as much per hour of training."
+        )
+    price = prices.get(instance_type)
+    if price is None or not price.confirmed:
+        return text + f" trainguard has no confirmed list price for {instance_type}, so it gives no dollar figure."
+    hourly = price.per_instance_hour * count
     return (
-        text + f"; its spot runs were billed {billable_fraction:.0%} of their training time, so on-demand costs about "
-        f"${extra:,.2f}/h more."
+        text + f" At the list price of ${price.per_instance_hour:,.2f} per instance-hour in us-east-1, "
+        f"{count} x {instance_type} cost ${hourly:,.2f} per hour on demand. Source: {price.source}."
     )

@@ -24,6 +24,7 @@ from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.ownership import Parent, decide_for_owned_job, find_parent
 from trainguard.domain.policy import JobPolicy, TagKeys
 from trainguard.domain.request_builder import RelaunchImpossible, Shape, build_relaunch_request
+from trainguard.domain.wording import counted
 
 DELAYED_CATEGORIES = frozenset({Category.CAPACITY, Category.SPOT_INTERRUPTION})
 # Failures of a host or of the network between hosts: a relaunch may ask SageMaker to check the new hosts first
@@ -206,10 +207,13 @@ def _why_not_relaunched(
     keys: TagKeys,
 ) -> str:
     """What forbids any relaunch of this job ('' when nothing does): the lineage's limit, no checkpoint, the role."""
+    if lineage.attempt >= policy.max_retries == 0:
+        return "the job's retry limit is 0 relaunches; a person should look."
     if lineage.attempt >= policy.max_retries:
         return (
-            f"this lineage has used its {policy.max_retries} relaunch(es) "
-            f"({job.name} was attempt {lineage.attempt} of {lineage.root_job}); a person should look."
+            f"this lineage has used the {counted(policy.max_retries, 'relaunch', 'relaunches')} it may have: "
+            f"{job.name} came after {counted(lineage.attempt, 'relaunch', 'relaunches')} of {lineage.root_job}. "
+            "A person should look."
         )
     if not checkpoint.configured and not policy.restart_without_checkpoint:
         return (

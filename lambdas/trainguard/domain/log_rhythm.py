@@ -183,7 +183,8 @@ class SilenceLimit:
     rhythm_minutes: float = 0.0  # what the rhythm alone says (0: no gaps yet)
 
     def describe(self) -> str:
-        return f"{self.minutes:g} min ({self.reason})"
+        """The limit and where it comes from, without parentheses: a notification quotes it in its own."""
+        return f"{self.minutes:g} min, {self.reason}"
 
 
 def learned_minutes(rhythm: LogRhythm) -> float:
@@ -207,29 +208,31 @@ def silence_limit(
 ) -> SilenceLimit:
     """The log silence that makes a stall for this job now (see the module's docstring for the order)."""
     if tagged:
-        return SilenceLimit(fixed_minutes, LimitSource.TAG, f"the job's stall-minutes tag: {fixed_minutes:g} min")
+        return SilenceLimit(fixed_minutes, LimitSource.TAG, "set by the job's stall-minutes tag")
     raw = learned_minutes(rhythm)
     learned = min(CAP_MINUTES, max(FLOOR_MINUTES, round(raw, 1)))
     rhythm_text = _rhythm_text(rhythm)
     if PHASE_LINE.search(newest_line or ""):
         minutes = max(fixed_minutes, learned if raw else 0.0)
-        why = f"the newest line announces a long phase ({newest_line.strip()[:60]!r}): its grace is {minutes:g} min"
+        why = f"the grace of a long phase, which the newest log line announces: {newest_line.strip()[:60]!r}"
         return SilenceLimit(minutes, LimitSource.PHASE, why, raw)
     if not enough_rhythm(rhythm):
         if raw and learned > fixed_minutes:
-            why = f"raised from the fixed {fixed_minutes:g} min by the job's own gaps ({rhythm_text})"
+            why = f"raised from the fixed {fixed_minutes:g} min by the job's own gaps between log lines: {rhythm_text}"
             return SilenceLimit(learned, LimitSource.RAISED, why, raw)
         why = (
-            f"the fixed threshold: too little rhythm yet ({rhythm.gaps} gaps over "
-            f"{rhythm.observed_minutes:.0f} min; {MIN_GAPS} gaps and {learning_minutes(rhythm):g} min needed"
-            + ("" if rhythm.phase_lines else ", as the job has announced no phase")
-            + ")"
+            f"the fixed threshold: too little rhythm yet, {rhythm.gaps} gaps between log lines over "
+            f"{rhythm.observed_minutes:.0f} min of logs, where {MIN_GAPS} gaps over {learning_minutes(rhythm):g} min "
+            "are needed" + ("" if rhythm.phase_lines else " for a job that has announced no phase")
         )
         return SilenceLimit(fixed_minutes, LimitSource.FIXED, why, raw)
     if deferred and learned < fixed_minutes:
-        why = f"the fixed threshold: silent past its learned {learned:g} min with busy GPUs ({rhythm_text})"
+        why = (
+            f"the fixed threshold, as the job was silent past its learned {learned:g} min with busy GPUs; its rhythm: "
+            f"{rhythm_text}"
+        )
         return SilenceLimit(fixed_minutes, LimitSource.DEFERRED, why, raw)
-    bounds = " (the floor)" if learned == FLOOR_MINUTES else " (the cap)" if learned == CAP_MINUTES else ""
+    bounds = {FLOOR_MINUTES: ", which is the floor", CAP_MINUTES: ", which is the cap"}.get(learned, "")
     return SilenceLimit(learned, LimitSource.LEARNED, f"learned from the job's rhythm: {rhythm_text}{bounds}", raw)
 
 
@@ -238,7 +241,7 @@ def _rhythm_text(rhythm: LogRhythm) -> str:
         return format_duration(timedelta(seconds=seconds))
 
     return (
-        f"99% of {rhythm.gaps} gaps under {duration(rhythm.quantile_seconds(QUANTILE))}, the longest "
+        f"99% of its {rhythm.gaps} gaps were under {duration(rhythm.quantile_seconds(QUANTILE))}, the longest was "
         f"{duration(rhythm.longest_seconds)}, over {duration(rhythm.observed_minutes * 60)} of logs"
     )
 

@@ -10,10 +10,11 @@ from trainguard.domain.checkpoint_health import redo_sentence
 from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.console_links import Link, console_links
 from trainguard.domain.fallbacks import FallbackKind
+from trainguard.domain.message_kinds import MessageKind
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind
-from trainguard.domain.stalls import StallEvidence, StallVerdict
 from trainguard.domain.user_text import shown, shown_on_one_line
+from trainguard.domain.wording import full_stop, sentence
 
 # SNS Publish, Subject: "Subjects must be UTF-8 text with no line breaks or control characters, and less
 # than 100 characters long" (botocore 1.44 service model, sns Publish).
@@ -33,6 +34,7 @@ class Notification:
     body: str
     attributes: dict[str, str]
     links: tuple[Link, ...] = ()
+    kind: MessageKind | None = None  # which message this is (message_kinds.py); None for a hand-made one
 
 
 Section = tuple[str, Sequence[str]]  # a title, and its paragraphs
@@ -55,12 +57,37 @@ def render_body(sections: Sequence[Section], links: Sequence[Link], now: datetim
 
 
 _HEADLINES = {
-    OutcomeKind.RELAUNCHED: "relaunched {job}",
-    OutcomeKind.RELAUNCH_SCHEDULED: "relaunch of {job} scheduled",
-    OutcomeKind.NOT_RELAUNCHED: "{job} failed, not relaunched",
-    OutcomeKind.QUOTA_WALL: "{job} blocked by a quota",
-    OutcomeKind.NOTIFIED: "{job} ended: {category}, not retried",
+    MessageKind.JOB_RELAUNCHED: "relaunched {job}",
+    MessageKind.JOB_RELAUNCHED_WITH_PREFERENCES: "relaunched {job}",
+    MessageKind.JOB_RELAUNCHED_ON_NEXT_TYPE: "relaunched {job}",
+    MessageKind.JOB_RELAUNCHED_ON_DEMAND: "relaunched {job}",
+    MessageKind.JOB_RELAUNCHED_ON_QUOTA_ROOM: "relaunched {job}",
+    MessageKind.JOB_RELAUNCH_SCHEDULED: "relaunch of {job} scheduled",
+    MessageKind.JOB_NOT_RELAUNCHED: "{job} failed, not relaunched",
+    MessageKind.JOB_QUOTA_WALL: "{job} blocked by a quota",
+    MessageKind.JOB_NOT_RETRIED: "{job} ended: {category}, not retried",
+    MessageKind.JOB_LEFT_TO_OWNER: "{job} ended: {category}, left to its owner",
 }
+_RELAUNCHED_BY_FALLBACK = {
+    FallbackKind.INSTANCE_PREFERENCES.value: MessageKind.JOB_RELAUNCHED_WITH_PREFERENCES,
+    FallbackKind.NEXT_INSTANCE_TYPE.value: MessageKind.JOB_RELAUNCHED_ON_NEXT_TYPE,
+    FallbackKind.ON_DEMAND.value: MessageKind.JOB_RELAUNCHED_ON_DEMAND,
+    FallbackKind.QUOTA_ROOM.value: MessageKind.JOB_RELAUNCHED_ON_QUOTA_ROOM,
+}
+_JOB_END_KINDS = {
+    OutcomeKind.RELAUNCH_SCHEDULED: MessageKind.JOB_RELAUNCH_SCHEDULED,
+    OutcomeKind.NOT_RELAUNCHED: MessageKind.JOB_NOT_RELAUNCHED,
+    OutcomeKind.QUOTA_WALL: MessageKind.JOB_QUOTA_WALL,
+}
+
+
+def job_end_kind(outcome: Outcome) -> MessageKind:
+    """Which message a job's end makes: its owner's, a relaunch (by the fallback it took), or its outcome's."""
+    if outcome.details.get("owner"):
+        return MessageKind.JOB_LEFT_TO_OWNER
+    if outcome.kind is OutcomeKind.RELAUNCHED:
+        return _RELAUNCHED_BY_FALLBACK.get(str(outcome.details.get("fallback", "")), MessageKind.JOB_RELAUNCHED)
+    return _JOB_END_KINDS.get(outcome.kind, MessageKind.JOB_NOT_RETRIED)
 
 
 def compose_job_end_notification(
@@ -74,16 +101,10 @@ def compose_job_end_notification(
 ) -> Notification:
     """`advice`: the lineage's checkpoint advice (checkpoint_health.advise_lineage), told with a relaunch."""
     category = outcome.category or "unknown"
-    headline = _HEADLINES.get(outcome.kind, "{job}: {category}")
-    if outcome.details.get("owner"):
-        headline = "{job} ended: {category}, left to its owner"
-    subject = fit_subject("[trainguard] " + headline, job.name, category)
-
-    happened = [
-        f"Training job {job.name} ended with status {job.status}"
-        + (f" ({job.secondary_status})" if job.secondary_status else "")
-        + "."
-    ]
+    kind = job_end_kind(outcome)
+    subject = fit_subject("[trainguard] " + _HEADLINES[kind], job.name, category)
+    secondary = f", secondary status {job.secondary_status}" if job.secondary_status not in ("", job.status) else ""
+    happened = [f"Training job {job.name} ended with status {job.status}{secondary}."]
     if job.failure_reason:
         reason = job.failure_reason
         happened.append(
@@ -93,7 +114,7 @@ def compose_job_end_notification(
     sections: list[Section] = [("What happened", happened), ("What trainguard did", [_did(outcome)])]
     sections.append(("Why", [outcome.reason]))
     if checkpoint is not None:
-        told = [checkpoint.describe(now)]
+        told = [sentence(checkpoint.describe(now))]
         relaunching = outcome.kind in (OutcomeKind.RELAUNCHED, OutcomeKind.RELAUNCH_SCHEDULED)
         if relaunching and (redo := redo_sentence(checkpoint, now)):
             told.append(redo)
@@ -101,7 +122,7 @@ def compose_job_end_notification(
             told.append(f"Advice: {advice}.")
         sections.append(("Checkpoint", told))
     if tag_problems:
-        sections.append(("Tags that could not be read (defaults used) or followed", [f"- {p}" for p in tag_problems]))
+        sections.append(("Tags trainguard could not read or did not follow", [f"- {p}" for p in tag_problems]))
     links = console_links(region, job.name, new_job=outcome.new_job_name)
     attributes = {
         "event_type": EVENT_TYPE_JOB_ENDED,
@@ -110,7 +131,7 @@ def compose_job_end_notification(
         "outcome": outcome.kind.value,
         "category": category,
     }
-    return Notification(subject, render_body(sections, links, now), attributes, links)
+    return Notification(subject, render_body(sections, links, now), attributes, links, kind)
 
 
 QUOTA_ROOM = FallbackKind.QUOTA_ROOM.value
@@ -138,6 +159,7 @@ def _did(outcome: Outcome) -> str:
 
 def compose_notification(
     *,
+    kind: MessageKind,
     headline: str,
     job_name: str,
     happened: str,
@@ -164,101 +186,23 @@ def compose_notification(
         "category": category,
     }
     subject = fit_subject("[trainguard] " + headline, job_name, category)
-    return Notification(subject, render_body(body, links, now), attributes, links)
-
-
-def compose_stall_notification(
-    job_name: str,
-    signal: str,
-    verdict: StallVerdict,
-    evidence: StallEvidence,
-    checkpoint: CheckpointState,
-    did: str,
-    outcome: Outcome,
-    region: str,
-    now: datetime,
-) -> Notification:
-    """The message about a verified stall: what the evidence showed, and what was done about it."""
-    last = (
-        f"{evidence.last_log_time.strftime('%Y-%m-%d %H:%M:%S UTC')}: {evidence.last_log_line or '(empty)'}"
-        if evidence.last_log_time
-        else "no log line found"
-    )
-    gpus = ", ".join(f"{host.rsplit('/', 1)[-1]} {value:g}" for host, value in sorted(evidence.gpu_by_host.items()))
-    if verdict.act:
-        headline = "{job} stalled: stopped"
-    elif verdict.muted_by:
-        headline = "{job} stalled (alarm muted)"
-    else:
-        headline = "{job} stalled, left to its owner" if verdict.owner else "{job} stalled (dry run)"
-    limit = verdict.limit.describe() if verdict.limit else "not computed"
-    return compose_notification(
-        headline=headline,
-        job_name=job_name,
-        happened=f"{job_name} is InProgress but stalled ({signal}): {verdict.reason}.",
-        did=did,
-        why="A hung job bills every instance until MaxRuntimeInSeconds; trainguard stops a stall it has "
-        "verified on fresh evidence (the alarm is only the hint).",
-        outcome=outcome.kind.value,
-        decision=outcome.decision or "none",
-        category="stall",
-        event_type=EVENT_TYPE_STALL,
-        region=region,
-        now=now,
-        sections=(
-            ("Last log line", last),
-            ("Log-silence limit for this job", limit),
-            ("GPU peak per host over the idle window (100 per GPU)", gpus or "no GPU figures"),
-            ("Checkpoint", checkpoint.describe(now)),
-        ),
-    )
-
-
-# What the prober tells once and never acts on: (headline, what trainguard did, why it matters).
-_PROBER_NOTICES: dict[OutcomeKind, tuple[str, str, str]] = {
-    OutcomeKind.CHECKPOINT_STALE: (
-        "{job}: checkpoints have stopped reaching S3",
-        "Nothing to the job: it keeps training. trainguard tells you once for this checkpoint.",
-        "A job whose checkpoint sync has stopped loses all the work since its last checkpoint at its next "
-        "failure. Look at the job's checkpoint upload (the S3 prefix, the role's permissions, the local "
-        "checkpoint directory); a stop, or a relaunch from the newest checkpoint, starts the sync again.",
-    ),
-    OutcomeKind.STUCK_STOPPING: (
-        "{job} is stuck in Stopping",
-        "Nothing: it tells you once. Look at the job's logs and its S3 upload.",
-        "trainguard reports stops that have not finished after 30 minutes.",
-    ),
-}
-
-
-def compose_prober_notice(outcome: Outcome, region: str, now: datetime) -> Notification:
-    """The message about a stale checkpoint or a stuck stop (`outcome.kind`): told once, nothing done."""
-    headline, did, why = _PROBER_NOTICES[outcome.kind]
-    return compose_notification(
-        headline=headline,
-        job_name=outcome.job_name,
-        happened=outcome.reason.rstrip(".") + ".",
-        did=did,
-        why=why,
-        outcome=outcome.kind.value,
-        decision="notify",
-        region=region,
-        now=now,
-        category=outcome.kind.value,
-        event_type=EVENT_TYPE_STALL,
-    )
+    return Notification(subject, render_body(body, links, now), attributes, links, kind)
 
 
 def compose_quota_request_closed_notification(
     quota_name: str, desired_value: str, request_id: str, case_id: str, status: str, region: str, now: datetime
 ) -> Notification:
+    """`desired_value`: the instances asked for (trainguard files requests for instance counts only:
+    quotas.launch_demand)."""
+    approved = status == "APPROVED"
     return compose_notification(
+        kind=MessageKind.QUOTA_REQUEST_APPROVED if approved else MessageKind.QUOTA_REQUEST_NOT_APPROVED,
         headline=f"quota request {status.lower()}: {{job}}",
         job_name=quota_name,
-        happened=f"The request to raise '{quota_name}' to {desired_value} (request {request_id}, case "
-        f"{case_id or 'none'}) is {status}.",
+        happened=f"The request to raise '{quota_name}' to {desired_value} instances is {status}. "
+        f"Request {request_id}, support case {case_id or 'none'}.",
         did="It launches the jobs that waited for this quota at its next check."
-        if status == "APPROVED"
+        if approved
         else "It gives up the launches that waited for this quota, and tells you about each.",
         why="trainguard follows the quota requests it filed until AWS decides them.",
         outcome=f"quota-request-{status.lower()}",
@@ -274,12 +218,13 @@ def compose_waiting_launch_notification(
     """A launch that waited for a quota was made, or given up."""
     launched = outcome.kind is OutcomeKind.RELAUNCHED
     return compose_notification(
+        kind=MessageKind.WAITING_LAUNCH_LAUNCHED if launched else MessageKind.WAITING_LAUNCH_GIVEN_UP,
         headline="launched {job} after a quota wall" if launched else "{job} not launched after a quota wall",
         job_name=launch_name,
         happened=f"{launch_name} waited since {waited_since.strftime('%Y-%m-%d %H:%M UTC')} for the quota "
         f"'{quota_name}'.",
         did=f"Launched {launch_name}." if launched else "Did not launch it.",
-        why=outcome.reason,
+        why=full_stop(outcome.reason),
         outcome=outcome.kind.value,
         decision="quota",
         region=region,
@@ -300,7 +245,7 @@ def naming_the_account(notification: Notification, account: str, region: str) ->
         f"signed in to: switch to account {account} first."
     )
     attributes = {**notification.attributes, "account": account, "region": region}
-    return Notification(subject, f"{where}\n\n{notification.body}", attributes, notification.links)
+    return Notification(subject, f"{where}\n\n{notification.body}", attributes, notification.links, notification.kind)
 
 
 def fit_subject(template: str, job_name: str, category: str) -> str:

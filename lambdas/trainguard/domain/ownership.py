@@ -121,7 +121,7 @@ class Parent:
     marker: str  # what showed it: "tag sagemaker:pipeline-execution-arn=arn:...", "name prefix AWSBatch"
 
     def describe(self) -> str:
-        return f"{self.kind.name} ({self.marker})"
+        return f"{self.kind.name}, known by its {self.marker}"
 
 
 def find_parent(
@@ -168,8 +168,8 @@ def _short(value: str) -> str:
 def owner_sentence(parent: Parent) -> str:
     """The sentence a reason and a notification give: who owns the job, and what to use instead."""
     return (
-        f"The job belongs to {parent.describe()}, which runs and retries its own training jobs; trainguard never "
-        f"relaunches, stops or requests quotas for it, whatever its tags say. Use {parent.kind.own_retry}."
+        f"The job belongs to {parent.describe()}. That parent runs and retries its own training jobs; trainguard "
+        f"never relaunches, stops or requests quotas for it, whatever its tags say. Use {parent.kind.own_retry}."
     )
 
 

@@ -143,7 +143,9 @@ def read_job_policy(tags: Mapping[str, str], defaults: PolicyDefaults, keys: Tag
     problems: list[TagProblem] = []
     enabled, why_not = _read_enabled(tags, keys)
 
-    max_retries = read_int_tag(tags, keys.max_retries, defaults.max_retries, 0, MAX_RETRIES_CEILING, problems)
+    max_retries = read_int_tag(
+        tags, keys.max_retries, defaults.max_retries, 0, MAX_RETRIES_CEILING, problems, " relaunches"
+    )
 
     actions = DEFAULT_ACTIONS
     if keys.actions in tags:
@@ -209,16 +211,16 @@ def _parse_bool(raw: str) -> bool | None:
 
 
 def read_int_tag(
-    tags: Mapping[str, str], key: str, default: int, low: int, high: int, problems: list[TagProblem]
+    tags: Mapping[str, str], key: str, default: int, low: int, high: int, problems: list[TagProblem], unit: str
 ) -> int:
     """A whole number from `low` to `high` (plain ASCII digits); anything else falls back to `default`
-    and is reported in `problems`."""
+    and is reported in `problems`, with `unit` (" min", "%") after the figure."""
     if key not in tags:
         return default
     text = tags[key].strip()
     if re.fullmatch(r"[0-9]{1,6}", text) and low <= int(text) <= high:
         return int(text)
-    problems.append(TagProblem(key, tags[key], f"the default of {default}"))
+    problems.append(TagProblem(key, tags[key], f"the default of {default}{unit}"))
     return default
 
 

@@ -202,32 +202,32 @@ def plan_quota_request(
     `launch_instance_count` sizes the older wording, which gives no usage or delta."""
     current = demand.limit if current_value is None else current_value
     needed = demand.needed
-    how = "usage + request delta"
+    how = f"{instances(demand.usage or 0)} in use plus {instances(demand.delta or 0)} for this launch"
     if needed is None:
         if launch_instance_count is None:
             return NoQuotaRequest(
-                f"the message gives the limit of '{demand.quota_name}' ({format_value(demand.limit)}) "
+                f"the message gives the limit of '{demand.quota_name}', {instances(demand.limit)}, "
                 "but not the usage or the launch's size, so trainguard cannot size a request"
             )
         needed = demand.limit + launch_instance_count
-        how = "limit + the launch's instance count (the message gives no usage)"
+        how = f"the limit plus the launch's {instances(launch_instance_count)}, as the message gives no usage"
     needed = math.ceil(needed)
     if needed <= current:
         return NoQuotaRequest(
-            f"'{demand.quota_name}' is already {format_value(current)}, enough for this launch ({needed} needed); "
-            "the wall was usage by other jobs, which passes as they finish"
+            f"'{demand.quota_name}' is already {instances(current)}, enough for this launch, which needs "
+            f"{instances(needed)}. The wall was usage by other jobs, which passes as they finish"
         )
     ceiling = ceiling_for(ceilings, demand.quota_name, quota_code, default_ceiling)
     if ceiling <= current:
         return NoQuotaRequest(
-            f"'{demand.quota_name}' is {format_value(current)}, at or above trainguard's ceiling of "
-            f"{format_value(ceiling)} for it; a person must decide whether to ask for {needed}"
+            f"'{demand.quota_name}' is {instances(current)}, at or above trainguard's ceiling of "
+            f"{instances(ceiling)} for it. A person must decide whether to ask for {instances(needed)}"
         )
     desired = min(needed, ceiling)
     capped = desired < needed
-    reason = f"the launch needs {needed} ({how}); the quota is {format_value(current)}"
+    reason = f"the launch needs {instances(needed)}: {how}. The quota is {instances(current)}"
     if capped:
-        reason += f"; trainguard's ceiling for this quota is {format_value(ceiling)}, so it asks for that (the cap bit)"
+        reason += f". trainguard's ceiling for this quota is {instances(ceiling)}, so it asks for that much only"
     return QuotaRequestPlan(demand.quota_name, float(desired), capped, reason)
 
 
@@ -239,6 +239,12 @@ def _number(text: str | None) -> float | None:
     except ValueError:
         return None
     return value if math.isfinite(value) and value >= 0 else None
+
+
+def instances(value: float) -> str:
+    """A value of an instance quota, with its unit: trainguard files requests for instance counts only
+    (launch_demand), which Service Quotas and the ResourceLimitExceeded message count in Instances."""
+    return f"{format_value(value)} {'instance' if value == 1 else 'instances'}"
 
 
 def format_value(value: float) -> str:

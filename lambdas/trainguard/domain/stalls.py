@@ -28,6 +28,7 @@ from trainguard.domain.log_rhythm import LogRhythm, SilenceLimit, lowered, silen
 from trainguard.domain.model import TrainingJob, instances_of
 from trainguard.domain.ownership import find_parent, owner_sentence
 from trainguard.domain.policy import JobPolicy, TagKeys, TagProblem, read_int_tag
+from trainguard.domain.quotas import format_value
 
 ALARM_PREFIX = "trainguard-stall-"
 
@@ -51,13 +52,17 @@ def read_stall_thresholds(tags: Mapping[str, str], defaults: StallThresholds, ke
     """The job's thresholds: the defaults, overridden per job by tag. Bad values fall back and are reported."""
     problems: list[TagProblem] = []
     stall_key = keys.key("stall-minutes")
-    stall_minutes = read_int_tag(tags, stall_key, defaults.stall_minutes, 5, 1440, problems)
+    stall_minutes = read_int_tag(tags, stall_key, defaults.stall_minutes, 5, 1440, problems, " min")
     return StallThresholds(
         stall_minutes=stall_minutes,
-        gpu_idle_minutes=read_int_tag(tags, keys.key("gpu-idle-minutes"), defaults.gpu_idle_minutes, 5, 1440, problems),
-        gpu_idle_percent=read_int_tag(tags, keys.key("gpu-idle-percent"), defaults.gpu_idle_percent, 0, 50, problems),
+        gpu_idle_minutes=read_int_tag(
+            tags, keys.key("gpu-idle-minutes"), defaults.gpu_idle_minutes, 5, 1440, problems, " min"
+        ),
+        gpu_idle_percent=read_int_tag(
+            tags, keys.key("gpu-idle-percent"), defaults.gpu_idle_percent, 0, 50, problems, "%"
+        ),
         startup_grace_minutes=read_int_tag(
-            tags, keys.key("startup-grace-minutes"), defaults.startup_grace_minutes, 0, 720, problems
+            tags, keys.key("startup-grace-minutes"), defaults.startup_grace_minutes, 0, 720, problems, " min"
         ),
         problems=tuple(problems),
         stall_minutes_tagged=stall_key in tags and not any(p.key == stall_key for p in problems),
@@ -218,8 +223,8 @@ def judge_stall(
             idle, gpu_text = _gpus_idle(evidence, thresholds)
             if not idle:
                 why = (
-                    f"no new log line for {_minutes(silence)}, past the job's learned limit of {limit.describe()}, "
-                    f"but its GPUs are busy ({gpu_text}): a phase it has not shown before looks the same as a hung "
+                    f"no new log line for {_minutes(silence)}, past the job's learned limit of {limit.describe()}. "
+                    f"But its GPUs are busy: {gpu_text}. A phase it has not shown before looks the same as a hung "
                     f"collective, so this silence is judged at the fixed {thresholds.stall_minutes} min"
                 )
                 return StallVerdict(False, False, why, silence, limit=limit, defer=True)
@@ -228,23 +233,24 @@ def judge_stall(
             # Re-armed: the prober's view of the limit (the ledger's line and tags) may differ from this fresh one
             # (a line the Logs API returns first, a tag changed since); left in ALARM, the alarm would never fire again.
             return StallVerdict(False, False, why, silence, limit=limit, rearm=True)
-        reason = f"no new log line for {_minutes(silence)} (limit {limit.describe()})"
+        reason = f"no new log line for {_minutes(silence)}, past this job's log-silence limit of {limit.minutes:g} min"
     else:
         idle, gpu_text = _gpus_idle(evidence, thresholds)
         if not idle:
             return StallVerdict(
-                False, False, f"the GPUs are not idle now ({gpu_text}); not a stall", silence, limit=limit
+                False, False, f"the GPUs are not idle now, so not a stall: {gpu_text}", silence, limit=limit
             )
         needed = idle_gpu_silence_minutes(thresholds, limit)
         if silence < timedelta(minutes=needed):
             why = (
-                f"the GPUs are idle ({gpu_text}) but the job logged {_minutes(silence)} ago (with idle GPUs, "
-                f"{needed:g} min of silence make a stall for this job): a CPU phase, not a stall"
+                f"the GPUs are idle but the job logged {_minutes(silence)} ago: a CPU phase, not a stall. With idle "
+                f"GPUs, {needed:g} min of silence make a stall for this job. GPUs: {gpu_text}"
             )
             return StallVerdict(False, False, why, silence, limit=limit)
         reason = (
-            f"GPUs idle for {thresholds.gpu_idle_minutes} min ({gpu_text}) and no new log line for {_minutes(silence)} "
-            f"(with idle GPUs, {needed:g} min of silence make a stall; its log-silence limit is {limit.describe()})"
+            f"GPUs idle for {thresholds.gpu_idle_minutes} min and no new log line for {_minutes(silence)}. With idle "
+            f"GPUs, {needed:g} min of silence make a stall for this job; its log-silence limit is {limit.minutes:g} "
+            f"min. GPUs: {gpu_text}"
         )
     parent = find_parent(job_name=job.name, description=job.description, tags=job.tags)
     if parent is not None:
@@ -264,7 +270,11 @@ def _gpus_idle(evidence: StallEvidence, thresholds: StallThresholds) -> tuple[bo
         return False, "no GPU figures"
     per_host_limit = thresholds.gpu_idle_percent * (evidence.gpus_per_host or 1)
     busiest = max(evidence.gpu_by_host.values())
-    text = f"busiest host at {busiest:g} of {100 * (evidence.gpus_per_host or 1)}, idle at or below {per_host_limit:g}"
+    most = f" of a possible {100 * evidence.gpus_per_host}%" if evidence.gpus_per_host else ""
+    text = (
+        f"the busiest host's GPUUtilization peaked at {format_value(busiest)}%{most}, and idle is at or below "
+        f"{format_value(per_host_limit)}%"
+    )
     return busiest <= per_host_limit, text
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from trainguard.domain.classification import classify_text
 from trainguard.domain.cloudtrail_launch import rebuild_create_request
 from trainguard.domain.fallback_options import types_outside
+from trainguard.domain.message_kinds import MessageKind
 from trainguard.domain.messages import compose_notification
 from trainguard.domain.model import Category, Decision, TextSource
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
@@ -56,6 +57,7 @@ def _act(ports: FailedLaunchesPorts, launch: FailedLaunch, policy: JobPolicy) ->
     )
     ports.notifier.publish(
         compose_notification(
+            kind=MessageKind.LAUNCH_BLOCKED_BY_QUOTA if wall.is_quota else MessageKind.LAUNCH_REFUSED,
             headline="{job}: launch blocked by a quota" if wall.is_quota else "{job}: launch refused",
             job_name=launch.job_name,
             happened=f"CreateTrainingJob for {launch.job_name} failed with {launch.error_code}: {launch.error_message}",
@@ -79,6 +81,7 @@ def _left_to_parent(ports: FailedLaunchesPorts, launch: FailedLaunch, parent: Pa
     if kind is OutcomeKind.NOTIFIED:
         ports.notifier.publish(
             compose_notification(
+                kind=MessageKind.LAUNCH_LEFT_TO_OWNER,
                 headline="{job}: launch blocked, left to its owner",
                 job_name=launch.job_name,
                 happened=f"CreateTrainingJob for {launch.job_name} failed with {launch.error_code}: "

@@ -22,11 +22,12 @@ from trainguard.domain.quotas import (
     QuotaDemand,
     QuotaRequestPlan,
     WaitingLaunch,
-    format_value,
+    instances,
     launch_demand,
     plan_quota_request,
     read_quota_error,
 )
+from trainguard.domain.wording import sentence
 from trainguard.workflows.function_ports import QuotaWallPorts
 from trainguard.workflows.launch_budget import give_back_launch_unit, take_launch_unit
 from trainguard.workflows.ports import LaunchRefused, NameTaken, QuotaRequestState
@@ -70,8 +71,8 @@ def meet_quota_wall(ports: QuotaWallPorts, blocked: BlockedLaunch, policy: JobPo
     read = read_quota_error(blocked.error_text)
     if read is None:
         return QuotaWallResult(
-            "ResourceLimitExceeded, but the message names no quota (for example the instance type is not "
-            "offered in this region): no increase can fix it, so trainguard requests nothing.",
+            "ResourceLimitExceeded, but the message names no quota, as when the instance type is not "
+            "offered in the region: no increase can fix it, so trainguard requests nothing.",
             is_quota=False,
         )
     demand = launch_demand(read, blocked.request)
@@ -120,11 +121,11 @@ def _request_and_wait(
     launched = _launch_on_an_alternative(ports, blocked, policy)
     if not launched:
         _keep(ports, blocked, wait)
-    verb = "Found an open request for" if existing else "Requested"
+    verb = "Found an open request" if existing else "Requested an increase"
     summary = (
-        f"{verb} '{state.quota_name or demand.quota_name}' = {format_value(state.desired_value)} "
-        f"(request {state.request_id}, case {state.case_id or 'none yet'}, status {state.status}); {plan.reason}. "
-        f"{launched or _wait_sentence(blocked, wait)}"
+        f"{verb} of '{state.quota_name or demand.quota_name}' to {instances(state.desired_value)}. Request "
+        f"{state.request_id}, support case {state.case_id or 'none yet'}, status {state.status}. "
+        f"{sentence(plan.reason)} {launched or _wait_sentence(blocked, wait)}"
     )
     details = {**plan.as_dict(), "request_id": state.request_id, "case_id": state.case_id, "status": state.status}
     if launched:
@@ -133,25 +134,21 @@ def _request_and_wait(
 
 
 def _dry_run(ports: QuotaWallPorts, blocked: BlockedLaunch, plan: QuotaRequestPlan | NoQuotaRequest) -> QuotaWallResult:
-    would = (
-        f"ask for {format_value(plan.desired_value)} ({plan.reason})"
-        if isinstance(plan, QuotaRequestPlan)
-        else f"request nothing ({plan.reason})"
-    )
+    would = f"ask for {instances(plan.desired_value)}" if isinstance(plan, QuotaRequestPlan) else "request nothing"
     options = read_fallback_options(parse_tag_list(blocked.request.get("Tags")), ports.keys)
     bounded = within_bounds(options, blocked.request, blocked.launch_bounds(ports.config.launchable_instance_types))
     alternatives = bounded.alternatives
     meanwhile = (
-        " meanwhile it would launch on the first of "
+        ", launch meanwhile on the first of "
         + ", ".join(a.describe(_instance_count(blocked.request) or 1) for a in alternatives)
-        + " whose quota has room, and"
+        + " whose quota has room,"
         if alternatives
         else ""
     )
     not_followed = "".join(f" Not followed: {note}." for note in bounded.not_followed)
     return QuotaWallResult(
-        f"dry run: trainguard would {would} and{meanwhile} keep the launch until the quota allows it, but does "
-        f"nothing.{not_followed}",
+        f"Dry run: trainguard does nothing. It would {would}{meanwhile} and keep the launch until the quota allows "
+        f"it. {sentence(plan.reason)}{not_followed}",
         plan.as_dict() if isinstance(plan, QuotaRequestPlan) else None,
     )
 

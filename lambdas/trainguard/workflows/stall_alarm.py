@@ -14,10 +14,10 @@ from typing import Any
 from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.instance_types import gpus_per_host
 from trainguard.domain.log_rhythm import LogRhythm
-from trainguard.domain.messages import compose_stall_notification
 from trainguard.domain.model import Category, Decision, TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
 from trainguard.domain.policy import read_job_policy
+from trainguard.domain.stall_messages import compose_stall_notification
 from trainguard.domain.stalls import (
     StallEvidence,
     StallSignal,

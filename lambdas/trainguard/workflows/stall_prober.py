@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from trainguard.domain.checkpoint_health import checked_now, judge_checkpoints
-from trainguard.domain.messages import compose_prober_notice
 from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.stall_alarms import owned_alarm_job, plan_stall_alarms
+from trainguard.domain.stall_messages import compose_prober_notice
 from trainguard.domain.stalls import StallSignal, alarm_name, parse_alarm_name
 from trainguard.domain.watched_job import WatchedJob, is_stuck_stopping, log_silence_over_limit, stuck_stopping_reason
 from trainguard.workflows.function_ports import StallProberPorts
