@@ -44,7 +44,8 @@ def _loss(pattern: re.Pattern[str], text: str) -> float | None:
 # --- Megatron-LM: megatron/training/training.py (training_log; print_datetime), megatron/training/checkpointing.py
 # (save_checkpoint; load_checkpoint), NVIDIA/Megatron-LM at d98e8a64ddf34856e74b24714e3bedb2f5a39553. ---
 _MEGATRON_STEP = _pattern(r"(?<!Validation: )(?<!Testing: )\biteration\s{1,20}({STEP})/\s{0,20}[0-9]{1,15}\s{0,4}\|")
-_MEGATRON_LOSS = _pattern(r"\|\s{0,4}lm[ _]loss:\s{0,4}({NUMBER})\s{0,4}\|")  # NaN is left out of the line: `if avg >= 0`
+# A NaN loss is left out of the line (`if avg >= 0.0`): the step is read, the loss is not.
+_MEGATRON_LOSS = _pattern(r"\|\s{0,4}lm[ _]loss:\s{0,4}({NUMBER})\s{0,4}\|")
 _MEGATRON_MARKS = (
     (re.compile(r"\bsaving checkpoint at iteration\s"), _phase(Reader.MEGATRON, Phase.BEGIN, CHECKPOINT)),
     (re.compile(r"\bsuccessfully saved (?:local )?checkpoint (?:from|at) iteration\s"),
@@ -174,7 +175,9 @@ def _hugging_face(text: str) -> ProgressReading | None:
 # 7f0c3436cd3f6ad3753125672024fc415cbcb414. The default bar is RichProgressBar when `rich` is installed: to a log
 # that is no terminal it prints its final state only, when training ends. ---
 _LIGHTNING_CHECKPOINT = re.compile(r"\bEpoch [0-9]{1,9}, global step ([0-9]{1,15}): '[^']{1,256}' (reached|was not in)")
-_LIGHTNING_BAR = re.compile(r"^Epoch [0-9]{1,9}:\s{0,4}[0-9]{1,3}%\|[^|]{0,256}\|\s{0,8}[0-9]{1,15}/(?:[0-9]{1,15}|\?) \[")
+_LIGHTNING_BAR = re.compile(
+    r"^Epoch [0-9]{1,9}:\s{0,4}[0-9]{1,3}%\|[^|]{0,256}\|\s{0,8}[0-9]{1,15}/(?:[0-9]{1,15}|\?) \["
+)
 _LIGHTNING_LOSS = _pattern(r"[ ,](?:train_)?loss=({NUMBER})")
 
 

@@ -89,7 +89,7 @@ def read_step(text: str) -> int | None:
 
 
 def not_finite_name(value: float | None) -> str | None:
-    """"nan", "inf" or "-inf" for a value JSON cannot hold; None for a finite value or none."""
+    """ "nan", "inf" or "-inf" for a value JSON cannot hold; None for a finite value or none."""
     if value is None or math.isfinite(value):
         return None
     if math.isnan(value):

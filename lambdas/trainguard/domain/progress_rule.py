@@ -16,7 +16,8 @@ job's own regular expression would run on every line it prints: a template is co
 that are bounded by construction, so no value can make a line expensive to read. In a template:
 - `@step` is the step, a whole number (exactly once); `@loss` its loss, a number, NaN or an infinity (at most once);
 - `@any` is any text of up to ANY_CHARS characters (at most MAX_ANY times, always between two other parts);
-- a run of spaces matches one to 64 spaces or tabs; every other character matches itself.
+- a run of spaces matches one to 64 spaces or tabs (beside `@any`, nothing more than `@any`); every other character
+  matches itself.
 The template must hold a literal word of MIN_LITERAL characters, so that it cannot match every number in every line,
 and a placeholder must be followed by a literal character or end the template (`@step@loss` is ambiguous). A value
 that breaks a rule is refused with the reason, and the job is read as if it had no rule.
@@ -24,6 +25,7 @@ that breaks a rule is refused with the reason, and the job is read as if it had 
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -114,7 +116,9 @@ def compile_template(template: str) -> ProgressRule | str:
     if reason := _template_problem(tokens):
         return reason
     parts: list[list[str]] = [[]]
-    for token in tokens:
+    for index, token in enumerate(tokens):
+        if token.startswith(" ") and "@any" in tokens[max(index - 1, 0) : index + 2]:
+            continue  # a space beside @any: @any covers it
         if token == "@any":
             parts.append([f"[^\\n]{{0,{ANY_CHARS}}}?"])
         elif token in _PLACEHOLDERS:
@@ -141,7 +145,7 @@ def _template_problem(tokens: list[str]) -> str:
         return "@any must stand between two other parts"
     if not any(len(token) >= MIN_LITERAL for token in tokens if not token.startswith(("@", " "))):
         return f"it needs a literal word of at least {MIN_LITERAL} characters"
-    for before, after in zip(tokens, tokens[1:], strict=False):
+    for before, after in itertools.pairwise(tokens):
         if before.startswith("@") and after.startswith("@"):
             return f"{before} and {after} need a space or literal text between them"
     return ""
