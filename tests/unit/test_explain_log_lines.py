@@ -67,7 +67,7 @@ def test_text_gives_one_short_line_per_input_line(capsys: pytest.CaptureFixture[
     assert said[4] == "5: nothing" and said[5] == "6: step 12, loss nan (contract)"
 
 
-def test_the_jobs_tag_rule_applies_and_its_problems_are_told(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_the_tag_rule_applies_and_its_problems_are_told(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     log, tags = tmp_path / "job.log", tmp_path / "tags.json"
     log.write_text(LOG, encoding="utf-8")
     rule = [
