@@ -54,6 +54,18 @@ def read_text(value: str | None, path: Path | None) -> str | None:
     return value
 
 
+def read_text_as_written(path: Path) -> str:
+    """A UTF-8 file (or standard input, `-`) with its line ends as written: a carriage return is kept, not read as
+    a line end (a progress bar writes its states on one line, joined by carriage returns)."""
+    try:
+        raw = sys.stdin.buffer.read() if str(path) == STANDARD_INPUT else path.read_bytes()
+        return raw.decode("utf-8")
+    except FileNotFoundError:
+        raise UnusableInput(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise UnusableInput(f"{path}: cannot be read ({err})") from None
+
+
 def aws_session() -> Any:
     """A boto3 session in the region the environment names. boto3 reads AWS_DEFAULT_REGION and the profile's
     region, not AWS_REGION (botocore/configprovider.py: 'region' is ('region', 'AWS_DEFAULT_REGION', ...)),

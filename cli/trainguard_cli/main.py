@@ -13,6 +13,7 @@ from typing import Any
 from trainguard_cli.deploy_commands import add_deploy_commands
 from trainguard_cli.explain import explain_text
 from trainguard_cli.inputs import EXIT_NOT_FOUND, EXIT_UNUSABLE, NotFound, UnusableInput, read_text
+from trainguard_cli.log_lines import LineReadings, notes
 from trainguard_cli.operator_commands import add_operator_commands
 from trainguard_cli.preflight import add_preflight_command, preflight_text
 
@@ -38,6 +39,12 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_UNUSABLE
         raise
     answer, code = result if isinstance(result, tuple) else (result, 0)
+    if isinstance(answer, LineReadings):  # one answer per line of the log, in order
+        for note in notes(answer):
+            print(f"trainguard {args.command}: {note}", file=sys.stderr)
+        if answer.readings:
+            print(answer.as_json_lines() if args.json else answer.as_text())
+        return code
     if getattr(args, "json", True):
         json.dump(answer, sys.stdout, indent=2, sort_keys=True, default=str)
         sys.stdout.write("\n")
@@ -53,8 +60,9 @@ def _parser() -> argparse.ArgumentParser:
     explain = commands.add_parser(
         "explain",
         help="say what trainguard would do, offline",
-        description="Tell what trainguard would do with a failure, in words (--json: one JSON object). Makes no "
-        "AWS call. A text may come on the command line, from standard input (-) or from a file (--reason-file).",
+        description="Tell what trainguard would do with a failure, in words (--json: one JSON object), or what it "
+        "reads from a job's log lines (--log-lines). Makes no AWS call. A text may come on the command line, from "
+        "standard input (-) or from a file (--reason-file).",
     )
     source = explain.add_mutually_exclusive_group(required=True)
     source.add_argument(
@@ -82,8 +90,18 @@ def _parser() -> argparse.ArgumentParser:
     source.add_argument(
         "--describe", type=Path, metavar="FILE", help="a DescribeTrainingJob response as the AWS CLI prints it"
     )
+    source.add_argument(
+        "--log-lines",
+        type=Path,
+        metavar="FILE",
+        help="a job's log (- reads standard input): what trainguard reads from each line, a step, its loss, a phase "
+        "or a start (--json: one JSON object per line); with --tags, the job's progress rule too",
+    )
     explain.add_argument(
-        "--tags", type=Path, metavar="FILE", help="a ListTags response (JSON file), with --describe or --describe-job"
+        "--tags",
+        type=Path,
+        metavar="FILE",
+        help="a ListTags response (JSON file), with --describe, --describe-job or --log-lines",
     )
     explain.add_argument(
         "--describe-job",
@@ -126,7 +144,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _run_explain(args: argparse.Namespace) -> dict[str, Any]:
+def _run_explain(args: argparse.Namespace) -> dict[str, Any] | LineReadings:
     from trainguard.adapters.service_model import create_training_job_shape
     from trainguard.config import GuardConfig
     from trainguard.domain.job_end import RelaunchSettings
@@ -136,6 +154,8 @@ def _run_explain(args: argparse.Namespace) -> dict[str, Any]:
     from trainguard.events.training_job import MalformedInput, job_from_description
     from trainguard_cli.explain import explain_job, explain_reason
 
+    if args.log_lines is not None:
+        return _explain_log_lines(args)
     if (reason := read_text(args.reason, args.reason_file)) is not None:
         return explain_reason(reason, TextSource.SAGEMAKER, quota_ceiling=args.quota_ceiling)
     if (api_error := read_text(args.api_error, args.api_error_file)) is not None:
@@ -172,6 +192,15 @@ def _run_explain(args: argparse.Namespace) -> dict[str, Any]:
     if args.allow_role is None:
         answer["notes"] = ["the execution role was not checked against passable_role_arns (use --allow-role)"]
     return answer
+
+
+def _explain_log_lines(args: argparse.Namespace) -> LineReadings:
+    from trainguard.domain.policy import TagKeys
+    from trainguard_cli.inputs import read_text_as_written
+    from trainguard_cli.log_lines import explain_log_lines
+
+    tags = _read_tags(args.tags) if args.tags else None
+    return explain_log_lines(read_text_as_written(args.log_lines), tags, TagKeys(args.tag_prefix))
 
 
 def _explain_failed_launch(args: argparse.Namespace, event: Any) -> dict[str, Any]:

@@ -70,6 +70,19 @@ class TagKeys:
     def on_demand_after(self) -> str:
         return self.key("on-demand-after")
 
+    # The job's own progress rule (domain/progress_rule.py).
+    @property
+    def progress_pattern(self) -> str:
+        return self.key("progress-pattern")
+
+    @property
+    def progress_interval_seconds(self) -> str:
+        return self.key("progress-interval-seconds")
+
+    @property
+    def progress_start_seconds(self) -> str:
+        return self.key("progress-start-seconds")
+
     # Lineage tags, written by trainguard on every relaunch.
     @property
     def root_job(self) -> str:
