@@ -26,17 +26,17 @@ CHAT_TOPIC_OUTPUT = "ChatTopicArn"
 PENDING = "PendingConfirmation"  # ListSubscriptionsByTopic's SubscriptionArn of an unconfirmed subscription
 TEST_NOTIFICATION_KEYS = """JSON keys (stable): topic_arn, chat_topic_arn ("" when none), region,
   subscriptions: {confirmed, pending} (null when they could not be listed),
-  published: [{kind, subject, message_id}]"""
+  published: [{kind, subject, message_id}] (kind: the message's kind, as --kind names it)"""
 UNINSTALL_KEYS = (
     "JSON keys (stable): region, found, deleted, remaining (alarm names; exit 1 when any remains after a deletion)"
 )
 
 
 TEST_ABOUT = (
-    "Publish a sample of each message trainguard sends to the deployed topic, marked as a test (subject "
-    "'[trainguard TEST] ...', message attribute test=true), so that you see what reaches your subscribers before the "
-    "first real failure does. The topic comes from the stack's output NotificationTopicArn, or --topic-arn. Nothing "
-    "happens to any training job."
+    "Publish a sample of each kind of message trainguard sends to the deployed topic, marked as a test (subject "
+    "'[trainguard TEST] ...', message attributes test=true and kind=<its kind>), so that you see what reaches your "
+    "subscribers before the first real failure does. The topic comes from the stack's output NotificationTopicArn, "
+    "or --topic-arn. Nothing happens to any training job."
 )
 UNINSTALL_ABOUT = (
     "Delete every stall alarm trainguard made for a job (trainguard-stall-* and trainguard-gpu-part-*) in this account "
@@ -51,8 +51,14 @@ def add_deploy_commands(commands: Any) -> None:
     test = add_command(commands, "test-notification", summary, TEST_ABOUT, keys, run, render, ())
     test.add_argument("--stack", default=DEFAULT_STACK, help=f"the deployed stack's name (default: {DEFAULT_STACK})")
     test.add_argument("--topic-arn", metavar="ARN", help="publish to this topic instead of the stack's")
-    kinds = sorted(SAMPLES)
-    test.add_argument("--kind", action="append", choices=kinds, help="only this message kind; repeat it (default: all)")
+    kinds = [kind.value for kind in SAMPLES]
+    test.add_argument(
+        "--kind",
+        action="append",
+        choices=kinds,
+        metavar="KIND",
+        help=f"only this message kind, one of {', '.join(kinds)}; repeat it (default: all {len(kinds)})",
+    )
     summary = "delete the per-job stall alarms `cdk destroy` leaves behind"
     uninstall = add_command(
         commands, "uninstall-alarms", summary, UNINSTALL_ABOUT, UNINSTALL_KEYS, run_uninstall_alarms, uninstall_text, ()
@@ -95,6 +101,7 @@ def subscription_counts(sns: Any, topic_arn: str) -> dict[str, int] | None:
 
 def run_test_notification(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from trainguard.adapters.notifier import Notifier
+    from trainguard.domain.message_kinds import MessageKind
     from trainguard_cli.sample_notifications import sample_notifications
 
     session = aws_session()
@@ -105,12 +112,12 @@ def run_test_notification(args: argparse.Namespace) -> tuple[dict[str, Any], int
     sns = session.client("sns")
     subscriptions = subscription_counts(sns, topic_arn)
     notifier = Notifier(sns, topic_arn, chat_topic_arn)
-    samples = sample_notifications(session.region_name, datetime.now(UTC))
+    kinds = [MessageKind(kind) for kind in args.kind] if args.kind else None
+    samples = sample_notifications(session.region_name, datetime.now(UTC), kinds)
     published = []
-    for kind in args.kind or list(samples):
-        notification = samples[kind]
+    for kind, notification in samples.items():
         message_id = notifier.publish(notification)
-        published.append({"kind": kind, "subject": notification.subject, "message_id": message_id})
+        published.append({"kind": kind.value, "subject": notification.subject, "message_id": message_id})
     answer = {
         "topic_arn": topic_arn,
         "chat_topic_arn": chat_topic_arn,
@@ -125,7 +132,8 @@ def test_notification_text(answer: dict[str, Any]) -> str:
     lines = [f"Published {len(answer['published'])} test notifications to {answer['topic_arn']}"]
     if answer["chat_topic_arn"]:
         lines[0] += f" (and their chat copies to {answer['chat_topic_arn']})"
-    lines += [f"  {p['kind']:<24} {p['subject']}" for p in answer["published"]]
+    width = max((len(p["kind"]) for p in answer["published"]), default=0)
+    lines += [f"  {p['kind']:<{width}}  {p['subject']}" for p in answer["published"]]
     counts = answer["subscriptions"]
     if counts is None:
         lines.append("Its subscriptions could not be listed (sns:ListSubscriptionsByTopic was refused).")

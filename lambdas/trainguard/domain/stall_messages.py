@@ -122,3 +122,29 @@ def compose_prober_notice(outcome: Outcome, region: str, now: datetime) -> Notif
         category=outcome.kind.value,
         event_type=EVENT_TYPE_STALL,
     )
+
+
+def what_was_done(verdict: StallVerdict, stopped: bool, muted_until: datetime | None) -> tuple[str, OutcomeKind]:
+    """The message's "What trainguard did" for a stall verdict, and the outcome's kind: `stopped` when the stop
+    trainguard asked for is under way (workflows/stall_alarm.py; `trainguard test-notification` renders its
+    samples with this too)."""
+    if verdict.act:
+        did = (
+            "Stopped it (StopTrainingJob). When it has stopped, trainguard relaunches it from its last checkpoint, "
+            "within the job's retry limit and the hourly budget."
+            if stopped
+            else "Nothing: the job had already left InProgress when trainguard tried to stop it."
+        )
+        return did, OutcomeKind.STALL_STOPPED
+    if verdict.owner:
+        did = f"Nothing: the job belongs to {verdict.owner}. It keeps running, and billing: stop it there."
+        return did, OutcomeKind.STALL_FOUND
+    if verdict.muted_by and muted_until is not None:
+        did = (
+            f"Nothing: the alarm is muted by {verdict.muted_by} until {muted_until.strftime('%Y-%m-%d %H:%M UTC')}. "
+            "The job keeps running, and billing. When the mute ends, trainguard sets the alarm back to OK; if the "
+            "job is still stalled then, it is stopped as usual."
+        )
+        return did, OutcomeKind.STALL_FOUND
+    did = "Nothing: the job is in dry run (its actions do not include stop). It keeps running, and billing."
+    return did, OutcomeKind.STALL_FOUND

@@ -7,12 +7,14 @@ from __future__ import annotations
 from trainguard.domain.classification import classify_text
 from trainguard.domain.cloudtrail_launch import rebuild_create_request
 from trainguard.domain.fallback_options import types_outside
-from trainguard.domain.message_kinds import MessageKind
-from trainguard.domain.messages import compose_notification
 from trainguard.domain.model import Category, Decision, TextSource
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
 from trainguard.domain.ownership import Parent, decide_for_owned_job, find_parent, trainguard_mark
 from trainguard.domain.policy import JobPolicy, read_job_policy
+from trainguard.domain.quota_messages import (
+    compose_blocked_launch_notification,
+    compose_launch_left_to_owner_notification,
+)
 from trainguard.domain.request_builder import RelaunchImpossible
 from trainguard.events.cloudtrail import FailedLaunch
 from trainguard.workflows.function_ports import FailedLaunchesPorts
@@ -56,17 +58,8 @@ def _act(ports: FailedLaunchesPorts, launch: FailedLaunch, policy: JobPolicy) ->
         {"quota_summary": wall.summary, "quota_request": wall.quota_request},
     )
     ports.notifier.publish(
-        compose_notification(
-            kind=MessageKind.LAUNCH_BLOCKED_BY_QUOTA if wall.is_quota else MessageKind.LAUNCH_REFUSED,
-            headline="{job}: launch blocked by a quota" if wall.is_quota else "{job}: launch refused",
-            job_name=launch.job_name,
-            happened=f"CreateTrainingJob for {launch.job_name} failed with {launch.error_code}: {launch.error_message}",
-            did=wall.summary,
-            why="The job is tagged to be guarded by trainguard; the launch's own tags opted it in.",
-            outcome=kind.value,
-            decision=Decision.QUOTA if wall.is_quota else Decision.NOTIFY,
-            region=ports.region,
-            now=ports.clock(),
+        compose_blocked_launch_notification(
+            launch.job_name, launch.error_code, launch.error_message, wall, ports.region, ports.clock()
         )
     )
     return outcome
@@ -80,18 +73,14 @@ def _left_to_parent(ports: FailedLaunchesPorts, launch: FailedLaunch, parent: Pa
     outcome = Outcome(kind, launch.job_name, reason, decision, reading.category, "", {"owner": parent.describe()})
     if kind is OutcomeKind.NOTIFIED:
         ports.notifier.publish(
-            compose_notification(
-                kind=MessageKind.LAUNCH_LEFT_TO_OWNER,
-                headline="{job}: launch blocked, left to its owner",
-                job_name=launch.job_name,
-                happened=f"CreateTrainingJob for {launch.job_name} failed with {launch.error_code}: "
-                f"{launch.error_message}",
-                did=f"Nothing: the launch belongs to {parent.describe()}; no quota request, no launch later.",
-                why=reason,
-                outcome=kind.value,
-                decision=decision.value,
-                region=ports.region,
-                now=ports.clock(),
+            compose_launch_left_to_owner_notification(
+                launch.job_name,
+                launch.error_code,
+                launch.error_message,
+                parent.describe(),
+                reason,
+                ports.region,
+                ports.clock(),
             )
         )
     return outcome

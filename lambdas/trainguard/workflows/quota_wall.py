@@ -17,17 +17,26 @@ from trainguard.domain.fallbacks import quota_fallback_request
 from trainguard.domain.model import instances_of
 from trainguard.domain.policy import JobPolicy, parse_tag_list
 from trainguard.domain.preflight import PlannedLaunch
+from trainguard.domain.quota_messages import (
+    NOT_A_QUOTA,
+    QuotaWallResult,
+    dry_run_summary,
+    increase_requested,
+    launched_on_alternative,
+    no_increase_needed,
+    no_increase_possible,
+    no_such_quota,
+    wait_sentence,
+)
 from trainguard.domain.quotas import (
     NoQuotaRequest,
     QuotaDemand,
     QuotaRequestPlan,
     WaitingLaunch,
-    instances,
     launch_demand,
     plan_quota_request,
     read_quota_error,
 )
-from trainguard.domain.wording import sentence
 from trainguard.workflows.function_ports import QuotaWallPorts
 from trainguard.workflows.launch_budget import give_back_launch_unit, take_launch_unit
 from trainguard.workflows.ports import LaunchRefused, NameTaken, QuotaRequestState
@@ -53,34 +62,18 @@ class BlockedLaunch:
         return self.bounds or LaunchBounds.of_a_first_launch(launchable, self.request)
 
 
-@dataclass(frozen=True)
-class QuotaWallResult:
-    """What was done about the wall: `summary` is the sentence for the notification."""
-
-    summary: str
-    quota_request: dict[str, Any] | None = None
-    waiting: bool = False
-    is_quota: bool = True
-    # The sentence that says it launched meanwhile on an alternative whose quota has room ("" when it did not).
-    launched_on: str = ""
-
-
 def meet_quota_wall(ports: QuotaWallPorts, blocked: BlockedLaunch, policy: JobPolicy) -> QuotaWallResult:
     """`blocked.error_text` is the error AWS returned to the launch (never a FailureReason: quotas.py)."""
     now = ports.clock()
     read = read_quota_error(blocked.error_text)
     if read is None:
-        return QuotaWallResult(
-            "ResourceLimitExceeded, but the message names no quota, as when the instance type is not "
-            "offered in the region: no increase can fix it, so trainguard requests nothing.",
-            is_quota=False,
-        )
+        return QuotaWallResult(NOT_A_QUOTA, is_quota=False)
     demand = launch_demand(read, blocked.request)
     if isinstance(demand, NoQuotaRequest):
-        return QuotaWallResult(f"No increase requested: {demand.reason}; a person must decide.")
+        return QuotaWallResult(no_increase_possible(demand.reason))
     quota = ports.quotas.find(demand.quota_name)
     if quota is None:
-        return QuotaWallResult(f"Service Quotas has no SageMaker quota named '{demand.quota_name}'; nothing requested.")
+        return QuotaWallResult(no_such_quota(demand.quota_name))
     plan = plan_quota_request(
         demand,
         current_value=ports.quotas.current_value(quota.code),
@@ -95,11 +88,9 @@ def meet_quota_wall(ports: QuotaWallPorts, blocked: BlockedLaunch, policy: JobPo
     if isinstance(plan, NoQuotaRequest):
         launched = _launch_on_an_alternative(ports, blocked, policy)
         if launched:
-            return QuotaWallResult(f"No increase requested: {plan.reason}. {launched}", None, False, True, launched)
+            return QuotaWallResult(no_increase_needed(plan.reason, launched), None, False, True, launched)
         _keep(ports, blocked, wait)
-        return QuotaWallResult(
-            f"No increase requested: {plan.reason}. {_wait_sentence(blocked, wait)}", None, _can_wait(blocked)
-        )
+        return QuotaWallResult(no_increase_needed(plan.reason, _wait_sentence(blocked, wait)), None, _can_wait(blocked))
     return _request_and_wait(ports, blocked, demand, plan, quota.code, policy, wait)
 
 
@@ -121,11 +112,15 @@ def _request_and_wait(
     launched = _launch_on_an_alternative(ports, blocked, policy)
     if not launched:
         _keep(ports, blocked, wait)
-    verb = "Found an open request" if existing else "Requested an increase"
-    summary = (
-        f"{verb} of '{state.quota_name or demand.quota_name}' to {instances(state.desired_value)}. Request "
-        f"{state.request_id}, support case {state.case_id or 'none yet'}, status {state.status}. "
-        f"{sentence(plan.reason)} {launched or _wait_sentence(blocked, wait)}"
+    summary = increase_requested(
+        found_open=existing is not None,
+        quota_name=state.quota_name or demand.quota_name,
+        desired_value=state.desired_value,
+        request_id=state.request_id,
+        case_id=state.case_id,
+        status=state.status,
+        plan_reason=plan.reason,
+        then=launched or _wait_sentence(blocked, wait),
     )
     details = {**plan.as_dict(), "request_id": state.request_id, "case_id": state.case_id, "status": state.status}
     if launched:
@@ -134,21 +129,12 @@ def _request_and_wait(
 
 
 def _dry_run(ports: QuotaWallPorts, blocked: BlockedLaunch, plan: QuotaRequestPlan | NoQuotaRequest) -> QuotaWallResult:
-    would = f"ask for {instances(plan.desired_value)}" if isinstance(plan, QuotaRequestPlan) else "request nothing"
     options = read_fallback_options(parse_tag_list(blocked.request.get("Tags")), ports.keys)
     bounded = within_bounds(options, blocked.request, blocked.launch_bounds(ports.config.launchable_instance_types))
-    alternatives = bounded.alternatives
-    meanwhile = (
-        ", launch meanwhile on the first of "
-        + ", ".join(a.describe(_instance_count(blocked.request) or 1) for a in alternatives)
-        + " whose quota has room,"
-        if alternatives
-        else ""
-    )
-    not_followed = "".join(f" Not followed: {note}." for note in bounded.not_followed)
+    alternatives = [a.describe(_instance_count(blocked.request) or 1) for a in bounded.alternatives]
+    would_ask_for = plan.desired_value if isinstance(plan, QuotaRequestPlan) else None
     return QuotaWallResult(
-        f"Dry run: trainguard does nothing. It would {would}{meanwhile} and keep the launch until the quota allows "
-        f"it. {sentence(plan.reason)}{not_followed}",
+        dry_run_summary(would_ask_for, alternatives, plan.reason, bounded.not_followed),
         plan.as_dict() if isinstance(plan, QuotaRequestPlan) else None,
     )
 
@@ -196,11 +182,7 @@ def _first_alternative_with_room(ports: QuotaWallPorts, blocked: BlockedLaunch, 
             return ""
         except NameTaken:
             return ""
-        return (
-            f"Meanwhile trainguard launched {blocked.job_name} on {alternative.describe(own_count)}, an alternative "
-            "the job's tag lists whose quota has room; the request stays open, and its approval launches no second "
-            "copy."
-        )
+        return launched_on_alternative(blocked.job_name, alternative.describe(own_count))
     return ""
 
 
@@ -270,12 +252,7 @@ def _waiting(ports: QuotaWallPorts, blocked: BlockedLaunch, demand: QuotaDemand,
 
 
 def _wait_sentence(blocked: BlockedLaunch, wait: WaitingLaunch) -> str:
-    if blocked.not_launchable:
-        return f"trainguard will not launch {wait.job_name} itself: {blocked.not_launchable}"
-    return (
-        f"trainguard will launch {wait.job_name} when the quota allows it, "
-        f"until {wait.give_up_at.strftime('%Y-%m-%d %H:%M UTC')}."
-    )
+    return wait_sentence(wait.job_name, wait.give_up_at, blocked.not_launchable)
 
 
 def _instance_count(request: dict[str, Any]) -> int | None:

@@ -8,9 +8,16 @@ from trainguard.domain.messages import (
     compose_quota_request_closed_notification,
     compose_waiting_launch_notification,
 )
-from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.policy import parse_tag_list
+from trainguard.domain.quota_messages import (
+    given_up,
+    launch_refused,
+    now_allowed,
+    request_ended,
+    waited_until,
+    waiting_launch_outcome,
+)
 from trainguard.domain.quotas import (
     WaitingLaunch,
     WaitVerdict,
@@ -83,8 +90,7 @@ def _launch(ports: QuotaWatchPorts, waiting: WaitingLaunch, now: datetime) -> Ou
             why_not = _why_not_now(ports, waiting)
             outcome: Outcome | None
             if why_not:  # given up: told once, recorded, and the entry removed below; never launched
-                why_not = f"trainguard gave up the launch: {why_not}"
-                outcome = _told(ports, waiting, OutcomeKind.NOT_RELAUNCHED, why_not, now)
+                outcome = _told(ports, waiting, OutcomeKind.NOT_RELAUNCHED, given_up(why_not), now)
             else:
                 outcome = _attempt(ports, waiting, now)
             if outcome is None:
@@ -124,19 +130,16 @@ def _create(ports: QuotaWatchPorts, waiting: WaitingLaunch, now: datetime) -> Ou
         if refused.code == QUOTA_ERROR_CODE:
             ask_for_what_is_still_missing(ports, refused.message, waiting.request)
             return None
-        return _told(ports, waiting, OutcomeKind.NOT_RELAUNCHED, f"SageMaker refused the launch: {refused}", now)
+        return _told(ports, waiting, OutcomeKind.NOT_RELAUNCHED, launch_refused(str(refused)), now)
     except NameTaken as taken:
         return _told(ports, waiting, OutcomeKind.NOT_RELAUNCHED, str(taken), now)
     if waiting.origin == "relaunch":  # created now or by an earlier check that died before this write
         ports.ledger.record_lineage(waiting.lineage_root, waiting.attempt, waiting.job_name, waiting.blocked_job, now)
-    return _told(ports, waiting, OutcomeKind.RELAUNCHED, f"the quota '{waiting.quota_name}' now allows it", now)
+    return _told(ports, waiting, OutcomeKind.RELAUNCHED, now_allowed(waiting.quota_name), now)
 
 
 def _told(ports: QuotaWatchPorts, waiting: WaitingLaunch, kind: OutcomeKind, why: str, now: datetime) -> Outcome:
-    launched = kind is OutcomeKind.RELAUNCHED
-    outcome = Outcome(
-        kind, waiting.blocked_job, why, Decision.QUOTA, Category.QUOTA, waiting.job_name if launched else ""
-    )
+    outcome = waiting_launch_outcome(waiting, kind, why)
     ports.notifier.publish(
         compose_waiting_launch_notification(
             waiting.job_name, waiting.quota_name, waiting.since, outcome, ports.region, now
@@ -150,12 +153,11 @@ def _give_up(
 ) -> Outcome:
     """No lease: giving up twice tells twice and records the same outcome, and launches nothing."""
     if verdict is WaitVerdict.EXPIRE:
-        why = f"it waited until {waiting.give_up_at.strftime('%Y-%m-%d %H:%M UTC')} (setting quota_wait_hours)"
+        why = waited_until(waiting.give_up_at)
     else:
-        status = request.status if request else "closed"
-        why = f"the quota request for '{waiting.quota_name}' ended {status}"
+        why = request_ended(waiting.quota_name, request.status if request else "closed")
     now = ports.clock()
-    outcome = _told(ports, waiting, OutcomeKind.NOT_RELAUNCHED, f"trainguard gave up the launch: {why}", now)
+    outcome = _told(ports, waiting, OutcomeKind.NOT_RELAUNCHED, given_up(why), now)
     ports.ledger.finish_step(waiting.job_name, STEP, outcome, now)
     ports.quota_ledger.remove_waiting(waiting.job_name)
     return outcome

@@ -19,8 +19,15 @@ from trainguard.domain.job_end import (
 )
 from trainguard.domain.lineage import lineage_root_to_describe, lineage_start
 from trainguard.domain.model import TextSource, TrainingJob
-from trainguard.domain.outcome import Outcome, OutcomeKind
+from trainguard.domain.outcome import Outcome
 from trainguard.domain.quotas import read_quota_error
+from trainguard.domain.relaunch_outcomes import (
+    not_relaunched,
+    quota_wall_met,
+    relaunch_refused,
+    relaunch_scheduled,
+    relaunched,
+)
 from trainguard.workflows.function_ports import EndedJobPorts, JobEventsPorts
 from trainguard.workflows.launch_budget import budget_spent, kept_if_launched, take_launch_unit
 from trainguard.workflows.ports import LaunchRefused, NameTaken, fresh
@@ -71,7 +78,7 @@ def planned_within_budget(
     unit when its schedule fires: scheduled_relaunch.py); or the outcome that says why not."""
     plan = plan_for(ports, ended, checkpoint, now)
     if isinstance(plan, Refusal):
-        return _not_relaunched(ended.assessment, plan.reason, plan.would_be_job_name, plan.would_send)
+        return not_relaunched(ended.assessment, plan.reason, plan.would_be_job_name, plan.would_send)
     return plan if plan.delay else within_budget(ports, ended, plan, now)
 
 
@@ -82,7 +89,7 @@ def within_budget(ports: EndedJobPorts, ended: EndedJob, plan: RelaunchPlan, now
         # and finds the budget spent, still finishes the work of a delivery that created the relaunch and died
         # before the ledger write (launch() finds the job), rather than record "not relaunched" beside it.
         return plan
-    return _not_relaunched(ended.assessment, budget_spent(ports), plan.new_job_name)
+    return not_relaunched(ended.assessment, budget_spent(ports), plan.new_job_name)
 
 
 def _launched_before(ports: EndedJobPorts, job: TrainingJob, plan: RelaunchPlan) -> bool:
@@ -107,17 +114,7 @@ def _relaunch_as_planned(ports: JobEventsPorts, ended: EndedJob, plan: RelaunchP
     if plan.delay:
         launch_at = now + plan.delay
         schedule = ports.scheduler.schedule_relaunch(job.name, launch_at, assessment.reason)
-        return assessment.outcome(
-            OutcomeKind.RELAUNCH_SCHEDULED,
-            new_job_name=plan.new_job_name,
-            details={
-                "launch_at": launch_at.strftime("%Y-%m-%d %H:%M UTC"),
-                "schedule": schedule,
-                "attempt": plan.lineage.attempt,
-                "root_job": plan.lineage.root_job,
-                **fallback_details(plan),
-            },
-        )
+        return relaunch_scheduled(assessment, plan, launch_at, schedule)
     return launch(ports, ended, plan, now)
 
 
@@ -134,33 +131,12 @@ def launch(ports: EndedJobPorts, ended: EndedJob, plan: RelaunchPlan, now: datet
             if wall.is_quota:
                 return quota_wall_outcome(ports, assessment, plan, wall, now)
         reading = classify_text(str(refused), TextSource.API_ERROR)
-        return _not_relaunched(
-            assessment,
-            f"SageMaker refused the relaunch {plan.new_job_name}: {refused} ({reading.category.value}: "
-            f"{reading.reason})",
-            plan.new_job_name,
-        )
+        return not_relaunched(assessment, relaunch_refused(plan.new_job_name, str(refused), reading), plan.new_job_name)
     except NameTaken as taken:
-        return _not_relaunched(assessment, str(taken), plan.new_job_name)
+        return not_relaunched(assessment, str(taken), plan.new_job_name)
     # Also when an earlier delivery created the job and died before this write: `trainguard history` reads it.
     ports.ledger.record_lineage(plan.lineage.root_job, plan.lineage.attempt, plan.new_job_name, job.name, now)
-    return assessment.outcome(
-        OutcomeKind.RELAUNCHED,
-        new_job_name=plan.new_job_name,
-        details={
-            "attempt": plan.lineage.attempt,
-            "root_job": plan.lineage.root_job,
-            "launch": result.value,
-            "dropped_fields": list(plan.dropped_fields),
-            **fallback_details(plan),
-        },
-    )
-
-
-def fallback_details(plan: RelaunchPlan) -> dict[str, Any]:
-    if plan.fallback is None:
-        return {}
-    return {"fallback": plan.fallback.kind.value, "fallback_summary": plan.fallback.summary}
+    return relaunched(assessment, plan, result.value, plan.dropped_fields)
 
 
 def _without_the_short_type(plan: RelaunchPlan, refused: LaunchRefused) -> RelaunchPlan | None:
@@ -190,34 +166,8 @@ def blocked_relaunch(plan: RelaunchPlan, error_text: str) -> BlockedLaunch:
 def quota_wall_outcome(
     ports: EndedJobPorts, assessment: Assessment, plan: RelaunchPlan, wall: QuotaWallResult, now: datetime
 ) -> Outcome:
-    details = {"quota_summary": wall.summary, "quota_request": wall.quota_request, "waiting": wall.waiting}
     if wall.launched_on:  # relaunched meanwhile on an alternative whose quota has room
         ports.ledger.record_lineage(
             plan.lineage.root_job, plan.lineage.attempt, plan.new_job_name, plan.failed_job, now
         )
-        return assessment.outcome(
-            OutcomeKind.RELAUNCHED,
-            f"{assessment.reason} A quota blocks the relaunch as it was.",
-            plan.new_job_name,
-            {
-                **details,
-                "attempt": plan.lineage.attempt,
-                "root_job": plan.lineage.root_job,
-                "fallback": FallbackKind.QUOTA_ROOM.value,
-                "fallback_summary": wall.summary,
-            },
-        )
-    return assessment.outcome(
-        OutcomeKind.QUOTA_WALL, f"{assessment.reason} A quota blocks the relaunch.", plan.new_job_name, details
-    )
-
-
-def _not_relaunched(
-    assessment: Assessment, why_not: str, would_be: str, would_send: dict[str, Any] | None = None
-) -> Outcome:
-    details: dict[str, Any] = {"would_be_job_name": would_be} if would_be else {}
-    if would_send is not None:
-        details["would_send"] = would_send
-    return assessment.outcome(
-        OutcomeKind.NOT_RELAUNCHED, f"{assessment.reason} Not relaunched: {why_not}", details=details
-    )
+    return quota_wall_met(assessment, plan, wall)

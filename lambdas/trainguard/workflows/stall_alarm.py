@@ -17,7 +17,7 @@ from trainguard.domain.log_rhythm import LogRhythm
 from trainguard.domain.model import Category, Decision, TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
 from trainguard.domain.policy import read_job_policy
-from trainguard.domain.stall_messages import compose_stall_notification
+from trainguard.domain.stall_messages import compose_stall_notification, what_was_done
 from trainguard.domain.stalls import (
     StallEvidence,
     StallSignal,
@@ -160,28 +160,3 @@ def _act(
         )
     )
     return outcome
-
-
-def what_was_done(verdict: StallVerdict, stopped: bool, muted_until: datetime | None) -> tuple[str, OutcomeKind]:
-    """The message's "What trainguard did" for a stall verdict, and the outcome's kind: `stopped` when the stop
-    trainguard asked for is under way (`trainguard test-notification` renders its sample with this too)."""
-    if verdict.act:
-        did = (
-            "Stopped it (StopTrainingJob). When it has stopped, trainguard relaunches it from its last checkpoint, "
-            "within the job's retry limit and the hourly budget."
-            if stopped
-            else "Nothing: the job had already left InProgress when trainguard tried to stop it."
-        )
-        return did, OutcomeKind.STALL_STOPPED
-    if verdict.owner:
-        did = f"Nothing: the job belongs to {verdict.owner}. It keeps running, and billing: stop it there."
-        return did, OutcomeKind.STALL_FOUND
-    if verdict.muted_by and muted_until is not None:
-        did = (
-            f"Nothing: the alarm is muted by {verdict.muted_by} until {muted_until.strftime('%Y-%m-%d %H:%M UTC')}. "
-            "The job keeps running, and billing. When the mute ends, trainguard sets the alarm back to OK; if the "
-            "job is still stalled then, it is stopped as usual."
-        )
-        return did, OutcomeKind.STALL_FOUND
-    did = "Nothing: the job is in dry run (its actions do not include stop). It keeps running, and billing."
-    return did, OutcomeKind.STALL_FOUND

@@ -13,10 +13,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from trainguard.adapters.alarms import StallAlarms
+from trainguard.domain.message_kinds import MessageKind
 from trainguard.domain.stall_alarms import OWNED_PREFIXES, plan_stall_alarms
 from trainguard.domain.stalls import StallThresholds
 from trainguard_cli.deploy_commands import TOPIC_OUTPUT
-from trainguard_cli.sample_notifications import SAMPLES, TEST_MARK
+from trainguard_cli.sample_notifications import KIND_ATTRIBUTE, TEST_MARK
 from trainguard_local.deploy_local.resource_checks import require
 
 CLI_TIMEOUT_SECONDS = 120
@@ -60,18 +61,22 @@ def delivered(client: Callable[[str], Any], queue_url: str) -> list[dict[str, An
 
 
 def check_test_notification(client: Callable[[str], Any], env: Mapping[str, str], stack_name: str) -> str:
-    """`trainguard test-notification` publishes every kind, and each reaches the subscriber, marked as a test."""
+    """`trainguard test-notification` publishes every kind of message (MessageKind), and each reaches the
+    subscriber, marked as a test: the kinds are read from the delivered messages' `kind` attributes."""
     queue_url = subscribe_a_queue(client, stack_name)
     answer = trainguard_cli(env, "test-notification", "--stack", stack_name)
     published = {p["message_id"]: p["subject"] for p in answer["published"]}
-    require(len(published) == len(SAMPLES), f"published {len(published)} kinds, not {len(SAMPLES)}: {answer}")
     received = {e["MessageId"]: e for e in delivered(client, queue_url)}
     require(set(received) == set(published), f"delivered {sorted(received)}, published {sorted(published)}")
+    kinds = set()
     for message_id, envelope in received.items():
         attributes = envelope.get("MessageAttributes", {})
         marked = envelope["Subject"].startswith(TEST_MARK) and attributes.get("test", {}).get("Value") == "true"
         require(marked and envelope["Subject"] == published[message_id], f"not marked as a test: {envelope}")
-    return f"{len(received)} of {len(SAMPLES)} kinds delivered to an SQS subscriber, each marked {TEST_MARK}"
+        kinds.add(attributes.get(KIND_ATTRIBUTE, {}).get("Value"))
+    missing = sorted(kind.value for kind in MessageKind if kind.value not in kinds)
+    require(not missing and len(received) == len(MessageKind), f"no test notification of {missing}: {answer}")
+    return f"{len(received)} of {len(MessageKind)} kinds delivered to an SQS subscriber, each marked {TEST_MARK}"
 
 
 def watch_a_job(client: Callable[[str], Any]) -> list[str]:

@@ -1,0 +1,85 @@
+"""The samples of the messages about a job that trains: a verified stall (stopped, muted, left to its owner, in dry
+run) and what the prober tells once (a checkpoint sync that stopped, a stop stuck in Stopping), from sample
+evidence put through the domain's own judgements (trainguard.domain.stalls, checkpoint_health, watched_job) and
+rendered by its composers (trainguard.domain.stall_messages)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from trainguard.domain.checkpoint_health import judge_checkpoints
+from trainguard.domain.log_rhythm import LogRhythm
+from trainguard.domain.messages import Notification
+from trainguard.domain.model import Category, Decision
+from trainguard.domain.outcome import Outcome, OutcomeKind
+from trainguard.domain.stall_messages import compose_prober_notice, compose_stall_notification, what_was_done
+from trainguard.domain.stalls import StallEvidence, StallSignal, StallThresholds, judge_stall, read_stall_thresholds
+from trainguard.domain.watched_job import stuck_stopping_reason
+from trainguard_cli.sample_facts import (
+    KEYS,
+    PIPELINE_TAGS,
+    SAMPLE_LOG_LINE,
+    job_end,
+    sample_checkpoints,
+    sample_job,
+    watched,
+)
+
+MUTE_RULE = "sample-maintenance-window"  # the name a team gave its CloudWatch alarm mute rule
+
+
+def _stall(region: str, now: datetime, tags: dict[str, str] | None = None, muted_by: str = "") -> Notification:
+    """The sample job silent in its logs past its limit, its GPUs idle: the stall alarm's function's verdict and
+    message (workflows/stall_alarm.py), with the job's `tags` and the alarm muted by `muted_by` if set."""
+    job = sample_job("InProgress", "", now, tags)
+    policy, _ = job_end(job)
+    thresholds = read_stall_thresholds(job.tags, StallThresholds(), KEYS)
+    evidence = StallEvidence(
+        last_log_time=now - timedelta(minutes=thresholds.stall_minutes + 7),
+        last_log_line=SAMPLE_LOG_LINE,
+        gpu_by_host={f"{job.name}/algo-{n}": 0.0 for n in range(1, 5)},
+        gpus_per_host=8,
+        rhythm=LogRhythm(),
+    )
+    signal = StallSignal.LOG_SILENCE
+    verdict = judge_stall(signal, job, policy, thresholds, evidence, now, muted_by=muted_by)
+    muted_until = now + timedelta(minutes=30) if muted_by else None
+    did, kind = what_was_done(verdict, stopped=verdict.act, muted_until=muted_until)
+    decision = Decision.STOP if verdict.act else Decision.NOTIFY
+    outcome = Outcome(kind, job.name, verdict.reason, decision, Category.STALL)
+    return compose_stall_notification(
+        job.name, signal.value, verdict, evidence, sample_checkpoints(now), did, outcome, region, now
+    )
+
+
+def stall_stopped(region: str, now: datetime) -> Notification:
+    return _stall(region, now)
+
+
+def stall_muted(region: str, now: datetime) -> Notification:
+    return _stall(region, now, muted_by=MUTE_RULE)
+
+
+def stall_left_to_owner(region: str, now: datetime) -> Notification:
+    return _stall(region, now, PIPELINE_TAGS)
+
+
+def stall_dry_run(region: str, now: datetime) -> Notification:
+    return _stall(region, now, {KEYS.actions: "notify"})
+
+
+def checkpoint_stale(region: str, now: datetime) -> Notification:
+    """Checkpoints written every 20 minutes until 3 hours ago: the prober's judgement, told once."""
+    job = watched(now)
+    health = judge_checkpoints(
+        sample_checkpoints(now, newest_minutes_ago=180, every_minutes=20), job.training_since, now
+    )
+    kind, category = OutcomeKind.CHECKPOINT_STALE, Category.CHECKPOINT_STALE
+    return compose_prober_notice(Outcome(kind, job.job_name, health.reason, Decision.NOTIFY, category), region, now)
+
+
+def stuck_stopping(region: str, now: datetime) -> Notification:
+    job = watched(now, stopping_since=now - timedelta(minutes=42))
+    why = stuck_stopping_reason(job, now)
+    outcome = Outcome(OutcomeKind.STUCK_STOPPING, job.job_name, why, Decision.NOTIFY, Category.STUCK_STOPPING)
+    return compose_prober_notice(outcome, region, now)
