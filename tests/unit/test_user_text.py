@@ -209,3 +209,17 @@ def test_no_user_text_adds_a_section_a_link_a_next_step_or_markup(
     ):
         assert _shape(made) == _shape(plain)
         _no_markup_left(made)
+
+
+def test_a_list_in_a_message_keeps_its_items_in_line_and_wrapped_text_stays_indented() -> None:
+    """A paragraph that is a list (every line "- ...": the GPU peak of each host) is one column of items; any other
+    paragraph's later lines (a failure reason over several lines) sit deeper than its first."""
+    from trainguard.domain.messages import render_body
+
+    body = render_body(
+        [("GPU use per host", ["- algo-1: 0%\n- algo-2: 100%"]), ("What happened", ["Failed:\nTraceback"])],
+        [],
+        datetime(2026, 12, 5, tzinfo=UTC),
+    )
+    assert "\n  - algo-1: 0%\n  - algo-2: 100%\n" in body
+    assert "\n  Failed:\n    Traceback\n" in body

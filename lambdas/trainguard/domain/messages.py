@@ -42,14 +42,16 @@ Section = tuple[str, Sequence[str]]  # a title, and its paragraphs
 
 def render_body(sections: Sequence[Section], links: Sequence[Link], now: datetime) -> str:
     """The plain-text body: each title on a line of its own, each paragraph under it indented by two spaces and
-    its later lines by four, the links, a signature. Every paragraph goes through user_text.shown (a failure
-    reason, a log line, a tag or a name may be in any of them), so no text starts a line of its own."""
+    its later lines by four (a list, every line starting "- ", keeps its items in line), the links, a signature.
+    Every paragraph goes through user_text.shown (a failure reason, a log line, a tag or a name may be in any of
+    them), so no text starts a line of its own."""
     lines: list[str] = []
     for title, paragraphs in sections:
         lines += [*([""] if lines else []), shown_on_one_line(title)]
         for paragraph in paragraphs:
             first, *rest = shown(paragraph).split("\n")
-            lines += [f"  {first}", *(f"    {line}" for line in rest)]
+            later = "  " if all(line.startswith("- ") for line in (first, *rest)) else "    "
+            lines += [f"  {first}", *(f"{later}{line}" for line in rest)]
     if links:
         lines += ["", "Links", *(f"  {(link.label.capitalize() + ':').ljust(5)} {link.url}" for link in links)]
     lines += ["", f"-- trainguard, {now.strftime('%Y-%m-%d %H:%M:%S UTC')}"]
