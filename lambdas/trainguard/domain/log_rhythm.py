@@ -154,7 +154,7 @@ class LogRhythm:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any] | None) -> LogRhythm:
+    def from_json(cls, data: object) -> LogRhythm:
         """A rhythm from its stored form; an empty one for anything that does not read as one."""
         if not isinstance(data, Mapping):
             return cls()

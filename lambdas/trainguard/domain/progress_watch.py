@@ -18,12 +18,13 @@ The state is stored in the job's watch entry (a few hundred bytes as JSON: MAX_I
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from trainguard.domain.log_rhythm import epoch_ms, from_epoch_ms
+from trainguard.domain.progress_lines import LineRule, read_progress_line
 from trainguard.domain.progress_reading import Phase, ProgressReading, Reader
 
 MAX_INTERVALS = 32  # the newest intervals kept: the sample the step limit's quantile is taken from
@@ -111,6 +112,13 @@ def advance(state: ProgressState, reading: ProgressReading, at: datetime) -> Pro
     elif reading.phase is Phase.END:
         ends_open = state.phase is not None and at >= state.phase.began
         state = replace(state, phase=None if ends_open else state.phase, phased=True)
+    return state
+
+
+def with_lines(state: ProgressState, lines: Iterable[tuple[datetime, str]], rule: LineRule | None) -> ProgressState:
+    """`state` with a delivery's lines (time, message) read and folded in, in time order."""
+    for at, line in sorted(lines, key=lambda pair: pair[0]):
+        state = advance(state, read_progress_line(line, rule), at)
     return state
 
 
