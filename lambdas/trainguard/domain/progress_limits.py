@@ -176,7 +176,8 @@ def judge_progress(
         if phase_deadline > step_deadline:
             stalled = now >= phase_deadline
             reason = (
-                f"the {phase.name} phase announced at {_at(phase.began)} has run {format_duration(now - phase.began)}, "
+                f"the phase {phase.name!r} announced at {_at(phase.began)} has run "
+                f"{format_duration(now - phase.began)}, "
                 f"{'past' if stalled else 'within'} its allowance of {_span(allowance)}: "
                 f"{_expected(phase.expect_seconds, settings)}. No step has advanced for {quiet}: {last}"
             )

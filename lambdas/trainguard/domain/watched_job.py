@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from trainguard.domain.log_rhythm import LogRhythm, SilenceLimit
-from trainguard.domain.progress_limits import ProgressSettings
+from trainguard.domain.progress_limits import ProgressJudgement, ProgressSettings, judge_progress
 from trainguard.domain.progress_rule import ProgressRule, compile_template
 from trainguard.domain.progress_watch import ProgressState
 from trainguard.domain.stalls import StallThresholds, job_silence_limit, silence_clock_start
@@ -78,6 +78,23 @@ def progress_rule(job: WatchedJob) -> ProgressRule | None:
     """The job's own progress rule (its progress-pattern tag, checked when the watch began), compiled."""
     compiled = compile_template(job.progress_settings.pattern) if job.progress_settings.pattern else None
     return None if isinstance(compiled, str) else compiled
+
+
+def progress_judgement(job: WatchedJob, now: datetime) -> ProgressJudgement | None:
+    """The job's progress verdict now (progress_limits.py), or None when it reports no progress."""
+    settings, fixed = job.progress_settings, job.thresholds.stall_minutes
+    return judge_progress(job.progress, settings, now, fixed_minutes=fixed, training_since=job.training_since)
+
+
+def stall_over_limit(job: WatchedJob, now: datetime) -> float:
+    """The value the log-silence alarm watches (>= 0 fires it). A job that reports progress: the minutes past its
+    progress deadline, never before the end of its startup grace (the silence's clock starts there too); one that
+    reports nothing: its log silence over its own limit (log_silence_over_limit)."""
+    judgement = progress_judgement(job, now) if job.training_since and job.stopping_since is None else None
+    if judgement is None or job.training_since is None:
+        return log_silence_over_limit(job, now)
+    grace_end = job.training_since + timedelta(minutes=job.thresholds.startup_grace_minutes)
+    return min(judgement.over_limit_minutes(now), (now - grace_end).total_seconds() / 60)
 
 
 def rhythm_counted_from(job: WatchedJob) -> datetime:
