@@ -29,10 +29,12 @@ from trainguard.domain.messages import Notification
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.origin import Location
 from trainguard.domain.outcome import Outcome
+from trainguard.domain.progress_limits import ProgressSettings
+from trainguard.domain.progress_watch import ProgressState
 from trainguard.domain.quotas import WaitingLaunch, normalize_quota_name
 from trainguard.domain.stall_alarms import LOG_SILENCE_METRIC, owned_alarm_job, possible_gpu_part_names
 from trainguard.domain.stalls import StallSignal, StallThresholds, alarm_name, parse_alarm_name
-from trainguard.domain.watched_job import WatchedJob
+from trainguard.domain.watched_job import LoggedLines, WatchedJob
 from trainguard.events.training_job import job_from_description
 from trainguard.handlers.wiring import PortSet, Site
 from trainguard.workflows.function_ports import Settled
@@ -326,6 +328,7 @@ LEARNED_FIELDS = (
     "muted_until",
     "muted_alarm",
     "deferred_line",
+    "progress",
 )  # `watch` keeps them
 
 
@@ -344,6 +347,7 @@ class FakeStallLedger:
         self.jobs[job.job_name] = replace(
             job,
             thresholds=thresholds,
+            progress_settings=ProgressSettings.from_json(job.progress_settings.to_json()),
             **{name: getattr(kept, name) for name in LEARNED_FIELDS},
         )
 
@@ -364,15 +368,16 @@ class FakeStallLedger:
         self.jobs[job_name] = replace(job, last_log_time=newest, last_log_line=last_line)
         return True
 
-    def record_log_lines(
-        self, job_name: str, newest: datetime, last_line: str, rhythm: LogRhythm, previous: datetime | None
-    ) -> bool:
+    def record_log_lines(self, job_name: str, lines: LoggedLines, previous: datetime | None) -> bool:
         job = self.jobs.get(job_name)
         if job is None or job.last_log_time != previous:
             return False
-        stored = LogRhythm.from_json(json.loads(json.dumps(rhythm.to_json())))
-        newest = newest - timedelta(microseconds=newest.microsecond % 1000)
-        self.jobs[job_name] = replace(job, last_log_time=newest, last_log_line=last_line, rhythm=stored)
+        stored = LogRhythm.from_json(json.loads(json.dumps(lines.rhythm.to_json())))
+        newest = lines.newest - timedelta(microseconds=lines.newest.microsecond % 1000)
+        job = replace(job, last_log_time=newest, last_log_line=lines.last_line, rhythm=stored)
+        if lines.progress is not None:
+            job = replace(job, progress=ProgressState.from_json(json.loads(json.dumps(lines.progress.to_json()))))
+        self.jobs[job_name] = job
         return True
 
     def mute(self, job_name: str, alarm_name: str, until: datetime) -> bool:

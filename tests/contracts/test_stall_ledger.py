@@ -13,8 +13,10 @@ from tests.fakes import NOW, FakeStallLedger
 from trainguard.adapters.stall_ledger import StallLedger
 from trainguard.domain.log_rhythm import LogRhythm
 from trainguard.domain.policy import TagProblem
+from trainguard.domain.progress_limits import ProgressSettings
+from trainguard.domain.progress_watch import ProgressState, with_lines
 from trainguard.domain.stalls import StallThresholds
-from trainguard.domain.watched_job import WatchedJob
+from trainguard.domain.watched_job import LoggedLines, WatchedJob
 from trainguard.workflows.ports import JobWatch, LogActivityLedger, StallEvidence, WatchList
 
 THRESHOLDS = StallThresholds(stall_minutes=45, problems=(TagProblem("trainguard:stall-minutes", "x", "30"),))
@@ -89,17 +91,35 @@ def test_log_lines_and_their_rhythm_are_kept_only_if_the_newest_line_is_still_th
     grace_end = NOW - timedelta(hours=1)
     lines = [NOW - timedelta(minutes=10, seconds=10 * i) for i in range(6)]
     rhythm = LogRhythm().with_lines(None, lines, grace_end)
-    assert stall_ledger.record_log_lines(JOB.job_name, max(lines), "step 6", rhythm, None) is False  # not watched
+    assert (
+        stall_ledger.record_log_lines(JOB.job_name, LoggedLines(max(lines), "step 6", rhythm), None) is False
+    )  # not watched
     stall_ledger.watch(JOB)
-    assert stall_ledger.record_log_lines(JOB.job_name, max(lines), "step 6", rhythm, None) is True
+    assert stall_ledger.record_log_lines(JOB.job_name, LoggedLines(max(lines), "step 6", rhythm), None) is True
     # A delivery that read before that write (its `previous` is stale) loses the race, whatever it carries.
-    assert stall_ledger.record_log_lines(JOB.job_name, NOW, "step 7", LogRhythm(), None) is False
+    assert stall_ledger.record_log_lines(JOB.job_name, LoggedLines(NOW, "step 7", LogRhythm()), None) is False
     [job] = stall_ledger.watched_job(JOB.job_name)
     assert (job.last_log_time, job.last_log_line, job.rhythm) == (max(lines), "step 6", rhythm)
     later = rhythm.with_lines(max(lines), [NOW], grace_end)
-    assert stall_ledger.record_log_lines(JOB.job_name, NOW, "step 7", later, job.last_log_time) is True
+    assert stall_ledger.record_log_lines(JOB.job_name, LoggedLines(NOW, "step 7", later), job.last_log_time) is True
     stall_ledger.watch(replace(JOB, host_count=8))  # watching again keeps what the job's logs taught
     assert stall_ledger.watched_job(JOB.job_name)[0].rhythm == later
+
+
+def test_a_jobs_progress_is_kept_with_its_lines_and_its_progress_settings_with_its_watch(
+    stall_ledger: StallLedgerPort,
+) -> None:
+    settings = ProgressSettings(phase_minutes=90, start_seconds=600, pattern="iteration @step lm loss")
+    stall_ledger.watch(replace(JOB, progress_settings=settings))
+    lines = [(NOW - timedelta(seconds=10 * (6 - i)), f"trainguard:progress step={i}") for i in range(6)]
+    progress = with_lines(ProgressState(), [*lines, (NOW, "trainguard:phase begin=checkpoint expect=600")], None)
+    assert stall_ledger.record_log_lines(JOB.job_name, LoggedLines(NOW, "step 6", LogRhythm(), progress), None) is True
+    [job] = stall_ledger.watched_job(JOB.job_name)
+    assert (job.progress, job.progress_settings) == (progress, settings)
+    assert job.progress.phase is not None and job.progress.last_step == 5
+    stall_ledger.watch(replace(JOB, host_count=8))  # watching again keeps the progress, and sets the settings
+    assert stall_ledger.watched()[0].progress == progress
+    assert stall_ledger.watched()[0].progress_settings == ProgressSettings()
 
 
 def test_a_muted_alarm_is_remembered_until_unmuted(stall_ledger: StallLedgerPort) -> None:

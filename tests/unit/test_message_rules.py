@@ -44,8 +44,9 @@ UNITS = frozenset(
     | {"object", "objects", "failure", "failures", "relaunch", "relaunches", "launch", "launches", "intervals"}
 )
 MAY_STAND_BETWEEN = frozenset({"spot", "more", "checkpoint", "in", "of"})  # "1 spot failure", "3 checkpoint writes"
-# Figures whose preceding word says what they are: an AWS account ID ("Account 123456789012").
-NAMED_BY = frozenset({"account"})
+# Figures whose preceding word says what they are: an AWS account ID ("Account 123456789012"), a training step
+# ("the last, step 360, came at ...").
+NAMED_BY = frozenset({"account", "step"})
 # Dates and times say what they are by their form.
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}(?: \d{2}:\d{2}(?::\d{2})?(?: UTC)?)?")
 

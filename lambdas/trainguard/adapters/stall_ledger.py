@@ -1,8 +1,10 @@
 """DynamoDB: the jobs trainguard watches for stalls, their newest log line, and the stalls it stopped.
 
 `stall-watch` / <job>: one item per watched job (the prober reads them all with one Query), with its
-newest log line, its log rhythm (a JSON string: the gap buckets of domain/log_rhythm.py, about 200 bytes)
-and, while a muted stall alarm waits for its mute window to end, `muted_until` and `muted_alarm`;
+newest log line, its log rhythm (a JSON string: the gap buckets of domain/log_rhythm.py, about 200 bytes), its
+progress (a JSON string: domain/progress_watch.py's state, at most 32 intervals and a phase name, under 700 bytes)
+and its progress rules' figures (`progress_settings`, from its tags when the watch began), and, while a muted
+stall alarm waits for its mute window to end, `muted_until` and `muted_alarm`;
 `job#<job>` / `stall`: the evidence of a stop, which the job-ended path reads to relaunch.
 
 IAM: each method's `needs`, granted on the ledger table.
@@ -18,8 +20,10 @@ from typing import Any
 from trainguard.adapters.ledger import OWN_RECORDS, RETENTION, TTL_ATTRIBUTE, LedgerScope, conditional_update
 from trainguard.adapters.permissions import needs
 from trainguard.domain.log_rhythm import LogRhythm
+from trainguard.domain.progress_limits import ProgressSettings
+from trainguard.domain.progress_watch import ProgressState
 from trainguard.domain.stalls import StallThresholds
-from trainguard.domain.watched_job import WatchedJob
+from trainguard.domain.watched_job import LoggedLines, WatchedJob
 
 _WATCH = "stall-watch"
 
@@ -39,7 +43,8 @@ class StallLedger:
             TableName=self._table,
             Key=self._scope.key(_WATCH, job.job_name),
             UpdateExpression="SET instance_type = :type, host_count = :hosts, thresholds = :thresholds, "
-            "training_since = :since, stopping_since = :stopping, checkpoint_uri = :uri",
+            "training_since = :since, stopping_since = :stopping, checkpoint_uri = :uri, "
+            "progress_settings = :progress",
             ExpressionAttributeValues={
                 ":type": {"S": job.instance_type},
                 ":hosts": {"N": str(job.host_count)},
@@ -47,6 +52,7 @@ class StallLedger:
                 ":since": _time_or_null(job.training_since),
                 ":stopping": _time_or_null(job.stopping_since),
                 ":uri": {"S": job.checkpoint_uri},
+                ":progress": {"S": _compact(job.progress_settings.to_json())},
             },
         )
 
@@ -87,24 +93,25 @@ class StallLedger:
         )
 
     @needs("dynamodb:UpdateItem")
-    def record_log_lines(
-        self, job_name: str, newest: datetime, last_line: str, rhythm: LogRhythm, previous: datetime | None
-    ) -> bool:
-        """Keep the newest log event and the rhythm computed from it, if the newest line recorded is still
-        `previous` (read just before): False when another delivery got there first, or the job is not watched."""
+    def record_log_lines(self, job_name: str, lines: LoggedLines, previous: datetime | None) -> bool:
+        """Keep the newest log event and the rhythm (and progress) computed from it, if the newest line recorded is
+        still `previous` (read just before): False when another delivery got there first, or the job is not
+        watched."""
         values: dict[str, Any] = {
-            ":ms": {"N": str(_ms(newest))},
-            ":line": {"S": last_line},
-            ":rhythm": {"S": json.dumps(rhythm.to_json(), separators=(",", ":"))},
+            ":ms": {"N": str(_ms(lines.newest))},
+            ":line": {"S": lines.last_line},
+            ":rhythm": {"S": _compact(lines.rhythm.to_json())},
         }
+        expression = "SET last_log_ms = :ms, last_log_line = :line, rhythm = :rhythm"
+        if lines.progress is not None:
+            values[":progress"] = {"S": _compact(lines.progress.to_json())}
+            expression += ", progress = :progress"
         if previous is None:
             condition = "attribute_not_exists(last_log_ms)"
         else:
             condition = "last_log_ms = :previous"
             values[":previous"] = {"N": str(_ms(previous))}
-        return self._update_watched(
-            job_name, "SET last_log_ms = :ms, last_log_line = :line, rhythm = :rhythm", condition, values
-        )
+        return self._update_watched(job_name, expression, condition, values)
 
     @needs("dynamodb:UpdateItem")
     def mute(self, job_name: str, alarm_name: str, until: datetime) -> bool:
@@ -155,6 +162,18 @@ class StallLedger:
         return None if item is None else json.loads(item["evidence"]["S"])
 
 
+def _compact(data: dict[str, Any]) -> str:
+    return json.dumps(data, separators=(",", ":"))
+
+
+def _json(attribute: dict[str, Any] | None) -> object:
+    """A stored JSON string, read; None when it is missing or does not read."""
+    try:
+        return json.loads(attribute["S"]) if attribute and "S" in attribute else None
+    except (ValueError, RecursionError):
+        return None
+
+
 def _ms(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
 
@@ -168,13 +187,6 @@ def _thresholds(attribute: dict[str, Any] | None) -> StallThresholds:
 
 def _from_ms(attribute: dict[str, Any] | None) -> datetime | None:
     return datetime.fromtimestamp(int(attribute["N"]) / 1000, tz=UTC) if attribute and "N" in attribute else None
-
-
-def _rhythm(attribute: dict[str, Any] | None) -> LogRhythm:
-    try:
-        return LogRhythm.from_json(json.loads(attribute["S"])) if attribute and "S" in attribute else LogRhythm()
-    except (ValueError, RecursionError):
-        return LogRhythm()
 
 
 def _time_or_null(value: datetime | None) -> dict[str, Any]:
@@ -195,9 +207,11 @@ def _watched(item: dict[str, Any]) -> WatchedJob:
         last_log_time=_from_ms(item.get("last_log_ms")),
         last_log_line=item.get("last_log_line", {}).get("S", ""),
         stopping_since=_time(item.get("stopping_since")),
-        rhythm=_rhythm(item.get("rhythm")),
+        rhythm=LogRhythm.from_json(_json(item.get("rhythm"))),
         muted_until=_time(item.get("muted_until")),
         muted_alarm=item.get("muted_alarm", {}).get("S", ""),
         deferred_line=_from_ms(item.get("deferred_ms")),
         checkpoint_uri=item.get("checkpoint_uri", {}).get("S", ""),
+        progress=ProgressState.from_json(_json(item.get("progress"))),
+        progress_settings=ProgressSettings.from_json(_json(item.get("progress_settings"))),
     )

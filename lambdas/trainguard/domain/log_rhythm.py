@@ -148,13 +148,13 @@ class LogRhythm:
         return {
             "counts": list(self.counts),
             "longest_s": round(self.longest_seconds, 3),
-            "first_ms": _ms(self.first_line),
-            "newest_ms": _ms(self.newest_line),
+            "first_ms": epoch_ms(self.first_line),
+            "newest_ms": epoch_ms(self.newest_line),
             "phase_lines": self.phase_lines,
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any] | None) -> LogRhythm:
+    def from_json(cls, data: object) -> LogRhythm:
         """A rhythm from its stored form; an empty one for anything that does not read as one."""
         if not isinstance(data, Mapping):
             return cls()
@@ -167,8 +167,8 @@ class LogRhythm:
         return cls(
             counts=tuple(counts),
             longest_seconds=float(longest) if isinstance(longest, int | float) and longest >= 0 else 0.0,
-            first_line=_from_ms(data.get("first_ms")),
-            newest_line=_from_ms(data.get("newest_ms")),
+            first_line=from_epoch_ms(data.get("first_ms")),
+            newest_line=from_epoch_ms(data.get("newest_ms")),
             phase_lines=phases if isinstance(phases := data.get("phase_lines"), int) and phases >= 0 else 0,
         )
 
@@ -246,11 +246,11 @@ def _rhythm_text(rhythm: LogRhythm) -> str:
     )
 
 
-def _ms(moment: datetime | None) -> int | None:
+def epoch_ms(moment: datetime | None) -> int | None:
     return None if moment is None else int(moment.timestamp() * 1000)
 
 
-def _from_ms(value: object) -> datetime | None:
+def from_epoch_ms(value: object) -> datetime | None:
     if isinstance(value, bool) or not isinstance(value, int):
         return None
     try:

@@ -10,6 +10,7 @@ from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.message_kinds import MessageKind
 from trainguard.domain.messages import EVENT_TYPE_STALL, Notification, compose_notification
 from trainguard.domain.outcome import Outcome, OutcomeKind
+from trainguard.domain.progress_limits import ProgressCheck
 from trainguard.domain.quotas import format_value
 from trainguard.domain.stalls import StallEvidence, StallVerdict
 from trainguard.domain.wording import full_stop, sentence
@@ -19,6 +20,15 @@ _STALL_HEADLINES = {
     MessageKind.STALL_MUTED: "{job} stalled, alarm muted",
     MessageKind.STALL_LEFT_TO_OWNER: "{job} stalled, left to its owner",
     MessageKind.STALL_DRY_RUN: "{job} stalled, dry run",
+}
+
+
+_PROGRESS_RULES = {
+    ProgressCheck.START: "The job announced its start but printed no step by its start cutoff.",
+    ProgressCheck.STEP: "The job reports its steps, so it is judged by them, not by its silence: no advancing step "
+    "within its own step limit is a stall, and lines that do not advance the step are no progress.",
+    ProgressCheck.PHASE: "The job announced a long phase: it is a stall once the phase runs past its expectation and "
+    "margin while no step advances.",
 }
 
 
@@ -48,7 +58,9 @@ def compose_stall_notification(
         else "No log line found."
     )
     kind = stall_kind(verdict)
-    limit = sentence(verdict.limit.describe()) if verdict.limit else "Not computed."
+    limit = ("Log-silence limit for this job", sentence(verdict.limit.describe()) if verdict.limit else "Not computed.")
+    if verdict.progress is not None:
+        limit = ("Progress rule for this job", _PROGRESS_RULES[verdict.progress])
     return compose_notification(
         kind=kind,
         headline=_STALL_HEADLINES[kind],
@@ -65,7 +77,7 @@ def compose_stall_notification(
         now=now,
         sections=(
             ("Last log line", last),
-            ("Log-silence limit for this job", limit),
+            limit,
             ("GPU use per host, its peak over the idle window", gpu_peaks(evidence)),
             ("Checkpoint", sentence(checkpoint.describe(now))),
         ),

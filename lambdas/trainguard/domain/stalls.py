@@ -28,6 +28,8 @@ from trainguard.domain.log_rhythm import LogRhythm, SilenceLimit, lowered, silen
 from trainguard.domain.model import TrainingJob, instances_of
 from trainguard.domain.ownership import find_parent, owner_sentence
 from trainguard.domain.policy import JobPolicy, TagKeys, TagProblem, read_int_tag
+from trainguard.domain.progress_limits import ProgressCheck, ProgressSettings, judge_progress
+from trainguard.domain.progress_watch import ProgressState
 from trainguard.domain.quotas import format_value
 
 ALARM_PREFIX = "trainguard-stall-"
@@ -150,6 +152,10 @@ class StallEvidence:
     gpus_per_host: int | None  # None when the instance type's GPU count is not known
     rhythm: LogRhythm = field(default_factory=LogRhythm)  # the job's log rhythm, as the ledger has it
     deferred: bool = False  # this silence was judged busy past the learned limit: the fixed threshold applies
+    # What the job's lines said of its steps (progress_watch.py) and its rules' figures: a job that reports
+    # progress is judged by it (progress_limits.py), not by its silence.
+    progress: ProgressState = field(default_factory=ProgressState)
+    progress_settings: ProgressSettings = field(default_factory=ProgressSettings)
 
 
 @dataclass(frozen=True)
@@ -169,6 +175,7 @@ class StallVerdict:
     # Past a learned limit with busy GPUs: judge this silence at the fixed threshold (the ledger keeps it, the
     # prober's metric drops below 0, and the alarm fires again at the fixed threshold if no line comes).
     defer: bool = False
+    progress: ProgressCheck | None = None  # the progress rule that judged the job (None: judged by its silence)
 
 
 def job_silence_limit(
@@ -217,7 +224,18 @@ def judge_stall(
     assert job.training_since is not None
     silence = now - silence_clock_start(job.training_since, evidence.last_log_time, thresholds)
     limit = job_silence_limit(thresholds, evidence.rhythm, evidence.last_log_line, deferred=evidence.deferred)
-    if signal is StallSignal.LOG_SILENCE:
+    since = job.training_since
+    progress = judge_progress(
+        evidence.progress, evidence.progress_settings, now, fixed_minutes=thresholds.stall_minutes, training_since=since
+    )
+    if progress is not None and evidence.progress.advanced_at is not None:  # no advancing step is no sign of life
+        silence = max(silence, now - silence_clock_start(since, evidence.progress.advanced_at, thresholds))
+    if signal is StallSignal.LOG_SILENCE and progress is not None:
+        if not progress.stalled:
+            why = f"not a stall: {progress.reason}"
+            return StallVerdict(False, False, why, silence, rearm=True, progress=progress.check)
+        reason = progress.reason
+    elif signal is StallSignal.LOG_SILENCE:
         fixed = timedelta(minutes=thresholds.stall_minutes)
         if timedelta(minutes=limit.minutes) <= silence < fixed and lowered(limit, thresholds.stall_minutes):
             idle, gpu_text = _gpus_idle(evidence, thresholds)
@@ -252,17 +270,18 @@ def judge_stall(
             f"GPUs, {needed:g} min of silence make a stall for this job; its log-silence limit is {limit.minutes:g} "
             f"min. GPUs: {gpu_text}"
         )
+    check = progress.check if progress is not None else None
     parent = find_parent(job_name=job.name, description=job.description, tags=job.tags)
     if parent is not None:
         why = f"{reason}. Not stopped: {owner_sentence(parent)}"
-        return StallVerdict(True, False, why, silence, parent.describe(), limit=limit)
+        return StallVerdict(True, False, why, silence, parent.describe(), limit=limit, progress=check)
     if muted_by:
         why = f"{reason}. Not stopped: the alarm is muted by {muted_by}, so trainguard only tells"
-        return StallVerdict(True, False, why, silence, limit=limit, muted_by=muted_by)
+        return StallVerdict(True, False, why, silence, limit=limit, muted_by=muted_by, progress=check)
     if not policy.allows("stop"):
         why = f"{reason}; dry run: trainguard would stop it, but does nothing"
-        return StallVerdict(True, False, why, silence, limit=limit)
-    return StallVerdict(True, True, reason, silence, limit=limit)
+        return StallVerdict(True, False, why, silence, limit=limit, progress=check)
+    return StallVerdict(True, True, reason, silence, limit=limit, progress=check)
 
 
 def _gpus_idle(evidence: StallEvidence, thresholds: StallThresholds) -> tuple[bool, str]:

@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from trainguard.domain.log_rhythm import LogRhythm, SilenceLimit
+from trainguard.domain.progress_limits import ProgressJudgement, ProgressSettings, judge_progress
+from trainguard.domain.progress_rule import ProgressRule, compile_template
+from trainguard.domain.progress_watch import ProgressState
 from trainguard.domain.stalls import StallThresholds, job_silence_limit, silence_clock_start
 
 
@@ -28,6 +31,8 @@ class WatchedJob:
     muted_alarm: str = ""
     checkpoint_uri: str = ""  # CheckpointConfig.S3Uri: the prefix checkpoint_health.py reads
     deferred_line: datetime | None = None  # the newest line when a busy silence was deferred (stalls.py)
+    progress: ProgressState = field(default_factory=ProgressState)  # what its lines said of its steps
+    progress_settings: ProgressSettings = field(default_factory=ProgressSettings)  # its progress rules' figures
 
     @property
     def silence_deferred(self) -> bool:
@@ -36,6 +41,17 @@ class WatchedJob:
 
     def silence_limit(self) -> SilenceLimit:
         return job_silence_limit(self.thresholds, self.rhythm, self.last_log_line, deferred=self.silence_deferred)
+
+
+@dataclass(frozen=True)
+class LoggedLines:
+    """What a delivery of a watched job's lines changes in its entry: its newest line, its rhythm and its progress
+    (None: left as it is)."""
+
+    newest: datetime
+    last_line: str
+    rhythm: LogRhythm
+    progress: ProgressState | None = None
 
 
 STUCK_STOPPING = timedelta(minutes=30)
@@ -56,6 +72,29 @@ def log_silence_over_limit(job: WatchedJob, now: datetime) -> float:
     in minutes. Negative: the minutes left before a verdict. The limit moves with the job's rhythm and its
     newest line, so the alarm itself never has to be changed."""
     return log_silence_minutes(job, now) - job.silence_limit().minutes
+
+
+def progress_rule(job: WatchedJob) -> ProgressRule | None:
+    """The job's own progress rule (its progress-pattern tag, checked when the watch began), compiled."""
+    compiled = compile_template(job.progress_settings.pattern) if job.progress_settings.pattern else None
+    return None if isinstance(compiled, str) else compiled
+
+
+def progress_judgement(job: WatchedJob, now: datetime) -> ProgressJudgement | None:
+    """The job's progress verdict now (progress_limits.py), or None when it reports no progress."""
+    settings, fixed = job.progress_settings, job.thresholds.stall_minutes
+    return judge_progress(job.progress, settings, now, fixed_minutes=fixed, training_since=job.training_since)
+
+
+def stall_over_limit(job: WatchedJob, now: datetime) -> float:
+    """The value the log-silence alarm watches (>= 0 fires it). A job that reports progress: the minutes past its
+    progress deadline, never before the end of its startup grace (the silence's clock starts there too); one that
+    reports nothing: its log silence over its own limit (log_silence_over_limit)."""
+    judgement = progress_judgement(job, now) if job.training_since and job.stopping_since is None else None
+    if judgement is None or job.training_since is None:
+        return log_silence_over_limit(job, now)
+    grace_end = job.training_since + timedelta(minutes=job.thresholds.startup_grace_minutes)
+    return min(judgement.over_limit_minutes(now), (now - grace_end).total_seconds() / 60)
 
 
 def rhythm_counted_from(job: WatchedJob) -> datetime:

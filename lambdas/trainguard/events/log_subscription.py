@@ -43,6 +43,9 @@ class LogActivity:
     last_line: str  # the newest event's message, cut to LAST_LINE_LIMIT characters
     times: tuple[datetime, ...] = ()  # every event's time in the batch: the gaps of the job's log rhythm
     phase_lines: int = 0  # events that announce a long phase (domain/log_rhythm.py's PHASE_LINE)
+    # Every event's time and message, in time order: what the lines say about progress (domain/progress_lines.py
+    # reads at most MAX_LINE_CHARS of each).
+    lines: tuple[tuple[datetime, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -129,5 +132,6 @@ def _parse(event: object, latest: datetime | None) -> BelievedDelivery:
         last_line=str(newest.get("message", ""))[:LAST_LINE_LIMIT].rstrip("\n"),
         times=tuple(sorted(moment for moment, _ in timed)),
         phase_lines=sum(1 for _, e in timed if PHASE_LINE.search(str(e.get("message", ""))[:LAST_LINE_LIMIT])),
+        lines=tuple(sorted(((moment, str(e.get("message", ""))) for moment, e in timed), key=lambda pair: pair[0])),
     )
     return BelievedDelivery(activity, refused, stream["job"])

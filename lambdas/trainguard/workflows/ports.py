@@ -9,12 +9,11 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from trainguard.domain.checkpoints import CheckpointState
-from trainguard.domain.log_rhythm import LogRhythm
 from trainguard.domain.messages import Notification
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome
 from trainguard.domain.quotas import WaitingLaunch
-from trainguard.domain.watched_job import WatchedJob
+from trainguard.domain.watched_job import LoggedLines, WatchedJob
 
 
 @dataclass(frozen=True)
@@ -159,9 +158,7 @@ class LogActivityLedger(Protocol):
 
     def watched_job(self, job_name: str) -> list[WatchedJob]: ...
 
-    def record_log_lines(
-        self, job_name: str, newest: datetime, last_line: str, rhythm: LogRhythm, previous: datetime | None
-    ) -> bool: ...
+    def record_log_lines(self, job_name: str, lines: LoggedLines, previous: datetime | None) -> bool: ...
 
     def record_log_activity(self, job_name: str, newest: datetime, last_line: str) -> bool: ...
 

@@ -17,6 +17,9 @@ from trainguard.domain.log_rhythm import LogRhythm
 from trainguard.domain.model import Category, Decision, TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
 from trainguard.domain.policy import read_job_policy
+from trainguard.domain.progress_limits import ProgressSettings
+from trainguard.domain.progress_lines import read_progress_line
+from trainguard.domain.progress_watch import ProgressState, advance
 from trainguard.domain.stall_messages import compose_stall_notification, what_was_done
 from trainguard.domain.stalls import (
     StallEvidence,
@@ -29,6 +32,7 @@ from trainguard.domain.stalls import (
     parse_alarm_name,
     read_stall_thresholds,
 )
+from trainguard.domain.watched_job import WatchedJob, progress_rule
 from trainguard.events.alarm_state_change import AlarmMute, AlarmStateChange
 from trainguard.workflows.function_ports import StallAlarmsPorts
 from trainguard.workflows.once import once
@@ -104,13 +108,23 @@ def gather_evidence(
     limit = watched[0].silence_limit().minutes if watched else 0.0
     window = timedelta(minutes=max(thresholds.stall_minutes, thresholds.gpu_idle_minutes, limit) + 5)
     newest, line = ports.job_logs.newest_event(job.name, now - window)
+    progress = fresh_progress(watched[0], newest, line) if watched else ProgressState()
     for entry in watched:
         if entry.last_log_time and (newest is None or entry.last_log_time > newest):
             newest, line = entry.last_log_time, entry.last_log_line
     since = gpu_window_start(thresholds, newest, now)
     gpu = ports.gpu_metrics.busiest_by_host(job.name, hosts, since, now)
     deferred = bool(watched) and watched[0].silence_deferred and watched[0].last_log_time == newest
-    return StallEvidence(newest, line, gpu, gpus_per_host(instance_type), rhythm, deferred)
+    settings = watched[0].progress_settings if watched else ProgressSettings()
+    return StallEvidence(newest, line, gpu, gpus_per_host(instance_type), rhythm, deferred, progress, settings)
+
+
+def fresh_progress(watched: WatchedJob, newest: datetime | None, line: str) -> ProgressState:
+    """The job's progress as the subscription recorded it, with the newest line the Logs API returned read as well
+    when it is newer: a step the subscription has not delivered yet is progress."""
+    if newest is None or (watched.last_log_time is not None and newest <= watched.last_log_time):
+        return watched.progress
+    return advance(watched.progress, read_progress_line(line, progress_rule(watched)), newest)
 
 
 def _stop_is_ours(ports: StallAlarmsPorts, job_name: str) -> bool:

@@ -22,7 +22,7 @@ from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.stall_alarms import owned_alarm_job, plan_stall_alarms
 from trainguard.domain.stall_messages import compose_prober_notice
 from trainguard.domain.stalls import StallSignal, alarm_name, parse_alarm_name
-from trainguard.domain.watched_job import WatchedJob, is_stuck_stopping, log_silence_over_limit, stuck_stopping_reason
+from trainguard.domain.watched_job import WatchedJob, is_stuck_stopping, stall_over_limit, stuck_stopping_reason
 from trainguard.workflows.function_ports import StallProberPorts
 from trainguard.workflows.once import once
 
@@ -41,7 +41,8 @@ class ProbeReport:
 def probe(ports: StallProberPorts) -> ProbeReport:
     now = ports.clock()
     watched = ports.stall_ledger.watched()
-    silence = {job.job_name: round(log_silence_over_limit(job, now), 2) for job in watched}
+    # A job that reports progress: the minutes past its progress deadline, on the same metric (watched_job.py).
+    silence = {job.job_name: round(stall_over_limit(job, now), 2) for job in watched}
     ports.alarms.publish_log_silence(silence, now)
     report = ProbeReport(watched=len(watched), published=len(silence))
     for job in watched:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
 from trainguard.domain.policy import read_job_policy
+from trainguard.domain.progress_limits import ProgressSettings, read_progress_settings
 from trainguard.domain.stall_alarms import plan_stall_alarms
 from trainguard.domain.stalls import job_hosts, read_stall_thresholds
 from trainguard.domain.watched_job import WatchedJob
@@ -34,6 +35,7 @@ def follow_training_state(ports: JobEventsPorts, job_name: str) -> Outcome:
         training_since=job.training_since if job.secondary_status == "Training" else None,
         stopping_since=ports.clock() if job.status == "Stopping" else None,
         checkpoint_uri=job.checkpoint_s3_uri,
+        progress_settings=read_progress_settings(job.tags, ProgressSettings(), ports.keys),
     )
     try:
         plan = plan_stall_alarms(job.name, instance_type, hosts, thresholds, keys=ports.keys)

@@ -4,7 +4,7 @@
   (simulation/activity.py): its newest log line, and its hosts' per-minute GPUUtilization over the window
   the verdict reads. Later than a real job would write it, but never anything after `now`.
 - Alarm events are hints, sent as CloudWatch would send them, plus some it would not: the log-silence
-  alarm when the product's own metric (`log_silence_over_limit`, what its prober publishes) reaches 0, the
+  alarm when the product's own metric (`stall_over_limit`, what its prober publishes) reaches 0, the
   idle-GPU alarm when a job's GPUs have been at or below the alarm's threshold for the alarm's periods, and
   a false log-silence alarm on some jobs. An alarm fires only if trainguard created it (DescribeAlarms);
   until it exists the hint is checked again every 10 minutes. The events go through the stack's own rule.
@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from trainguard.domain.stalls import StallSignal, StallThresholds, alarm_name, gpu_window_start, parse_alarm_name
-from trainguard.domain.watched_job import WatchedJob, log_silence_over_limit
+from trainguard.domain.watched_job import WatchedJob, stall_over_limit
 from trainguard_local.chaos.jobs_truth import JobTruth
 from trainguard_local.chaos.replayed_fleet import ReplayedFleet
 from trainguard_local.simulation.activity import Silence
@@ -72,7 +72,7 @@ class Evidence:
         watched = WatchedJob(job.name, job.instance_type, job.hosts, self.thresholds, job.training_since, newest, text)
         at = since
         for _ in range(5):
-            left = -log_silence_over_limit(watched, at)
+            left = -stall_over_limit(watched, at)
             if left <= 0:
                 break
             at += timedelta(minutes=left)

@@ -1,0 +1,232 @@
+"""The stall rules of a job that reports progress (docs/progress.md, "How a reporting job is judged").
+
+A job judged by its steps (progress_watch.ProgressState) is stalled at the first of these deadlines it passes:
+1. START: no first step by the start cutoff (its `progress-start-seconds` tag, or `progress-start-minutes` after
+   its start marker);
+2. STEP: no advancing step for longer than its step limit (`progress_limit`): its `progress-interval-seconds` tag,
+   or INTERVAL_FACTOR x the QUANTILE of its newest intervals and LONGEST_FACTOR x the longest since it
+   (re)started, never below the log-silence rule's floor (log_rhythm.FLOOR_MINUTES: CloudWatch Logs' delivery to
+   the subscription, the prober's minute and the alarm's one-minute period) nor above its cap; the fixed
+   `stall-minutes` until MIN_INTERVALS intervals are seen;
+3. PHASE: inside an announced phase, only once the phase has run past its allowance (its expectation plus
+   `progress-phase-margin-percent`, at least the floor more; `progress-phase-minutes` when it gave none) and no
+   step has advanced within the step limit either: a step inside an open phase (an asynchronous save) is progress.
+A job that reports nothing gets no judgement here (None): the log-silence rules judge it, unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from trainguard.domain.checkpoints import format_duration
+from trainguard.domain.log_rhythm import CAP_MINUTES, FLOOR_MINUTES
+from trainguard.domain.policy import TagKeys, TagProblem, read_int_tag
+from trainguard.domain.progress_rule import read_rule_tags
+from trainguard.domain.progress_watch import ProgressState
+
+QUANTILE = 0.95
+LONGEST_FACTOR = 1.5
+MIN_INTERVALS = 8
+_FLOOR_SECONDS = FLOOR_MINUTES * 60
+
+
+class ProgressCheck(StrEnum):
+    START = "start"  # no first step by the start cutoff
+    STEP = "step"  # no advancing step within the step limit
+    PHASE = "phase"  # an announced phase past its allowance
+
+
+@dataclass(frozen=True)
+class ProgressSettings:
+    """The progress rules' figures for one job: the defaults, overridden by its tags (docs/tags.md)."""
+
+    interval_factor: int = 3
+    phase_margin_percent: int = 50
+    phase_minutes: int = 60  # a phase announced with no expectation
+    start_minutes: int = 30  # from the start marker to the first step
+    interval_seconds: int | None = None  # the job's progress-interval-seconds tag
+    start_seconds: int | None = None  # the job's progress-start-seconds tag
+    pattern: str = ""  # the job's progress-pattern tag, as written (compiled where lines are read)
+    problems: tuple[TagProblem, ...] = field(default=())
+
+    def to_json(self) -> dict[str, object]:
+        return {k: getattr(self, k) for k in _STORED}
+
+    @classmethod
+    def from_json(cls, data: object) -> ProgressSettings:
+        """The stored settings; a field that does not read (or that this version does not know) keeps its default."""
+        if not isinstance(data, Mapping):
+            return cls()
+        kept = {k: data[k] for k in _STORED if k in data and isinstance(data[k], _STORED[k])}
+        return cls(**kept)  # type: ignore[arg-type]
+
+
+_STORED: dict[str, type | tuple[type, ...]] = {
+    "interval_factor": int,
+    "phase_margin_percent": int,
+    "phase_minutes": int,
+    "start_minutes": int,
+    "interval_seconds": (int, type(None)),
+    "start_seconds": (int, type(None)),
+    "pattern": str,
+}
+
+
+def read_progress_settings(tags: Mapping[str, str], defaults: ProgressSettings, keys: TagKeys) -> ProgressSettings:
+    """The job's progress settings: the defaults, overridden per job by tag; bad values fall back and are reported."""
+    problems: list[TagProblem] = []
+    rule = read_rule_tags(tags, keys)
+    problems += rule.problems
+
+    def number(name: str, default: int, low: int, high: int, unit: str) -> int:
+        return read_int_tag(tags, keys.key(name), default, low, high, problems, unit)
+
+    return ProgressSettings(
+        interval_factor=number("progress-interval-factor", defaults.interval_factor, 2, 20, " times"),
+        phase_margin_percent=number("progress-phase-margin-percent", defaults.phase_margin_percent, 10, 1000, "%"),
+        phase_minutes=number("progress-phase-minutes", defaults.phase_minutes, 5, 1440, " min"),
+        start_minutes=number("progress-start-minutes", defaults.start_minutes, 5, 1440, " min"),
+        interval_seconds=rule.interval_seconds,
+        start_seconds=rule.start_seconds,
+        pattern=rule.rule.template if rule.rule else "",
+        problems=tuple(problems),
+    )
+
+
+@dataclass(frozen=True)
+class StepLimit:
+    seconds: float
+    reason: str  # where the limit comes from, with its figures and no parentheses
+
+
+@dataclass(frozen=True)
+class ProgressJudgement:
+    """Which rule holds the job's next deadline, the deadline, and the reason with its figures."""
+
+    check: ProgressCheck
+    deadline: datetime
+    stalled: bool
+    reason: str
+
+    def over_limit_minutes(self, now: datetime) -> float:
+        """Minutes past the deadline (negative: minutes left), the value the stall alarm watches."""
+        return (now - self.deadline).total_seconds() / 60
+
+
+def quantile_seconds(intervals: tuple[float, ...], q: float = QUANTILE) -> float:
+    """The nearest-rank q-quantile of `intervals` (0 with none)."""
+    if not intervals:
+        return 0.0
+    ordered = sorted(intervals)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def progress_limit(state: ProgressState, settings: ProgressSettings, fixed_minutes: float) -> StepLimit:
+    """How long this job may go without an advancing step (the module's docstring gives the order)."""
+    if settings.interval_seconds is not None:
+        seconds = max(_FLOOR_SECONDS, float(settings.interval_seconds))
+        floor = ", raised to the floor" if seconds > settings.interval_seconds else ""
+        return StepLimit(seconds, f"{_span(seconds)}, set by the job's progress-interval-seconds tag{floor}")
+    count = len(state.intervals)
+    if count < MIN_INTERVALS:
+        why = f"the fixed {fixed_minutes:g} min, as the job has shown {count} intervals between advancing steps"
+        return StepLimit(fixed_minutes * 60, f"{why} where {MIN_INTERVALS} are needed to learn its own")
+    high = quantile_seconds(state.intervals)
+    learned = max(settings.interval_factor * high, LONGEST_FACTOR * state.longest_seconds)
+    seconds = min(CAP_MINUTES * 60, max(_FLOOR_SECONDS, learned))
+    bound = {_FLOOR_SECONDS: ", the floor", CAP_MINUTES * 60: ", the cap"}.get(seconds, "")
+    why = (
+        f"{_span(seconds)}, learned: 95% of its newest {count} intervals between advancing steps were at most "
+        f"{_span(high)} and the longest since it started was {_span(state.longest_seconds)}; the limit is "
+        f"{settings.interval_factor} times the first, at least {LONGEST_FACTOR:g} times the second, and never below "
+        f"{FLOOR_MINUTES:g} min{bound}"
+    )
+    return StepLimit(seconds, why)
+
+
+def phase_allowance_seconds(expect_seconds: float | None, settings: ProgressSettings) -> float:
+    if expect_seconds is None:
+        return settings.phase_minutes * 60.0
+    return max(expect_seconds * (1 + settings.phase_margin_percent / 100), expect_seconds + _FLOOR_SECONDS)
+
+
+def judge_progress(
+    state: ProgressState,
+    settings: ProgressSettings,
+    now: datetime,
+    *,
+    fixed_minutes: float,
+    training_since: datetime | None,
+) -> ProgressJudgement | None:
+    """The job's progress verdict now, or None when it reports no progress (the log-silence rules judge it)."""
+    if state.last_step is None or state.advanced_at is None:
+        return _judge_start(state, settings, now, training_since)
+    limit = progress_limit(state, settings, fixed_minutes)
+    step_deadline = state.advanced_at + timedelta(seconds=limit.seconds)
+    quiet = format_duration(now - state.advanced_at)
+    last = f"the last, step {state.last_step}, came at {_at(state.advanced_at)}"
+    phase = state.phase
+    if phase is not None:
+        allowance = phase_allowance_seconds(phase.expect_seconds, settings)
+        phase_deadline = phase.began + timedelta(seconds=allowance)
+        if phase_deadline > step_deadline:
+            stalled = now >= phase_deadline
+            reason = (
+                f"the phase {phase.name!r} announced at {_at(phase.began)} has run "
+                f"{format_duration(now - phase.began)}, "
+                f"{'past' if stalled else 'within'} its allowance of {_span(allowance)}: "
+                f"{_expected(phase.expect_seconds, settings)}. No step has advanced for {quiet}: {last}"
+            )
+            return ProgressJudgement(ProgressCheck.PHASE, phase_deadline, stalled, reason)
+    stalled = now >= step_deadline
+    reason = (
+        f"no advancing step for {quiet}, {'past' if stalled else 'within'} the job's step limit of {limit.reason}. "
+        f"Lines that do not advance the step are no progress; {last}"
+    )
+    return ProgressJudgement(ProgressCheck.STEP, step_deadline, stalled, reason)
+
+
+def _judge_start(
+    state: ProgressState, settings: ProgressSettings, now: datetime, training_since: datetime | None
+) -> ProgressJudgement | None:
+    if state.started_at is not None:
+        since, what = state.started_at, f"its start marker at {_at(state.started_at)}"
+    elif settings.pattern and training_since is not None:
+        since, what = training_since, f"training started at {_at(training_since)}, as its progress-pattern tag declares"
+    else:
+        return None
+    if settings.start_seconds is not None:
+        cutoff, source = float(settings.start_seconds), "set by its progress-start-seconds tag"
+    else:
+        cutoff, source = settings.start_minutes * 60.0, "the default"
+    deadline = since + timedelta(seconds=cutoff)
+    if state.phase is not None:  # a phase announced before the first step: a checkpoint load
+        deadline = max(
+            deadline,
+            state.phase.began + timedelta(seconds=phase_allowance_seconds(state.phase.expect_seconds, settings)),
+        )
+    stalled = now >= deadline
+    reason = (
+        f"no first step {format_duration(now - since)} after {what}, "
+        f"{'past' if stalled else 'within'} the start cutoff of {_span(cutoff)}, {source}"
+    )
+    return ProgressJudgement(ProgressCheck.START, deadline, stalled, reason)
+
+
+def _expected(expect_seconds: float | None, settings: ProgressSettings) -> str:
+    if expect_seconds is None:
+        return f"it announced no duration, so it is given the default of {settings.phase_minutes} min"
+    margin = settings.phase_margin_percent
+    return f"{_span(expect_seconds)} expected, plus a {margin}% margin and at least {FLOOR_MINUTES:g} min"
+
+
+def _span(seconds: float) -> str:
+    return format_duration(timedelta(seconds=seconds))
+
+
+def _at(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")

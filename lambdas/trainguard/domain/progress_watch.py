@@ -1,0 +1,156 @@
+"""What trainguard keeps of a job's progress between deliveries of its log lines, and how each line moves it.
+
+Kept: the last step and when it last advanced, a bounded sample of the intervals between advancing steps, the open
+phase, and the start marker.
+
+`advance(state, reading, at)` folds one line's reading (progress_reading.ProgressReading) into the state, in the
+order of the lines' own timestamps (docs/progress.md, "How a reporting job is judged"):
+- a higher step advances: the interval since the last advance is learned, unless a phase was announced inside it
+  (a checkpoint save is no step interval) or it is the first step;
+- the same step does not advance: a heartbeat repeating it is no progress;
+- a lower step stamped after the last advance is a restart from a checkpoint: the intervals learned are forgotten;
+  stamped before it, it is another host's line delivered late, and is ignored. A start marker forgets them too.
+Hugging Face Trainer's lines carry no step (progress_markers.py), so its readings are left out: its start marker
+must not make a job wait for a first step that its lines will never show.
+
+The state is stored in the job's watch entry (a few hundred bytes as JSON: MAX_INTERVALS intervals at most).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from trainguard.domain.log_rhythm import epoch_ms, from_epoch_ms
+from trainguard.domain.progress_lines import LineRule, read_progress_line
+from trainguard.domain.progress_reading import Phase, ProgressReading, Reader
+
+MAX_INTERVALS = 32  # the newest intervals kept: the sample the step limit's quantile is taken from
+READERS_WITHOUT_STEPS = frozenset({Reader.HUGGING_FACE})
+_MAX_PHASE_NAME = 64  # progress_lines._PHASE_NAME's bound; framework phases are named by trainguard
+
+
+@dataclass(frozen=True)
+class OpenPhase:
+    """A long phase the job announced and has not ended: its name, when it began, the seconds it should take."""
+
+    name: str
+    began: datetime
+    expect_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class ProgressState:
+    """A job's progress as its lines have told it (docs/progress.md)."""
+
+    reader: Reader | None = None  # the reader of the job's first progress line
+    last_step: int | None = None
+    advanced_at: datetime | None = None  # when the step last advanced (the first step's time, at first)
+    intervals: tuple[float, ...] = ()  # seconds between advancing steps, the newest MAX_INTERVALS
+    longest_seconds: float = 0.0  # the longest learned interval since the job (re)started
+    phase: OpenPhase | None = None
+    phased: bool = False  # a phase was announced (begun or ended) since the last advance
+    started_at: datetime | None = None  # the newest start marker
+
+    @property
+    def reports(self) -> bool:
+        """The job's lines have given a step or a start marker: it is judged by its progress."""
+        return self.last_step is not None or self.started_at is not None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"reader": self.reader.value if self.reader else None, "step": self.last_step}
+        data |= {
+            "advanced_ms": epoch_ms(self.advanced_at),
+            "started_ms": epoch_ms(self.started_at),
+            "phased": self.phased,
+        }
+        data |= {"intervals": [round(s, 1) for s in self.intervals], "longest_s": round(self.longest_seconds, 1)}
+        if self.phase is not None:
+            data["phase"] = {
+                "name": self.phase.name,
+                "began_ms": epoch_ms(self.phase.began),
+                "expect_s": self.phase.expect_seconds,
+            }
+        return data
+
+    @classmethod
+    def from_json(cls, data: object) -> ProgressState:
+        """A state from its stored form; an empty one for anything that does not read as one."""
+        if not isinstance(data, Mapping):
+            return cls()
+        intervals = data.get("intervals")
+        if not isinstance(intervals, list) or not all(_seconds(s) is not None for s in intervals):
+            intervals = []
+        step = data.get("step")
+        return cls(
+            reader=Reader(data["reader"]) if data.get("reader") in Reader._value2member_map_ else None,
+            last_step=step if isinstance(step, int) and not isinstance(step, bool) and step >= 0 else None,
+            advanced_at=from_epoch_ms(data.get("advanced_ms")),
+            intervals=tuple(float(s) for s in intervals[-MAX_INTERVALS:]),
+            longest_seconds=_seconds(data.get("longest_s")) or 0.0,
+            phase=_phase_from_json(data.get("phase")),
+            phased=data.get("phased") is True,
+            started_at=from_epoch_ms(data.get("started_ms")),
+        )
+
+
+def advance(state: ProgressState, reading: ProgressReading, at: datetime) -> ProgressState:
+    """`state` with one line's reading, stamped `at`, folded in (the module's docstring says how)."""
+    if reading.source is None or reading.source in READERS_WITHOUT_STEPS:
+        return state
+    if state.reader is None and (reading.step is not None or reading.start or reading.phase is not None):
+        state = replace(state, reader=reading.source)
+    if reading.start and (state.advanced_at is None or at > state.advanced_at):
+        state = ProgressState(reader=state.reader, started_at=at)
+    if reading.step is not None:
+        state = _with_step(state, reading.step, at)
+    if reading.phase is Phase.BEGIN and reading.phase_name and (state.phase is None or at >= state.phase.began):
+        phase = OpenPhase(reading.phase_name[:_MAX_PHASE_NAME], at, reading.expect_seconds)
+        state = replace(state, phase=phase, phased=True)
+    elif reading.phase is Phase.END:
+        ends_open = state.phase is not None and at >= state.phase.began
+        state = replace(state, phase=None if ends_open else state.phase, phased=True)
+    return state
+
+
+def with_lines(state: ProgressState, lines: Iterable[tuple[datetime, str]], rule: LineRule | None) -> ProgressState:
+    """`state` with a delivery's lines (time, message) read and folded in, in time order."""
+    for at, line in sorted(lines, key=lambda pair: pair[0]):
+        state = advance(state, read_progress_line(line, rule), at)
+    return state
+
+
+def _with_step(state: ProgressState, step: int, at: datetime) -> ProgressState:
+    if state.last_step is None or state.advanced_at is None:
+        return replace(state, last_step=step, advanced_at=at, phased=False)
+    if step == state.last_step:
+        return state  # no progress: a heartbeat, a watchdog, another host repeating the step
+    if step < state.last_step:
+        if at <= state.advanced_at:
+            return state  # another host's line, delivered after newer ones
+        return replace(state, last_step=step, advanced_at=at, intervals=(), longest_seconds=0.0, phased=False)
+    interval = (at - state.advanced_at).total_seconds()
+    intervals, longest = state.intervals, state.longest_seconds
+    if interval > 0 and not state.phased:
+        intervals, longest = (*intervals, round(interval, 1))[-MAX_INTERVALS:], max(longest, interval)
+    advanced = max(at, state.advanced_at)
+    return replace(
+        state, last_step=step, advanced_at=advanced, intervals=intervals, longest_seconds=longest, phased=False
+    )
+
+
+def _phase_from_json(data: object) -> OpenPhase | None:
+    if not isinstance(data, Mapping) or not isinstance(data.get("name"), str) or not data["name"]:
+        return None
+    began = from_epoch_ms(data.get("began_ms"))
+    if began is None:
+        return None
+    return OpenPhase(data["name"][:_MAX_PHASE_NAME], began, _seconds(data.get("expect_s")))
+
+
+def _seconds(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 10**9:
+        return None
+    return float(value)

@@ -1,0 +1,261 @@
+"""The stall rules of a job that reports progress (domain/progress_watch.py, domain/progress_limits.py): each scenario
+feeds real lines through the readers, then judges at given moments."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from trainguard.domain.log_rhythm import FLOOR_MINUTES
+from trainguard.domain.policy import TagKeys
+from trainguard.domain.progress_limits import (
+    MIN_INTERVALS,
+    ProgressCheck,
+    ProgressSettings,
+    judge_progress,
+    progress_limit,
+    read_progress_settings,
+)
+from trainguard.domain.progress_lines import read_progress_line
+from trainguard.domain.progress_rule import compile_template
+from trainguard.domain.progress_watch import MAX_INTERVALS, ProgressState, advance
+
+T0 = datetime(2026, 12, 6, 8, 0, tzinfo=UTC)
+FIXED = 30.0
+
+
+def feed(lines: list[tuple[float, str]], state: ProgressState | None = None, pattern: str = "") -> ProgressState:
+    rule = compile_template(pattern) if pattern else None
+    assert not isinstance(rule, str)
+    state = state or ProgressState()
+    for seconds, line in lines:
+        state = advance(state, read_progress_line(line, rule), T0 + timedelta(seconds=seconds))
+    return state
+
+
+def steps(first: int, count: int, every: float, start: float = 0.0, fmt: str = "trainguard:progress step={}") -> list:
+    return [(start + i * every, fmt.format(first + i)) for i in range(count)]
+
+
+CHATTY = steps(1, 60, 10.0)  # a step every 10 s for 10 min: the last, step 60, at 590 s
+LAST = 590.0
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    lines: list[tuple[float, str]]
+    at: float  # seconds after T0 when judged
+    stalled: bool
+    check: ProgressCheck | None
+    settings: ProgressSettings = field(default_factory=ProgressSettings)
+    training_since: datetime | None = None
+
+
+CASES = [
+    Case("chatty job hung: within the floor", CHATTY, LAST + FLOOR_MINUTES * 60 - 1, False, ProgressCheck.STEP),
+    Case("chatty job hung: stopped at the 5 min floor", CHATTY, LAST + FLOOR_MINUTES * 60, True, ProgressCheck.STEP),
+    *(
+        Case(
+            f"a heartbeat is no progress: {beat}",
+            CHATTY + [(LAST + 10 * i, beat) for i in range(1, 60)],
+            LAST + FLOOR_MINUTES * 60 + 1,
+            True,
+            ProgressCheck.STEP,
+        )
+        for beat in ("trainguard:progress step=60", "heartbeat: phase=training alive")
+    ),
+    Case(
+        "an announced 10 min save, within expect x margin",
+        [*CHATTY, (LAST + 1, "trainguard:phase begin=checkpoint expect=600")],
+        LAST + 1 + 899,
+        False,
+        ProgressCheck.PHASE,
+    ),
+    Case(
+        "an announced 10 min save, over expect x margin",
+        [*CHATTY, (LAST + 1, "trainguard:phase begin=checkpoint expect=600")],
+        LAST + 1 + 900,
+        True,
+        ProgressCheck.PHASE,
+    ),
+    Case(
+        "a short announced phase gets the floor beyond its expectation",
+        [*CHATTY, (LAST + 1, "trainguard:phase begin=eval expect=20")],
+        LAST + 1 + 20 + FLOOR_MINUTES * 60 - 1,
+        False,
+        ProgressCheck.PHASE,
+    ),
+    Case(
+        "a phase with no expectation gets the default phase minutes",
+        [*CHATTY, (LAST + 1, "saving checkpoint at iteration      60 to /ckpt in torch_dist format")],
+        LAST + 1 + 59 * 60,
+        False,
+        ProgressCheck.PHASE,
+    ),
+    Case(
+        "after the phase ends, the step limit judges again",
+        [
+            *CHATTY,
+            (LAST + 1, "trainguard:phase begin=checkpoint expect=600"),
+            (LAST + 500, "trainguard:phase end=checkpoint"),
+            *steps(61, 30, 10.0, start=LAST + 510),
+        ],
+        LAST + 510 + 290 + FLOOR_MINUTES * 60,
+        True,
+        ProgressCheck.STEP,
+    ),
+    Case(
+        "async save: steps continue inside an open phase",
+        [*CHATTY, (LAST + 1, "trainguard:phase begin=checkpoint expect=60"), *steps(61, 120, 10.0, start=LAST + 10)],
+        LAST + 1200,
+        False,
+        ProgressCheck.STEP,
+    ),
+    Case(
+        "no first step by the default start cutoff",
+        [(0, "trainguard:start"), (60, "loading data")],
+        30 * 60,
+        True,
+        ProgressCheck.START,
+    ),
+    Case(
+        "the first step may come until the cutoff", [(0, "trainguard:start")], 30 * 60 - 1, False, ProgressCheck.START
+    ),
+    Case(
+        "the start cutoff of the job's tag",
+        [(0, "[before the start of training step] datetime: 2026-12-06 08:00:00")],
+        600,
+        True,
+        ProgressCheck.START,
+        ProgressSettings(start_seconds=600),
+    ),
+    Case(
+        "a tag rule declares the job reports: the cutoff counts from training's start",
+        [(60, "loading data")],
+        600,
+        True,
+        ProgressCheck.START,
+        ProgressSettings(start_seconds=600, pattern="iteration @step lm loss"),
+        T0,
+    ),
+    Case("a job whose lines carry no progress: today's rules", [(0, "hello"), (10, "epoch 1")], 9999, False, None),
+    Case(
+        "Hugging Face Trainer's start marker makes no job wait for a step its lines never show",
+        [(0, "***** Running training *****"), (10, "{'loss': 2.3, 'epoch': 0.1}")],
+        9999,
+        False,
+        None,
+    ),
+    Case(
+        "too few intervals: the fixed threshold on steps",
+        steps(1, MIN_INTERVALS, 10.0),
+        10 * (MIN_INTERVALS - 1) + FIXED * 60 - 1,
+        False,
+        ProgressCheck.STEP,
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+def test_progress_rules(case: Case) -> None:
+    state = feed(case.lines)
+    now = T0 + timedelta(seconds=case.at)
+    verdict = judge_progress(state, case.settings, now, fixed_minutes=FIXED, training_since=case.training_since)
+    if case.check is None:
+        assert verdict is None
+        return
+    assert verdict is not None
+    assert (verdict.stalled, verdict.check) == (case.stalled, case.check), verdict.reason
+    assert (verdict.over_limit_minutes(now) >= 0) == case.stalled
+
+
+def test_a_chatty_hang_is_judged_on_its_own_interval_and_the_reason_says_so() -> None:
+    state = feed(CHATTY)
+    limit = progress_limit(state, ProgressSettings(), FIXED)
+    assert limit.seconds == FLOOR_MINUTES * 60  # 3 x 10 s and 1.5 x 10 s are under the floor
+    verdict = judge_progress(
+        state, ProgressSettings(), T0 + timedelta(minutes=20), fixed_minutes=FIXED, training_since=T0
+    )
+    assert verdict is not None and verdict.stalled
+    assert "step 60" in verdict.reason and "2026-12-06 08:09:50 UTC" in verdict.reason
+    assert "5 min" in verdict.reason and "10 s" in verdict.reason and "the floor" in verdict.reason
+
+
+def test_a_slow_job_learns_a_limit_above_the_floor() -> None:
+    state = feed(steps(1, 40, 120.0))
+    limit = progress_limit(state, ProgressSettings(), FIXED)
+    assert limit.seconds == 360.0  # 3 x 120 s
+    assert progress_limit(state, ProgressSettings(interval_factor=5), FIXED).seconds == 600.0
+
+
+def test_the_longest_pause_the_job_has_been_through_is_not_a_hang_the_second_time() -> None:
+    lines = [*steps(1, 40, 10.0), (390 + 1200, "trainguard:progress step=41"), *steps(42, 20, 10.0, start=1600)]
+    assert progress_limit(feed(lines), ProgressSettings(), FIXED).seconds == 1.5 * 1200
+
+
+def test_an_interval_with_an_announced_phase_inside_is_not_learned() -> None:
+    lines = [
+        *steps(1, 40, 10.0),
+        (395, "trainguard:phase begin=checkpoint expect=600"),
+        (995, "trainguard:phase end=checkpoint"),
+        (1000, "trainguard:progress step=41"),
+    ]
+    state = feed(lines)
+    assert state.longest_seconds == 10.0 and max(state.intervals) == 10.0
+
+
+def test_a_restart_from_a_checkpoint_forgets_the_learned_interval() -> None:
+    state = feed([*CHATTY, (LAST + 600, "trainguard:progress step=20")])
+    assert (state.last_step, state.intervals, state.longest_seconds) == (20, (), 0.0)
+    assert progress_limit(state, ProgressSettings(), FIXED).seconds == FIXED * 60
+
+
+def test_a_start_marker_forgets_the_learned_interval() -> None:
+    state = feed([*CHATTY, (LAST + 600, "trainguard:start")])
+    assert (state.last_step, state.intervals, state.started_at) == (None, (), T0 + timedelta(seconds=LAST + 600))
+
+
+def test_another_hosts_line_delivered_late_is_ignored() -> None:
+    state = feed([*CHATTY, (LAST - 300, "trainguard:progress step=30")])
+    assert state == feed(CHATTY)
+
+
+def test_the_sample_of_intervals_is_bounded() -> None:
+    state = feed(steps(1, 1000, 3.0))
+    assert len(state.intervals) == MAX_INTERVALS and len(json.dumps(state.to_json())) < 600
+
+
+def test_a_relaunch_is_a_new_job_and_learns_from_nothing() -> None:
+    """A relaunch has a new name (domain/naming.py), so a new watch entry: an empty state, no verdict of its own."""
+    verdict = judge_progress(ProgressState(), ProgressSettings(), T0, fixed_minutes=FIXED, training_since=T0)
+    assert verdict is None
+
+
+def test_the_state_survives_its_stored_form_and_garbage_reads_as_empty() -> None:
+    state = feed([*CHATTY, (LAST + 1, "trainguard:phase begin=checkpoint expect=600")])
+    assert ProgressState.from_json(json.loads(json.dumps(state.to_json()))) == state
+    garbage_values: tuple[object, ...] = (None, [], "x", {"step": True, "intervals": ["a"], "phase": {"name": 3}})
+    for garbage in (*garbage_values, {"reader": "nope"}):
+        assert ProgressState.from_json(garbage) == ProgressState()
+
+
+def test_settings_from_tags_with_bounded_readers() -> None:
+    keys = TagKeys()
+    tags = {
+        "trainguard:progress-interval-factor": "5",
+        "trainguard:progress-phase-margin-percent": "100",
+        "trainguard:progress-phase-minutes": "soon",
+        "trainguard:progress-start-seconds": "900",
+        "trainguard:progress-pattern": "iteration @step lm loss: @loss",
+    }
+    settings = read_progress_settings(tags, ProgressSettings(), keys)
+    assert (settings.interval_factor, settings.phase_margin_percent, settings.phase_minutes) == (5, 100, 60)
+    assert (settings.start_seconds, settings.pattern) == (900, "iteration @step lm loss: @loss")
+    assert [problem.key for problem in settings.problems] == ["trainguard:progress-phase-minutes"]
+    assert ProgressSettings.from_json(json.loads(json.dumps(settings.to_json()))) == ProgressSettings(
+        5, 100, 60, 30, None, 900, "iteration @step lm loss: @loss"
+    )
