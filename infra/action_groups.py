@@ -53,6 +53,10 @@ TRAINING_PLANS_REASON = (
     "sagemaker:CreateTrainingJob on training-plan/* and reserved-capacity/* for the same reason. Plans are named by "
     "their owners, so no narrower ARN exists; only this account and region, and only CreateTrainingJob."
 )
+READ_JOBS_REASON = (
+    "Training jobs are named by their owners, so no narrower ARN exists; DescribeTrainingJob and ListTags only read "
+    "a job, to decide whether it is opted in and how to watch or relaunch it."
+)
 LIST_JOBS_REASON = (
     "ListTrainingJobs supports no resource type and no condition key (Service Authorization Reference, SageMaker), "
     "so only Resource * can allow it; it only lists the running jobs' names and statuses, to find an opted-in job "
