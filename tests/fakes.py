@@ -34,6 +34,7 @@ from trainguard.domain.progress_watch import ProgressState
 from trainguard.domain.quotas import WaitingLaunch, normalize_quota_name
 from trainguard.domain.stall_alarms import LOG_SILENCE_METRIC, owned_alarm_job, possible_gpu_part_names
 from trainguard.domain.stalls import StallSignal, StallThresholds, alarm_name, parse_alarm_name
+from trainguard.domain.watch_discovery import ListedJob
 from trainguard.domain.watched_job import LoggedLines, WatchedJob
 from trainguard.events.training_job import job_from_description
 from trainguard.handlers.wiring import PortSet, Site
@@ -104,6 +105,8 @@ class FakeJobs:
         self.refused_types: dict[str, LaunchRefused] = {}  # by the request's instance type
         self.attempts: list[dict[str, Any]] = []  # every create, refused or not
         self.stops: list[str] = []
+        self.listings = 0  # training_now calls
+        self.tags_read: list[str] = []  # tags_of calls, by ARN
 
     def add(self, description: dict[str, Any], tags: dict[str, str]) -> TrainingJob:
         job = job_from_description(description, tags)
@@ -112,6 +115,14 @@ class FakeJobs:
 
     def describe(self, name: str) -> TrainingJob | JobNotFound:
         return self.jobs.get(name) or JobNotFound(name)
+
+    def training_now(self) -> list[ListedJob]:
+        self.listings += 1
+        return [ListedJob(j.name, j.arn, j.secondary_status) for j in self.jobs.values() if j.status == "InProgress"]
+
+    def tags_of(self, arn: str) -> dict[str, str]:
+        self.tags_read.append(arn)
+        return next(dict(j.tags) for j in self.jobs.values() if j.arn == arn)
 
     def stop(self, name: str) -> bool:
         job = self.jobs[name]

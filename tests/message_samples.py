@@ -191,6 +191,17 @@ def stuck_stopping() -> Sample:
     return _sent(ports)
 
 
+def gpus_not_watched() -> Sample:
+    """A job of 1,200 hosts opted in while it trains: the prober finds it and watches it on log silence only."""
+    ports = fake_ports()
+    description = described_job(JOB, status="InProgress", secondary="Training", checkpoint=f"s3://ckpt/{JOB}/")
+    description["ResourceConfig"]["InstanceCount"] = 1200
+    description["TrainingStartTime"] = NOW - timedelta(hours=6)
+    ports.jobs.add(description, OPTED_IN)
+    probe(ports)
+    return _sent(ports)
+
+
 def _request_decided(status: str) -> Sample:
     ports = _quota_wall()
     [filed] = ports.quotas.requests
@@ -237,6 +248,7 @@ SAMPLES: dict[MessageKind, Callable[[], Sample]] = {
     MessageKind.STALL_DRY_RUN: lambda: _stalled({"trainguard:actions": "notify"}),
     MessageKind.CHECKPOINT_STALE: checkpoint_stale,
     MessageKind.STUCK_STOPPING: stuck_stopping,
+    MessageKind.GPUS_NOT_WATCHED: gpus_not_watched,
     MessageKind.QUOTA_REQUEST_APPROVED: lambda: _request_decided("APPROVED"),
     MessageKind.QUOTA_REQUEST_NOT_APPROVED: lambda: _request_decided("DENIED"),
     MessageKind.WAITING_LAUNCH_LAUNCHED: lambda: _request_decided("APPROVED"),

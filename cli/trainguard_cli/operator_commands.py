@@ -19,6 +19,7 @@ from trainguard.domain.model import TrainingJob
 from trainguard.domain.policy import PolicyDefaults, TagKeys, read_job_policy
 from trainguard.domain.quotas import format_value
 from trainguard.domain.stalls import StallThresholds, read_stall_thresholds
+from trainguard.domain.watch_discovery import CHECKS_PER_CYCLE
 from trainguard_cli.inputs import NotFound, UnusableInput, aws_session
 
 TABLE_VARIABLE = "TRAINGUARD_LEDGER_TABLE_NAME"  # GuardConfig.to_env()'s name for the table (a test checks)
@@ -63,9 +64,12 @@ _FLAGS = (
 )
 
 
-_NOT_WATCHED_YET = (
-    "its failures are guarded from now; the stall watch starts at its next state change "
-    "(a job already Training is not watched for stalls before then)"
+# A job already Training sends no state change when it is tagged: the stall prober, which runs every minute,
+# finds it (trainguard.domain.watch_discovery) and starts its watch.
+_WATCH_STARTS = (
+    "its failures are guarded from now; its stall watch starts at the stall prober's next run, within 2 minutes "
+    f"(each minute the prober reads the tags of up to {CHECKS_PER_CYCLE} Training jobs it does not watch: in an "
+    f"account with more, within 2 minutes per {CHECKS_PER_CYCLE} of them). `trainguard status` then lists it"
 )
 
 
@@ -239,7 +243,7 @@ def run_opt_in(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     if job.status != "InProgress":
         raise UnusableInput(f"{job.name} is {job.status}: only a running job can be opted in; nothing was tagged")
     jobs.add_tags(job.arn, tags)
-    notes = [_NOT_WATCHED_YET] if job.secondary_status == "Training" else []
+    notes = [_WATCH_STARTS] if job.secondary_status == "Training" else []
     if parent := managing_parent(job):
         notes.append(f"launched by {parent.describe()}: trainguard leaves it to its owner and never acts on it")
     previous = {k: job.tags[k] for k in tags if k in job.tags}

@@ -1,5 +1,6 @@
 """The samples of the messages about a job that trains: a verified stall (stopped, muted, left to its owner, in dry
-run) and what the prober tells once (a checkpoint sync that stopped, a stop stuck in Stopping), from sample
+run), what the prober tells once (a checkpoint sync that stopped, a stop stuck in Stopping) and a job too large
+for an idle-GPU alarm (domain/stall_alarms.py, watch_messages.py), from sample
 evidence put through the domain's own judgements (trainguard.domain.stalls, checkpoint_health, watched_job) and
 rendered by its composers (trainguard.domain.stall_messages)."""
 
@@ -12,8 +13,10 @@ from trainguard.domain.log_rhythm import LogRhythm
 from trainguard.domain.messages import Notification
 from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind
+from trainguard.domain.stall_alarms import MAX_GPU_HOSTS, plan_stall_alarms
 from trainguard.domain.stall_messages import compose_prober_notice, compose_stall_notification, what_was_done
 from trainguard.domain.stalls import StallEvidence, StallSignal, StallThresholds, judge_stall, read_stall_thresholds
+from trainguard.domain.watch_messages import compose_partly_watched_notice
 from trainguard.domain.watched_job import stuck_stopping_reason
 from trainguard_cli.sample_facts import (
     KEYS,
@@ -83,3 +86,15 @@ def stuck_stopping(region: str, now: datetime) -> Notification:
     why = stuck_stopping_reason(job, now)
     outcome = Outcome(OutcomeKind.STUCK_STOPPING, job.job_name, why, Decision.NOTIFY, Category.STUCK_STOPPING)
     return compose_prober_notice(outcome, region, now)
+
+
+def gpus_not_watched(region: str, now: datetime) -> Notification:
+    """The sample job at one host more than an idle-GPU alarm can watch: the domain's plan says why, the
+    watch's message tells it (workflows/stall_watch.py)."""
+    plan = plan_stall_alarms(
+        sample_job("InProgress", "", now).name, "ml.p5.48xlarge", MAX_GPU_HOSTS + 1, StallThresholds()
+    )
+    outcome = Outcome(
+        OutcomeKind.PARTLY_WATCHED, plan.job_name, plan.gpu_unwatched, Decision.NOTIFY, Category.IN_PROGRESS
+    )
+    return compose_partly_watched_notice(outcome, region, now)

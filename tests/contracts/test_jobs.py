@@ -13,7 +13,15 @@ from tests.contracts.conftest import IMPLEMENTATIONS, local_client
 from tests.fakes import NOW, FakeJobs, training_spec
 from trainguard.adapters.sagemaker import SageMakerJobs
 from trainguard.domain.model import TrainingJob
-from trainguard.workflows.ports import JobLauncher, JobNotFound, JobStopper, LaunchRefused, LaunchResult, NameTaken
+from trainguard.workflows.ports import (
+    JobFinder,
+    JobLauncher,
+    JobNotFound,
+    JobStopper,
+    LaunchRefused,
+    LaunchResult,
+    NameTaken,
+)
 from trainguard_local.simulation.clock import SimClock
 from trainguard_local.stand_in.sagemaker_control_plane import SimulatedSageMaker
 from trainguard_local.stand_in.sagemaker_server import SageMakerServer
@@ -21,7 +29,7 @@ from trainguard_local.stand_in.sagemaker_server import SageMakerServer
 RETRY_OF = "trainguard:retry-of"
 
 
-class Jobs(JobLauncher, JobStopper, Protocol):
+class Jobs(JobLauncher, JobStopper, JobFinder, Protocol):
     """The adapter's whole surface: every narrow jobs port it serves."""
 
 
@@ -97,3 +105,26 @@ def test_a_job_in_progress_is_stopped_once(jobs: Jobs) -> None:
     job = jobs.describe("llama-pretrain-retry1")
     assert isinstance(job, TrainingJob) and (job.status, job.secondary_status) == ("Stopping", "Stopping")
     assert jobs.stop("llama-pretrain-retry1") is False  # no longer InProgress: done, not an error
+
+
+def test_the_running_jobs_are_listed_with_their_secondary_status_and_their_tags(jobs: Jobs) -> None:
+    """What the prober reads to find an opted-in job nobody watches (workflows/watch_discovery.py)."""
+    assert jobs.create(relaunch(), "llama-pretrain", RETRY_OF) is LaunchResult.CREATED
+    [running] = jobs.training_now()
+    assert (running.name, running.secondary_status) == ("llama-pretrain-retry1", "Starting")
+    assert running.arn.endswith(":training-job/llama-pretrain-retry1")
+    assert jobs.tags_of(running.arn) == {"trainguard:enabled": "true", RETRY_OF: "llama-pretrain"}
+
+
+def test_more_running_jobs_than_a_page_are_all_listed_in_pages_of_a_hundred(
+    simulated_sagemaker: SageMakerServer,
+) -> None:
+    jobs = SageMakerJobs(local_client("sagemaker", simulated_sagemaker.endpoint_url))
+    for i in range(101):
+        jobs.create(relaunch(f"job-{i:03d}", "root"), "root", RETRY_OF)
+    simulated_sagemaker.plane.start_training("job-007")
+    simulated_sagemaker.plane.calls.clear()
+    listed = {job.name: job.secondary_status for job in jobs.training_now()}
+    assert len(listed) == 101 and listed["job-007"] == "Training" and listed["job-008"] == "Starting"
+    pages = [params for operation, params in simulated_sagemaker.plane.calls if operation == "ListTrainingJobs"]
+    assert [params["MaxResults"] for params in pages] == [100, 100]

@@ -81,6 +81,7 @@ ACTIONS_WITHOUT_RESOURCE_TYPE = {
     "servicequotas:GetRequestedServiceQuotaChange",
     "servicequotas:GetServiceQuota",
     "servicequotas:ListRequestedServiceQuotaChangeHistoryByQuota",
+    "sagemaker:ListTrainingJobs",  # the prober's search for opted-in jobs that train unwatched
 }
 # Actions that only "Resource": "*" can allow: those above; GetMetricData and PutMetricData, which take no
 # resource type (PutMetricData is conditioned on its namespace); PutCompositeAlarm, and DescribeAlarms where
@@ -406,8 +407,10 @@ def test_each_function_gets_the_alarm_calls_its_workflows_make(synthesized: Any)
         "cloudwatch:DescribeAlarms": ["*"],  # the sweep must see composites too
         "cloudwatch:DeleteAlarms": STALL_ALARMS,
         "cloudwatch:SetAlarmState": STALL_ALARMS,  # a muted stall alarm, back to OK when its mute window ends
-        "cloudwatch:PutMetricAlarm": STALL_ALARMS,  # a log-silence alarm an earlier version made, put again
+        # a log-silence alarm an earlier version made, put again; the alarms of a job opted in while it trains
+        "cloudwatch:PutMetricAlarm": STALL_ALARMS,
         "cloudwatch:TagResource": STALL_ALARMS,
+        "cloudwatch:PutCompositeAlarm": ["*"],  # that job's idle-GPU composite, when it has more than 10 hosts
     }
     for handler in (RETRY_LAUNCHER_HANDLER, QUOTA_WATCH_HANDLER, FAILED_LAUNCHES_HANDLER, LOG_ACTIVITY_HANDLER):
         assert on_alarms(handler) == {}, handler

@@ -206,7 +206,7 @@ def test_rearming_the_idle_gpu_composite_sets_its_parts_in_alarm_to_ok_first(
     stub.add_response(
         "describe_alarms",
         {"MetricAlarms": [{"AlarmName": PART1, "StateValue": "ALARM"}, {"AlarmName": PART2, "StateValue": "OK"}]},
-        {"AlarmNames": [f"trainguard-gpu-part-{i}-{JOB}" for i in range(1, 8)], "AlarmTypes": ["MetricAlarm"]},
+        {"AlarmNames": [f"trainguard-gpu-part-{i}-{JOB}" for i in range(1, 101)], "AlarmTypes": ["MetricAlarm"]},
     )
     stub.add_response("set_alarm_state", {}, {"AlarmName": PART1, "StateValue": "OK", "StateReason": "why"})
     stub.add_client_error("set_alarm_state", "ResourceNotFound")  # deleted meanwhile: no error

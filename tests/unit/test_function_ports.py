@@ -121,6 +121,7 @@ def test_the_reading_sees_a_call_and_would_see_a_port_left_unused() -> None:
         ("stall_ledger", "record_log_activity"),
     }
     assert {port for port, _ in _reach("stall_prober")[0]} == {
+        "jobs",
         "ledger",
         "notifier",
         "stall_ledger",

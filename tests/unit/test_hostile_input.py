@@ -332,7 +332,7 @@ def test_a_malformed_event_is_raised_or_skipped_and_nothing_is_done(handler: str
     elif handler == "log_activity":
         assert result["recorded"] is False  # no job is watched
     elif handler in ("quota_watch", "stall_prober"):
-        assert result in ([], {"watched": 0, "published": 0, "swept": []})
+        assert result in ([], {"watched": 0, "published": 0, "swept": [], "started": []})
 
 
 OPTED_IN_LAUNCH = failed_launch_event([{"key": KEYS.enabled, "value": "true"}])

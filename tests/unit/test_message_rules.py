@@ -42,6 +42,7 @@ UNITS = frozenset(
     {"%", "s", "min", "minute", "minutes", "h", "hour", "hours", "d", "day", "days", "x", "times"}
     | {"instance", "instances", "instance-hours", "gpu", "gpus", "gap", "gaps", "write", "writes"}
     | {"object", "objects", "failure", "failures", "relaunch", "relaunches", "launch", "launches", "intervals"}
+    | {"host", "hosts", "alarm", "alarms"}  # a job's hosts; the alarms a composite alarm combines
 )
 MAY_STAND_BETWEEN = frozenset({"spot", "more", "checkpoint", "in", "of"})  # "1 spot failure", "3 checkpoint writes"
 # Figures whose preceding word says what they are: an AWS account ID ("Account 123456789012"), a training step

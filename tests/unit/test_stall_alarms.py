@@ -17,6 +17,8 @@ from trainguard.domain.stall_alarms import (
     GPU_PART_PREFIX,
     LOG_SILENCE_METRIC,
     LOG_SILENCE_NAMESPACE,
+    MAX_GPU_HOSTS,
+    MAX_RULE_CHARACTERS,
     AlarmKind,
     StallAlarmPlan,
     gpu_part_name,
@@ -28,7 +30,7 @@ from trainguard.domain.stall_alarms import (
 )
 from trainguard.domain.stalls import ALARM_PREFIX, StallSignal, StallThresholds, alarm_name, parse_alarm_name
 
-HOST_COUNTS = [1, 2, 8, 10, 11, 16, 63, 64]
+HOST_COUNTS = [1, 2, 8, 10, 11, 16, 63, 64, 65, 256, 999, 1000]  # 1,000: MAX_GPU_HOSTS
 LONGEST_JOB = "j" * 63  # SageMaker training job names are at most 63 characters
 MODEL = botocore.session.get_session().get_service_model("cloudwatch")
 DEFAULTS = StallThresholds()
@@ -180,8 +182,6 @@ def test_the_job_tag_follows_the_tag_prefix() -> None:
 @pytest.mark.parametrize(
     ("job", "hosts", "thresholds", "message"),
     [
-        ("job", 65, DEFAULTS, "at most 10 metrics"),
-        ("job", 0, DEFAULTS, "between 1 and 64"),
         ("", 4, DEFAULTS, "job name"),
         ("job", 4, StallThresholds(gpu_idle_minutes=1441), "one day"),
         ("job", 4, StallThresholds(gpu_idle_minutes=0), "gpu-idle-minutes"),
@@ -212,8 +212,41 @@ def test_owned_alarm_job(name: str, job: str | None) -> None:
 
 
 def test_the_possible_part_names_cover_the_largest_job() -> None:
-    parts = [a["AlarmName"] for a in gpu_alarms(plan(64))]
-    assert possible_gpu_part_names("llama-pretrain") == parts and len(parts) == 7
+    parts = [a["AlarmName"] for a in gpu_alarms(plan(MAX_GPU_HOSTS))]
+    assert possible_gpu_part_names("llama-pretrain") == parts and len(parts) == 100
+    # the rearm reads them in one DescribeAlarms call
+    assert len(parts) <= MODEL.operation_model("DescribeAlarms").input_shape.members["AlarmNames"].metadata["max"]
+
+
+@pytest.mark.parametrize("hosts", HOST_COUNTS)
+def test_a_composite_names_no_more_children_than_cloudwatch_takes(hosts: int) -> None:
+    """PutCompositeAlarm's AlarmRule: "as many as 100 children alarms" and "as many as 500 elements" (botocore)."""
+    for composite in plan(hosts, LONGEST_JOB).composite_alarms:
+        children = rule_children(composite["AlarmRule"])
+        assert len(children) == -(-hosts // 10) <= 100
+        assert len(composite["AlarmRule"]) <= MAX_RULE_CHARACTERS
+
+
+@pytest.mark.parametrize(
+    ("hosts", "because"),
+    [
+        (0, "gives 0 hosts"),
+        (-1, "gives -1 hosts"),
+        (MAX_GPU_HOSTS + 1, "1,001 hosts"),
+        (4096, "4,096 hosts"),
+    ],
+)
+def test_a_job_whose_gpus_no_alarm_can_watch_is_watched_on_log_silence(hosts: int, because: str) -> None:
+    p = plan(hosts, LONGEST_JOB)
+    assert because in p.gpu_unwatched
+    assert p.all_names == [alarm_name(StallSignal.LOG_SILENCE, LONGEST_JOB)] and not p.composite_alarms
+    assert_valid("PutMetricAlarm", p.metric_alarms[0])
+
+
+@pytest.mark.parametrize("hosts", [1, 10, 11, 256, MAX_GPU_HOSTS])
+def test_a_job_whose_gpus_are_watched_has_no_unwatched_reason(hosts: int) -> None:
+    p = plan(hosts)
+    assert p.gpu_unwatched == "" and alarm_name(StallSignal.IDLE_GPU, "llama-pretrain") in p.all_names
 
 
 def test_part_names_round_trip() -> None:

@@ -130,7 +130,7 @@ class StallAlarms:
         self._set_ok(alarm_name, reason)
 
     def _parts_in_alarm(self, job_name: str) -> list[str]:
-        names = possible_gpu_part_names(job_name)  # at most 7: one DescribeAlarms call, no paging
+        names = possible_gpu_part_names(job_name)  # at most 100: one DescribeAlarms call (AlarmNames max 100)
         found = self._client.describe_alarms(AlarmNames=names, AlarmTypes=[AlarmKind.METRIC.value])
         return [a["AlarmName"] for a in found.get("MetricAlarms", []) if a["StateValue"] == "ALARM"]
 

@@ -1,4 +1,5 @@
-"""SageMaker: describe a job with its tags, and create a relaunch.
+"""SageMaker: describe a job with its tags, create a relaunch, and list the running jobs with their tags (the stall
+prober's search for an opted-in job nobody watches).
 
 IAM: each method's `needs` (iam:PassRole for the job's execution role, AddTags for its tags on create).
 """
@@ -11,10 +12,14 @@ from botocore.exceptions import ClientError, ParamValidationError
 
 from trainguard.adapters.permissions import needs
 from trainguard.domain.model import TrainingJob, instances_of
+from trainguard.domain.watch_discovery import ListedJob
 from trainguard.events.training_job import job_from_description
 from trainguard.workflows.ports import JobNotFound, LaunchRefused, LaunchResult, NameTaken
 
-# Only `trainguard preflight` (run by a person) counts instances in use; the functions never list jobs.
+# Only `trainguard preflight` (run by a person) counts instances in use. The one function that lists jobs is the
+# stall prober (`training_now`): one ListTrainingJobs call per 100 InProgress jobs a minute.
+LIST_PAGE = 100  # ListTrainingJobs MaxResults: 1-100 (botocore); the default is 10
+LIST_PAGES_AT_MOST = 20  # 2,000 InProgress jobs a cycle; the newest first (CreationTime, Descending: the default)
 
 
 class SageMakerJobs:
@@ -97,6 +102,29 @@ class SageMakerJobs:
                             group.get("InstanceCount", 0)
                         )
         return in_use
+
+    @needs("sagemaker:ListTrainingJobs")
+    def training_now(self) -> list[ListedJob]:
+        """The InProgress jobs, newest first, with their SecondaryStatus (TrainingJobSummary has it), at most
+        LIST_PAGES_AT_MOST pages. ListTrainingJobs takes no resource type: it is granted on "*" (Service
+        Authorization Reference, SageMaker)."""
+        listed: list[ListedJob] = []
+        kwargs: dict[str, Any] = {"StatusEquals": "InProgress", "MaxResults": LIST_PAGE}
+        for _ in range(LIST_PAGES_AT_MOST):
+            page = self._client.list_training_jobs(**kwargs)
+            listed += [
+                ListedJob(s["TrainingJobName"], s["TrainingJobArn"], s.get("SecondaryStatus", ""))
+                for s in page.get("TrainingJobSummaries", [])
+            ]
+            if not page.get("NextToken"):
+                break
+            kwargs["NextToken"] = page["NextToken"]
+        return listed
+
+    @needs("sagemaker:ListTags")
+    def tags_of(self, arn: str) -> dict[str, str]:
+        """A job's tags (ListTags, every page)."""
+        return {tag["Key"]: tag["Value"] for tag in self._list_tags(arn)}
 
     def _list_tags(self, arn: str) -> list[dict[str, str]]:
         tags: list[dict[str, str]] = []

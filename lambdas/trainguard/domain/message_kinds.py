@@ -30,6 +30,8 @@ class MessageKind(StrEnum):
     # Told once by the prober, nothing done (messages.compose_prober_notice).
     CHECKPOINT_STALE = "checkpoint-stale"
     STUCK_STOPPING = "stuck-stopping"
+    # A guarded job that trainguard can watch only in part (watch_messages.compose_partly_watched_notice).
+    GPUS_NOT_WATCHED = "gpus-not-watched"
     # Quotas (messages.compose_quota_request_closed_notification, compose_waiting_launch_notification).
     QUOTA_REQUEST_APPROVED = "quota-request-approved"
     QUOTA_REQUEST_NOT_APPROVED = "quota-request-not-approved"  # denied, not approved, case closed, invalid

@@ -16,6 +16,7 @@ class OutcomeKind(StrEnum):
     NOT_RELAUNCHED = "not-relaunched"  # a retry was called for, but a limit or a check said no
     NOTIFIED = "notified"  # the failure is not one a relaunch fixes: a person is told
     WATCHING = "watching"  # the job is watched for stalls (its alarms exist while it trains)
+    PARTLY_WATCHED = "partly-watched"  # watched on log silence, but its GPUs cannot be: told once
     STALL_STOPPED = "stall-stopped"  # a verified stall: the job was stopped; its end relaunches it
     STALL_FOUND = "stall-found"  # a verified stall in a dry-run job: told, not stopped
     STUCK_STOPPING = "stuck-stopping"  # a stop that has not finished in 30 minutes: told
@@ -46,6 +47,7 @@ class Outcome:
             OutcomeKind.STALL_FOUND,
             OutcomeKind.STUCK_STOPPING,
             OutcomeKind.CHECKPOINT_STALE,
+            OutcomeKind.PARTLY_WATCHED,
         )
 
     def as_dict(self) -> dict[str, Any]:

@@ -13,21 +13,32 @@ Two signals (stalls.py), created when training starts and deleted when the job e
    host at or below gpu-idle-percent x GPUs for gpu-idle-minutes consecutive minutes, so each alarm
    watches MAX(METRICS()) over its hosts, <= the per-host limit, N of N datapoints.
 
-Why this shape holds at 64 hosts (each quote with its source):
+Why this shape holds for any host count SageMaker accepts (each quote with its source):
+- SageMaker sets no upper bound of its own: botocore's TrainingInstanceCount (ResourceConfig.InstanceCount and
+  InstanceGroup.InstanceCount) has only "min": 0; a job's size is bounded by the account's quotas (instances per
+  training job, 20 by default, adjustable), so trainguard must not assume a ceiling it cannot see.
 - "Alarms based on metric math expressions can reference a maximum of 10 metrics. This is a hard
   limit that cannot be increased." (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/
   alarm-limits.html; botocore's MetricDataQuery: at most 10 MetricStat structures per PutMetricAlarm.)
-  So hosts go in groups of at most 10, one metric-math alarm per group: 64 hosts -> 7 groups.
+  So hosts go in groups of at most 10, one metric-math alarm per group: 256 hosts -> 26 groups.
 - AWS's own workaround is to "split your logic across multiple alarms and combine them using a
   composite alarm" (same page). The composite's rule is ALARM(part1) AND ... (every host idle). A rule
   "can specify as many as 100 children alarms" and "as many as 500 elements", and is at most 10,240
-  characters (botocore, PutCompositeAlarm AlarmRule): 7 children of at most 85 characters are far
-  inside all three.
+  characters (botocore, PutCompositeAlarm AlarmRule): 100 children of at most 96 characters, joined by
+  " AND ", are 10,095 characters for a 63-character job name (a test checks). So one composite watches
+  up to 1,000 hosts (MAX_GPU_HOSTS).
+- Above 1,000 hosts the idle-GPU signal would need composites of composites ("The alarms specified in a
+  composite alarm's rule expression can include metric alarms and other composite alarms", CloudWatch API
+  Reference, PutCompositeAlarm); trainguard does not build them: such a job is watched on log silence (its
+  alarm does not depend on the host count), and its owners are told that its GPUs are not (`gpu_unwatched`).
+  When its log-silence alarm fires, the stall-alarms function still reads every host's GPUs itself
+  (GetMetricData, 500 metrics a call).
 - Cost: "you incur a cost for each alarm-metric that's referenced in the metric math expression"
   (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/cloudwatch_billing.html), so the
   split costs nothing extra: a job is billed one alarm metric per host, plus one for log silence,
-  plus one composite alarm when it has more than 10 hosts (about 64 x $0.10 + $0.10 + $0.50 a month
-  at a third-party price for 64 hosts; prorated by the hour).
+  plus one composite alarm when it has more than 10 hosts: at the prices of the fleet model
+  (local/trainguard_local/fleet/prices.py) 256 hosts cost 256 x $0.10 + $0.10 + $0.50 = $26.20 a month,
+  prorated by the hour (docs/decisions.md, "Every guarded job is watched").
 - Metrics Insights alarms, which could watch every host in one query, are limited to "a default of 200
   alarms using the Metrics Insights query per account per Region" (alarm-limits.html): too few for one per job.
 
@@ -53,6 +64,7 @@ from typing import Any
 from trainguard.domain.instance_types import gpus_per_host
 from trainguard.domain.policy import TagKeys
 from trainguard.domain.stalls import ALARM_PREFIX, StallSignal, StallThresholds, alarm_name, parse_alarm_name
+from trainguard.domain.wording import counted
 
 LOG_SILENCE_NAMESPACE = "TrainGuard"
 LOG_SILENCE_METRIC = "LogSilenceOverLimitMinutes"
@@ -65,8 +77,9 @@ OWNED_PREFIXES = (ALARM_PREFIX, GPU_PART_PREFIX)
 
 PERIOD_SECONDS = 60
 HOSTS_PER_ALARM = 10  # metric math: at most 10 metrics per alarm, a hard limit
-MAX_HOSTS = 64
-MAX_GPU_PARTS = -(-MAX_HOSTS // HOSTS_PER_ALARM)  # 7
+MAX_GPU_PARTS = 100  # PutCompositeAlarm AlarmRule: "as many as 100 children alarms"
+MAX_GPU_HOSTS = MAX_GPU_PARTS * HOSTS_PER_ALARM  # 1,000: the most hosts one composite's idle-GPU signal watches
+MAX_RULE_CHARACTERS = 10240  # PutCompositeAlarm AlarmRule: max 10,240 (botocore)
 MAX_EVALUATION_MINUTES = 1440  # Period x EvaluationPeriods may not exceed one day for periods under an hour
 DEFAULT_TAG_KEYS = TagKeys()  # the job tag is `<tag_prefix>:job`
 _PART_NAME = re.compile(rf"^{re.escape(GPU_PART_PREFIX)}([1-9][0-9]*)-(.+)$")
@@ -94,6 +107,7 @@ class StallAlarmPlan:
     job_name: str
     metric_alarms: list[dict[str, Any]]
     composite_alarms: list[dict[str, Any]] = field(default_factory=list)
+    gpu_unwatched: str = ""  # why the job's GPUs have no alarm (it is watched on log silence only); "" if they do
 
     def creation_order(self) -> list[tuple[AlarmKind, dict[str, Any]]]:
         return [(AlarmKind.METRIC, alarm) for alarm in self.metric_alarms] + [
@@ -120,13 +134,6 @@ def plan_stall_alarms(
     """The alarms that watch `job_name` (`host_count` hosts of `instance_type`) with `thresholds`."""
     if not job_name:
         raise ValueError("a stall alarm needs a job name")
-    if not 1 <= host_count <= MAX_HOSTS:
-        raise ValueError(
-            f"cannot watch {host_count} hosts: between 1 and {MAX_HOSTS}. A metric-math alarm may reference at most "
-            f"{HOSTS_PER_ALARM} metrics (a hard limit), so each {HOSTS_PER_ALARM} hosts cost one more alarm, and "
-            f"trainguard supports up to {MAX_HOSTS} hosts ({MAX_GPU_PARTS} alarms and one composite); "
-            "SageMaker allows 20 instances per training job by default"
-        )
     if not 1 <= thresholds.gpu_idle_minutes <= MAX_EVALUATION_MINUTES:
         raise ValueError(
             f"gpu-idle-minutes must be 1 to {MAX_EVALUATION_MINUTES} (one day of one-minute periods), "
@@ -134,6 +141,8 @@ def plan_stall_alarms(
         )
     tags = [{"Key": keys.key("job"), "Value": job_name}]
     log_alarm = _log_silence_alarm(job_name, thresholds, tags)
+    if unwatched := gpus_unwatched_because(host_count):
+        return StallAlarmPlan(job_name, [log_alarm], gpu_unwatched=unwatched)
     per_host_limit = float(thresholds.gpu_idle_percent * (gpus_per_host(instance_type) or 1))
     hosts = list(range(1, host_count + 1))
     groups = [hosts[i : i + HOSTS_PER_ALARM] for i in range(0, host_count, HOSTS_PER_ALARM)]
@@ -157,12 +166,29 @@ def plan_stall_alarms(
     return StallAlarmPlan(job_name, [log_alarm, *parts], [composite])
 
 
+def gpus_unwatched_because(host_count: int) -> str:
+    """Why a job of `host_count` hosts gets no idle-GPU alarm ("" when it gets one)."""
+    if host_count < 1:
+        return (
+            f"its description gives {counted(host_count, 'host')}, so trainguard cannot name the hosts whose "
+            f"{GPU_METRIC} it would watch"
+        )
+    if host_count > MAX_GPU_HOSTS:
+        return (
+            f"it has {counted(host_count, 'host')}, and one composite alarm combines at most "
+            f"{counted(MAX_GPU_PARTS, 'alarm')} of {counted(HOSTS_PER_ALARM, 'host')} each, "
+            f"{counted(MAX_GPU_HOSTS, 'host')} in all (both are CloudWatch limits)"
+        )
+    return ""
+
+
 def gpu_part_name(index: int, job_name: str) -> str:
     return f"{GPU_PART_PREFIX}{index}-{job_name}"
 
 
 def possible_gpu_part_names(job_name: str) -> list[str]:
-    """Every part name a job of up to MAX_HOSTS hosts can have (most jobs have none)."""
+    """Every part name a job whose GPUs are watched can have (most jobs have none): at most 100, as many as one
+    DescribeAlarms call takes (AlarmNames: max 100, botocore)."""
     return [gpu_part_name(i, job_name) for i in range(1, MAX_GPU_PARTS + 1)]
 
 

@@ -27,14 +27,12 @@ def handle(event: Any, ports: StallAlarmsPorts | PortSet | None = None) -> Outco
 
 
 def build_ports(site: Site) -> StallAlarmsPorts:
-    """The stall prober's adapters, with the job itself (to stop it) and its logs and GPU metrics (the evidence)."""
+    """The stall prober's adapters (its jobs, to stop one), with the job's logs and GPU metrics (the evidence)."""
     from trainguard.adapters.job_activity import GpuMetrics, JobLogs
-    from trainguard.adapters.sagemaker import SageMakerJobs
     from trainguard.handlers import stall_prober
 
     return StallAlarmsPorts(
         **vars(stall_prober.build_ports(site)),
-        jobs=SageMakerJobs(site.job_clients("sagemaker")),
         job_logs=JobLogs(site.job_clients("logs")),
         gpu_metrics=GpuMetrics(site.job_clients("cloudwatch")),
     )

@@ -31,19 +31,22 @@ def handle(event: Any, ports: StallProberPorts | PortSet | None = None) -> dict[
         "watched": watched,
         "published": sum(report.published for report in reports),
         "swept": [name for report in reports for name in report.swept],
+        "started": [name for report in reports for name in report.started],
     }
 
 
 def build_ports(site: Site) -> StallProberPorts:
-    """The ledger, the topic, and in the job's account its stall alarms and checkpoints."""
+    """The ledger, the topic, and in the job's account its jobs, stall alarms and checkpoints."""
     from trainguard.adapters.alarms import StallAlarms
     from trainguard.adapters.checkpoints import CheckpointReader
     from trainguard.adapters.ledger import Ledger
     from trainguard.adapters.notifier import Notifier
+    from trainguard.adapters.sagemaker import SageMakerJobs
     from trainguard.adapters.stall_ledger import StallLedger
 
     return StallProberPorts(
         **site.settled,
+        jobs=SageMakerJobs(site.job_clients("sagemaker")),
         ledger=Ledger(*site.ledger_table),
         notifier=Notifier(site.clients("sns"), **site.notifier_settings),
         stall_ledger=StallLedger(*site.ledger_table),

@@ -17,10 +17,10 @@ from trainguard.config import GuardConfig
 from trainguard.domain.policy import TagKeys
 from trainguard.workflows.ports import (
     AlarmRearmer,
-    AlarmSweeper,
     AlarmWatch,
     Checkpoints,
     GpuMetricsPort,
+    JobFinder,
     JobLauncher,
     JobLogsPort,
     JobStopper,
@@ -28,6 +28,8 @@ from trainguard.workflows.ports import (
     LedgerPort,
     LogActivityLedger,
     NotifierPort,
+    ProberAlarms,
+    ProberWatchList,
     QuotaLedgerPort,
     QuotasPort,
     QuotaWallQuotas,
@@ -35,7 +37,6 @@ from trainguard.workflows.ports import (
     StallEvidence,
     StallRecords,
     StepLedger,
-    WatchList,
 )
 
 
@@ -114,12 +115,13 @@ class StallAlarmsPorts(Settled):
 @dataclass(frozen=True, kw_only=True)
 class StallProberPorts(Settled):
     """Every minute: publish log silence, report stops that do not finish, warn of checkpoints that stopped
-    reaching S3, sweep orphaned alarms."""
+    reaching S3, sweep orphaned alarms, start watching opted-in jobs that train unwatched."""
 
+    jobs: JobFinder
     ledger: StepLedger
     notifier: NotifierPort
-    stall_ledger: WatchList
-    alarms: AlarmSweeper
+    stall_ledger: ProberWatchList
+    alarms: ProberAlarms
     checkpoints: Checkpoints
 
 
@@ -133,4 +135,5 @@ class LogActivityPorts(Settled):
 
 # The workflows several functions share take the union of those functions' ports.
 EndedJobPorts = RetryLauncherPorts  # and JobEventsPorts, a subclass
-StallWatchPorts = JobEventsPorts | StallAlarmsPorts
+WatchStartPorts = JobEventsPorts | StallProberPorts  # a state change, or the prober finding a job unwatched
+StallWatchPorts = JobEventsPorts | StallAlarmsPorts | StallProberPorts

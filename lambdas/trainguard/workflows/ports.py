@@ -13,6 +13,7 @@ from trainguard.domain.messages import Notification
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.outcome import Outcome
 from trainguard.domain.quotas import WaitingLaunch
+from trainguard.domain.watch_discovery import ListedJob
 from trainguard.domain.watched_job import LoggedLines, WatchedJob
 
 
@@ -88,6 +89,14 @@ class JobReader(Protocol):
 
 class JobLauncher(JobReader, Protocol):
     def create(self, request: dict[str, Any], retry_of: str, retry_of_tag_key: str) -> LaunchResult: ...
+
+
+class JobFinder(JobReader, Protocol):
+    """The InProgress jobs, and one job's tags: what the prober reads to find an opted-in job nobody watches."""
+
+    def training_now(self) -> list[ListedJob]: ...
+
+    def tags_of(self, arn: str) -> dict[str, str]: ...
 
 
 class JobStopper(JobReader, Protocol):
@@ -185,8 +194,18 @@ class WatchedJobs(Protocol):
     def unwatch(self, job_name: str) -> None: ...
 
 
-class JobWatch(WatchedJobs, StallRecords, Protocol):
+class WatchStarter(WatchedJobs, Protocol):
+    """Start (or update) watching a job, besides reading and forgetting it."""
+
     def watch(self, job: WatchedJob) -> None: ...
+
+
+class JobWatch(WatchStarter, StallRecords, Protocol):
+    """The job-events function's: a job's watch, and the evidence of its stop."""
+
+
+class ProberWatchList(WatchList, WatchStarter, Protocol):
+    """The prober's: the watch list, and starting the watch of an opted-in job it finds unwatched."""
 
 
 class StallEvidence(WatchedJobs, StallRecords, Protocol):
@@ -226,6 +245,10 @@ class AlarmSweeper(AlarmRemover, Protocol):
     def outdated_log_silence_alarms(self) -> list[str]: ...
 
     def put_metric_alarm(self, request: Mapping[str, Any]) -> None: ...
+
+
+class ProberAlarms(AlarmSweeper, AlarmWatch, Protocol):
+    """The sweeper's calls, and putting the alarms of a job whose watch the prober starts."""
 
 
 class JobLogsPort(Protocol):

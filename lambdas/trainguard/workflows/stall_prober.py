@@ -1,7 +1,8 @@
 """The stall prober, every minute: publish each watched job's log silence over its own limit (the
 log-silence alarms watch it), set a muted stall alarm back to OK when its mute window has ended, report
 stops stuck for 30 minutes, read the checkpoints of one job in 15 (each job every 15 minutes: a warning
-when they have stopped reaching S3, domain/checkpoint_health.py), and sweep alarms whose job is no
+when they have stopped reaching S3, domain/checkpoint_health.py), start watching the opted-in jobs that
+train unwatched (opted in while they ran: workflows/watch_discovery.py), and sweep alarms whose job is no
 longer watched.
 
 It reads the watch list from the ledger (one Query, where the log subscription keeps each job's
@@ -25,6 +26,7 @@ from trainguard.domain.stalls import StallSignal, alarm_name, parse_alarm_name
 from trainguard.domain.watched_job import WatchedJob, is_stuck_stopping, stall_over_limit, stuck_stopping_reason
 from trainguard.workflows.function_ports import StallProberPorts
 from trainguard.workflows.once import once
+from trainguard.workflows.watch_discovery import watch_unwatched_jobs
 
 SWEEP_EVERY_MINUTES = 15
 
@@ -35,6 +37,7 @@ class ProbeReport:
     published: int = 0
     swept: list[str] = field(default_factory=list)
     renewed: list[str] = field(default_factory=list)  # log-silence alarms an earlier version made, put again
+    started: list[str] = field(default_factory=list)  # opted-in jobs found Training unwatched, watched now
     outcomes: list[Outcome] = field(default_factory=list)
 
 
@@ -53,8 +56,12 @@ def probe(ports: StallProberPorts) -> ProbeReport:
             _check_checkpoints(ports, job, now) if _checkpoints_due(job, now) else None,
         )
         report.outcomes += [outcome for outcome in told if outcome is not None]
+    started = watch_unwatched_jobs(ports, {job.job_name for job in watched}, now)
+    report.started = [o.job_name for o in started if o.kind in (OutcomeKind.WATCHING, OutcomeKind.PARTLY_WATCHED)]
+    report.outcomes += started
     if now.minute % SWEEP_EVERY_MINUTES == 0:
-        report.swept = sweep_orphan_alarms(ports, {job.job_name for job in watched})
+        # the jobs just started are watched too: their alarms are no orphans
+        report.swept = sweep_orphan_alarms(ports, {job.job_name for job in watched} | set(report.started))
         report.renewed = renew_outdated_alarms(ports, watched)
     return report
 

@@ -1,21 +1,31 @@
 """Follow a job's state for stall detection: watch it (and put its alarms) while it trains, stop
-watching (and delete its alarms) when it ends."""
+watching (and delete its alarms) when it ends. The job-events function does it on each state change, and the
+stall prober for an opted-in job it finds Training unwatched (a job opted in while it ran: watch_discovery.py)."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
+from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
 from trainguard.domain.policy import read_job_policy
 from trainguard.domain.progress_limits import ProgressSettings, read_progress_settings
-from trainguard.domain.stall_alarms import plan_stall_alarms
+from trainguard.domain.stall_alarms import StallAlarmPlan, plan_stall_alarms
 from trainguard.domain.stalls import job_hosts, read_stall_thresholds
+from trainguard.domain.watch_messages import compose_partly_watched_notice
 from trainguard.domain.watched_job import WatchedJob
-from trainguard.workflows.function_ports import JobEventsPorts, StallWatchPorts
+from trainguard.workflows.function_ports import StallWatchPorts, WatchStartPorts
+from trainguard.workflows.once import once
 from trainguard.workflows.ports import fresh
 
 WATCHED_STATUSES = ("InProgress", "Stopping")
+PARTLY_WATCHED_STEP = "gpus-not-watched"
 
 
-def follow_training_state(ports: JobEventsPorts, job_name: str) -> Outcome:
+def follow_training_state(ports: WatchStartPorts, job_name: str) -> Outcome:
+    """Watch the job if it is opted in and InProgress or Stopping (described again here: the event is a hint),
+    and put its alarms while it trains; else forget it. Safe to repeat: the ledger item and the alarms are
+    put, never added."""
     job = fresh(ports.jobs.describe(job_name))
     if job is None:
         ports.stall_ledger.unwatch(job_name)
@@ -37,15 +47,27 @@ def follow_training_state(ports: JobEventsPorts, job_name: str) -> Outcome:
         checkpoint_uri=job.checkpoint_s3_uri,
         progress_settings=read_progress_settings(job.tags, ProgressSettings(), ports.keys),
     )
-    try:
-        plan = plan_stall_alarms(job.name, instance_type, hosts, thresholds, keys=ports.keys)
-    except ValueError as err:
-        return skipped(job.name, f"not watched for stalls: {err}")
+    plan = plan_stall_alarms(job.name, instance_type, hosts, thresholds, keys=ports.keys)
     ports.stall_ledger.watch(watched)  # first: the orphan sweep deletes alarms of jobs not in this list
     if job.secondary_status == "Training":
         ports.alarms.create(plan)
     phase = "training" if watched.training_since else job.secondary_status or job.status
+    if plan.gpu_unwatched:
+        return _tell_partly_watched(ports, plan, f"{phase}, {hosts} hosts", ports.clock())
     return Outcome(OutcomeKind.WATCHING, job.name, f"watched for stalls ({phase}, {hosts} hosts)")
+
+
+def _tell_partly_watched(ports: WatchStartPorts, plan: StallAlarmPlan, where: str, now: datetime) -> Outcome:
+    """Watched on log silence only: its owners are told once, never left to find out."""
+    reason = f"watched for stalls on log silence only ({where}): no idle-GPU alarm, because {plan.gpu_unwatched}"
+    with once(ports, plan.job_name, PARTLY_WATCHED_STEP, now) as step:
+        if step.done:
+            return Outcome(OutcomeKind.WATCHING, plan.job_name, reason)
+        outcome = Outcome(
+            OutcomeKind.PARTLY_WATCHED, plan.job_name, plan.gpu_unwatched, Decision.NOTIFY, Category.IN_PROGRESS
+        )
+        ports.notifier.publish(compose_partly_watched_notice(outcome, ports.region, now))
+        return step.record(outcome)
 
 
 def stop_watching(ports: StallWatchPorts, job_name: str) -> None:

@@ -63,11 +63,12 @@ def measure(
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
-        for client in (dynamodb, cloudwatch):
+        sagemaker = boto3.client("sagemaker", region_name="us-east-1")  # the search for unwatched jobs lists it
+        for client in (dynamodb, cloudwatch, sagemaker):
             client.meta.events.register("before-call.*.*", lambda model, **_: calls.update([model.name]))
         _fill_watch_list(dynamodb, cloudwatch, jobs, hosts_per_job, with_alarms, now, tell)
         calls.clear()
-        ports = _ports(dynamodb, cloudwatch, now)
+        ports = _ports(dynamodb, cloudwatch, sagemaker, now)
         report, seconds, one_cycle = _timed_cycles(ports, calls, cycles, tell)
         tell("the cycle with the orphan sweep")
         sweep_calls = _sweep_calls(replace(ports, clock=lambda: now.replace(minute=15)), calls, one_cycle)
@@ -134,7 +135,7 @@ def _sweep_calls(sweep_ports: StallProberPorts, calls: Counter[str], one_cycle: 
     return dict(Counter({k: v - one_cycle.get(k, 0) for k, v in calls.items() if v - one_cycle.get(k, 0)}))
 
 
-def _ports(dynamodb: Any, cloudwatch: Any, now: datetime) -> StallProberPorts:
+def _ports(dynamodb: Any, cloudwatch: Any, sagemaker: Any, now: datetime) -> StallProberPorts:
     """The stall prober's production ports on moto clients."""
     from trainguard.handlers import stall_prober
 
@@ -143,6 +144,7 @@ def _ports(dynamodb: Any, cloudwatch: Any, now: datetime) -> StallProberPorts:
     clients = {
         "dynamodb": dynamodb,
         "cloudwatch": cloudwatch,
+        "sagemaker": sagemaker,
         "sns": boto3.client("sns", region_name=region),
         "s3": boto3.client("s3", region_name=region),
     }

@@ -170,6 +170,10 @@ def organization(spoke_places: tuple[Location, ...], *, enrolled_regions: tuple[
         for place in spoke_places:
             spoke = org.spokes[place] = _spoke(org, place)
             sagemaker_planes.planes[place], quota_planes.planes[place] = spoke.sagemaker, spoke.quotas
+        # The hub's own SageMaker, where no team trains: its stall prober lists the running jobs there too.
+        sagemaker_planes.planes.setdefault(
+            HUB, SimulatedSageMaker(clock=org.clock, account_id=HUB.account, region=HUB.region)
+        )
         try:
             yield org
         finally:
