@@ -80,13 +80,6 @@ def strategies(*, trainguard: bool = True) -> list[Runnable]:
     return chosen
 
 
-def simulate(
-    jobs: int, hours: float, seed: int, *, trainguard: bool = True, progress: TextIO | None = None
-) -> tuple[dict[str, Any], dict[str, list[JobOutcome]]]:
-    """The report (run_all's, with the figures' definitions) and each strategy's outcomes."""
-    return simulate_trace(generate_trace(jobs, hours, seed), strategies(trainguard=trainguard), progress)
-
-
 def simulate_trace(
     trace: Trace, chosen: Sequence[Runnable], progress: TextIO | None = None
 ) -> tuple[dict[str, Any], dict[str, list[JobOutcome]]]:
