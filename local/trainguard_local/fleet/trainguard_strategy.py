@@ -159,10 +159,7 @@ class TrainguardStrategy:
             "model_of": "trainguard itself: the production handlers and adapters on the local stand-in",
             "sources": ["lambdas/trainguard (the code under test)", "local/trainguard_local/fleet/trainguard_run/"],
             "parameters": {
-                "person_median_response_hours": self.person.median_response_hours,
-                "person_response_sigma": self.person.response_sigma,
-                "person_longest_response_hours": self.person.longest_response_hours,
-                "person_fix_hours": self.person.fix_hours,
+                **self.person.parameters(),
                 "duplicate_delivery_share": self.duplicate_delivery_share,
                 # a healthy silence reads idle GPUs only as a first checkpoint load (simulation/fault_table.py)
                 "healthy_silence_idle_gpu": "first_load",
