@@ -43,9 +43,6 @@ def open_stall_window(life: LifeState, fault: Fault, quiet_from_hours: float) ->
     names = plan_stall_alarms(life.name, life.job.instance_type, hosts, th).all_names
     window = StallWindow(
         job_name=life.name,
-        hosts=hosts,
-        quiet_from=quiet_from,
-        quiet_until=quiet_until,
         last_tick=minute_index(life.world, last),
         life=life.process,
         evaluator=life.world.evaluator(names),
