@@ -51,7 +51,7 @@ CONFIG_OVERRIDES: dict[str, Any] = {
     # The trace's jobs have up to 64 instances; a quota wall asks for usage + delta, up to twice that.
     "default_quota_ceiling": 256,
 }
-SCHEDULES_PER_HOUR = {"stall_prober": 60, "quota_watch": 4}  # every minute; every quota_check_minutes (15)
+DEPLOYMENT = Deployment()  # how often the deployed stack runs the prober and the quota check (guard_cost.py)
 
 
 @dataclass
@@ -141,15 +141,11 @@ class TrainguardStrategy:
         """trainguard's own AWS cost in the last run (guard_cost.py), or None before a run."""
         if self.last_run is None or self.last_run.usage is None:
             return None
-        deployment = Deployment(
-            prober_runs_per_hour=SCHEDULES_PER_HOUR["stall_prober"],
-            quota_checks_per_hour=SCHEDULES_PER_HOUR["quota_watch"],
-        )
         return guard_cost(
             self.last_run.usage,
             guarded_instance_hours=self.last_run.guarded_instance_hours,
             guarded_compute_dollars=self.last_run.guarded_compute_dollars,
-            deployment=deployment,
+            deployment=DEPLOYMENT,
         )
 
     def describe(self) -> dict[str, Any]:
@@ -218,8 +214,8 @@ def guard_calls(record: RunRecord) -> dict[str, Any]:
         "schedules": {
             "span_hours": round(record.span_hours, 3),
             "stall_prober_cycles_run": record.ticks,
-            "stall_prober_cycles_deployed": round(record.span_hours * SCHEDULES_PER_HOUR["stall_prober"]),
+            "stall_prober_cycles_deployed": round(record.span_hours * DEPLOYMENT.prober_runs_per_hour),
             "quota_checks_run": record.quota_checks,
-            "quota_checks_deployed": round(record.span_hours * SCHEDULES_PER_HOUR["quota_watch"]),
+            "quota_checks_deployed": round(record.span_hours * DEPLOYMENT.quota_checks_per_hour),
         },
     }
