@@ -194,7 +194,7 @@ def test_a_scripted_denial_keeps_the_value_and_a_new_request_may_follow(
     clock.skip(timedelta(minutes=5))
     assert [status for _, status in plane.advance()] == ["APPROVED"]
     assert plane.requests()[-1].get("CaseId") is None
-    assert plane.training_instance_limits()["ml.g5.12xlarge"] == 1
+    assert plane.quota_value(G5) == 1
 
 
 def test_support_case_not_allowed_ends_not_approved_and_settle_all_decides_early(
@@ -264,7 +264,9 @@ def test_constructor_rejects_unknown_quota_names_and_outcomes() -> None:
     with pytest.raises(ValueError, match="not a final status"):
         SimulatedServiceQuotas(outcomes={P4D: ("PENDING", timedelta(hours=1))})
     overridden = SimulatedServiceQuotas(values={P4D: 2}, instance_types=["ml.p4d.24xlarge"])
-    assert overridden.training_instance_limits() == {"ml.p4d.24xlarge": 2}
+    assert overridden.quota_value(P4D) == 2
+    with pytest.raises(KeyError, match="no simulated quota named"):  # only the listed instance types
+        overridden.quota_code(G5)
 
 
 def test_the_production_adapter_resolves_files_and_follows_a_request(quotas: Any, clock: SimClock) -> None:

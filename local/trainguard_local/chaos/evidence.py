@@ -145,7 +145,7 @@ class Evidence:
         if newest is None or (written is not None and written >= newest):
             return
         assert job.training_since is not None
-        self.fleet.side.write_log_line(job.name, job.training_since, newest, line_text(newest))
+        self.fleet.side.write_log_lines(job.name, job.training_since, [(newest, line_text(newest))])
         self._log_written[job.name] = newest
 
     def _write_gpu(self, job: JobTruth) -> None:

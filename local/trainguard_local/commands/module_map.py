@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-PAGE = ROOT / "docs" / "architecture.md"
+PAGE = Path("docs", "architecture.md")
 PRODUCT = ("lambdas/trainguard", "infra", "cli/trainguard_cli", "sdk/trainguard_sdk")
 PACKAGES = (*PRODUCT, "local/trainguard_local")
 START, END = "<!-- module map: start -->", "<!-- module map: end -->"
@@ -48,7 +48,7 @@ def problems(root: Path = ROOT) -> list[str]:
                 found.append(f"{init.relative_to(root)}: a package needs a docstring that says what it holds")
             elif "\n" in doc.strip().split("\n\n", 1)[0]:
                 found.append(f"{init.relative_to(root)}: its docstring's first paragraph is more than one line")
-    page = (root / "docs" / "architecture.md").read_text()
+    page = (root / PAGE).read_text()
     if START not in page or END not in page:
         found.append(f"docs/architecture.md has no module map between {START} and {END}")
     elif page.split(START, 1)[1].split(END, 1)[0].strip() != module_map(root):
@@ -57,10 +57,10 @@ def problems(root: Path = ROOT) -> list[str]:
 
 
 def write(root: Path = ROOT) -> None:
-    page = (root / "docs" / "architecture.md").read_text()
+    page = (root / PAGE).read_text()
     before, rest = page.split(START, 1)
     after = rest.split(END, 1)[1]
-    (root / "docs" / "architecture.md").write_text(f"{before}{START}\n\n{module_map(root)}\n\n{END}{after}")
+    (root / PAGE).write_text(f"{before}{START}\n\n{module_map(root)}\n\n{END}{after}")
 
 
 def main(argv: list[str] | None = None) -> int:

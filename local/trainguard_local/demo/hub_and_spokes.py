@@ -33,12 +33,13 @@ from typing import Any
 
 from trainguard.domain.origin import Location
 from trainguard_local.demo.demo_jobs import cadence, demo_fault, demo_job, gpu_words
-from trainguard_local.demo.org_actions import actions_of, drain, subscribe_inbox, tell_actions
+from trainguard_local.demo.org_actions import actions_of, subscribe_inbox, tell_actions
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.kernel import Kernel, Process, Sleep
 from trainguard_local.simulation.rhythm import JobRhythm
 from trainguard_local.stand_in.alarm_evaluator import LocalAlarmEvaluator
 from trainguard_local.stand_in.fleet_side import training_request
+from trainguard_local.stand_in.local_aws import drain_queue
 from trainguard_local.stand_in.organization import (
     CHECKPOINT_BUCKETS,
     HUB,
@@ -81,7 +82,7 @@ def run_org_demo(say: Any = print) -> dict[str, Any]:
             _act_stranger(org, guard, say)
         finally:
             metrics.clear_metrics()
-        report["notifications"] = drain(org, inbox)
+        report["notifications"] = drain_queue(org.hub_client("sqs"), inbox)
         report["parked"] = len(org.hub_bus.parked)
         report["actions"] = actions_of(org, report)
         tell_actions(report, say)

@@ -4,7 +4,6 @@ trainguard's answers; and how the demo tells it."""
 
 from __future__ import annotations
 
-import json
 import textwrap
 from typing import Any
 
@@ -19,15 +18,6 @@ def subscribe_inbox(org: Organization) -> str:
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     sns.subscribe(TopicArn=org.config.topic_arn, Protocol="sqs", Endpoint=arn)
     return str(url)
-
-
-def drain(org: Organization, url: str) -> list[dict[str, Any]]:
-    sqs, messages = org.hub_client("sqs"), []
-    while batch := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
-        for message in batch:
-            messages.append(json.loads(message["Body"]))
-            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
-    return messages
 
 
 def actions_of(org: Organization, report: dict[str, Any]) -> list[dict[str, Any]]:

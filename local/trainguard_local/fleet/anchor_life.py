@@ -41,12 +41,7 @@ class AnchorStrategy:
 
     def describe(self) -> dict[str, Any]:
         """What the report says about this strategy: that it is a model, of what, from which sources."""
-        parameters: dict[str, Any] = {
-            "person_median_response_hours": self.person.median_response_hours,
-            "person_response_sigma": self.person.response_sigma,
-            "person_longest_response_hours": self.person.longest_response_hours,
-            "person_fix_hours": self.person.fix_hours,
-        }
+        parameters: dict[str, Any] = self.person.parameters()
         if self.retry_strategy is not None:
             parameters["maximum_retry_attempts"] = self.retry_strategy.maximum_retry_attempts
         if self.stall_rule is not None:

@@ -102,20 +102,6 @@ ITEMS: dict[str, tuple[str, float]] = {
     "s3_list_requests": ("LIST request", prices.S3_LIST_PER_1000 / 1000),
     "scheduler_invocations": ("schedule invocation", prices.SCHEDULER_INVOCATION_PER_MILLION / 1_000_000),
 }
-# What the items count of each call; the calls not here are not billed per call.
-PRICED_CALLS = {
-    "cloudwatch:PutMetricData": "put_metric_data_requests",
-    "cloudwatch:GetMetricData": "get_metric_data_metrics",
-    "s3:ListObjectsV2": "s3_list_requests",
-    "sns:Publish": "sns_publish_requests",
-    "dynamodb:GetItem": "dynamodb_read_units",
-    "dynamodb:Query": "dynamodb_read_units",
-    "dynamodb:Scan": "dynamodb_read_units",
-    "dynamodb:BatchGetItem": "dynamodb_read_units",
-    "dynamodb:PutItem": "dynamodb_write_units",
-    "dynamodb:UpdateItem": "dynamodb_write_units",
-    "dynamodb:DeleteItem": "dynamodb_write_units",
-}
 NOT_COUNTED = [
     "the stack's fixed resources, whatever the fleet: the KMS key, the functions' error and dead-letter alarms, "
     "the prober-health alarm, the dashboard",

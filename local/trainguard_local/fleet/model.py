@@ -134,9 +134,10 @@ class JobOutcome:
 
 
 class Strategy(Protocol):
-    """What the report compares: the anchors here, and later trainguard itself driven through a stand-in."""
+    """What the report compares: the anchors and trainguard. `name` read-only (the anchors are frozen)."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def run(self, trace: Trace) -> list[JobOutcome]: ...
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 PERSON = "person"  # the actor of the person's detections and actions in a timeline
 
@@ -30,6 +30,10 @@ class PersonOnCall:
     def response_hours(self, rng: random.Random) -> float:
         drawn = rng.lognormvariate(math.log(self.median_response_hours), self.response_sigma)
         return min(drawn, self.longest_response_hours)
+
+    def parameters(self) -> dict[str, float]:
+        """The assumptions, as each strategy's report names them."""
+        return {f"person_{name}": value for name, value in asdict(self).items()}
 
 
 def person_rng(seed: int, job_name: str) -> random.Random:

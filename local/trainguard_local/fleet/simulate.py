@@ -14,12 +14,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from trainguard_local.fleet.anchors import anchor_strategies
 from trainguard_local.fleet.benchmark_chart import benchmark_chart_png
 from trainguard_local.fleet.html_report import Picture, ReportPage, write_html
-from trainguard_local.fleet.model import JobOutcome
+from trainguard_local.fleet.model import JobOutcome, Strategy
 from trainguard_local.fleet.report import run_all
 from trainguard_local.fleet.stories import as_sent
 from trainguard_local.fleet.summary import FIGURE_DEFINITIONS, render_summary
@@ -31,20 +31,11 @@ if TYPE_CHECKING:  # the strategy module starts the stand-in: imported when trai
     from trainguard_local.fleet.trainguard_strategy import RunRecord
 
 
-class Runnable(Protocol):
-    """A strategy, its name read-only (the anchors are frozen dataclasses)."""
-
-    @property
-    def name(self) -> str: ...
-
-    def run(self, trace: Trace) -> list[JobOutcome]: ...
-
-
 @dataclass
 class _Timed:
     """A strategy as `run_all` sees it, keeping its outcomes for the picture and saying on stderr when it ran."""
 
-    inner: Runnable
+    inner: Strategy
     progress: TextIO | None
     outcomes: list[JobOutcome] = field(default_factory=list)
     name: str = field(init=False)
@@ -71,8 +62,8 @@ class _Timed:
         return cost() if cost is not None else None
 
 
-def strategies(*, trainguard: bool = True) -> list[Runnable]:
-    chosen: list[Runnable] = list(anchor_strategies())
+def strategies(*, trainguard: bool = True) -> list[Strategy]:
+    chosen: list[Strategy] = list(anchor_strategies())
     if trainguard:
         from trainguard_local.fleet.trainguard_strategy import TrainguardStrategy
 
@@ -80,15 +71,8 @@ def strategies(*, trainguard: bool = True) -> list[Runnable]:
     return chosen
 
 
-def simulate(
-    jobs: int, hours: float, seed: int, *, trainguard: bool = True, progress: TextIO | None = None
-) -> tuple[dict[str, Any], dict[str, list[JobOutcome]]]:
-    """The report (run_all's, with the figures' definitions) and each strategy's outcomes."""
-    return simulate_trace(generate_trace(jobs, hours, seed), strategies(trainguard=trainguard), progress)
-
-
 def simulate_trace(
-    trace: Trace, chosen: Sequence[Runnable], progress: TextIO | None = None
+    trace: Trace, chosen: Sequence[Strategy], progress: TextIO | None = None
 ) -> tuple[dict[str, Any], dict[str, list[JobOutcome]]]:
     """Run the strategies on one trace: the report, with the figures' definitions, and their outcomes."""
     timed = [_Timed(strategy, progress) for strategy in chosen]
@@ -130,7 +114,7 @@ def run_command(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     return {**report, "written": written}, 0
 
 
-def trainguard_notifications(chosen: Sequence[Runnable]) -> list[Notification]:
+def trainguard_notifications(chosen: Sequence[Strategy]) -> list[Notification]:
     """The SNS messages trainguard published in its run; none when it did not run."""
     for strategy in chosen:
         run: RunRecord | None = getattr(strategy, "last_run", None)

@@ -51,8 +51,7 @@ CONFIG_OVERRIDES: dict[str, Any] = {
     # The trace's jobs have up to 64 instances; a quota wall asks for usage + delta, up to twice that.
     "default_quota_ceiling": 256,
 }
-HEALTHY_SILENCE_MODES = ("first_load", "always", "never")
-SCHEDULES_PER_HOUR = {"stall_prober": 60, "quota_watch": 4}  # every minute; every quota_check_minutes (15)
+DEPLOYMENT = Deployment()  # how often the deployed stack runs the prober and the quota check (guard_cost.py)
 
 
 @dataclass
@@ -81,15 +80,10 @@ class RunRecord:
 class TrainguardStrategy:
     person: PersonOnCall = field(default_factory=PersonOnCall)
     duplicate_delivery_share: float = 0.1  # events delivered twice (EventBridge: at least once)
-    healthy_silence_idle_gpu: str = "first_load"
     config_overrides: dict[str, Any] = field(default_factory=lambda: dict(CONFIG_OVERRIDES))
     name: str = "trainguard"
     last_run: RunRecord | None = None
     on_progress: Callable[[float], None] | None = field(default=None, repr=False, compare=False)  # trace hours
-
-    def __post_init__(self) -> None:
-        if self.healthy_silence_idle_gpu not in HEALTHY_SILENCE_MODES:
-            raise ValueError(f"healthy_silence_idle_gpu: one of {HEALTHY_SILENCE_MODES}")
 
     def run(self, trace: Trace) -> list[JobOutcome]:
         started = time.perf_counter()
@@ -107,9 +101,7 @@ class TrainguardStrategy:
                 kernel, world, look_back_minutes=2 * max(config.stall_minutes, config.gpu_idle_minutes) + 30
             )
             checks = QuotaChecks(kernel, world, Settings().quota_check_minutes)  # the stack's schedule
-            settings = LifeSettings(
-                self.person, config.stall_defaults, config.quota_wait_hours, self.healthy_silence_idle_gpu
-            )
+            settings = LifeSettings(self.person, config.stall_defaults, config.quota_wait_hours)
             lives = {
                 job.name: TrainguardAnswers(
                     job, person_rng(trace.seed, job.name), world, kernel, ticker, checks, settings
@@ -149,15 +141,11 @@ class TrainguardStrategy:
         """trainguard's own AWS cost in the last run (guard_cost.py), or None before a run."""
         if self.last_run is None or self.last_run.usage is None:
             return None
-        deployment = Deployment(
-            prober_runs_per_hour=SCHEDULES_PER_HOUR["stall_prober"],
-            quota_checks_per_hour=SCHEDULES_PER_HOUR["quota_watch"],
-        )
         return guard_cost(
             self.last_run.usage,
             guarded_instance_hours=self.last_run.guarded_instance_hours,
             guarded_compute_dollars=self.last_run.guarded_compute_dollars,
-            deployment=deployment,
+            deployment=DEPLOYMENT,
         )
 
     def describe(self) -> dict[str, Any]:
@@ -167,12 +155,10 @@ class TrainguardStrategy:
             "model_of": "trainguard itself: the production handlers and adapters on the local stand-in",
             "sources": ["lambdas/trainguard (the code under test)", "local/trainguard_local/fleet/trainguard_run/"],
             "parameters": {
-                "person_median_response_hours": self.person.median_response_hours,
-                "person_response_sigma": self.person.response_sigma,
-                "person_longest_response_hours": self.person.longest_response_hours,
-                "person_fix_hours": self.person.fix_hours,
+                **self.person.parameters(),
                 "duplicate_delivery_share": self.duplicate_delivery_share,
-                "healthy_silence_idle_gpu": self.healthy_silence_idle_gpu,
+                # a healthy silence reads idle GPUs only as a first checkpoint load (simulation/fault_table.py)
+                "healthy_silence_idle_gpu": "first_load",
                 "config_overrides": self.config_overrides,
                 "job_tags": ["trainguard:enabled=true", "trainguard:restart-without-checkpoint=true"],
             },
@@ -228,8 +214,8 @@ def guard_calls(record: RunRecord) -> dict[str, Any]:
         "schedules": {
             "span_hours": round(record.span_hours, 3),
             "stall_prober_cycles_run": record.ticks,
-            "stall_prober_cycles_deployed": round(record.span_hours * SCHEDULES_PER_HOUR["stall_prober"]),
+            "stall_prober_cycles_deployed": round(record.span_hours * DEPLOYMENT.prober_runs_per_hour),
             "quota_checks_run": record.quota_checks,
-            "quota_checks_deployed": round(record.span_hours * SCHEDULES_PER_HOUR["quota_watch"]),
+            "quota_checks_deployed": round(record.span_hours * DEPLOYMENT.quota_checks_per_hour),
         },
     }

@@ -112,11 +112,17 @@ def training_quota_name(instance_type: str) -> str:
     return f"{instance_type} for training job usage"
 
 
-def resource_limit_exceeded(instance_type: str, limit: int, in_use: int, delta: int) -> str:
+def limit_exceeded_message(instance_type: str, limit: int, in_use: int, delta: int) -> str:
     """CreateTrainingJob's ResourceLimitExceeded message, in the current wording that docs/aws-facts.md quotes."""
     return (
-        "An error occurred (ResourceLimitExceeded) when calling the CreateTrainingJob operation: The account-level "
-        f"service limit '{training_quota_name(instance_type)}' is {limit} Instances, with current utilization of "
-        f"{in_use} Instances and a request delta of {delta} Instances. Please use AWS Service Quotas to request an "
-        "increase for this quota."
+        f"The account-level service limit '{training_quota_name(instance_type)}' is {limit} Instances, with current "
+        f"utilization of {in_use} Instances and a request delta of {delta} Instances. Please use AWS Service Quotas "
+        "to request an increase for this quota."
+    )
+
+
+def resource_limit_exceeded(instance_type: str, limit: int, in_use: int, delta: int) -> str:
+    """The message as botocore's ClientError shows it."""
+    return "An error occurred (ResourceLimitExceeded) when calling the CreateTrainingJob operation: " + (
+        limit_exceeded_message(instance_type, limit, in_use, delta)
     )

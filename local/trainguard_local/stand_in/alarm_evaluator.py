@@ -82,10 +82,6 @@ class LocalAlarmEvaluator:
         self._states: dict[str, AlarmState] = {}
         self._written: dict[str, str] = {}  # the state last written to moto, to notice SetAlarmState by others
 
-    def state_of(self, alarm_name: str) -> str | None:
-        known = self._states.get(alarm_name)
-        return known.value if known else None
-
     def evaluate_all(self) -> list[dict[str, Any]]:
         """Evaluate every alarm now; return the state-change events sent to EventBridge."""
         now = self._clock()

@@ -15,12 +15,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-import botocore.session
 from botocore.model import ListShape, MapShape, Shape, StructureShape
 
 from trainguard_local.stand_in.json_api import ApiError
-
-_SAGEMAKER = botocore.session.get_session().get_service_model("sagemaker")
+from trainguard_local.stand_in.sagemaker_api_model import SAGEMAKER_API
 
 
 def camel_case_record(value: Any, shape: Shape) -> Any:
@@ -37,7 +35,7 @@ def camel_case_record(value: Any, shape: Shape) -> Any:
 def failed_call_event(
     operation: str, params: dict[str, Any], error: ApiError, *, account: str, region: str, now: datetime
 ) -> dict[str, Any]:
-    shape = _SAGEMAKER.operation_model(operation).input_shape
+    shape = SAGEMAKER_API.service_model.operation_model(operation).input_shape
     request = camel_case_record(params, shape)
     if isinstance(request.get("tags"), list):  # CloudTrail writes tag members in lower case too
         request["tags"] = [{"key": t.get("key"), "value": t.get("value")} for t in request["tags"]]

@@ -12,9 +12,10 @@ a ``handle(operation, params)`` over HTTP.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
-from datetime import UTC
+from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
 
@@ -107,6 +108,17 @@ def decode_wire_timestamps(value: Any, shape: Shape | None) -> Any:
     if shape.type_name == "map" and isinstance(value, dict):
         return {key: decode_wire_timestamps(item, shape.value) for key, item in value.items()}  # type: ignore[attr-defined]
     return value
+
+
+def wire_json(payload: dict[str, Any]) -> bytes:
+    """An answer's JSON body: datetimes as the epoch numbers botocore reads back."""
+    return json.dumps(payload, default=_epoch_seconds).encode()
+
+
+def _epoch_seconds(value: Any) -> float:
+    if isinstance(value, datetime):
+        return value.timestamp()
+    raise TypeError(f"cannot encode {type(value).__name__} for the wire")
 
 
 def page_of(

@@ -17,12 +17,11 @@ import json
 import threading
 import traceback
 import uuid
-from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Generic, Protocol, Self, TypeVar, runtime_checkable
 
-from trainguard_local.stand_in.json_api import ApiError, JsonApiModel
+from trainguard_local.stand_in.json_api import ApiError, JsonApiModel, wire_json
 
 LOOPBACK = "127.0.0.1"
 CONTENT_TYPE = "application/x-amz-json-1.1"
@@ -126,7 +125,7 @@ class _JsonApiRequestHandler(BaseHTTPRequestHandler):
             if isinstance(plane, CallerPlanes):
                 plane = plane.for_request(self.headers.get("Authorization", ""))
         except ApiError as error:
-            status, data = 400, _wire_json({"__type": error.code, "message": error.message})
+            status, data = 400, wire_json({"__type": error.code, "message": error.message})
         else:
             status, data = answer_json_request(plane, self.server.api, self.headers.get("X-Amz-Target", ""), body)
         self.send_response(status)
@@ -146,20 +145,16 @@ def answer_json_request(plane: JsonApiPlane, api: JsonApiModel, target: str, bod
         operation = _operation_from_target(target, api)
         answer = plane.handle(operation, api.decode_request(operation, _json_object(body)))
     except ApiError as error:
-        return 400, _wire_json({"__type": error.code, "message": error.message})
+        return 400, wire_json({"__type": error.code, "message": error.message})
     except Exception as error:
         # A bug in the simulation: answer as AWS does for its own faults, and show the traceback.
         traceback.print_exc()
-        return 500, _wire_json({"__type": "InternalFailure", "message": repr(error)})
-    return 200, _wire_json(answer)
+        return 500, wire_json({"__type": "InternalFailure", "message": repr(error)})
+    return 200, wire_json(answer)
 
 
 def response_headers(data: bytes) -> dict[str, str]:
     return {"Content-Type": CONTENT_TYPE, "Content-Length": str(len(data)), "x-amzn-RequestId": str(uuid.uuid4())}
-
-
-def _wire_json(payload: dict[str, Any]) -> bytes:
-    return json.dumps(payload, default=_encode_wire_value).encode()
 
 
 def _operation_from_target(target: str, api: JsonApiModel) -> str:
@@ -180,9 +175,3 @@ def _json_object(body: bytes) -> dict[str, Any]:
     if not isinstance(params, dict):
         raise ApiError("SerializationException", "The request body is not a JSON object.")
     return params
-
-
-def _encode_wire_value(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.timestamp()
-    raise TypeError(f"cannot encode {type(value).__name__} for the wire")

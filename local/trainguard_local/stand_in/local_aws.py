@@ -98,16 +98,7 @@ class LocalAWS:
         return self.drain(self.inbox_queue_url)
 
     def drain(self, queue_url: str) -> list[dict[str, Any]]:
-        """Every message waiting in the queue, as parsed JSON bodies; each is deleted once read."""
-        sqs = self.client("sqs")
-        bodies: list[dict[str, Any]] = []
-        while True:
-            batch = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", [])
-            if not batch:
-                return bodies
-            for message in batch:
-                bodies.append(json.loads(message["Body"]))
-                sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+        return drain_queue(self.client("sqs"), queue_url)
 
 
 def _teach_moto_stream_prefixes() -> None:
@@ -249,3 +240,13 @@ def _create_stack_resources(
 
 def _queue_arn(sqs: Any, url: str) -> str:
     return str(sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"])
+
+
+def drain_queue(sqs: Any, queue_url: str) -> list[dict[str, Any]]:
+    """Every message waiting in the queue, as parsed JSON bodies; each is deleted once read."""
+    bodies: list[dict[str, Any]] = []
+    while batch := sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", []):
+        for message in batch:
+            bodies.append(json.loads(message["Body"]))
+            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+    return bodies

@@ -8,41 +8,10 @@ users trip over).
 
 from __future__ import annotations
 
-from typing import Any
-
-from botocore.model import OperationModel, ServiceModel
-
-from trainguard_local.stand_in.json_api import ApiError, JsonApiModel, decode_wire_timestamps
+from trainguard_local.stand_in.json_api import ApiError, JsonApiModel
 
 PATTERN_CHECKED_SHAPES = frozenset({"TrainingJobName"})
 SAGEMAKER_API = JsonApiModel("sagemaker", pattern_checked_shapes=PATTERN_CHECKED_SHAPES)
 
 # The plane raises this name; it is the generic error, so any JsonApiServer answers it the same way.
 SageMakerApiError = ApiError
-
-__all__ = [
-    "SAGEMAKER_API",
-    "SageMakerApiError",
-    "decode_wire_timestamps",
-    "operation_model",
-    "output_member_names",
-    "sagemaker_service_model",
-    "validate_request",
-]
-
-
-def sagemaker_service_model() -> ServiceModel:
-    return SAGEMAKER_API.service_model
-
-
-def operation_model(operation: str) -> OperationModel | None:
-    return SAGEMAKER_API.operation_model(operation)
-
-
-def output_member_names(operation: str) -> frozenset[str]:
-    return SAGEMAKER_API.output_member_names(operation)
-
-
-def validate_request(operation: str, params: dict[str, Any]) -> None:
-    """Raise ``ValidationException`` when ``params`` do not fit the operation's input shape."""
-    SAGEMAKER_API.validate_request(operation, params)

@@ -17,11 +17,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from trainguard_local.stand_in.sagemaker_api_model import (
-    SageMakerApiError,
-    operation_model,
-    validate_request,
-)
+from trainguard_local.simulation.catalogue import limit_exceeded_message
+from trainguard_local.stand_in.sagemaker_api_model import SAGEMAKER_API, SageMakerApiError
 from trainguard_local.stand_in.sagemaker_events import StateChangeListener, build_state_change_event
 from trainguard_local.stand_in.sagemaker_listings import list_tags, list_training_jobs
 from trainguard_local.stand_in.sagemaker_training_job import FAILURE_REASON_LIMIT, TrainingJobRecord
@@ -86,9 +83,11 @@ class SimulatedSageMaker:
         with self._lock:
             self.calls.append((operation, copy.deepcopy(params)))
         if operation not in SUPPORTED_OPERATIONS:
-            kind = "is not simulated here" if operation_model(operation) else "is not a SageMaker operation"
+            kind = (
+                "is not simulated here" if SAGEMAKER_API.operation_model(operation) else "is not a SageMaker operation"
+            )
             raise SageMakerApiError("UnknownOperationException", f"Operation {operation} {kind}.")
-        validate_request(operation, params)
+        SAGEMAKER_API.validate_request(operation, params)
         answer = {
             "CreateTrainingJob": self._create_training_job,
             "DescribeTrainingJob": self._describe_training_job,
@@ -264,14 +263,8 @@ class SimulatedSageMaker:
                 if other.status == "InProgress"
             )
             if in_use + delta > limit:
-                # Current AWS wording (docs/aws-facts.md, "Errors of CreateTrainingJob itself").
-                raise SageMakerApiError(
-                    "ResourceLimitExceeded",
-                    f"The account-level service limit '{instance_type} for training job usage' is {limit} "
-                    f"Instances, with current utilization of {in_use} Instances and a request delta of "
-                    f"{delta} Instances. Please use AWS Service Quotas to request an increase for this "
-                    "quota.",
-                )
+                text = limit_exceeded_message(instance_type, limit=limit, in_use=in_use, delta=delta)
+                raise SageMakerApiError("ResourceLimitExceeded", text)
 
     def _arn(self, name: str) -> str:
         # The name is kept as given. Whether AWS lowercases it in the ARN is unsettled: boto3#4606 (2025)

@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from trainguard_local.stand_in.json_api import page_of
-from trainguard_local.stand_in.sagemaker_api_model import SageMakerApiError, sagemaker_service_model
+from trainguard_local.stand_in.sagemaker_api_model import SAGEMAKER_API, SageMakerApiError
 
 LIST_DEFAULT_MAX_RESULTS = 10  # AWS's documented default for List* operations of SageMaker
-SUMMARY_MEMBERS = frozenset(sagemaker_service_model().shape_for("TrainingJobSummary").members)
+SUMMARY_MEMBERS = frozenset(SAGEMAKER_API.service_model.shape_for("TrainingJobSummary").members)
 SORT_KEYS = {"CreationTime": "CreationTime", "Name": "TrainingJobName", "Status": "TrainingJobStatus"}
 
 

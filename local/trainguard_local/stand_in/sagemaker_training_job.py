@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from trainguard_local.stand_in.sagemaker_api_model import output_member_names, sagemaker_service_model
+from trainguard_local.stand_in.sagemaker_api_model import SAGEMAKER_API
 
 # StatusMessage of each SecondaryStatusTransition. Sources, from tests/fixtures/secondary_status.json:
 #   documented: botocore's SecondaryStatusTransition.StatusMessage documentation (same text at
@@ -34,8 +34,8 @@ FAILURE_REASON_LIMIT = 1024  # FailureReason is cut at about 1,024 characters (d
 
 def _echoed_request_members() -> frozenset[str]:
     """Members of CreateTrainingJob that DescribeTrainingJob gives back (everything but Tags and the like)."""
-    create = sagemaker_service_model().operation_model("CreateTrainingJob").input_shape
-    return frozenset(create.members) & output_member_names("DescribeTrainingJob")
+    create = SAGEMAKER_API.service_model.operation_model("CreateTrainingJob").input_shape
+    return frozenset(create.members) & SAGEMAKER_API.output_member_names("DescribeTrainingJob")
 
 
 def _flags_described_as_false() -> frozenset[str]:
@@ -43,7 +43,7 @@ def _flags_described_as_false() -> frozenset[str]:
 
     Seen in the AWS ACK controller's describe fixtures (tests/fixtures/describe_training_job/).
     """
-    create = sagemaker_service_model().operation_model("CreateTrainingJob").input_shape
+    create = SAGEMAKER_API.service_model.operation_model("CreateTrainingJob").input_shape
     return frozenset(name for name in _echoed_request_members() if create.members[name].type_name == "boolean")
 
 

@@ -220,13 +220,6 @@ class SimulatedServiceQuotas:
         with self._lock:
             return [request.describe() for request in self._requests]
 
-    def training_instance_limits(self) -> dict[str, int]:
-        """{instance type: "<type> for training job usage"}, the shape ``SimulatedSageMaker`` takes."""
-        suffix = " for training job usage"
-        with self._lock:
-            quotas = list(self._quotas.values())
-        return {q.name.removesuffix(suffix): int(q.value) for q in quotas if q.name.endswith(suffix)}
-
     # ---- internals (called with the lock held) ------------------------------------------------
 
     def _apply_due(self, *, settle: bool) -> list[tuple[str, str]]:

@@ -21,7 +21,7 @@ from infra.event_patterns import failed_training_job_launch_pattern, stall_alarm
 from trainguard.adapters.job_activity import LOG_GROUP as TRAINING_LOG_GROUP
 from trainguard.adapters.ledger import create_table_request
 from trainguard.config import GuardConfig
-from trainguard_local.stand_in.sagemaker_api_model import sagemaker_service_model
+from trainguard_local.stand_in.sagemaker_api_model import SAGEMAKER_API
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -63,7 +63,7 @@ def every_training_instance_type() -> tuple[str, ...]:
     """The stand-in's deployer lets trainguard launch any training instance type (botocore's TrainingInstanceType):
     the widest bound a deployer can set. The product's default is none, which turns every fallback and on-demand
     move off (docs/deploying.md); the bounds on accelerators and instances hold whatever the list."""
-    return tuple(sagemaker_service_model().shape_for("TrainingInstanceType").enum)
+    return tuple(SAGEMAKER_API.service_model.shape_for("TrainingInstanceType").enum)
 
 
 def stack_config(topic_arn: str, **overrides: Any) -> GuardConfig:

@@ -13,9 +13,6 @@ multivalued key; aws:EpochTime is both Date and Numeric, aws:FederatedProvider a
 
 from __future__ import annotations
 
-SOURCE = "https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-keys.html"
-READ_ON = "2026-12-04"
-
 GLOBAL_CONDITION_KEYS: dict[str, str] = {
     # Properties of the principal
     "aws:PrincipalArn": "ARN",

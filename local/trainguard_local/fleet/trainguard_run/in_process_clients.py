@@ -14,7 +14,6 @@ import copy
 import json
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import datetime
 from typing import Any
 
 import boto3
@@ -22,7 +21,7 @@ from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 
 from trainguard_local.stand_in.alarm_evaluator import put_composite_alarm_in_moto
-from trainguard_local.stand_in.json_api import ApiError, JsonApiModel
+from trainguard_local.stand_in.json_api import ApiError, JsonApiModel, wire_json
 
 RETRIES = Config(retries={"mode": "standard", "max_attempts": 5})  # as the Lambda wiring builds its clients
 SIMULATED_SERVICES = ("sagemaker", "service-quotas")
@@ -91,13 +90,7 @@ class _Raw:
         return self._body
 
 
-def _wire(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.timestamp()
-    raise TypeError(f"cannot encode {type(value).__name__} for the wire")
-
-
 def _response(url: str, status: int, payload: dict[str, Any]) -> AWSResponse:
-    body = json.dumps(payload, default=_wire).encode()
+    body = wire_json(payload)
     headers = {"Content-Type": "application/x-amz-json-1.1", "x-amzn-RequestId": str(uuid.uuid4())}
     return AWSResponse(url, status, headers, _Raw(body))

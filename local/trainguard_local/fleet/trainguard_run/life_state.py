@@ -34,7 +34,6 @@ class LifeSettings:
     person: PersonOnCall
     thresholds: StallThresholds
     quota_wait_hours: float
-    healthy_silence_idle_gpu: str  # "first_load", "always" or "never"
 
 
 class LifeState:

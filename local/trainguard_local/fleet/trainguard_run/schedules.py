@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -42,18 +42,11 @@ class StopNews:
 @dataclass
 class StallWindow:
     job_name: str  # the SageMaker job
-    hosts: int
-    quiet_from: datetime  # its last log line is written just before
-    quiet_until: datetime | None  # logs resume (None: never)
     last_tick: int  # minute index after which the window closes by itself
     life: Process
     evaluator: LocalAlarmEvaluator
+    deliver: Callable[[datetime], None]  # the job's own lines up to a moment (job_logs.py)
     ticks: int = 0
-    lines: int = field(default=0)
-    deliver: Callable[[datetime], None] | None = None  # the job's own lines up to a moment (job_logs.py)
-
-    def logs_at(self, moment: datetime) -> bool:
-        return moment < self.quiet_from or (self.quiet_until is not None and moment >= self.quiet_until)
 
 
 def minute_index(world: FleetWorld, moment: datetime) -> int:
@@ -85,19 +78,14 @@ class Ticker:
         self.windows.pop(job_name, None)
 
     def _run(self, minute: int) -> Process:
-        from trainguard.handlers import log_activity, stall_prober
+        from trainguard.handlers import stall_prober
 
         while self.windows:
             now = self.world.clock.base + timedelta(minutes=minute)
             self.world.clock.now = now
             self.ticks += 1
             for window in list(self.windows.values()):
-                if window.deliver is not None:
-                    window.deliver(now)
-                elif window.logs_at(now):
-                    window.lines += 1
-                    line = f"step {window.lines * 50} loss {2.0 + 1.0 / window.lines:.3f}"
-                    self.world.log_line(window.job_name, now - timedelta(seconds=20), line, log_activity)
+                window.deliver(now)
             self.world.call("stall_prober", "", stall_prober.handle, {})
             for window in list(self.windows.values()):
                 window.ticks += 1

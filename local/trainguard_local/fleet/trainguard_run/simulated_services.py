@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from trainguard_local.simulation.catalogue import resource_limit_exceeded
+from trainguard_local.simulation.catalogue import limit_exceeded_message
 from trainguard_local.stand_in.alarm_evaluator import LocalAlarmEvaluator
 from trainguard_local.stand_in.sagemaker_api_model import SageMakerApiError
 from trainguard_local.stand_in.sagemaker_control_plane import SimulatedSageMaker
@@ -49,8 +49,8 @@ class FleetSageMaker(SimulatedSageMaker):
         types = job.instances_by_type()
         for instance_type, count in types.items():
             if (root, instance_type) in self.short_alternatives:  # its quota's room is taken by others' jobs
-                text = resource_limit_exceeded(instance_type, limit=count, in_use=count, delta=count)
-                raise SageMakerApiError("ResourceLimitExceeded", text.split(" operation: ", 1)[-1])
+                text = limit_exceeded_message(instance_type, limit=count, in_use=count, delta=count)
+                raise SageMakerApiError("ResourceLimitExceeded", text)
         wall = self.walls.get(root)
         if wall is None or wall.instance_type not in types:
             return
@@ -58,10 +58,10 @@ class FleetSageMaker(SimulatedSageMaker):
         value = self._quotas.quota_value(wall.quota_name)
         if value >= wall.needed:
             return
-        text = resource_limit_exceeded(
+        text = limit_exceeded_message(
             wall.instance_type, limit=int(value), in_use=int(value), delta=wall.instance_count
         )
-        raise SageMakerApiError("ResourceLimitExceeded", text.split(" operation: ", 1)[-1])
+        raise SageMakerApiError("ResourceLimitExceeded", text)
 
 
 class JobAlarmEvaluator(LocalAlarmEvaluator):

@@ -10,7 +10,7 @@ from trainguard.domain.stall_alarms import plan_stall_alarms
 from trainguard.domain.stalls import silence_clock_start
 from trainguard_local.fleet.trainguard_run.life_state import LifeState
 from trainguard_local.fleet.trainguard_run.schedules import StallWindow, minute_index
-from trainguard_local.simulation.fault_table import FAULT_TABLE, IDLE_PER_GPU, WORKING_PER_GPU, FaultKind
+from trainguard_local.simulation.fault_table import FAULT_TABLE, WORKING_PER_GPU, FaultKind
 from trainguard_local.simulation.trace import Fault
 
 LEAD_MINUTES = 3  # a window opens this long before the silence: the job's recent lines reach the ledger
@@ -43,9 +43,6 @@ def open_stall_window(life: LifeState, fault: Fault, quiet_from_hours: float) ->
     names = plan_stall_alarms(life.name, life.job.instance_type, hosts, th).all_names
     window = StallWindow(
         job_name=life.name,
-        hosts=hosts,
-        quiet_from=quiet_from,
-        quiet_until=quiet_until,
         last_tick=minute_index(life.world, last),
         life=life.process,
         evaluator=life.world.evaluator(names),
@@ -66,10 +63,6 @@ def open_stall_window(life: LifeState, fault: Fault, quiet_from_hours: float) ->
 
 
 def quiet_gpu(life: LifeState, fault: Fault, quiet_from_hours: float) -> float:
-    """GPUUtilization per GPU while the job is silent (simulation/fault_table.py; a healthy silence's GPUs
-    as the run's `healthy_silence_idle_gpu` says)."""
+    """GPUUtilization per GPU while the job is silent (simulation/fault_table.py)."""
     first_load = abs(quiet_from_hours - life.training_since) < 1e-6
-    mode = life.settings.healthy_silence_idle_gpu
-    if fault.kind is FaultKind.SLOW_BUT_HEALTHY and mode != "first_load":
-        return IDLE_PER_GPU if mode == "always" else WORKING_PER_GPU
     return FAULT_TABLE[fault.kind].gpu_per_gpu(first_load=first_load)

@@ -89,12 +89,9 @@ class TraceSide(FleetSide):
     def prune_metrics(self, before: datetime) -> None:
         """Drop datapoints older than `before` from moto's store, which GetMetricData scans whole on every
         call. Nothing reads that far back: the caller passes the longest look-back of any alarm or check."""
-        try:
-            from moto.cloudwatch.models import cloudwatch_backends
+        from moto.cloudwatch.models import cloudwatch_backends
 
-            backend = cloudwatch_backends[ACCOUNT][REGION]
-        except (ImportError, KeyError):
-            return
+        backend = cloudwatch_backends[ACCOUNT][REGION]
         cut = before.astimezone(UTC)
         backend.metric_data = [d for d in backend.metric_data if _aware(d.timestamp) >= cut]
 

@@ -214,10 +214,6 @@ class FleetWorld:
             self.outcomes.append((self.hours, handler, result))
         return result
 
-    def log_line(self, job_name: str, at: datetime, message: str, log_activity: Any) -> None:
-        """A line in the job's first host's stream, and the subscription's delivery of it."""
-        self.log_lines(job_name, [(at, message)], log_activity)
-
     def log_lines(self, job_name: str, lines: list[tuple[datetime, str]], log_activity: Any) -> None:
         """Lines in the job's first host's stream, and the subscription's one delivery of them."""
         stream, events = self.fleet.write_log_lines(job_name, self.clock.base, lines)
