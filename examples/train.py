@@ -16,7 +16,12 @@ A relaunch is worth something only if the script:
 3. puts a timeout on collectives, so a dead or hung peer fails the job instead of hanging it until
    MaxRuntimeInSeconds (NCCL's "collective operation timeout" and gloo's "Timed out waiting ...ms"
    are failures trainguard relaunches);
-4. logs a progress line regularly, so that silence in the logs means a stall.
+4. logs a progress line regularly, so that silence in the logs means a stall, and prints trainguard's
+   progress contract (docs/progress.md): a start marker, a step line with its loss, and each checkpoint
+   write announced before it starts, with the seconds it should take, and closed after it. A job that
+   says how it progresses is stopped within minutes of a hang, and never in the middle of a save it
+   announced. The lines are written here with `log.info` so that this script needs nothing but torch;
+   in your own loop, `trainguard_sdk.progress` prints them.
 
 The model and the data are tiny and synthetic: replace `build_model` and `load_dataset` with yours.
 
@@ -34,13 +39,15 @@ import argparse
 import datetime
 import json
 import logging
+import math
 import os
 import random
 import re
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,6 +60,9 @@ from torch.nn.parallel import DistributedDataParallel
 log = logging.getLogger("train")
 
 CHECKPOINT_NAME = re.compile(r"^step-(\d{9})\.pt$")  # complete checkpoints only; temp files start with "."
+# A checkpoint write is announced as taking twice the longest write this run has made so far: room for a slower
+# disk or upload, and still far below trainguard's default allowance for a phase with no expectation (60 min).
+CHECKPOINT_EXPECT_FACTOR = 2.0
 
 
 # --- Where we run: torchrun's environment, else SageMaker's host list, else one local process. ---
@@ -145,6 +155,29 @@ def save_atomically(state: dict[str, Any], directory: Path, step: int, keep: int
     return final
 
 
+def expected_checkpoint_seconds(previous_seconds: list[float], first_write_seconds: float) -> int:
+    """How long the next checkpoint write should take, in whole seconds: CHECKPOINT_EXPECT_FACTOR x the longest
+    write of this run so far, at least 1; `first_write_seconds` before the first (nothing measured yet)."""
+    if not previous_seconds:
+        return max(1, math.ceil(first_write_seconds))
+    return max(1, math.ceil(CHECKPOINT_EXPECT_FACTOR * max(previous_seconds)))
+
+
+@contextmanager
+def announced_checkpoint(is_rank_0: bool, previous_seconds: list[float], first_write_seconds: float) -> Iterator[None]:
+    """trainguard's progress contract around a checkpoint write (docs/progress.md): rank 0 announces it before
+    it starts, with the seconds it should take, and closes it after; the write's duration is added to
+    `previous_seconds` for the next announcement. Only rank 0 prints, as for the step lines."""
+    if is_rank_0:
+        expect = expected_checkpoint_seconds(previous_seconds, first_write_seconds)
+        log.info("trainguard:phase begin=checkpoint expect=%d", expect)
+    started = time.monotonic()
+    yield
+    previous_seconds.append(time.monotonic() - started)
+    if is_rank_0:
+        log.info("trainguard:phase end=checkpoint")
+
+
 def remove_partial_files(directory: Path) -> None:
     """Temporary files left by a process killed mid-write; they are never read, only wasted space."""
     for leftover in directory.glob(".step-*.tmp"):
@@ -199,6 +232,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--checkpoint-every-steps", type=int, default=100)
     parser.add_argument("--checkpoint-every-minutes", type=float, default=15.0)
     parser.add_argument("--keep-checkpoints", type=int, default=2)
+    # The first write has no measured duration: announce it as this (a 70B model's save takes about 10 min).
+    parser.add_argument("--first-checkpoint-expect-seconds", type=float, default=600.0)
     parser.add_argument("--log-every-steps", type=int, default=10)
     parser.add_argument("--log-every-seconds", type=float, default=60.0, help="a line at least this often")
     # Well below trainguard's stall-minutes (30 by default), above your slowest checkpoint write.
@@ -247,7 +282,10 @@ def train(args: argparse.Namespace, cluster: Cluster) -> None:
         else:  # another number of processes: the run goes on, but not bit for bit
             log.warning("checkpoint has %d ranks' random states, not %d", len(state["rng"]), cluster.world_size)
     ddp_model = DistributedDataParallel(model)  # all-reduces the gradients, under the same timeout
+    if cluster.rank == 0:
+        log.info("trainguard:start")  # the contract's start marker: the first step follows
 
+    checkpoint_seconds: list[float] = []  # this run's checkpoint writes, for the next one's announcement
     started = last_checkpoint_time = last_log_time = time.monotonic()
     for step in range(start_step + 1, args.steps + 1):
         batch = torch.randint(0, len(x), (args.batch_size,), generator=data_generator)
@@ -270,9 +308,11 @@ def train(args: argparse.Namespace, cluster: Cluster) -> None:
         if cluster.rank == 0 and (log_due or step in (start_step + 1, args.steps)):
             # the loss with 9 significant digits: enough to tell any two float32 values apart
             log.info("step=%d/%d loss=%.9g elapsed=%.1fs", step, args.steps, mean_loss, now - started)
+            log.info("trainguard:progress step=%d loss=%.9g", step, mean_loss)  # "nan" and "inf" read as such
             last_log_time = now
         if checkpoint_due or step % args.checkpoint_every_steps == 0 or step == args.steps:
-            write_checkpoint(args, cluster, step, model, optimizer, scheduler, data_generator)
+            with announced_checkpoint(cluster.rank == 0, checkpoint_seconds, args.first_checkpoint_expect_seconds):
+                write_checkpoint(args, cluster, step, model, optimizer, scheduler, data_generator)
             last_checkpoint_time = time.monotonic()
 
     if cluster.rank == 0:

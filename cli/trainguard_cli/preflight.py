@@ -11,8 +11,10 @@ import argparse
 import difflib
 from typing import Any
 
+from trainguard.domain.collective_watchdog import check_collective_watchdog
 from trainguard.domain.preflight import PlannedLaunch, QuotaCheck, check_launch
 from trainguard.domain.quotas import NoQuotaRequest, QuotaDemand, format_value, plan_quota_request
+from trainguard.domain.stalls import StallThresholds
 from trainguard_cli.inputs import EXIT_NO, EXIT_OK, UnusableInput, aws_session
 
 
@@ -31,6 +33,26 @@ def add_preflight_command(commands: Any) -> None:
     preflight.add_argument("--request", action="store_true", help="file the increases that would unblock it")
     preflight.add_argument("--ceiling", type=int, default=64, help="the most to ask for an instance quota")
     preflight.add_argument("--no-support-case", action="store_true", help="SupportCaseAllowed=false")
+    preflight.add_argument(
+        "--environment",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="the job's environment (repeatable): warns when the NCCL watchdog is off",
+    )
+    preflight.add_argument(
+        "--hyperparameter",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="the job's hyperparameters (repeatable): warns when ddp_timeout passes the stall limit",
+    )
+    preflight.add_argument(
+        "--stall-minutes",
+        type=int,
+        default=StallThresholds().stall_minutes,
+        help="the job's trainguard:stall-minutes (default %(default)s)",
+    )
     preflight.add_argument("--json", action="store_true", help="print JSON (the default is text)")
     preflight.set_defaults(run=run_preflight)
 
@@ -44,6 +66,11 @@ def run_preflight(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     if args.max_runtime is not None and args.max_runtime < 1:
         raise UnusableInput("--max-runtime must be 1 second or more")
     _check_instance_type(args.instance_type)
+    watchdog_warnings = check_collective_watchdog(
+        _key_values(args.environment, "--environment"),
+        _key_values(args.hyperparameter, "--hyperparameter"),
+        args.stall_minutes,
+    )
     session = aws_session()
     quotas = ServiceQuotas(session.client("service-quotas"))
     jobs = SageMakerJobs(session.client("sagemaker"))
@@ -68,8 +95,19 @@ def run_preflight(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         "fits": not any(c.blocks for c in checks),
         "checks": [c.as_dict() for c in checks],
         "requests": requested,
+        "warnings": watchdog_warnings,  # never a block: the exit code is the quotas'
     }
     return report, EXIT_OK if report["fits"] else EXIT_NO
+
+
+def _key_values(pairs: list[str], option: str) -> dict[str, str]:
+    values = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key:
+            raise UnusableInput(f"{option} takes KEY=VALUE, not {pair!r}")
+        values[key] = value
+    return values
 
 
 def _check_instance_type(instance_type: str) -> None:
@@ -148,5 +186,6 @@ def preflight_text(report: dict[str, Any]) -> str:
             )
         else:
             lines.append(f"  not requested {request['quota_name']}: {request['reason']}")
+    lines.extend(f"  WARNING {warning}" for warning in report.get("warnings", []))
     lines.append("It fits." if report["fits"] else "A quota blocks this launch.")
     return "\n".join(lines)

@@ -4,6 +4,8 @@
     ModelTrainer(..., **model_trainer_arguments(guard))
 
 Importing this package does not import the SDK; the functions that need it import it when called.
+`trainguard_sdk.progress` prints trainguard's progress contract from inside a training loop, with the standard
+library only (docs/progress.md).
 """
 
 from trainguard_sdk.guard_settings import CHECKPOINT_LOCAL_PATH, GuardSettings, GuardSettingsError
