@@ -74,9 +74,12 @@ def test_one_notification_per_action_each_naming_its_account_and_region(report: 
         assert f"[trainguard {account} " in message["Subject"] and f"switch to account {account}" in message["Message"]
 
 
-def test_make_demo_org_json_writes_the_actions(tmp_path: Path) -> None:
+def test_make_demo_org_json_writes_the_actions(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "demo-out" / "org.json"  # a fresh clone has no demo-out/ yet
     assert main(["--json", str(out)]) == 0
+    # Every place the hub serves answered: a place it could not serve is only logged (handlers/origin.py), so the
+    # demo would run on with it (the prober's ListTrainingJobs in an enrolled region where no team trains).
+    assert "a spoke could not be served" not in capfd.readouterr().out
     written = json.loads(out.read_text())
     assert isinstance(written["actions"], list) and written["actions"]
     assert all({"account", "region", "job", "action"} <= set(action) for action in written["actions"])

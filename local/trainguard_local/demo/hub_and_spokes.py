@@ -64,6 +64,8 @@ HANG_MINUTES = 60  # 25 minutes of lines, the fixed 30 silent minutes, and the s
 
 def run_org_demo(say: Any = print) -> dict[str, Any]:
     os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    # As in Lambda (infra/guard_function.py): a spoke the hub cannot serve is counted, and a metric needs one.
+    os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "TrainGuard")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     from trainguard.handlers.observability import metrics
 

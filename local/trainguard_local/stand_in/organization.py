@@ -170,10 +170,14 @@ def organization(spoke_places: tuple[Location, ...], *, enrolled_regions: tuple[
         for place in spoke_places:
             spoke = org.spokes[place] = _spoke(org, place)
             sagemaker_planes.planes[place], quota_planes.planes[place] = spoke.sagemaker, spoke.quotas
-        # The hub's own SageMaker, where no team trains: its stall prober lists the running jobs there too.
-        sagemaker_planes.planes.setdefault(
-            HUB, SimulatedSageMaker(clock=org.clock, account_id=HUB.account, region=HUB.region)
-        )
+        # Every other place the hub serves (its own account, and each enrolled account in each enrolled region
+        # where no team trains) has a SageMaker with no jobs, as on AWS: the hub's stall prober lists the running
+        # jobs of every place, and ListTrainingJobs answers an empty list where nothing runs.
+        served = [HUB, *(Location(account, region) for account in accounts for region in enrolled_regions)]
+        for place in served:
+            sagemaker_planes.planes.setdefault(
+                place, SimulatedSageMaker(clock=org.clock, account_id=place.account, region=place.region)
+            )
         try:
             yield org
         finally:
