@@ -13,7 +13,8 @@ from trainguard.domain.job_end import RelaunchPlan, RelaunchSettings, assess_job
 from trainguard.domain.lineage import lineage_start
 from trainguard.domain.model import Decision, TextSource, TrainingJob, instances_of
 from trainguard.domain.ownership import decide_for_owned_job, find_parent
-from trainguard.domain.policy import PolicyDefaults, TagKeys, read_job_policy
+from trainguard.domain.policy import JobPolicy, PolicyDefaults, TagKeys, read_job_policy
+from trainguard.domain.progress_limits import ProgressSettings, read_progress_settings
 from trainguard.domain.quotas import (
     NoQuotaRequest,
     format_value,
@@ -77,7 +78,7 @@ def explain_job(
     answer = _answer(assessment.classification.category.value, assessment.decision.value, assessment.reason)
     answer["job_name"] = job.name
     answer["opted_in"] = assessment.opted_in
-    answer["tag_problems"] = [p.describe() for p in policy.problems]
+    answer["tag_problems"] = job_tag_problems(job, policy, keys)
     if assessment.owner:
         answer["owner"] = assessment.owner
         return answer
@@ -107,6 +108,14 @@ def explain_job(
         answer["reason"] = f"{assessment.reason} Not relaunched: {plan.reason}"
         answer["would_be_job_name"] = plan.would_be_job_name
     return answer
+
+
+def job_tag_problems(job: TrainingJob, policy: JobPolicy, keys: TagKeys) -> list[str]:
+    """Every tag of the job that trainguard cannot read, each with the value it uses instead: its policy's, its
+    stall watch's and its progress rules' (the watch reads the last two when it starts, and tells no one)."""
+    watch = read_stall_thresholds(job.tags, StallThresholds(), keys).problems
+    progress = read_progress_settings(job.tags, ProgressSettings(), keys).problems
+    return [problem.describe() for problem in (*policy.problems, *watch, *progress)]
 
 
 def explain_failed_launch(

@@ -52,6 +52,28 @@ def test_describe_with_tags_gives_the_exact_request(capsys: pytest.CaptureFixtur
     assert request["CheckpointConfig"]["S3Uri"] == "s3://ckpt-bucket/llama-pretrain/"
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "said"),
+    [
+        ("trainguard:max-retries", "lots", "trainguard:max-retries"),  # the policy's
+        ("trainguard:stall-minutes", "0", "trainguard:stall-minutes"),  # the stall watch's
+        ("trainguard:progress-interval-factor", "99", "trainguard:progress-interval-factor"),  # the progress rules'
+        ("trainguard:progress-pattern", "step (\\d+)", "trainguard:progress-pattern"),  # a regex, not a template
+    ],
+)
+def test_every_tag_trainguard_cannot_read_is_named(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, key: str, value: str, said: str
+) -> None:
+    """The watch reads the stall and progress tags when it starts and tells no one of a bad one: explain does."""
+    describe = write(tmp_path, "d.json", described_job())
+    tags = write(
+        tmp_path, "t.json", {"Tags": [{"Key": "trainguard:enabled", "Value": "true"}, {"Key": key, "Value": value}]}
+    )
+    code, answer, _ = run(capsys, "explain", "--describe", describe, "--tags", tags)
+    assert code == 0 and answer is not None
+    assert [problem for problem in answer["tag_problems"] if said in problem], answer["tag_problems"]
+
+
 def test_describe_without_opt_in_is_ignored(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, answer, _ = run(capsys, "explain", "--describe", write(tmp_path, "d.json", described_job()))
     assert code == 0 and answer is not None
