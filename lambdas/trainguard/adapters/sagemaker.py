@@ -19,7 +19,8 @@ from trainguard.workflows.ports import JobNotFound, LaunchRefused, LaunchResult,
 # Only `trainguard preflight` (run by a person) counts instances in use. The one function that lists jobs is the
 # stall prober (`training_now`): one ListTrainingJobs call per 100 InProgress jobs a minute.
 LIST_PAGE = 100  # ListTrainingJobs MaxResults: 1-100 (botocore); the default is 10
-LIST_PAGES_AT_MOST = 20  # 2,000 InProgress jobs a cycle; the newest first (CreationTime, Descending: the default)
+LIST_PAGES_AT_MOST = 20  # 2,000 InProgress jobs a cycle, the newest first: asked for, since the default order is
+# Ascending (botocore's ListTrainingJobsRequest: "The default is Ascending")
 
 
 class SageMakerJobs:
@@ -108,18 +109,17 @@ class SageMakerJobs:
         """The InProgress jobs, newest first, with their SecondaryStatus (TrainingJobSummary has it), at most
         LIST_PAGES_AT_MOST pages. ListTrainingJobs takes no resource type: it is granted on "*" (Service
         Authorization Reference, SageMaker)."""
-        listed: list[ListedJob] = []
-        kwargs: dict[str, Any] = {"StatusEquals": "InProgress", "MaxResults": LIST_PAGE}
-        for _ in range(LIST_PAGES_AT_MOST):
-            page = self._client.list_training_jobs(**kwargs)
-            listed += [
-                ListedJob(s["TrainingJobName"], s["TrainingJobArn"], s.get("SecondaryStatus", ""))
-                for s in page.get("TrainingJobSummaries", [])
-            ]
-            if not page.get("NextToken"):
-                break
-            kwargs["NextToken"] = page["NextToken"]
-        return listed
+        pages = self._client.get_paginator("list_training_jobs").paginate(
+            StatusEquals="InProgress",
+            SortBy="CreationTime",
+            SortOrder="Descending",
+            PaginationConfig={"PageSize": LIST_PAGE, "MaxItems": LIST_PAGE * LIST_PAGES_AT_MOST},
+        )
+        return [
+            ListedJob(s["TrainingJobName"], s["TrainingJobArn"], s.get("SecondaryStatus", ""))
+            for page in pages
+            for s in page.get("TrainingJobSummaries", [])
+        ]
 
     @needs("sagemaker:ListTags")
     def tags_of(self, arn: str) -> dict[str, str]:
