@@ -17,13 +17,13 @@ from trainguard.domain.policy import JobPolicy, PolicyDefaults, TagKeys, read_jo
 from trainguard.domain.progress_limits import ProgressSettings, read_progress_settings
 from trainguard.domain.quotas import (
     NoQuotaRequest,
-    format_value,
     launch_demand,
     plan_quota_request,
     read_quota_error,
 )
 from trainguard.domain.request_builder import RelaunchImpossible
 from trainguard.domain.stalls import StallSignal, StallThresholds, grace_reason, parse_alarm_name, read_stall_thresholds
+from trainguard.domain.wording import format_value
 from trainguard.events.alarm_state_change import AlarmStateChange
 from trainguard.events.cloudtrail import FailedLaunch
 

@@ -17,9 +17,9 @@ from typing import Any
 from trainguard.domain.job_end import managing_parent, read_lineage
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.policy import PolicyDefaults, TagKeys, read_job_policy
-from trainguard.domain.quotas import format_value
 from trainguard.domain.stalls import StallThresholds, read_stall_thresholds
 from trainguard.domain.watch_discovery import CHECKS_PER_CYCLE
+from trainguard.domain.wording import format_value
 from trainguard_cli.inputs import NotFound, UnusableInput, aws_session
 
 TABLE_VARIABLE = "TRAINGUARD_LEDGER_TABLE_NAME"  # GuardConfig.to_env()'s name for the table (a test checks)

@@ -13,8 +13,9 @@ from typing import Any
 
 from trainguard.domain.collective_watchdog import check_collective_watchdog
 from trainguard.domain.preflight import PlannedLaunch, QuotaCheck, check_launch
-from trainguard.domain.quotas import NoQuotaRequest, QuotaDemand, format_value, plan_quota_request
+from trainguard.domain.quotas import NoQuotaRequest, QuotaDemand, plan_quota_request
 from trainguard.domain.stalls import StallThresholds
+from trainguard.domain.wording import format_value
 from trainguard_cli.inputs import EXIT_NO, EXIT_OK, UnusableInput, aws_session
 
 

@@ -34,11 +34,11 @@ from trainguard.domain.quotas import (
     QuotaDemand,
     QuotaRequestPlan,
     WaitingLaunch,
-    format_value,
     launch_demand,
     plan_quota_request,
     read_quota_error,
 )
+from trainguard.domain.wording import format_value
 from trainguard_cli.sample_facts import (
     KEYS,
     NOT_OFFERED_ERROR,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from trainguard.domain.quotas import format_value
+from trainguard.domain.wording import format_value
 from trainguard.handlers.wiring import reset_production_ports
 from trainguard_local.demo.demo_jobs import cadence
 from trainguard_local.demo.stalls import FAULTS, JOBS, act_stalls

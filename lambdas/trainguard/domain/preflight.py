@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
-from trainguard.domain.quotas import format_value
+from trainguard.domain.wording import format_value
 
 ACROSS_ALL_JOBS = "Number of instances across all training jobs"
 PER_JOB = "Maximum number of instances per training job"

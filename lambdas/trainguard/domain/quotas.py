@@ -34,6 +34,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from trainguard.domain.wording import format_value
+
 # Quoted names; the older wording's "<job kind>/<instance type>" is turned into today's names.
 _USAGE_AND_DELTA = (
     r"(?:\s*,\s*with\s+current\s+utilization\s+of\s+(?P<usage>[\d.,]+)\s*[A-Za-z]*"
@@ -245,13 +247,6 @@ def instances(value: float) -> str:
     """A value of an instance quota, with its unit: trainguard files requests for instance counts only
     (launch_demand), which Service Quotas and the ResourceLimitExceeded message count in Instances."""
     return f"{format_value(value)} {'instance' if value == 1 else 'instances'}"
-
-
-def format_value(value: float) -> str:
-    """A number as people write it: 2,000,000 rather than 2e+06 or 2000000.0, at most three decimals."""
-    if float(value).is_integer():
-        return f"{int(value):,}"
-    return f"{value:,.3f}".rstrip("0").rstrip(".")
 
 
 @dataclass(frozen=True)

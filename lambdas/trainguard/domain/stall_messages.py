@@ -11,9 +11,8 @@ from trainguard.domain.message_kinds import MessageKind
 from trainguard.domain.messages import EVENT_TYPE_STALL, Notification, compose_notification
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.progress_limits import ProgressCheck
-from trainguard.domain.quotas import format_value
 from trainguard.domain.stalls import StallEvidence, StallVerdict
-from trainguard.domain.wording import full_stop, sentence
+from trainguard.domain.wording import format_value, full_stop, sentence
 
 _STALL_HEADLINES = {
     MessageKind.STALL_STOPPED: "{job} stalled: stopped",

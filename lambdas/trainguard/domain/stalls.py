@@ -30,7 +30,7 @@ from trainguard.domain.ownership import find_parent, owner_sentence
 from trainguard.domain.policy import JobPolicy, TagKeys, TagProblem, read_int_tag
 from trainguard.domain.progress_limits import ProgressCheck, ProgressSettings, judge_progress
 from trainguard.domain.progress_watch import ProgressState
-from trainguard.domain.quotas import format_value
+from trainguard.domain.wording import format_value
 
 ALARM_PREFIX = "trainguard-stall-"
 

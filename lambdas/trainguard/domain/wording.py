@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
-from trainguard.domain.quotas import format_value
+
+def format_value(value: float) -> str:
+    """A number as people write it: 2,000,000 rather than 2e+06 or 2000000.0, at most three decimals."""
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.3f}".rstrip("0").rstrip(".")
 
 
 def counted(count: float, noun: str, plural: str = "") -> str:

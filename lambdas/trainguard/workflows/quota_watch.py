@@ -21,10 +21,10 @@ from trainguard.domain.quota_messages import (
 from trainguard.domain.quotas import (
     WaitingLaunch,
     WaitVerdict,
-    format_value,
     judge_waiting_launch,
     normalize_quota_name,
 )
+from trainguard.domain.wording import format_value
 from trainguard.workflows.function_ports import QuotaWatchPorts
 from trainguard.workflows.launch_budget import give_back_launch_unit, take_launch_unit
 from trainguard.workflows.once import once

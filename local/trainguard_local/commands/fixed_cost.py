@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainguard.domain.quotas import format_value
+from trainguard.domain.wording import format_value
 from trainguard_local.fleet import prices
 from trainguard_local.fleet.guard_cost import Deployment
 
