@@ -195,7 +195,9 @@ class StallAct:
             self.kernel.now,
             was.checkpointed,
         )
-        self.launches[new] = PlayedLaunch(new, was.hosts, resumed, self.side, self.aws.clock, was.checkpoint_uri)
+        self.launches[new] = PlayedLaunch(
+            new, was.hosts, resumed, self.side, self.aws.clock, was.checkpoint_uri, job=was.job
+        )
 
 
 def act_stalls(aws: LocalAWS, say: Any) -> dict[str, Any]:

@@ -40,8 +40,9 @@ from typing import Any
 
 from trainguard_local.fleet.anchors import no_guard
 from trainguard_local.fleet.model import newest_checkpoint
+from trainguard_local.fleet.percentiles import percentile
 from trainguard_local.fleet.person import PersonOnCall, person_rng
-from trainguard_local.fleet.report import HANG_DETECTIONS, percentile, run_all
+from trainguard_local.fleet.report import HANG_DETECTIONS, run_all
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.rhythm import CADENCE_CLASSES
 from trainguard_local.simulation.trace import Fault, JobSpec, Trace, generate_trace

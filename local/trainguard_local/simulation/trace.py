@@ -23,10 +23,15 @@ from trainguard_local.simulation.catalogue import (
     training_quota_name,
 )
 from trainguard_local.simulation.fault_table import FAULT_TABLE, FaultKind
-from trainguard_local.simulation.rhythm import JobRhythm, draw_rhythm
+from trainguard_local.simulation.reporting import JobReporting, draw_reporting
+from trainguard_local.simulation.rhythm import JobRhythm, draw_rhythm, phases
 from trainguard_local.simulation.todays_sagemaker import draw_alternatives, draw_parent_and_fallbacks
 
-DRAWN_KINDS = tuple(kind for kind in FaultKind if kind is not FaultKind.CHECKPOINT_SYNC_STOPPED)
+# The kinds drawn from a stream of their own, after the others, so that the draws before them give the same trace.
+PROGRESS_FAULT_KINDS = (FaultKind.LIVELOCK, FaultKind.HANG_IN_PHASE)
+DRAWN_KINDS = tuple(
+    kind for kind in FaultKind if kind is not FaultKind.CHECKPOINT_SYNC_STOPPED and kind not in PROGRESS_FAULT_KINDS
+)
 # Assumptions: there are no public failure statistics for SageMaker fleets. Meta's Llama 3 report
 # (arXiv 2407.21783, table 5) put most interruptions of a large run down to GPU and host hardware,
 # so hardware weighs most; the rest are even-handed guesses.
@@ -43,6 +48,8 @@ FAULT_KIND_WEIGHTS: dict[FaultKind, float] = {
     FaultKind.OUT_OF_MEMORY: 6.0,
     FaultKind.SLOW_BUT_HEALTHY: 9.0,
 }
+# Of the jobs, a livelock, and as many hangs in an announced phase (an assumption), at least one of each.
+PROGRESS_FAULT_SHARE = 0.05
 SYNC_STOPPED_SHARE = 0.04  # of the jobs without another fault (assumption), at least one
 SYNC_STOPPED_SPAN = (0.1, 0.5)  # the sync stops at this share of the work (assumption)
 SYNC_FAILURE_AFTER = (0.2, 1.0)  # the failure strikes this share of the rest of the work later (assumption)
@@ -88,6 +95,7 @@ class JobSpec:
     launched_with_preferences: bool = False  # InstancePreferences = its own type, then the alternatives
     on_demand_after: int | None = None  # spot jobs: trainguard:on-demand-after
     rhythm: JobRhythm = field(default_factory=JobRhythm)  # how often it logs, its silent phases (rhythm.py)
+    reporting: JobReporting = field(default_factory=JobReporting)  # how its lines report progress (reporting.py)
 
     @property
     def gpus(self) -> int:
@@ -162,6 +170,9 @@ def generate_trace(
     rhythms = random.Random(f"{seed}/rhythm")
     specs = tuple(replace(spec, rhythm=draw_rhythm(rhythms)) for spec in specs)
     faults += _draw_sync_stops(random.Random(f"{seed}/checkpoint sync"), specs, {f.job_name for f in faults})
+    reporting = random.Random(f"{seed}/reporting")
+    specs = tuple(replace(spec, reporting=draw_reporting(reporting)) for spec in specs)
+    faults += _draw_progress_faults(random.Random(f"{seed}/progress faults"), specs, {f.job_name for f in faults})
     parameters = TraceParameters(debugger_share, spot_share, vpc_share, fault_share)
     return Trace(seed, hours, parameters, specs, tuple(sorted(faults, key=lambda f: (f.strikes_at, f.job_name))))
 
@@ -227,6 +238,25 @@ def _draw_sync_stops(rng: random.Random, specs: tuple[JobSpec, ...], faulty: set
         faults.append(
             Fault(job.name, FaultKind.CHECKPOINT_SYNC_STOPPED, stops, strikes, reason, fails_at_work_hours=fails)
         )
+    return tuple(faults)
+
+
+def _draw_progress_faults(rng: random.Random, specs: tuple[JobSpec, ...], faulty: set[str]) -> tuple[Fault, ...]:
+    """Livelocks and hangs in an announced phase on a share of the jobs without another fault: a livelock from a
+    point of the work, a hang in a phase at the start of one of the job's phases (a save; rhythm.py)."""
+    healthy = [job for job in specs if job.name not in faulty]
+    count = min(len(healthy) // len(PROGRESS_FAULT_KINDS), max(1, round(PROGRESS_FAULT_SHARE * len(specs))))
+    chosen = rng.sample(healthy, count * len(PROGRESS_FAULT_KINDS))
+    faults = []
+    for index, job in enumerate(chosen):
+        kind = PROGRESS_FAULT_KINDS[index % len(PROGRESS_FAULT_KINDS)]
+        at = round(rng.uniform(*FAULT_PROGRESS_SPAN) * job.work_hours, 4)
+        if kind is FaultKind.HANG_IN_PHASE:
+            found = phases(job.rhythm, job.checkpoint_every_minutes, at, job.work_hours)
+            if not found:
+                continue  # no phase after that point: the job's work ends first
+            at = found[0].at_progress
+        faults.append(Fault(job.name, kind, at, job.submitted_at + job.startup_minutes / 60 + at, None))
     return tuple(faults)
 
 

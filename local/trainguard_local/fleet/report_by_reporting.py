@@ -1,0 +1,58 @@
+"""The report's figures by how each job reports its progress (issue 27; simulation/reporting.py):
+
+- `detect_minutes_by_reporting`: per reporting class (`progress`, `framework`, `tag_rule`, `none`), the hangs'
+  (idle GPU, busy GPU, NCCL, livelock, hang in an announced phase) first detection, by anyone, for the jobs no
+  parent owns: p50, p95 and the number of hangs in all (`all`), per cadence class (rhythm.CADENCE_CLASSES, as
+  `detect_minutes_by_cadence`), and per hang kind (`by_kind`).
+- `wrong_actions_by_reporting`: per reporting class, the wrong actions (report.py's `wrong_actions`) on its jobs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from trainguard_local.fleet.model import JobOutcome
+from trainguard_local.fleet.percentiles import p50_p95
+from trainguard_local.simulation.fault_table import HUNG_KINDS
+from trainguard_local.simulation.reporting import Reporting
+from trainguard_local.simulation.rhythm import CADENCE_CLASSES
+
+
+def first_hang_minutes(outcome: JobOutcome) -> tuple[str, float] | None:
+    """The job's first hang's kind and the minutes to its first detection, by anyone (None: no hang)."""
+    hangs = [d for d in outcome.detections if d.fault_kind in HUNG_KINDS]
+    if not hangs:
+        return None
+    first = min(hangs, key=lambda d: (d.struck_at, d.at))
+    return first.fault_kind.value, first.minutes
+
+
+def detect_minutes_by_reporting(outcomes: Iterable[JobOutcome]) -> dict[str, dict[str, Any]]:
+    found: dict[Reporting, list[tuple[str, str, float]]] = {reporting: [] for reporting in Reporting}
+    for outcome in outcomes:
+        hang = first_hang_minutes(outcome)
+        if hang is not None and not outcome.job.owner:
+            job = outcome.job
+            found[job.reporting.reporting].append((job.rhythm.cadence_class, hang[0], hang[1]))
+    figures: dict[str, dict[str, Any]] = {}
+    for reporting, hangs in found.items():
+        kinds = sorted({kind for _, kind, _ in hangs})
+        figures[reporting.value] = {
+            "all": _figures(minutes for _, _, minutes in hangs),
+            **{name: _figures(m for cadence, _, m in hangs if cadence == name) for name, _, _ in CADENCE_CLASSES},
+            "by_kind": {kind: _figures(m for _, k, m in hangs if k == kind) for kind in kinds},
+        }
+    return figures
+
+
+def wrong_actions_by_reporting(outcomes: Iterable[JobOutcome]) -> dict[str, int]:
+    counts = {reporting.value: 0 for reporting in Reporting}
+    for outcome in outcomes:
+        counts[outcome.job.reporting.reporting.value] += sum(1 for action in outcome.actions if not action.right)
+    return counts
+
+
+def _figures(minutes: Iterable[float]) -> dict[str, Any]:
+    listed = list(minutes)
+    return {**p50_p95(listed), "hangs": len(listed)}
