@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from trainguard.domain.log_rhythm import FLOOR_MINUTES
 from trainguard.domain.policy import TagKeys
 from trainguard.domain.progress_limits import (
     MIN_INTERVALS,
+    PROGRESS_FLOOR_MINUTES,
     ProgressCheck,
     ProgressSettings,
     judge_progress,
@@ -56,13 +56,13 @@ class Case:
 
 
 CASES = [
-    Case("chatty job hung: within the floor", CHATTY, LAST + FLOOR_MINUTES * 60 - 1, False, ProgressCheck.STEP),
-    Case("chatty job hung: stopped at the 5 min floor", CHATTY, LAST + FLOOR_MINUTES * 60, True, ProgressCheck.STEP),
+    Case("chatty job hung: within the floor", CHATTY, LAST + PROGRESS_FLOOR_MINUTES * 60 - 1, False, ProgressCheck.STEP),
+    Case("chatty job hung: stopped at the 2 min floor", CHATTY, LAST + PROGRESS_FLOOR_MINUTES * 60, True, ProgressCheck.STEP),
     *(
         Case(
             f"a heartbeat is no progress: {beat}",
             CHATTY + [(LAST + 10 * i, beat) for i in range(1, 60)],
-            LAST + FLOOR_MINUTES * 60 + 1,
+            LAST + PROGRESS_FLOOR_MINUTES * 60 + 1,
             True,
             ProgressCheck.STEP,
         )
@@ -85,7 +85,7 @@ CASES = [
     Case(
         "a short announced phase gets the floor beyond its expectation",
         [*CHATTY, (LAST + 1, "trainguard:phase begin=eval expect=20")],
-        LAST + 1 + 20 + FLOOR_MINUTES * 60 - 1,
+        LAST + 1 + 20 + PROGRESS_FLOOR_MINUTES * 60 - 1,
         False,
         ProgressCheck.PHASE,
     ),
@@ -104,7 +104,7 @@ CASES = [
             (LAST + 500, "trainguard:phase end=checkpoint"),
             *steps(61, 30, 10.0, start=LAST + 510),
         ],
-        LAST + 510 + 290 + FLOOR_MINUTES * 60,
+        LAST + 510 + 290 + PROGRESS_FLOOR_MINUTES * 60,
         True,
         ProgressCheck.STEP,
     ),
@@ -176,13 +176,13 @@ def test_progress_rules(case: Case) -> None:
 def test_a_chatty_hang_is_judged_on_its_own_interval_and_the_reason_says_so() -> None:
     state = feed(CHATTY)
     limit = progress_limit(state, ProgressSettings(), FIXED)
-    assert limit.seconds == FLOOR_MINUTES * 60  # 3 x 10 s and 1.5 x 10 s are under the floor
+    assert limit.seconds == PROGRESS_FLOOR_MINUTES * 60  # 3 x 10 s and 1.5 x 10 s are under the floor
     verdict = judge_progress(
         state, ProgressSettings(), T0 + timedelta(minutes=20), fixed_minutes=FIXED, training_since=T0
     )
     assert verdict is not None and verdict.stalled
     assert "step 60" in verdict.reason and "2026-12-06 08:09:50 UTC" in verdict.reason
-    assert "5 min" in verdict.reason and "10 s" in verdict.reason and "the floor" in verdict.reason
+    assert "2 min" in verdict.reason and "10 s" in verdict.reason and "the floor" in verdict.reason
 
 
 def test_a_slow_job_learns_a_limit_above_the_floor() -> None:

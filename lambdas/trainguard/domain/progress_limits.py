@@ -5,7 +5,7 @@ A job judged by its steps (progress_watch.ProgressState) is stalled at the first
    its start marker);
 2. STEP: no advancing step for longer than its step limit (`progress_limit`): its `progress-interval-seconds` tag,
    or INTERVAL_FACTOR x the QUANTILE of its newest intervals and LONGEST_FACTOR x the longest since it
-   (re)started, never below the log-silence rule's floor (log_rhythm.FLOOR_MINUTES: CloudWatch Logs' delivery to
+   (re)started, never below PROGRESS_FLOOR_MINUTES (CloudWatch Logs' delivery to
    the subscription, the prober's minute and the alarm's one-minute period) nor above its cap; the fixed
    `stall-minutes` until MIN_INTERVALS intervals are seen;
 3. PHASE: inside an announced phase, only once the phase has run past its allowance (its expectation plus
@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from trainguard.domain.checkpoints import format_duration
-from trainguard.domain.log_rhythm import CAP_MINUTES, FLOOR_MINUTES
+from trainguard.domain.log_rhythm import CAP_MINUTES
 from trainguard.domain.policy import TagKeys, TagProblem, read_int_tag
 from trainguard.domain.progress_rule import read_rule_tags
 from trainguard.domain.progress_watch import ProgressState
@@ -31,7 +31,12 @@ from trainguard.domain.progress_watch import ProgressState
 QUANTILE = 0.95
 LONGEST_FACTOR = 1.5
 MIN_INTERVALS = 8
-_FLOOR_SECONDS = FLOOR_MINUTES * 60
+# The floor of a reporting job's limits: its lines reach trainguard as a real-time stream (PutSubscriptionFilter:
+# "subscribe to a real-time stream of log events ingested through PutLogEvents"), and the prober publishes the
+# metric once a minute to an alarm of one-minute periods: two minutes cover both. Lower than the log-silence rule's
+# FLOOR_MINUTES, which must also cover a job's jitter between lines that say nothing of progress.
+PROGRESS_FLOOR_MINUTES = 2.0
+_FLOOR_SECONDS = PROGRESS_FLOOR_MINUTES * 60
 
 
 class ProgressCheck(StrEnum):
@@ -143,7 +148,7 @@ def progress_limit(state: ProgressState, settings: ProgressSettings, fixed_minut
         f"{_span(seconds)}, learned: 95% of its newest {count} intervals between advancing steps were at most "
         f"{_span(high)} and the longest since it started was {_span(state.longest_seconds)}; the limit is "
         f"{settings.interval_factor} times the first, at least {LONGEST_FACTOR:g} times the second, and never below "
-        f"{FLOOR_MINUTES:g} min{bound}"
+        f"{PROGRESS_FLOOR_MINUTES:g} min{bound}"
     )
     return StepLimit(seconds, why)
 
@@ -221,7 +226,7 @@ def _expected(expect_seconds: float | None, settings: ProgressSettings) -> str:
     if expect_seconds is None:
         return f"it announced no duration, so it is given the default of {settings.phase_minutes} min"
     margin = settings.phase_margin_percent
-    return f"{_span(expect_seconds)} expected, plus a {margin}% margin and at least {FLOOR_MINUTES:g} min"
+    return f"{_span(expect_seconds)} expected, plus a {margin}% margin and at least {PROGRESS_FLOOR_MINUTES:g} min"
 
 
 def _span(seconds: float) -> str:

@@ -23,6 +23,7 @@ from collections.abc import Generator
 from typing import Any
 
 from trainguard.domain.log_rhythm import FLOOR_MINUTES
+from trainguard.domain.progress_limits import PROGRESS_FLOOR_MINUTES
 from trainguard_local.fleet.life import End, How, JobLife, QuotaWall, Steps, Trained, stops_checkpoint_sync
 from trainguard_local.fleet.model import State
 from trainguard_local.fleet.trainguard_run.checkpoint_sync import watch_checkpoints
@@ -107,13 +108,13 @@ class TrainguardAnswers(LifeState):
         the others cannot fire an alarm. ENDED: trainguard stopped the job in a phase (a wrong stop)."""
         tl, job = self.tl, self.job
         for phase in phases(job.rhythm, job.checkpoint_every_minutes, tl.progress, until):
-            if phase.minutes < FLOOR_MINUTES - PHASE_MARGIN_MINUTES:
+            if phase.minutes < min(FLOOR_MINUTES, PROGRESS_FLOOR_MINUTES) - PHASE_MARGIN_MINUTES:
                 continue  # shorter than any limit
             if not (yield from self.job_life.train_until(phase.at_progress)):
                 return Trained.MAX_RUNTIME
             self.logs.deliver_until(tl.now)
-            limit = self.guard_limit_minutes()
-            if limit is None or phase.minutes < limit - PHASE_MARGIN_MINUTES:
+            left = self.guard_minutes_left(tl.now)
+            if left is None or phase.minutes < left - PHASE_MARGIN_MINUTES:
                 continue
             silence = Fault(
                 job.name, FaultKind.SLOW_BUT_HEALTHY, phase.at_progress, tl.now, None, silent_minutes=phase.minutes
