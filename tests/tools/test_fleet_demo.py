@@ -21,7 +21,7 @@ from trainguard_local.fleet.stories import fault_words, longest_gap_minutes
 from trainguard_local.fleet.summary import strategy_rows
 from trainguard_local.simulation.catalogue import FAILURE_TEXTS
 from trainguard_local.simulation.fault_table import FAULT_TABLE, Ending, FaultKind
-from trainguard_local.simulation.trace import sync_failure
+from trainguard_local.simulation.later_faults import sync_failure
 
 pytestmark = pytest.mark.slow
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -55,14 +55,21 @@ class Case:
     training_since: datetime | None = None
 
 
+FLOOR = PROGRESS_FLOOR_MINUTES
 CASES = [
-    Case("chatty job hung: within the floor", CHATTY, LAST + PROGRESS_FLOOR_MINUTES * 60 - 1, False, ProgressCheck.STEP),
-    Case("chatty job hung: stopped at the 2 min floor", CHATTY, LAST + PROGRESS_FLOOR_MINUTES * 60, True, ProgressCheck.STEP),
+    Case("chatty job hung: within the floor", CHATTY, LAST + FLOOR * 60 - 1, False, ProgressCheck.STEP),
+    Case(
+        "chatty job hung: stopped at the 2 min floor",
+        CHATTY,
+        LAST + FLOOR * 60,
+        True,
+        ProgressCheck.STEP,
+    ),
     *(
         Case(
             f"a heartbeat is no progress: {beat}",
             CHATTY + [(LAST + 10 * i, beat) for i in range(1, 60)],
-            LAST + PROGRESS_FLOOR_MINUTES * 60 + 1,
+            LAST + FLOOR * 60 + 1,
             True,
             ProgressCheck.STEP,
         )
@@ -85,7 +92,7 @@ CASES = [
     Case(
         "a short announced phase gets the floor beyond its expectation",
         [*CHATTY, (LAST + 1, "trainguard:phase begin=eval expect=20")],
-        LAST + 1 + 20 + PROGRESS_FLOOR_MINUTES * 60 - 1,
+        LAST + 1 + 20 + FLOOR * 60 - 1,
         False,
         ProgressCheck.PHASE,
     ),
@@ -104,7 +111,7 @@ CASES = [
             (LAST + 500, "trainguard:phase end=checkpoint"),
             *steps(61, 30, 10.0, start=LAST + 510),
         ],
-        LAST + 510 + 290 + PROGRESS_FLOOR_MINUTES * 60,
+        LAST + 510 + 290 + FLOOR * 60,
         True,
         ProgressCheck.STEP,
     ),
@@ -176,7 +183,7 @@ def test_progress_rules(case: Case) -> None:
 def test_a_chatty_hang_is_judged_on_its_own_interval_and_the_reason_says_so() -> None:
     state = feed(CHATTY)
     limit = progress_limit(state, ProgressSettings(), FIXED)
-    assert limit.seconds == PROGRESS_FLOOR_MINUTES * 60  # 3 x 10 s and 1.5 x 10 s are under the floor
+    assert limit.seconds == FLOOR * 60  # 3 x 10 s and 1.5 x 10 s are under the floor
     verdict = judge_progress(
         state, ProgressSettings(), T0 + timedelta(minutes=20), fixed_minutes=FIXED, training_since=T0
     )

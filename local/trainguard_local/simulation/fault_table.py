@@ -30,10 +30,10 @@ class FaultKind(StrEnum):
     OUT_OF_MEMORY = "out_of_memory"
     SLOW_BUT_HEALTHY = "slow_but_healthy"  # must not be stopped
     # The job's checkpoints stop reaching S3 while it trains on (aws/sagemaker-python-sdk issue 3062); a hardware
-    # failure strikes later. Drawn from a stream of its own (trace.SYNC_STOPPED_SHARE), after the kinds above.
+    # failure strikes later. Drawn from a stream of its own (later_faults.SYNC_STOPPED_SHARE), after the kinds above.
     CHECKPOINT_SYNC_STOPPED = "checkpoint_sync_stopped"
-    # Issue 27's kinds, drawn from a stream of their own (trace.PROGRESS_FAULT_SHARE) among the jobs without another
-    # fault: a wedged loop whose background thread keeps logging (marin-community/marin#7344: "phase=training"
+    # Issue 27's kinds, drawn from a stream of their own (later_faults.PROGRESS_FAULT_SHARE) among the jobs without
+    # another fault: a wedged loop whose background thread keeps logging (marin-community/marin#7344: "phase=training"
     # through a 33.5-minute wedge of 512 GPUs), its GPUs spinning in the collective it waits on; and a hang inside
     # an announced phase (a save that never ends: all ranks wait in the barrier after it, the writer's GPU idle, as a
     # torch.save's is, issue 27's measurement).
