@@ -4,6 +4,9 @@
   (idle GPU, busy GPU, NCCL, livelock, hang in an announced phase) first detection, by anyone, for the jobs no
   parent owns: p50, p95 and the number of hangs in all (`all`), per cadence class (rhythm.CADENCE_CLASSES, as
   `detect_minutes_by_cadence`), and per hang kind (`by_kind`).
+  `reporting`: the same over the three classes that report progress, with `in_intervals` for the hangs of jobs
+  that log once a minute or less often: p50 and p95 of each hang's minutes to detection over the job's own interval
+  between lines (issue 27's goal: at most 3).
 - `wrong_actions_by_reporting`: per reporting class, the wrong actions (report.py's `wrong_actions`) on its jobs.
 """
 
@@ -28,22 +31,33 @@ def first_hang_minutes(outcome: JobOutcome) -> tuple[str, float] | None:
     return first.fault_kind.value, first.minutes
 
 
+CHATTY = CADENCE_CLASSES[0][0]  # under a minute
+
+
 def detect_minutes_by_reporting(outcomes: Iterable[JobOutcome]) -> dict[str, dict[str, Any]]:
-    found: dict[Reporting, list[tuple[str, str, float]]] = {reporting: [] for reporting in Reporting}
+    found: dict[Reporting, list[tuple[JobOutcome, str, float]]] = {reporting: [] for reporting in Reporting}
     for outcome in outcomes:
         hang = first_hang_minutes(outcome)
         if hang is not None and not outcome.job.owner:
-            job = outcome.job
-            found[job.reporting.reporting].append((job.rhythm.cadence_class, hang[0], hang[1]))
-    figures: dict[str, dict[str, Any]] = {}
-    for reporting, hangs in found.items():
-        kinds = sorted({kind for _, kind, _ in hangs})
-        figures[reporting.value] = {
-            "all": _figures(minutes for _, _, minutes in hangs),
-            **{name: _figures(m for cadence, _, m in hangs if cadence == name) for name, _, _ in CADENCE_CLASSES},
-            "by_kind": {kind: _figures(m for _, k, m in hangs if k == kind) for kind in kinds},
-        }
+            found[outcome.job.reporting.reporting].append((outcome, *hang))
+    figures = {reporting.value: _by_cadence_and_kind(hangs) for reporting, hangs in found.items()}
+    reporting = [hang for cls, hangs in found.items() if cls is not Reporting.NONE for hang in hangs]
+    slower = [(o, m) for o, _, m in reporting if o.job.rhythm.cadence_class != CHATTY]
+    in_intervals = p50_p95(m / (o.job.rhythm.log_every_seconds / 60) for o, m in slower)
+    figures["reporting"] = {**_by_cadence_and_kind(reporting), "in_intervals": {**in_intervals, "hangs": len(slower)}}
     return figures
+
+
+def _by_cadence_and_kind(hangs: list[tuple[JobOutcome, str, float]]) -> dict[str, Any]:
+    cadence = {
+        name: _figures(m for o, _, m in hangs if o.job.rhythm.cadence_class == name) for name, *_ in CADENCE_CLASSES
+    }
+    kinds = sorted({kind for _, kind, _ in hangs})
+    return {
+        "all": _figures(minutes for _, _, minutes in hangs),
+        **cadence,
+        "by_kind": {kind: _figures(m for _, k, m in hangs if k == kind) for kind in kinds},
+    }
 
 
 def wrong_actions_by_reporting(outcomes: Iterable[JobOutcome]) -> dict[str, int]:
