@@ -105,8 +105,8 @@ def _rhythm_goals(strategies: dict[str, Any], floors: dict[str, Any] | None) -> 
         f"{guard['detect_minutes'].get('checkpoint_sync_stopped', {}).get('p50')} min (p50) after the sync stops; the "
         "person acts a response time later (median 4 h), and the failure often strikes first.",
         "",
-        "Against issue 27's goals (how each job reports its progress: simulation/reporting.py; the figures by reporting "
-        "class are the JSON report's `detect_minutes_by_reporting` and `wrong_actions_by_reporting`):",
+        "Against issue 27's goals (how each job reports its progress: simulation/reporting.py; the figures by "
+        "reporting class are the JSON report's `detect_minutes_by_reporting` and `wrong_actions_by_reporting`):",
         *(f"- {check.goal}: {check.measured} ({_met(check.met)});" for check in progress_goals(guard)),
         "",
         *_rhythm_floors(floors),
