@@ -14,6 +14,7 @@ from trainguard.domain.progress_limits import (
     MIN_INTERVALS,
     PROGRESS_FLOOR_MINUTES,
     ProgressCheck,
+    ProgressJudgement,
     ProgressSettings,
     judge_progress,
     progress_limit,
@@ -266,3 +267,44 @@ def test_settings_from_tags_with_bounded_readers() -> None:
     assert ProgressSettings.from_json(json.loads(json.dumps(settings.to_json()))) == ProgressSettings(
         5, 100, 60, 30, None, 900, "iteration @step lm loss: @loss"
     )
+
+
+# A Megatron-LM job's step lines (tests/fixtures/progress_lines/megatron.json's format): it announces its saves but
+# not its evaluations, so a silent pause of it is left to the log-silence rules, where a contract job's is a hang.
+MEGATRON = " iteration {:8d}/ 1000000 | consumed samples: 1024 | lm loss: 2.373574E+00 | loss scale: 1.0 |"
+HEARTBEAT = "heartbeat: rank 0 alive, phase=training"
+
+
+def judged(
+    lines: list[tuple[float, str]], at: float, settings: ProgressSettings | None = None
+) -> ProgressJudgement | None:
+    state, newest = feed(lines), T0 + timedelta(seconds=max(seconds for seconds, _ in lines))
+    now = T0 + timedelta(seconds=at)
+    return judge_progress(
+        state, settings or ProgressSettings(), now, fixed_minutes=FIXED, training_since=T0, newest_line=newest
+    )
+
+
+def test_a_silent_pause_of_a_job_that_announces_only_some_phases_is_left_to_the_log_silence_rules() -> None:
+    ten_minutes_on = LAST + 600  # an evaluation Megatron does not announce: no line at all for 10 min
+    assert judged(steps(1, 60, 10.0, fmt=MEGATRON), ten_minutes_on) is None
+    contract = judged(CHATTY, ten_minutes_on)  # the contract asks for every phase: the same pause is a hang
+    assert contract is not None and contract.stalled and contract.check is ProgressCheck.STEP
+
+
+def test_lines_without_progress_are_judged_by_the_steps_whatever_the_reader() -> None:
+    talking = [*steps(1, 60, 10.0, fmt=MEGATRON), *((LAST + 10 * n, HEARTBEAT) for n in range(1, 19))]
+    verdict = judged(talking, LAST + 180)  # a heartbeat every 10 s, the step stuck for 3 min
+    assert verdict is not None and verdict.stalled and verdict.check is ProgressCheck.STEP
+
+
+def test_a_job_whose_owner_declared_its_interval_is_judged_by_its_steps_when_silent() -> None:
+    pattern = ProgressSettings(interval_seconds=120)
+    verdict = judged(steps(1, 60, 10.0, fmt=MEGATRON), LAST + 600, pattern)
+    assert verdict is not None and verdict.stalled
+
+
+def test_a_silent_pause_inside_an_announced_save_is_judged_by_the_phase_whatever_the_reader() -> None:
+    save = "saving checkpoint at iteration      60 to /opt/ml/checkpoints in torch_dist format"
+    verdict = judged([*steps(1, 60, 10.0, fmt=MEGATRON), (LAST + 1, save)], LAST + 1800)
+    assert verdict is not None and verdict.check is ProgressCheck.PHASE and not verdict.stalled  # 60 min allowed

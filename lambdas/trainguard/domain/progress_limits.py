@@ -25,6 +25,7 @@ from enum import StrEnum
 from trainguard.domain.checkpoints import format_duration
 from trainguard.domain.log_rhythm import CAP_MINUTES
 from trainguard.domain.policy import TagKeys, TagProblem, read_int_tag
+from trainguard.domain.progress_reading import Reader
 from trainguard.domain.progress_rule import read_rule_tags
 from trainguard.domain.progress_watch import ProgressState
 
@@ -153,6 +154,17 @@ def progress_limit(state: ProgressState, settings: ProgressSettings, fixed_minut
     return StepLimit(seconds, why)
 
 
+def promises_phases(state: ProgressState, settings: ProgressSettings) -> bool:
+    """Whether a silent pause outside an announced phase is a hang after the step limit: the job prints trainguard's
+    contract, which asks it to announce every long phase (docs/progress.md), or its owner declared the longest gap
+    between its steps by tag. A framework announces its saves but not its evaluations (Megatron-LM, torchtitan,
+    DeepSpeed; NeMo not even its saves' start), and a tag pattern announces nothing: their first evaluation would be
+    stopped minutes in, and again after every relaunch, which forgets the pauses learned. So a silent pause of those
+    is judged by the log-silence rules, as a job that reports nothing is; their steps judge them while lines go on
+    without progress (a livelock) and inside a phase they announced."""
+    return state.reader is Reader.CONTRACT or settings.interval_seconds is not None
+
+
 def phase_allowance_seconds(expect_seconds: float | None, settings: ProgressSettings) -> float:
     if expect_seconds is None:
         return settings.phase_minutes * 60.0
@@ -166,11 +178,18 @@ def judge_progress(
     *,
     fixed_minutes: float,
     training_since: datetime | None,
+    newest_line: datetime | None = None,
 ) -> ProgressJudgement | None:
-    """The job's progress verdict now, or None when it reports no progress (the log-silence rules judge it)."""
+    """The job's progress verdict now, or None when the log-silence rules judge it: it reports no progress, or it
+    has fallen silent outside an announced phase without promising to announce every phase (`promises_phases`).
+    `newest_line`: when the job last logged anything."""
     if state.last_step is None or state.advanced_at is None:
         return _judge_start(state, settings, now, training_since)
     limit = progress_limit(state, settings, fixed_minutes)
+    in_phase = state.phase is not None and state.phase.began >= state.advanced_at
+    silent = newest_line is not None and (now - newest_line).total_seconds() >= limit.seconds
+    if silent and not in_phase and not promises_phases(state, settings):
+        return None
     step_deadline = state.advanced_at + timedelta(seconds=limit.seconds)
     quiet = format_duration(now - state.advanced_at)
     last = f"the last, step {state.last_step}, came at {_at(state.advanced_at)}"

@@ -226,7 +226,12 @@ def judge_stall(
     limit = job_silence_limit(thresholds, evidence.rhythm, evidence.last_log_line, deferred=evidence.deferred)
     since = job.training_since
     progress = judge_progress(
-        evidence.progress, evidence.progress_settings, now, fixed_minutes=thresholds.stall_minutes, training_since=since
+        evidence.progress,
+        evidence.progress_settings,
+        now,
+        fixed_minutes=thresholds.stall_minutes,
+        training_since=since,
+        newest_line=evidence.last_log_time,
     )
     if progress is not None and evidence.progress.advanced_at is not None:  # no advancing step is no sign of life
         silence = max(silence, now - silence_clock_start(since, evidence.progress.advanced_at, thresholds))
