@@ -109,13 +109,18 @@ class TagKeys:
 
 @dataclass(frozen=True)
 class TagProblem:
+    """A tag whose value trainguard cannot use: its key and value as written, what it uses instead, and why."""
+
     key: str
     value: str
     fallback: str
+    why: str = ""  # what the value must be, or what is wrong with it ("" when the fallback says it)
 
     def describe(self) -> str:
+        """One line: the value is quoted (it is the job's text), never inside trainguard's parentheses."""
         shown = self.value if len(self.value) <= 60 else self.value[:57] + "..."
-        return f"tag {self.key}={shown!r} could not be read; using {self.fallback}"
+        why = f": {self.why}" if self.why else ""
+        return f"tag {self.key}={shown!r} could not be read{why}; using {self.fallback}"
 
 
 @dataclass(frozen=True)
@@ -233,7 +238,8 @@ def read_int_tag(
     text = tags[key].strip()
     if re.fullmatch(r"[0-9]{1,6}", text) and low <= int(text) <= high:
         return int(text)
-    problems.append(TagProblem(key, tags[key], f"the default of {default}{unit}"))
+    why = f"it must be a whole number from {low}{unit} to {high}{unit}"
+    problems.append(TagProblem(key, tags[key], f"the default of {default}{unit}", why))
     return default
 
 

@@ -87,7 +87,7 @@ def read_rule_tags(tags: Mapping[str, str], keys: TagKeys) -> RuleTags:
         value = tags[keys.progress_pattern]
         rule_or_reason = compile_template(value)
         if isinstance(rule_or_reason, str):
-            problems.append(TagProblem(keys.progress_pattern, value, f"no progress rule ({rule_or_reason})"))
+            problems.append(TagProblem(keys.progress_pattern, value, "no progress rule of its own", rule_or_reason))
         else:
             rule = rule_or_reason
     interval = _seconds(tags, keys.progress_interval_seconds, 1, problems)
@@ -101,7 +101,8 @@ def _seconds(tags: Mapping[str, str], key: str, low: int, problems: list[TagProb
     found: list[TagProblem] = []
     value = read_int_tag(tags, key, -1, low, MAX_SECONDS, found, unit=" s")
     if found:
-        problems.append(TagProblem(key, tags[key], f"none (a whole number of seconds from {low} to {MAX_SECONDS})"))
+        why = f"it must be a whole number from {low} s to {MAX_SECONDS} s"
+        problems.append(TagProblem(key, tags[key], "none", why))
         return None
     return value
 

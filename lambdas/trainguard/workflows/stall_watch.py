@@ -9,7 +9,7 @@ from datetime import datetime
 from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
 from trainguard.domain.policy import read_job_policy
-from trainguard.domain.progress_limits import ProgressSettings, read_progress_settings
+from trainguard.domain.progress_limits import read_progress_settings
 from trainguard.domain.stall_alarms import StallAlarmPlan, plan_stall_alarms
 from trainguard.domain.stalls import job_hosts, read_stall_thresholds
 from trainguard.domain.watch_messages import compose_partly_watched_notice
@@ -45,7 +45,7 @@ def follow_training_state(ports: WatchStartPorts, job_name: str) -> Outcome:
         training_since=job.training_since if job.secondary_status == "Training" else None,
         stopping_since=ports.clock() if job.status == "Stopping" else None,
         checkpoint_uri=job.checkpoint_s3_uri,
-        progress_settings=read_progress_settings(job.tags, ProgressSettings(), ports.keys),
+        progress_settings=read_progress_settings(job.tags, ports.config.progress_defaults, ports.keys),
     )
     plan = plan_stall_alarms(job.name, instance_type, hosts, thresholds, keys=ports.keys)
     ports.stall_ledger.watch(watched)  # first: the orphan sweep deletes alarms of jobs not in this list
