@@ -11,6 +11,8 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
+from trainguard.domain.wording import format_value
+
 # Actions a tag may allow. `notify` is always done; a job whose actions are only
 # `notify` runs in dry-run: trainguard says what it would do and does nothing.
 KNOWN_ACTIONS = frozenset({"notify", "retry", "stop", "quota"})
@@ -238,7 +240,7 @@ def read_int_tag(
     text = tags[key].strip()
     if re.fullmatch(r"[0-9]{1,6}", text) and low <= int(text) <= high:
         return int(text)
-    why = f"it must be a whole number from {low}{unit} to {high}{unit}"
+    why = f"it must be a whole number from {format_value(low)}{unit} to {format_value(high)}{unit}"
     problems.append(TagProblem(key, tags[key], f"the default of {default}{unit}", why))
     return default
 

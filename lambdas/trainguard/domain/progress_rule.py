@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from trainguard.domain.policy import TagKeys, TagProblem, read_int_tag
 from trainguard.domain.progress_reading import NUMBER, STEP, ProgressReading, Reader, read_number
+from trainguard.domain.wording import format_value
 
 MAX_TEMPLATE_CHARS = 256  # SageMaker's TagValue max
 ANY_CHARS = 256
@@ -101,7 +102,7 @@ def _seconds(tags: Mapping[str, str], key: str, low: int, problems: list[TagProb
     found: list[TagProblem] = []
     value = read_int_tag(tags, key, -1, low, MAX_SECONDS, found, unit=" s")
     if found:
-        why = f"it must be a whole number from {low} s to {MAX_SECONDS} s"
+        why = f"it must be a whole number from {format_value(low)} s to {format_value(MAX_SECONDS)} s"
         problems.append(TagProblem(key, tags[key], "none", why))
         return None
     return value
