@@ -18,7 +18,7 @@ from trainguard.domain.progress_limits import ProgressSettings, judge_progress
 from trainguard.domain.progress_watch import ProgressState
 from trainguard.domain.watch_messages import compose_unread_tags_notice
 from trainguard.workflows.stall_prober import probe
-from trainguard.workflows.stall_watch import follow_training_state
+from trainguard.workflows.stall_watch import UNREAD_TAGS_STEP, follow_training_state
 
 JOB = "llama-pretrain"
 KEYS = TagKeys()
@@ -112,6 +112,15 @@ def test_a_job_opted_in_while_training_with_a_bad_tag_is_told_once_by_the_prober
     probe(ports)
     [told] = ports.notifier.sent
     assert told.kind is MessageKind.WATCH_TAGS_NOT_READ and "progress-start-minutes='1'" in told.body
+
+
+def test_a_start_while_another_start_tells_it_watches_the_job_and_leaves_the_telling_to_that_one() -> None:
+    ports = fake_ports()
+    training(ports, JOB, tags={**OPTED_IN, KEYS.key("stall-minutes"): "2"})
+    ports.ledger.begin_step(JOB, UNREAD_TAGS_STEP, NOW)  # the job-events function, telling it right now
+    outcome = follow_training_state(ports, JOB)  # the prober's discovery of the same job: must not fail its cycle
+    assert outcome.kind is OutcomeKind.WATCHING and ports.notifier.sent == []
+    assert [job.job_name for job in ports.stall_ledger.watched()] == [JOB]
 
 
 @pytest.mark.parametrize(

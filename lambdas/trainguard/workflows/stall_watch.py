@@ -70,8 +70,10 @@ def _tell_unread_tags(
     reason = "watched for stalls with defaults in place of tags it could not read: " + "; ".join(
         problem.describe() for problem in problems
     )
-    with once(ports, job_name, UNREAD_TAGS_STEP, now) as step:
-        if step.done:
+    # skip_if_busy: a start of the same job telling it at this moment (a state change beside the prober's discovery)
+    # is left to do so, and this start, which may be one of many in a prober cycle, does not fail for it.
+    with once(ports, job_name, UNREAD_TAGS_STEP, now, skip_if_busy=True) as step:
+        if step.done or step.busy:
             return None
         outcome = Outcome(OutcomeKind.WATCHED_WITH_DEFAULTS, job_name, reason, Decision.NOTIFY, Category.IN_PROGRESS)
         ports.notifier.publish(compose_unread_tags_notice(job_name, problems, ports.region, now))
