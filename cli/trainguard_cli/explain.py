@@ -111,8 +111,10 @@ def explain_job(
 
 
 def job_tag_problems(job: TrainingJob, policy: JobPolicy, keys: TagKeys) -> list[str]:
-    """Every tag of the job that trainguard cannot read, each with the value it uses instead: its policy's, its
-    stall watch's and its progress rules' (the watch reads the last two when it starts, and tells no one)."""
+    """Every tag of the job that trainguard cannot read, each with why and the value it uses instead: its policy's
+    (told with the job's end), its stall watch's and its progress rules' (told once when the watch starts). Offline,
+    the fallbacks are the code's defaults; a deployment's own (settings stall_minutes, progress_interval_factor, ...)
+    may differ."""
     watch = read_stall_thresholds(job.tags, StallThresholds(), keys).problems
     progress = read_progress_settings(job.tags, ProgressSettings(), keys).problems
     return [problem.describe() for problem in (*policy.problems, *watch, *progress)]

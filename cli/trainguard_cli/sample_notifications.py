@@ -49,6 +49,7 @@ SAMPLES: dict[MessageKind, Callable[[str, datetime], Notification]] = {
     MessageKind.CHECKPOINT_STALE: training.checkpoint_stale,
     MessageKind.STUCK_STOPPING: training.stuck_stopping,
     MessageKind.GPUS_NOT_WATCHED: training.gpus_not_watched,
+    MessageKind.WATCH_TAGS_NOT_READ: training.watch_tags_not_read,
     MessageKind.QUOTA_REQUEST_APPROVED: quotas.quota_request_approved,
     MessageKind.QUOTA_REQUEST_NOT_APPROVED: quotas.quota_request_not_approved,
     MessageKind.WAITING_LAUNCH_LAUNCHED: quotas.waiting_launch_launched,

@@ -1,6 +1,7 @@
 """The samples of the messages about a job that trains: a verified stall (stopped, muted, left to its owner, in dry
-run), what the prober tells once (a checkpoint sync that stopped, a stop stuck in Stopping) and a job too large
-for an idle-GPU alarm (domain/stall_alarms.py, watch_messages.py), from sample
+run), what the prober tells once (a checkpoint sync that stopped, a stop stuck in Stopping), a job too large
+for an idle-GPU alarm (domain/stall_alarms.py, watch_messages.py) and a job watched with defaults for tags it could
+not read, from sample
 evidence put through the domain's own judgements (trainguard.domain.stalls, checkpoint_health, watched_job) and
 rendered by its composers (trainguard.domain.stall_messages)."""
 
@@ -13,10 +14,11 @@ from trainguard.domain.log_rhythm import LogRhythm
 from trainguard.domain.messages import Notification
 from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind
+from trainguard.domain.progress_limits import ProgressSettings, read_progress_settings
 from trainguard.domain.stall_alarms import MAX_GPU_HOSTS, plan_stall_alarms
 from trainguard.domain.stall_messages import compose_prober_notice, compose_stall_notification, what_was_done
 from trainguard.domain.stalls import StallEvidence, StallSignal, StallThresholds, judge_stall, read_stall_thresholds
-from trainguard.domain.watch_messages import compose_partly_watched_notice
+from trainguard.domain.watch_messages import compose_partly_watched_notice, compose_unread_tags_notice
 from trainguard.domain.watched_job import stuck_stopping_reason
 from trainguard_cli.sample_facts import (
     KEYS,
@@ -98,3 +100,22 @@ def gpus_not_watched(region: str, now: datetime) -> Notification:
         OutcomeKind.PARTLY_WATCHED, plan.job_name, plan.gpu_unwatched, Decision.NOTIFY, Category.IN_PROGRESS
     )
     return compose_partly_watched_notice(outcome, region, now)
+
+
+# Tags a person mistyped: a step template with a placeholder misspelt, a factor past its bound, minutes with a unit.
+UNREADABLE_WATCH_TAGS = {
+    KEYS.progress_pattern: "iteration @stp lm loss: @loss",
+    KEYS.key("progress-interval-factor"): "50",
+    KEYS.key("stall-minutes"): "45m",
+}
+
+
+def watch_tags_not_read(region: str, now: datetime) -> Notification:
+    """The sample job with stall and progress tags that cannot be read: the domain's readers say why and what they use
+    instead, the watch's start tells it (workflows/stall_watch.py)."""
+    job = sample_job("InProgress", "", now, UNREADABLE_WATCH_TAGS)
+    problems = (
+        *read_stall_thresholds(job.tags, StallThresholds(), KEYS).problems,
+        *read_progress_settings(job.tags, ProgressSettings(), KEYS).problems,
+    )
+    return compose_unread_tags_notice(job.name, problems, region, now)

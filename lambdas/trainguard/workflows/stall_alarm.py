@@ -17,7 +17,6 @@ from trainguard.domain.log_rhythm import LogRhythm
 from trainguard.domain.model import Category, Decision, TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
 from trainguard.domain.policy import read_job_policy
-from trainguard.domain.progress_limits import ProgressSettings
 from trainguard.domain.progress_lines import read_progress_line
 from trainguard.domain.progress_watch import ProgressState, advance
 from trainguard.domain.stall_messages import compose_stall_notification, what_was_done
@@ -115,7 +114,7 @@ def gather_evidence(
     since = gpu_window_start(thresholds, newest, now)
     gpu = ports.gpu_metrics.busiest_by_host(job.name, hosts, since, now)
     deferred = bool(watched) and watched[0].silence_deferred and watched[0].last_log_time == newest
-    settings = watched[0].progress_settings if watched else ProgressSettings()
+    settings = watched[0].progress_settings if watched else ports.config.progress_defaults
     return StallEvidence(newest, line, gpu, gpus_per_host(instance_type), rhythm, deferred, progress, settings)
 
 
