@@ -53,6 +53,9 @@ class FunctionSettings:
     gpu_idle_minutes: int = StallThresholds.gpu_idle_minutes
     gpu_idle_percent: int = StallThresholds.gpu_idle_percent
     startup_grace_minutes: int = StallThresholds.startup_grace_minutes
+    # A verified hang of a job a parent owns (a pipeline, an AWS Batch queue, a tuning job: domain/ownership.py) is
+    # stopped, never relaunched; off: it is told, never stopped (docs/decisions.md, "Hangs of jobs a parent owns").
+    stop_stalled_parent_jobs: bool = True
     # The organization-wide hub (docs/organization.md): the other accounts and the regions whose spokes send
     # their events to this stack's hub bus, and where it acts through their roles. None: a single-account stack.
     enrolled_accounts: tuple[str, ...] = ()

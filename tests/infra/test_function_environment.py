@@ -12,6 +12,7 @@ from tests.infra.template_queries import (
     ALL_HANDLERS,
     CONFIGURED_CONTEXT,
     RETRY_LAUNCHER_HANDLER,
+    STALL_ALARMS_HANDLER,
     function_logical_id,
     only_logical_id,
     render,
@@ -114,3 +115,17 @@ def test_handlers_read_the_environment_back(synthesized: Any, handler: str) -> N
         CONFIGURED_CONTEXT["gpu_idle_percent"],
         CONFIGURED_CONTEXT["startup_grace_minutes"],
     )
+
+
+def test_stopping_parents_hung_jobs_is_a_setting_that_reaches_the_stall_alarms_function(synthesized: Any) -> None:
+    """stop_stalled_parent_jobs flows cdk.json context -> Settings -> GuardConfig -> the function's environment: off
+    in the configured stack, on (its default) in the defaults stack."""
+    on, off = (
+        GuardConfig(ledger_table_name="", topic_arn="", stop_stalled_parent_jobs=v).to_env() for v in (True, False)
+    )
+    (name,) = [k for k in on if on[k] != off[k]]  # the variable's name, read from to_env() itself
+    for template, expected in ((synthesized.template, False), (synthesized.defaults_template, True)):
+        environment = {k: str(render(v)) for k, v in _environment(template, STALL_ALARMS_HANDLER).items()}
+        assert environment[name] == ("true" if expected else "false")
+        assert GuardConfig.from_env(environment).stop_stalled_parent_jobs is expected
+    assert CONFIGURED_CONTEXT["stop_stalled_parent_jobs"] is False and Settings().stop_stalled_parent_jobs is True
