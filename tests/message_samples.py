@@ -160,8 +160,10 @@ def _training(ports: FakePorts, tags: dict[str, str] | None = None, **extra: Any
     follow_training_state(ports, JOB)
 
 
-def _stalled(tags: dict[str, str] | None = None, change: AlarmStateChange | None = None) -> Sample:
-    ports = fake_ports()
+def _stalled(
+    tags: dict[str, str] | None = None, change: AlarmStateChange | None = None, *, stop_parents: bool = True
+) -> Sample:
+    ports = fake_ports(stop_stalled_parent_jobs=stop_parents)
     _training(ports, tags)
     ports.job_logs.newest, ports.job_logs.line = NOW - timedelta(minutes=33), LOG_LINE
     ports.gpu_metrics.value = 12.5
@@ -262,7 +264,8 @@ SAMPLES: dict[MessageKind, Callable[[], Sample]] = {
     MessageKind.JOB_LEFT_TO_OWNER: left_to_owner,
     MessageKind.STALL_STOPPED: _stalled,
     MessageKind.STALL_MUTED: lambda: _stalled(change=_muted_change()),
-    MessageKind.STALL_LEFT_TO_OWNER: lambda: _stalled(PIPELINE),
+    MessageKind.STALL_STOPPED_FOR_OWNER: lambda: _stalled(PIPELINE),
+    MessageKind.STALL_LEFT_TO_OWNER: lambda: _stalled(PIPELINE, stop_parents=False),
     MessageKind.STALL_DRY_RUN: lambda: _stalled({"trainguard:actions": "notify"}),
     MessageKind.CHECKPOINT_STALE: checkpoint_stale,
     MessageKind.STUCK_STOPPING: stuck_stopping,

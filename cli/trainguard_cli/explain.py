@@ -12,7 +12,7 @@ from trainguard.domain.fallback_options import LaunchBounds, read_fallback_optio
 from trainguard.domain.job_end import RelaunchPlan, RelaunchSettings, assess_job_end, plan_relaunch
 from trainguard.domain.lineage import lineage_start
 from trainguard.domain.model import Decision, TextSource, TrainingJob, instances_of
-from trainguard.domain.ownership import decide_for_owned_job, find_parent
+from trainguard.domain.ownership import STOP_SETTING, decide_for_owned_job, find_parent
 from trainguard.domain.policy import JobPolicy, PolicyDefaults, TagKeys, read_job_policy
 from trainguard.domain.progress_limits import ProgressSettings, read_progress_settings
 from trainguard.domain.quotas import (
@@ -210,6 +210,13 @@ def explain_stall_alarm(
         f"{thresholds.gpu_idle_minutes} min"
     )
     action = "stop it, then relaunch it from its checkpoint" if policy.allows("stop") else "tell you (dry run)"
+    if (parent := find_parent(job_name=job.name, description=job.description, tags=job.tags)) is not None:
+        answer["owner"] = parent.describe()
+        if policy.allows("stop"):
+            action = (
+                f"stop it and never relaunch it: {parent.kind.name} decides what follows. With the setting "
+                f"{STOP_SETTING} off, it would only tell you"
+            )
     answer["reason"] = f"if the fresh evidence still shows {needed}, trainguard would {action}"
     answer["thresholds"] = {k: v for k, v in vars(thresholds).items() if k != "problems"}
     return answer

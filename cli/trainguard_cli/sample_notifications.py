@@ -44,6 +44,7 @@ SAMPLES: dict[MessageKind, Callable[[str, datetime], Notification]] = {
     MessageKind.JOB_LEFT_TO_OWNER: ends.left_to_owner,
     MessageKind.STALL_STOPPED: training.stall_stopped,
     MessageKind.STALL_MUTED: training.stall_muted,
+    MessageKind.STALL_STOPPED_FOR_OWNER: training.stall_stopped_for_owner,
     MessageKind.STALL_LEFT_TO_OWNER: training.stall_left_to_owner,
     MessageKind.STALL_DRY_RUN: training.stall_dry_run,
     MessageKind.CHECKPOINT_STALE: training.checkpoint_stale,

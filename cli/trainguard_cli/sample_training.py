@@ -1,7 +1,7 @@
-"""The samples of the messages about a job that trains: a verified stall (stopped, muted, left to its owner, in dry
-run), what the prober tells once (a checkpoint sync that stopped, a stop stuck in Stopping), a job too large
-for an idle-GPU alarm (domain/stall_alarms.py, watch_messages.py) and a job watched with defaults for tags it could
-not read, from sample
+"""The samples of the messages about a job that trains: a verified stall (stopped, stopped for its parent, muted,
+left to its owner, in dry run), what the prober tells once (a checkpoint sync that stopped, a stop stuck in
+Stopping), a job too large for an idle-GPU alarm (domain/stall_alarms.py, watch_messages.py) and a job watched with
+defaults for tags it could not read, from sample
 evidence put through the domain's own judgements (trainguard.domain.stalls, checkpoint_health, watched_job) and
 rendered by its composers (trainguard.domain.stall_messages)."""
 
@@ -33,9 +33,12 @@ from trainguard_cli.sample_facts import (
 MUTE_RULE = "sample-maintenance-window"  # the name a team gave its CloudWatch alarm mute rule
 
 
-def _stall(region: str, now: datetime, tags: dict[str, str] | None = None, muted_by: str = "") -> Notification:
+def _stall(
+    region: str, now: datetime, tags: dict[str, str] | None = None, muted_by: str = "", *, stop_parents: bool = True
+) -> Notification:
     """The sample job silent in its logs past its limit, its GPUs idle: the stall alarm's function's verdict and
-    message (workflows/stall_alarm.py), with the job's `tags` and the alarm muted by `muted_by` if set."""
+    message (workflows/stall_alarm.py), with the job's `tags`, the alarm muted by `muted_by` if set, and the setting
+    stop_stalled_parent_jobs as `stop_parents`."""
     job = sample_job("InProgress", "", now, tags)
     policy, _ = job_end(job)
     thresholds = read_stall_thresholds(job.tags, StallThresholds(), KEYS)
@@ -47,7 +50,9 @@ def _stall(region: str, now: datetime, tags: dict[str, str] | None = None, muted
         rhythm=LogRhythm(),
     )
     signal = StallSignal.LOG_SILENCE
-    verdict = judge_stall(signal, job, policy, thresholds, evidence, now, muted_by=muted_by)
+    verdict = judge_stall(
+        signal, job, policy, thresholds, evidence, now, muted_by=muted_by, stop_parent_jobs=stop_parents
+    )
     muted_until = now + timedelta(minutes=30) if muted_by else None
     did, kind = what_was_done(verdict, stopped=verdict.act, muted_until=muted_until)
     decision = Decision.STOP if verdict.act else Decision.NOTIFY
@@ -65,8 +70,12 @@ def stall_muted(region: str, now: datetime) -> Notification:
     return _stall(region, now, muted_by=MUTE_RULE)
 
 
-def stall_left_to_owner(region: str, now: datetime) -> Notification:
+def stall_stopped_for_owner(region: str, now: datetime) -> Notification:
     return _stall(region, now, PIPELINE_TAGS)
+
+
+def stall_left_to_owner(region: str, now: datetime) -> Notification:
+    return _stall(region, now, PIPELINE_TAGS, stop_parents=False)
 
 
 def stall_dry_run(region: str, now: datetime) -> Notification:

@@ -60,6 +60,9 @@ class FunctionSettings:
     progress_phase_margin_percent: int = ProgressSettings.phase_margin_percent
     progress_phase_minutes: int = ProgressSettings.phase_minutes
     progress_start_minutes: int = ProgressSettings.start_minutes
+    # A verified hang of a job a parent owns (a pipeline, an AWS Batch queue, a tuning job: domain/ownership.py) is
+    # stopped, never relaunched; off: it is told, never stopped (docs/decisions.md, "Hangs of jobs a parent owns").
+    stop_stalled_parent_jobs: bool = True
     # The organization-wide hub (docs/organization.md): the other accounts and the regions whose spokes send
     # their events to this stack's hub bus, and where it acts through their roles. None: a single-account stack.
     enrolled_accounts: tuple[str, ...] = ()

@@ -176,3 +176,17 @@ def _variable_of_setting(setting: str) -> str:
     changed = GuardConfig(**{**vars(base), setting: getattr(base, setting) + 1})
     (name,) = [k for k, v in changed.to_env().items() if base.to_env()[k] != v]
     return name
+
+
+def test_stopping_parents_hung_jobs_is_a_setting_that_reaches_the_stall_alarms_function(synthesized: Any) -> None:
+    """stop_stalled_parent_jobs flows cdk.json context -> Settings -> GuardConfig -> the function's environment: off
+    in the configured stack, on (its default) in the defaults stack."""
+    on, off = (
+        GuardConfig(ledger_table_name="", topic_arn="", stop_stalled_parent_jobs=v).to_env() for v in (True, False)
+    )
+    (name,) = [k for k in on if on[k] != off[k]]  # the variable's name, read from to_env() itself
+    for template, expected in ((synthesized.template, False), (synthesized.defaults_template, True)):
+        environment = {k: str(render(v)) for k, v in _environment(template, STALL_ALARMS_HANDLER).items()}
+        assert environment[name] == ("true" if expected else "false")
+        assert GuardConfig.from_env(environment).stop_stalled_parent_jobs is expected
+    assert CONFIGURED_CONTEXT["stop_stalled_parent_jobs"] is False and Settings().stop_stalled_parent_jobs is True

@@ -24,6 +24,7 @@ class MessageKind(StrEnum):
     JOB_LEFT_TO_OWNER = "job-left-to-owner"
     # A verified stall (messages.compose_stall_notification).
     STALL_STOPPED = "stall-stopped"
+    STALL_STOPPED_FOR_OWNER = "stall-stopped-for-owner"  # a parent's job: stopped, never relaunched
     STALL_MUTED = "stall-muted"
     STALL_LEFT_TO_OWNER = "stall-left-to-owner"
     STALL_DRY_RUN = "stall-dry-run"
