@@ -108,7 +108,7 @@ class LearnedExpectation:
     nothing is measured: `first_seconds` (None: trainguard's default allowance for a phase with no expectation)."""
 
     def __init__(self, first_seconds: float | None = None) -> None:
-        if first_seconds is not None and not (math.isfinite(first_seconds) and 0 <= first_seconds):
+        if first_seconds is not None and not (math.isfinite(first_seconds) and first_seconds >= 0):
             raise ValueError(f"first_seconds must be a number of seconds, not {first_seconds!r}")
         self.first_seconds = first_seconds
         self.longest: float | None = None
