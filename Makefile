@@ -15,13 +15,14 @@ PYTEST_WORKERS ?= 2
 step = if [ -t 1 ]; then printf '\r\033[K%s' "$(1)"; else echo "$(1)"; fi
 step_done = if [ -t 1 ]; then printf '\r\033[K'; fi
 
-.PHONY: module-map help setup local-setup chromium test test-quick lint docs synth deploy-local deploy-local-org demo demo-org sandbox bench chaos clean
+.PHONY: module-map help setup local-setup chromium test test-quick test-frameworks lint docs synth deploy-local deploy-local-org demo demo-org sandbox bench chaos clean
 
 help:
 	@echo "make setup       create .venv and node_modules, install Chromium for the browser test (idempotent)"
 	@echo "make local-setup only what make demo and make bench run (idempotent)"
 	@echo "make test        the whole suite (runs setup first)"
 	@echo "make test-quick  the suite without the slow tier"
+	@echo "make test-frameworks  trainguard_sdk's callbacks in real Hugging Face and Lightning Trainers (installs them)"
 	@echo "make lint        ruff, mypy, and the IAM policies against AWS's authorization data (offline)"
 	@echo "make docs        the documentation site from docs/ into site/ (MkDocs, strict: a broken link fails)"
 	@echo "make synth       write the CloudFormation template to cdk.out/"
@@ -83,6 +84,18 @@ test: setup
 
 test-quick: setup
 	$(PY) -m pytest -q -m "not slow"
+
+# The frameworks' tier (docs/tests.md): trainguard_sdk's callbacks inside real Hugging Face and Lightning Trainers on
+# the CPU. Its packages (requirements-frameworks.txt) go on top of setup's; `make test` neither needs nor collects it
+# (tests/conftest.py collects tests/frameworks only for `-m frameworks`).
+$(VENV)/.frameworks-installed: $(VENV)/.installed requirements-frameworks.txt
+	@$(call step,test-frameworks: the Hugging Face and Lightning trainers (requirements-frameworks.txt) ...)
+	@$(PY) -m pip install -q -r requirements-frameworks.txt
+	@touch $@
+	@$(step_done)
+
+test-frameworks: $(VENV)/.frameworks-installed
+	$(PY) -m pytest -q -m frameworks tests/frameworks
 
 lint: setup
 	$(VENV)/bin/ruff check .

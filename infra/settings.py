@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from trainguard.config import FunctionSettings
+from trainguard.domain.progress_limits import FIGURE_RANGES
 
 CONTEXT_KEY = "trainguard"
 _EMAIL = re.compile(r"^[^@\s,]+@[^@\s,]+\.[^@\s,]+$")
@@ -53,6 +54,8 @@ _RANGES = (
     ("gpu_idle_minutes", 5, 1440),  # the idle-GPU alarm's one-minute periods: CloudWatch allows one day of them
     ("gpu_idle_percent", 0, 50),
     ("startup_grace_minutes", 0, 720),
+    # The progress rules' defaults, in their tags' bounds (docs/progress.md).
+    *((bounds.setting, bounds.low, bounds.high) for bounds in FIGURE_RANGES.values()),
 )
 # The list settings each of whose items has a shape: (setting, its pattern, what the items must be).
 _PATTERNED_LISTS = (

@@ -13,6 +13,10 @@ import pytest
 from tests import iam_calls
 
 FIXTURES = Path(__file__).parent / "fixtures"
+# The frameworks' tier: real Hugging Face and Lightning Trainers, installed by `make test-frameworks` alone
+# (requirements-frameworks.txt). `make test` does not collect it at all (pytest_ignore_collect below), so it needs
+# neither framework and skips nothing silently; `pytest -m frameworks tests/frameworks` runs it.
+FRAMEWORKS = Path(__file__).parent / "frameworks"
 LEDGER_TABLE = "ledger"
 
 # Nothing in the test suite may reach AWS: dummy credentials, a fixed region, no metadata lookups.
@@ -29,6 +33,13 @@ os.environ.update(
         "POWERTOOLS_LOG_LEVEL": "WARNING",
     }
 )
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """tests/frameworks is collected only when the run selects its marker (`-m frameworks`)."""
+    if collection_path == FRAMEWORKS and "frameworks" not in (config.getoption("markexpr") or ""):
+        return True
+    return None
 
 
 def load_fixture(relative: str) -> Any:

@@ -49,6 +49,13 @@ WALL = (
     "request delta of 4 Instances. Please use AWS Service Quotas to request an increase for this quota."
 )
 BAD_TAGS = {"trainguard:max-retries": "lots (((of) them))", "trainguard:fallback-types": "ml.banana(2)"}
+# A progress pattern with a hostile placeholder and parentheses, a factor past its bound, minutes with nested text.
+UNREADABLE_WATCH_TAGS = {
+    "trainguard:progress-pattern": "iteration @stepp (((of))) 42 <b>@loss",
+    "trainguard:progress-interval-factor": "50 (((times)))",
+    "trainguard:stall-minutes": "45 https://evil.example/x",
+    "trainguard:progress-start-minutes": "1",
+}
 ALTERNATIVES = {"trainguard:fallback-types": "ml.p5.48xlarge:2+ml.p4de.24xlarge"}
 PIPELINE = {"sagemaker:pipeline-execution-arn": "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/x7k2"}
 # The deployer's bound (setting launchable_instance_types); the product's default, none, buys no fallback.
@@ -153,8 +160,10 @@ def _training(ports: FakePorts, tags: dict[str, str] | None = None, **extra: Any
     follow_training_state(ports, JOB)
 
 
-def _stalled(tags: dict[str, str] | None = None, change: AlarmStateChange | None = None) -> Sample:
-    ports = fake_ports()
+def _stalled(
+    tags: dict[str, str] | None = None, change: AlarmStateChange | None = None, *, stop_parents: bool = True
+) -> Sample:
+    ports = fake_ports(stop_stalled_parent_jobs=stop_parents)
     _training(ports, tags)
     ports.job_logs.newest, ports.job_logs.line = NOW - timedelta(minutes=33), LOG_LINE
     ports.gpu_metrics.value = 12.5
@@ -202,6 +211,17 @@ def gpus_not_watched() -> Sample:
     return _sent(ports)
 
 
+def watch_tags_not_read() -> Sample:
+    """A job opted in while it trains, its stall and progress tags hostile: the prober starts its watch with
+    defaults in their place and tells which, once."""
+    ports = fake_ports()
+    description = described_job(JOB, status="InProgress", secondary="Training", checkpoint=f"s3://ckpt/{JOB}/")
+    description["TrainingStartTime"] = NOW - timedelta(hours=6)
+    ports.jobs.add(description, {**OPTED_IN, **UNREADABLE_WATCH_TAGS})
+    probe(ports)
+    return _sent(ports, *UNREADABLE_WATCH_TAGS.values())
+
+
 def _request_decided(status: str) -> Sample:
     ports = _quota_wall()
     [filed] = ports.quotas.requests
@@ -244,11 +264,13 @@ SAMPLES: dict[MessageKind, Callable[[], Sample]] = {
     MessageKind.JOB_LEFT_TO_OWNER: left_to_owner,
     MessageKind.STALL_STOPPED: _stalled,
     MessageKind.STALL_MUTED: lambda: _stalled(change=_muted_change()),
-    MessageKind.STALL_LEFT_TO_OWNER: lambda: _stalled(PIPELINE),
+    MessageKind.STALL_STOPPED_FOR_OWNER: lambda: _stalled(PIPELINE),
+    MessageKind.STALL_LEFT_TO_OWNER: lambda: _stalled(PIPELINE, stop_parents=False),
     MessageKind.STALL_DRY_RUN: lambda: _stalled({"trainguard:actions": "notify"}),
     MessageKind.CHECKPOINT_STALE: checkpoint_stale,
     MessageKind.STUCK_STOPPING: stuck_stopping,
     MessageKind.GPUS_NOT_WATCHED: gpus_not_watched,
+    MessageKind.WATCH_TAGS_NOT_READ: watch_tags_not_read,
     MessageKind.QUOTA_REQUEST_APPROVED: lambda: _request_decided("APPROVED"),
     MessageKind.QUOTA_REQUEST_NOT_APPROVED: lambda: _request_decided("DENIED"),
     MessageKind.WAITING_LAUNCH_LAUNCHED: lambda: _request_decided("APPROVED"),

@@ -12,7 +12,7 @@ from trainguard.domain.fallback_options import LaunchBounds, read_fallback_optio
 from trainguard.domain.job_end import RelaunchPlan, RelaunchSettings, assess_job_end, plan_relaunch
 from trainguard.domain.lineage import lineage_start
 from trainguard.domain.model import Decision, TextSource, TrainingJob, instances_of
-from trainguard.domain.ownership import decide_for_owned_job, find_parent
+from trainguard.domain.ownership import STOP_SETTING, decide_for_owned_job, find_parent
 from trainguard.domain.policy import JobPolicy, PolicyDefaults, TagKeys, read_job_policy
 from trainguard.domain.progress_limits import ProgressSettings, read_progress_settings
 from trainguard.domain.quotas import (
@@ -111,8 +111,10 @@ def explain_job(
 
 
 def job_tag_problems(job: TrainingJob, policy: JobPolicy, keys: TagKeys) -> list[str]:
-    """Every tag of the job that trainguard cannot read, each with the value it uses instead: its policy's, its
-    stall watch's and its progress rules' (the watch reads the last two when it starts, and tells no one)."""
+    """Every tag of the job that trainguard cannot read, each with why and the value it uses instead: its policy's
+    (told with the job's end), its stall watch's and its progress rules' (told once when the watch starts). Offline,
+    the fallbacks are the code's defaults; a deployment's own (settings stall_minutes, progress_interval_factor, ...)
+    may differ."""
     watch = read_stall_thresholds(job.tags, StallThresholds(), keys).problems
     progress = read_progress_settings(job.tags, ProgressSettings(), keys).problems
     return [problem.describe() for problem in (*policy.problems, *watch, *progress)]
@@ -208,6 +210,13 @@ def explain_stall_alarm(
         f"{thresholds.gpu_idle_minutes} min"
     )
     action = "stop it, then relaunch it from its checkpoint" if policy.allows("stop") else "tell you (dry run)"
+    if (parent := find_parent(job_name=job.name, description=job.description, tags=job.tags)) is not None:
+        answer["owner"] = parent.describe()
+        if policy.allows("stop"):
+            action = (
+                f"stop it and never relaunch it: {parent.kind.name} decides what follows. With the setting "
+                f"{STOP_SETTING} off, it would only tell you"
+            )
     answer["reason"] = f"if the fresh evidence still shows {needed}, trainguard would {action}"
     answer["thresholds"] = {k: v for k, v in vars(thresholds).items() if k != "problems"}
     return answer

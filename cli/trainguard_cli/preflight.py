@@ -1,5 +1,7 @@
 """`trainguard preflight`: check a planned launch against the account's SageMaker quotas, and with
---request file the increases it needs. It calls AWS (or the local stand-in through AWS_ENDPOINT_URL).
+--request file the increases it needs. It calls AWS (or the local stand-in through AWS_ENDPOINT_URL). The launch is
+given by options, or by a job as DescribeTrainingJob gives it (--describe-file, described_job.py), the options
+winning; its environment and hyperparameters are checked for the NCCL watchdog (domain/collective_watchdog.py).
 
 IAM for the person who runs it: the Service Quotas reads (and RequestServiceQuotaIncrease with
 --request), sagemaker:ListTrainingJobs and sagemaker:DescribeTrainingJob.
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+from pathlib import Path
 from typing import Any
 
 from trainguard.domain.collective_watchdog import check_collective_watchdog
@@ -16,6 +19,7 @@ from trainguard.domain.preflight import PlannedLaunch, QuotaCheck, check_launch
 from trainguard.domain.quotas import NoQuotaRequest, QuotaDemand, plan_quota_request
 from trainguard.domain.stalls import StallThresholds
 from trainguard.domain.wording import format_value
+from trainguard_cli.described_job import DescribedJob, read_described_job
 from trainguard_cli.inputs import EXIT_NO, EXIT_OK, UnusableInput, aws_session
 
 
@@ -25,10 +29,17 @@ def add_preflight_command(commands: Any) -> None:
         help="check a planned launch against the account's quotas",
         description="Check a planned training launch against the account's SageMaker quotas: the instance "
         "type's quota, the instances across all training jobs, the maximum per job and the longest run time. "
-        "Exit 0 if it fits, 1 if a quota blocks it.",
+        "Exit 0 if it fits, 1 if a quota blocks it, 2 if the input cannot be used.",
     )
-    preflight.add_argument("--instance-type", required=True, help="e.g. ml.p4d.24xlarge")
-    preflight.add_argument("--instance-count", required=True, type=int, help="instances in the planned job")
+    preflight.add_argument(
+        "--describe-file",
+        type=Path,
+        metavar="FILE",
+        help="a job as DescribeTrainingJob gives it, as JSON (- reads standard input): its instance type and count, "
+        "run time, spot, environment and hyperparameters; the options below win",
+    )
+    preflight.add_argument("--instance-type", help="e.g. ml.p4d.24xlarge (required without --describe-file)")
+    preflight.add_argument("--instance-count", type=int, help="instances in the planned job (the same)")
     preflight.add_argument("--max-runtime", type=int, metavar="SECONDS", help="the job's MaxRuntimeInSeconds")
     preflight.add_argument("--spot", action="store_true", help="a managed spot job (its own instance quota)")
     preflight.add_argument("--request", action="store_true", help="file the increases that would unblock it")
@@ -62,20 +73,16 @@ def run_preflight(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from trainguard.adapters.sagemaker import SageMakerJobs
     from trainguard.adapters.service_quotas import ServiceQuotas
 
-    if args.instance_count < 1:
-        raise UnusableInput("--instance-count must be 1 or more")
-    if args.max_runtime is not None and args.max_runtime < 1:
-        raise UnusableInput("--max-runtime must be 1 second or more")
-    _check_instance_type(args.instance_type)
+    described = read_described_job(args.describe_file) if args.describe_file else DescribedJob()
+    launch = _planned_launch(args, described)
     watchdog_warnings = check_collective_watchdog(
-        _key_values(args.environment, "--environment"),
-        _key_values(args.hyperparameter, "--hyperparameter"),
+        described.environment | _key_values(args.environment, "--environment"),
+        described.hyperparameters | _key_values(args.hyperparameter, "--hyperparameter"),
         args.stall_minutes,
     )
     session = aws_session()
     quotas = ServiceQuotas(session.client("service-quotas"))
     jobs = SageMakerJobs(session.client("sagemaker"))
-    launch = PlannedLaunch(args.instance_type, args.instance_count, args.max_runtime, args.spot)
     names = [launch.type_quota_name, *_GLOBAL_QUOTAS]
     found = {name: quotas.find(name) for name in names}
     values = {name: (quotas.current_value(q.code) if q else None) for name, q in found.items()}
@@ -87,6 +94,7 @@ def run_preflight(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
             if check.blocks and quota is not None:
                 requested.append(_request(quotas, quota.code, check, args))
     report = {
+        "described_job": described.name,
         "launch": {
             "instance_type": launch.instance_type,
             "instance_count": launch.instance_count,
@@ -99,6 +107,26 @@ def run_preflight(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         "warnings": watchdog_warnings,  # never a block: the exit code is the quotas'
     }
     return report, EXIT_OK if report["fits"] else EXIT_NO
+
+
+def _planned_launch(args: argparse.Namespace, described: DescribedJob) -> PlannedLaunch:
+    """The launch the options give, each missing one taken from the described job."""
+    instance_type = args.instance_type or described.instance_type
+    instance_count = args.instance_count if args.instance_count is not None else described.instance_count
+    if instance_type is None or instance_count is None:
+        source = f"{args.describe_file} has no ResourceConfig.InstanceType and InstanceCount (InstanceGroups?): "
+        raise UnusableInput(
+            (source if args.describe_file else "")
+            + "give --instance-type and --instance-count"
+            + ("" if args.describe_file else ", or --describe-file FILE")
+        )
+    if instance_count < 1:
+        raise UnusableInput("--instance-count must be 1 or more")
+    max_runtime = args.max_runtime if args.max_runtime is not None else described.max_runtime_seconds
+    if max_runtime is not None and max_runtime < 1:
+        raise UnusableInput("--max-runtime must be 1 second or more")
+    _check_instance_type(instance_type)
+    return PlannedLaunch(instance_type, instance_count, max_runtime, args.spot or described.spot)
 
 
 def _key_values(pairs: list[str], option: str) -> dict[str, str]:
@@ -172,7 +200,8 @@ def _request(quotas: Any, code: str, check: QuotaCheck, args: argparse.Namespace
 def preflight_text(report: dict[str, Any]) -> str:
     launch = report["launch"]
     lines = [
-        f"Planned: {launch['instance_count']} x {launch['instance_type']}"
+        (f"{name} as described: " if (name := report.get("described_job")) else "Planned: ")
+        + f"{launch['instance_count']} x {launch['instance_type']}"
         + (f", MaxRuntimeInSeconds {format_value(runtime)}" if (runtime := launch["max_runtime_seconds"]) else "")
         + (" (spot)" if launch["spot"] else "")
     ]

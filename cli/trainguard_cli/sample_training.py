@@ -1,6 +1,7 @@
-"""The samples of the messages about a job that trains: a verified stall (stopped, muted, left to its owner, in dry
-run), what the prober tells once (a checkpoint sync that stopped, a stop stuck in Stopping) and a job too large
-for an idle-GPU alarm (domain/stall_alarms.py, watch_messages.py), from sample
+"""The samples of the messages about a job that trains: a verified stall (stopped, stopped for its parent, muted,
+left to its owner, in dry run), what the prober tells once (a checkpoint sync that stopped, a stop stuck in
+Stopping), a job too large for an idle-GPU alarm (domain/stall_alarms.py, watch_messages.py) and a job watched with
+defaults for tags it could not read, from sample
 evidence put through the domain's own judgements (trainguard.domain.stalls, checkpoint_health, watched_job) and
 rendered by its composers (trainguard.domain.stall_messages)."""
 
@@ -13,10 +14,11 @@ from trainguard.domain.log_rhythm import LogRhythm
 from trainguard.domain.messages import Notification
 from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind
+from trainguard.domain.progress_limits import ProgressSettings, read_progress_settings
 from trainguard.domain.stall_alarms import MAX_GPU_HOSTS, plan_stall_alarms
 from trainguard.domain.stall_messages import compose_prober_notice, compose_stall_notification, what_was_done
 from trainguard.domain.stalls import StallEvidence, StallSignal, StallThresholds, judge_stall, read_stall_thresholds
-from trainguard.domain.watch_messages import compose_partly_watched_notice
+from trainguard.domain.watch_messages import compose_partly_watched_notice, compose_unread_tags_notice
 from trainguard.domain.watched_job import stuck_stopping_reason
 from trainguard_cli.sample_facts import (
     KEYS,
@@ -31,9 +33,12 @@ from trainguard_cli.sample_facts import (
 MUTE_RULE = "sample-maintenance-window"  # the name a team gave its CloudWatch alarm mute rule
 
 
-def _stall(region: str, now: datetime, tags: dict[str, str] | None = None, muted_by: str = "") -> Notification:
+def _stall(
+    region: str, now: datetime, tags: dict[str, str] | None = None, muted_by: str = "", *, stop_parents: bool = True
+) -> Notification:
     """The sample job silent in its logs past its limit, its GPUs idle: the stall alarm's function's verdict and
-    message (workflows/stall_alarm.py), with the job's `tags` and the alarm muted by `muted_by` if set."""
+    message (workflows/stall_alarm.py), with the job's `tags`, the alarm muted by `muted_by` if set, and the setting
+    stop_stalled_parent_jobs as `stop_parents`."""
     job = sample_job("InProgress", "", now, tags)
     policy, _ = job_end(job)
     thresholds = read_stall_thresholds(job.tags, StallThresholds(), KEYS)
@@ -45,7 +50,9 @@ def _stall(region: str, now: datetime, tags: dict[str, str] | None = None, muted
         rhythm=LogRhythm(),
     )
     signal = StallSignal.LOG_SILENCE
-    verdict = judge_stall(signal, job, policy, thresholds, evidence, now, muted_by=muted_by)
+    verdict = judge_stall(
+        signal, job, policy, thresholds, evidence, now, muted_by=muted_by, stop_parent_jobs=stop_parents
+    )
     muted_until = now + timedelta(minutes=30) if muted_by else None
     did, kind = what_was_done(verdict, stopped=verdict.act, muted_until=muted_until)
     decision = Decision.STOP if verdict.act else Decision.NOTIFY
@@ -63,8 +70,12 @@ def stall_muted(region: str, now: datetime) -> Notification:
     return _stall(region, now, muted_by=MUTE_RULE)
 
 
-def stall_left_to_owner(region: str, now: datetime) -> Notification:
+def stall_stopped_for_owner(region: str, now: datetime) -> Notification:
     return _stall(region, now, PIPELINE_TAGS)
+
+
+def stall_left_to_owner(region: str, now: datetime) -> Notification:
+    return _stall(region, now, PIPELINE_TAGS, stop_parents=False)
 
 
 def stall_dry_run(region: str, now: datetime) -> Notification:
@@ -98,3 +109,22 @@ def gpus_not_watched(region: str, now: datetime) -> Notification:
         OutcomeKind.PARTLY_WATCHED, plan.job_name, plan.gpu_unwatched, Decision.NOTIFY, Category.IN_PROGRESS
     )
     return compose_partly_watched_notice(outcome, region, now)
+
+
+# Tags a person mistyped: a step template with a placeholder misspelt, a factor past its bound, minutes with a unit.
+UNREADABLE_WATCH_TAGS = {
+    KEYS.progress_pattern: "iteration @stp lm loss: @loss",
+    KEYS.key("progress-interval-factor"): "50",
+    KEYS.key("stall-minutes"): "45m",
+}
+
+
+def watch_tags_not_read(region: str, now: datetime) -> Notification:
+    """The sample job with stall and progress tags that cannot be read: the domain's readers say why and what they use
+    instead, the watch's start tells it (workflows/stall_watch.py)."""
+    job = sample_job("InProgress", "", now, UNREADABLE_WATCH_TAGS)
+    problems = (
+        *read_stall_thresholds(job.tags, StallThresholds(), KEYS).problems,
+        *read_progress_settings(job.tags, ProgressSettings(), KEYS).problems,
+    )
+    return compose_unread_tags_notice(job.name, problems, region, now)

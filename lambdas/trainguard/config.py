@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
 from trainguard.domain.policy import PolicyDefaults
+from trainguard.domain.progress_limits import FIGURE_RANGES, ProgressSettings
 from trainguard.domain.stalls import StallThresholds
 
 _PREFIX = "TRAINGUARD_"
@@ -53,6 +54,15 @@ class FunctionSettings:
     gpu_idle_minutes: int = StallThresholds.gpu_idle_minutes
     gpu_idle_percent: int = StallThresholds.gpu_idle_percent
     startup_grace_minutes: int = StallThresholds.startup_grace_minutes
+    # The progress rules' figures (docs/progress.md): the defaults a job's own tags can override
+    # (trainguard.domain.progress_limits, FIGURE_RANGES: each setting is its tag's name with underscores).
+    progress_interval_factor: int = ProgressSettings.interval_factor
+    progress_phase_margin_percent: int = ProgressSettings.phase_margin_percent
+    progress_phase_minutes: int = ProgressSettings.phase_minutes
+    progress_start_minutes: int = ProgressSettings.start_minutes
+    # A verified hang of a job a parent owns (a pipeline, an AWS Batch queue, a tuning job: domain/ownership.py) is
+    # stopped, never relaunched; off: it is told, never stopped (docs/decisions.md, "Hangs of jobs a parent owns").
+    stop_stalled_parent_jobs: bool = True
     # The organization-wide hub (docs/organization.md): the other accounts and the regions whose spokes send
     # their events to this stack's hub bus, and where it acts through their roles. None: a single-account stack.
     enrolled_accounts: tuple[str, ...] = ()
@@ -81,6 +91,20 @@ class GuardConfig(FunctionSettings):
     # The stack's own account: an event about a job elsewhere is acted on only in an enrolled spoke
     # (domain/origin.py). Empty outside a deployed stack (the tests, the local stand-in), where every event is its own.
     account_id: str = ""
+
+    def __post_init__(self) -> None:
+        """A progress default out of its tag's bounds fails the function at its cold start, loudly: the stack never
+        writes one (infra/settings.py refuses it at synth), so one here was set by hand on the function."""
+        for bounds in FIGURE_RANGES.values():
+            value = getattr(self, bounds.setting)
+            if not bounds.low <= value <= bounds.high:
+                variable = _PREFIX + bounds.setting.upper()
+                raise ConfigError(f"{variable} must be an integer from {bounds.low} to {bounds.high}, not {value!r}")
+
+    @property
+    def progress_defaults(self) -> ProgressSettings:
+        """The progress rules' figures for a job with no progress tags: the deployer's."""
+        return ProgressSettings(**{name: getattr(self, bounds.setting) for name, bounds in FIGURE_RANGES.items()})
 
     @property
     def stall_defaults(self) -> StallThresholds:

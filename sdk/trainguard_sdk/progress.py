@@ -19,6 +19,10 @@ lambdas/trainguard/domain/progress_lines.py, and tests/sdk/test_progress_helper.
 
 A value the reader would not read (a negative or fractional step, a phase name with a space, an expectation longer
 than a week) raises ValueError at the call, so the mistake shows on the first run instead of as silence.
+
+`LearnedExpectation` says how long the next phase of a kind should take from the ones before it (twice the longest,
+as examples/train.py announces its checkpoint writes); the callbacks for Hugging Face Trainer and Lightning
+(trainguard_sdk.huggingface, trainguard_sdk.lightning) announce their saves and evaluations with it.
 """
 
 from __future__ import annotations
@@ -35,6 +39,10 @@ from typing import SupportsFloat, TextIO
 MAX_STEP = 10**15 - 1  # the reader's STEP: 1 to 15 digits
 PHASE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 MAX_EXPECT_SECONDS = 7 * 24 * 3600
+# A phase is announced as taking twice the longest of its kind so far: room for a slower disk or upload, and still
+# far below trainguard's default allowance for a phase with no expectation (60 min). examples/train.py's
+# CHECKPOINT_EXPECT_FACTOR is the same figure (that script imports nothing of trainguard).
+EXPECT_FACTOR = 2.0
 
 
 def start(*, file: TextIO | None = None) -> None:
@@ -92,3 +100,28 @@ def _seconds(value: float) -> str:
 
 def _print(line: str, file: TextIO | None) -> None:
     print(line, file=file if file is not None else sys.stdout, flush=True)
+
+
+class LearnedExpectation:
+    """How long the next phase of one kind (a checkpoint save, an evaluation) should take, in whole seconds, learned
+    from the ones before it: EXPECT_FACTOR x the longest so far, at least 1 and at most a week. Before the first,
+    nothing is measured: `first_seconds` (None: trainguard's default allowance for a phase with no expectation)."""
+
+    def __init__(self, first_seconds: float | None = None) -> None:
+        if first_seconds is not None and not (math.isfinite(first_seconds) and first_seconds >= 0):
+            raise ValueError(f"first_seconds must be a number of seconds, not {first_seconds!r}")
+        self.first_seconds = first_seconds
+        self.longest: float | None = None
+
+    def next_seconds(self) -> int | None:
+        """The expectation to announce the next phase with."""
+        if self.longest is None:
+            if self.first_seconds is None:
+                return None
+            return min(MAX_EXPECT_SECONDS, max(1, math.ceil(self.first_seconds)))
+        return min(MAX_EXPECT_SECONDS, max(1, math.ceil(EXPECT_FACTOR * self.longest)))
+
+    def record(self, seconds: float) -> None:
+        """A phase of this kind took `seconds`."""
+        if math.isfinite(seconds) and seconds >= 0:
+            self.longest = seconds if self.longest is None else max(self.longest, seconds)

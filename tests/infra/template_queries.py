@@ -35,6 +35,12 @@ CONFIGURED_CONTEXT: dict[str, Any] = {
     "gpu_idle_minutes": 15,
     "gpu_idle_percent": 3,
     "startup_grace_minutes": 30,
+    "progress_interval_factor": 5,
+    "progress_phase_margin_percent": 80,
+    "progress_phase_minutes": 90,
+    "progress_start_minutes": 45,
+    # Off here, on by default: the configured stack's functions read "false" (test_function_environment.py).
+    "stop_stalled_parent_jobs": False,
     # Off here, on in the defaults stack: each case is synthesized once.
     "subscribe_to_training_logs": False,
     "local_deploy": True,

@@ -6,17 +6,21 @@ from typing import Any
 
 import pytest
 
-from infra.settings import Settings
+from infra.settings import Settings, SettingsError
 from infra.stack import guard_config
 from tests.infra.template_queries import (
     ALL_HANDLERS,
     CONFIGURED_CONTEXT,
+    JOB_EVENTS_HANDLER,
     RETRY_LAUNCHER_HANDLER,
+    STALL_ALARMS_HANDLER,
+    STALL_PROBER_HANDLER,
     function_logical_id,
     only_logical_id,
     render,
 )
 from trainguard.config import GuardConfig
+from trainguard.domain.progress_limits import FIGURE_RANGES, ProgressSettings
 
 pytestmark = pytest.mark.slow
 
@@ -114,3 +118,75 @@ def test_handlers_read_the_environment_back(synthesized: Any, handler: str) -> N
         CONFIGURED_CONTEXT["gpu_idle_percent"],
         CONFIGURED_CONTEXT["startup_grace_minutes"],
     )
+
+
+# The functions that start a job's watch (job events, the prober's discovery) and judge it (the stall alarms).
+WATCHING_HANDLERS = (JOB_EVENTS_HANDLER, STALL_PROBER_HANDLER, STALL_ALARMS_HANDLER)
+
+
+@pytest.mark.parametrize("handler", WATCHING_HANDLERS)
+def test_the_deployers_progress_defaults_reach_the_watching_functions(template: Any, handler: str) -> None:
+    from aws_cdk.assertions import Match
+
+    progress = {_variable_of_setting(bounds.setting) for bounds in FIGURE_RANGES.values()}
+    wanted = {name: value for name, value in _expected_config().to_env().items() if name in progress}
+    assert sorted(wanted.values()) == sorted(str(CONFIGURED_CONTEXT[b.setting]) for b in FIGURE_RANGES.values())
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {"Handler": handler, "Environment": {"Variables": Match.object_like(wanted)}},
+    )
+
+
+@pytest.mark.parametrize("handler", WATCHING_HANDLERS)
+def test_the_watching_functions_read_the_progress_defaults_back(synthesized: Any, handler: str) -> None:
+    environment = {k: str(render(v)) for k, v in _environment(synthesized.template, handler).items()}
+    assert GuardConfig.from_env(environment).progress_defaults == ProgressSettings(
+        interval_factor=CONFIGURED_CONTEXT["progress_interval_factor"],
+        phase_margin_percent=CONFIGURED_CONTEXT["progress_phase_margin_percent"],
+        phase_minutes=CONFIGURED_CONTEXT["progress_phase_minutes"],
+        start_minutes=CONFIGURED_CONTEXT["progress_start_minutes"],
+    )
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "bounds"),
+    [
+        ("progress_interval_factor", 1, "from 2 to 20"),
+        ("progress_phase_margin_percent", 1001, "from 10 to 1000"),
+        ("progress_phase_minutes", 4, "from 5 to 1440"),
+        ("progress_start_minutes", 1441, "from 5 to 1440"),
+    ],
+)
+def test_the_synth_refuses_a_progress_default_out_of_its_tags_bounds(
+    tmp_path: Any, setting: str, value: int, bounds: str
+) -> None:
+    from aws_cdk import App
+
+    import app as cdk_app
+
+    context = {"trainguard": {**CONFIGURED_CONTEXT, setting: value}}
+    with pytest.raises(SettingsError, match=f"setting {setting} must be an integer {bounds}"):
+        cdk_app.build_app(App(outdir=str(tmp_path), context=context)).synth()
+    assert not list(tmp_path.glob("*.template.json"))  # nothing was synthesized
+
+
+def _variable_of_setting(setting: str) -> str:
+    """The variable name GuardConfig gives a setting, read from to_env() of a config where only it changed."""
+    base = GuardConfig(ledger_table_name="-", topic_arn="-")
+    changed = GuardConfig(**{**vars(base), setting: getattr(base, setting) + 1})
+    (name,) = [k for k, v in changed.to_env().items() if base.to_env()[k] != v]
+    return name
+
+
+def test_stopping_parents_hung_jobs_is_a_setting_that_reaches_the_stall_alarms_function(synthesized: Any) -> None:
+    """stop_stalled_parent_jobs flows cdk.json context -> Settings -> GuardConfig -> the function's environment: off
+    in the configured stack, on (its default) in the defaults stack."""
+    on, off = (
+        GuardConfig(ledger_table_name="", topic_arn="", stop_stalled_parent_jobs=v).to_env() for v in (True, False)
+    )
+    (name,) = [k for k in on if on[k] != off[k]]  # the variable's name, read from to_env() itself
+    for template, expected in ((synthesized.template, False), (synthesized.defaults_template, True)):
+        environment = {k: str(render(v)) for k, v in _environment(template, STALL_ALARMS_HANDLER).items()}
+        assert environment[name] == ("true" if expected else "false")
+        assert GuardConfig.from_env(environment).stop_stalled_parent_jobs is expected
+    assert CONFIGURED_CONTEXT["stop_stalled_parent_jobs"] is False and Settings().stop_stalled_parent_jobs is True

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.conftest import load_fixture
 from trainguard_cli.main import main
 from trainguard_local.demo.acts import JOBS, launch
 from trainguard_local.stand_in.local_aws import LocalAWS, local_aws
@@ -84,3 +88,109 @@ def test_a_long_run_time_is_written_as_people_write_numbers(aws: LocalAWS, capsy
     main(["preflight", *argv])
     out = capsys.readouterr().out
     assert "MaxRuntimeInSeconds 2,000,000" in out and "e+0" not in out
+
+
+@pytest.fixture
+def no_aws(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No stand-in: an AWS call would go to a closed port on this machine and fail (botocore reads
+    AWS_ENDPOINT_URL), so the input's error must come before any call."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+
+
+# --describe-file: a job as DescribeTrainingJob gives it. The base is a real response's shape (the AWS ACK
+# controller's fixture, tests/fixtures/describe_training_job), given the fields the test is about.
+def describe_file(tmp_path: Path, **fields: Any) -> Path:
+    job = load_fixture("describe_training_job/ack_fixture.stopping_describe.json") | fields
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(job))
+    return path
+
+
+P5_JOB = {"ResourceConfig": {"InstanceType": "ml.p5.48xlarge", "InstanceCount": 4, "VolumeSizeInGB": 100}}
+WATCHDOG_OFF = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "0"}
+LONG_DDP_TIMEOUT = {"ddp_timeout": '"3600"', "epochs": "3"}  # as SageMaker's framework estimators send it: JSON
+
+
+def test_a_described_jobs_environment_and_hyperparameters_give_the_watchdog_warnings(
+    aws: LocalAWS, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = describe_file(tmp_path, **P5_JOB, Environment=WATCHDOG_OFF, HyperParameters=LONG_DDP_TIMEOUT)
+    code, report = preflight(capsys, "--describe-file", str(path))
+    assert code == 0 and report["fits"]  # a warning never blocks
+    assert report["launch"]["instance_type"] == "ml.p5.48xlarge" and report["launch"]["instance_count"] == 4
+    assert (
+        report["described_job"]
+        == load_fixture("describe_training_job/ack_fixture.stopping_describe.json")["TrainingJobName"]
+    )
+    off, timeout = report["warnings"]
+    assert off.startswith("TORCH_NCCL_ASYNC_ERROR_HANDLING=0 switches off")
+    assert timeout.startswith("ddp_timeout=3600 s (60 min) is not shorter than trainguard's stall limit (30 min)")
+
+
+def test_the_warnings_in_text_and_from_standard_input(
+    aws: LocalAWS, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = describe_file(tmp_path, **P5_JOB, Environment=WATCHDOG_OFF)
+    monkeypatch.setattr("sys.stdin", io.StringIO(path.read_text()))
+    code = main(["preflight", "--describe-file", "-", "--stall-minutes", "45"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "  WARNING TORCH_NCCL_ASYNC_ERROR_HANDLING=0 switches off" in out and "stall limit (45 min)" in out
+    assert out.splitlines()[-1] == "It fits."
+
+
+def test_a_described_job_with_the_watchdog_on_gets_no_warning(
+    aws: LocalAWS, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = describe_file(tmp_path, **P5_JOB, Environment={"TORCH_NCCL_ASYNC_ERROR_HANDLING": "3"})
+    _, report = preflight(capsys, "--describe-file", str(path), "--hyperparameter", "ddp_timeout=900")
+    assert report["warnings"] == []
+
+
+def test_the_options_win_over_the_described_job(
+    aws: LocalAWS, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = describe_file(tmp_path, **P5_JOB, Environment=WATCHDOG_OFF, HyperParameters=LONG_DDP_TIMEOUT)
+    argv = [
+        "--describe-file",
+        str(path),
+        "--instance-count",
+        "100",
+        "--environment",
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING=3",
+    ]
+    code, report = preflight(capsys, *argv)
+    assert code == 1 and report["launch"]["instance_count"] == 100  # 100 p5 instances: the quota blocks
+    assert [w.split(" ")[0] for w in report["warnings"]] == ["ddp_timeout=3600"]  # the environment's warning is gone
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "not JSON"),
+        ("[1, 2]", "not a DescribeTrainingJob answer"),
+        (json.dumps({**P5_JOB, "Environment": {"NCCL_DEBUG": 3}}), "Environment.NCCL_DEBUG must be a string"),
+        (json.dumps({"ResourceConfig": {"InstanceType": "ml.p5.48xlarge", "InstanceCount": "4"}}), "InstanceCount"),
+        (json.dumps({**P5_JOB, "TrainingJobName": "a\x1b[2Jb"}), "is no SageMaker job name"),
+        # a heterogeneous cluster: ResourceConfig.InstanceGroups, no InstanceType (the ACK controller's fixture)
+        (None, "give --instance-type and --instance-count"),
+    ],
+)
+def test_a_described_job_that_cannot_be_used_exits_2_before_any_aws_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_aws: None, content: str | None, message: str
+) -> None:
+    path = tmp_path / "job.json"
+    instance_groups = load_fixture("describe_training_job/ack_fixture.inprogress_describe_instance_group.json")
+    path.write_text(content if content is not None else json.dumps(instance_groups))
+    assert main(["preflight", "--describe-file", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"trainguard preflight: {path}") and message in err
+
+
+def test_a_missing_describe_file_or_no_launch_at_all_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["preflight", "--describe-file", str(tmp_path / "absent.json")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert main(["preflight"]) == 2
+    assert "give --instance-type and --instance-count, or --describe-file FILE" in capsys.readouterr().err

@@ -164,6 +164,17 @@ def test_a_stop_is_right_only_when_the_job_was_hung_and_trainguard_may_act(
     assert stop_was_right(stopped_job(fault, stop_minutes, allowed=allowed), SimClock(START)) is right
 
 
+def test_a_stop_of_a_parents_hung_job_is_right_only_while_the_setting_allows_it() -> None:
+    """Issue 27: a parent's job (stops_allowed False: never relaunched) may have its verified hang stopped."""
+    job = stopped_job((FaultKind.HANG_BUSY_GPU, 60.0, math.inf), 100.0, allowed=False)
+    job.owned = True
+    assert not stop_was_right(job, SimClock(START))  # the setting stop_stalled_parent_jobs off
+    job.parent_stops_allowed = True
+    assert stop_was_right(job, SimClock(START))
+    job.stop_requested_at = START + timedelta(minutes=50)  # before the hang
+    assert not stop_was_right(job, SimClock(START))
+
+
 # ---- the faults, as botocore and the production wiring take them ------------------------------------------
 
 

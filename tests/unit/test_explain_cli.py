@@ -246,6 +246,22 @@ def test_a_stall_alarm_with_the_job_checks_its_state_and_tags(
     assert answer is not None and answer["decision"] == "ignore" and "grace" in answer["reason"]
 
 
+def test_a_stall_alarm_of_a_pipelines_job_says_it_is_stopped_never_relaunched(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pipeline = {
+        "Key": "sagemaker:pipeline-execution-arn",
+        "Value": "arn:aws:sagemaker:us-east-1:1:pipeline/p/execution/e",
+    }
+    tags = write(tmp_path, "t.json", {"Tags": [{"Key": "trainguard:enabled", "Value": "true"}, pipeline]})
+    event = write(tmp_path, "a.json", stall_alarm_event())
+    job = write(tmp_path, "job.json", running(trained_minutes=10**6))
+    code, answer, _ = run(capsys, "explain", "--event", event, "--describe-job", job, "--tags", tags)
+    assert code == 0 and answer is not None and answer["decision"] == "stop"
+    assert "SageMaker Pipelines" in answer["owner"] and "relaunch it from its checkpoint" not in answer["reason"]
+    assert "never relaunch it" in answer["reason"] and "stop_stalled_parent_jobs off" in answer["reason"]
+
+
 @pytest.mark.parametrize(("name", "state"), [("ServerCpuTooHigh", "ALARM"), ("trainguard-stall-log-silence-j", "OK")])
 def test_alarm_events_trainguard_ignores(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str, state: str

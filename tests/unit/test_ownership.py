@@ -1,4 +1,5 @@
-"""Jobs another service launched: never relaunched, stopped for a stall or given a quota request.
+"""Jobs another service launched: never relaunched or given a quota request; a verified hang is stopped, once,
+and its end relaunches nothing (issue 27), unless the setting stop_stalled_parent_jobs is off.
 
 One case per parent kind, each opted in by tag (tags propagate from the parent), through the job-end,
 stall and failed-launch workflows with in-memory ports; the ledger records why, the owner is told at most.
@@ -14,8 +15,9 @@ import pytest
 
 from tests.cloudtrail_events import envelope_from_record
 from tests.conftest import load_fixture
-from tests.fakes import NOW, ROLE, described_job, fake_ports
+from tests.fakes import NOW, ROLE, FakePorts, described_job, fake_ports
 from trainguard.domain.classification import classify_failure_reason
+from trainguard.domain.message_kinds import MessageKind
 from trainguard.domain.model import Decision
 from trainguard.domain.outcome import OutcomeKind
 from trainguard.domain.ownership import PARENT_KINDS, decide_for_owned_job, find_parent
@@ -125,23 +127,86 @@ def test_batch_retries_capacity_errors_itself_so_nobody_is_told() -> None:
     assert ports.notifier.sent == [] and ports.jobs.created == [] and ports.scheduler.schedules == {}
 
 
-@pytest.mark.parametrize("kind, name, fields, tags, told", PARENT_CASES, ids=CASE_IDS)
-def test_a_parents_hung_job_is_told_never_stopped(
-    kind: str, name: str, fields: dict[str, Any], tags: dict[str, str], told: bool
-) -> None:
-    ports = fake_ports()
+def hung(ports: FakePorts, name: str, fields: dict[str, Any], tags: dict[str, str]) -> AlarmStateChange:
+    """The parent's job, opted in by its tags, training for 2 hours and silent for 1: its log-silence alarm fires."""
     description = parent_job(name, fields, status="InProgress", secondary="Training")
     description["TrainingStartTime"] = NOW - timedelta(hours=2)
     ports.jobs.add(description, {**OPTED_IN, **tags})
     follow_training_state(ports, name)
     ports.job_logs.newest = NOW - timedelta(hours=1)
-    change = AlarmStateChange("evt-1", alarm_name(StallSignal.LOG_SILENCE, name), "ALARM", "OK", "Threshold", NOW)
-    outcome = handle_stall_alarm(ports, change)
-    assert outcome.kind is OutcomeKind.STALL_FOUND and ports.jobs.stops == []
+    return AlarmStateChange("evt-1", alarm_name(StallSignal.LOG_SILENCE, name), "ALARM", "OK", "Threshold", NOW)
+
+
+def stopped_now(ports: FakePorts, name: str, fields: dict[str, Any], tags: dict[str, str]) -> None:
+    """The job's Stopped event: SageMaker has finished the stop trainguard asked for."""
+    ports.jobs.add(parent_job(name, fields, status="Stopped", secondary="Stopped"), {**OPTED_IN, **tags})
+
+
+@pytest.mark.parametrize("kind, name, fields, tags, told", PARENT_CASES, ids=CASE_IDS)
+def test_a_parents_hung_job_is_stopped_once_told_and_never_relaunched(
+    kind: str, name: str, fields: dict[str, Any], tags: dict[str, str], told: bool
+) -> None:
+    ports = fake_ports()
+    outcome = handle_stall_alarm(ports, hung(ports, name, fields, tags))
+    parent = find_parent(job_name=name, description=fields, tags=tags)
+    assert parent is not None
+    assert outcome.kind is OutcomeKind.STALL_STOPPED and outcome.decision == "stop" and ports.jobs.stops == [name]
+    assert "which decides what follows: trainguard never relaunches it" in outcome.reason
+    # The stop is told to every parent's owner, those whose ends are only recorded too (tells_owner False): a stop
+    # destroys work the owner may look for (docs/decisions.md).
+    [message] = ports.notifier.sent
+    assert message.kind == MessageKind.STALL_STOPPED_FOR_OWNER
+    assert "parent decides what follows" in message.subject
+    body = " ".join(message.body.split())
+    assert "Stopped it (StopTrainingJob). It is not relaunched: its parent decides." in body
+    assert f"The job belongs to {parent.describe()}, which decides what follows" in body
+    assert parent.kind.after_stop in body
+    # The stall record is there, so the Stopped event reads as trainguard's stop; and it relaunches nothing.
+    assert ports.stall_ledger.stall_record(name) is not None
+    stopped_now(ports, name, fields, tags)
+    ended = handle_job_end(ports, name)
+    assert ended.kind is OutcomeKind.SKIPPED and ended.decision == "ignore" and ended.category == "stall"
+    assert "No relaunch" in ended.reason and "decides what follows" in ended.reason
+    assert ports.jobs.created == [] and ports.scheduler.schedules == {} and ports.quotas.requests == []
+    assert len(ports.notifier.sent) == 1  # the stop's message said it all
+    recorded = ports.ledger.begin_step(name, "end", NOW).recorded
+    assert recorded["details"]["owner"] == parent.describe() and recorded["reason"] == ended.reason
+    assert handle_job_end(ports, name).kind is OutcomeKind.SKIPPED and ports.jobs.created == []
+
+
+def test_a_redelivered_alarm_does_not_stop_a_parents_job_twice() -> None:
+    ports = fake_ports()
+    _, name, fields, tags, _ = PARENT_CASES[3]  # pipelines
+    change = hung(ports, name, fields, tags)
+    assert handle_stall_alarm(ports, change).kind is OutcomeKind.STALL_STOPPED
+    hung(ports, name, fields, tags)  # a duplicate that still sees InProgress (describe lags the stop)
+    assert handle_stall_alarm(ports, change).kind is OutcomeKind.ALREADY_HANDLED
+    assert ports.jobs.stops == [name] and len(ports.notifier.sent) == 1
+
+
+@pytest.mark.parametrize("kind, name, fields, tags, told", PARENT_CASES, ids=CASE_IDS)
+def test_with_the_setting_off_a_parents_hung_job_is_told_never_stopped(
+    kind: str, name: str, fields: dict[str, Any], tags: dict[str, str], told: bool
+) -> None:
+    ports = fake_ports(stop_stalled_parent_jobs=False)
+    outcome = handle_stall_alarm(ports, hung(ports, name, fields, tags))
+    assert outcome.kind is OutcomeKind.STALL_FOUND and outcome.decision == "notify" and ports.jobs.stops == []
+    assert "stop_stalled_parent_jobs is off" in outcome.reason
     # No stall record: its Stopped event, if any, is not trainguard's.
     assert ports.stall_ledger.stall_record(name) is None
     [message] = ports.notifier.sent
+    assert message.kind == MessageKind.STALL_LEFT_TO_OWNER
     assert "left to its owner" in message.subject and "stop it there" in message.body
+
+
+def test_a_parents_hung_job_in_dry_run_is_told_what_would_be_done() -> None:
+    ports = fake_ports()
+    _, name, fields, tags, _ = PARENT_CASES[5]  # batch
+    outcome = handle_stall_alarm(ports, hung(ports, name, fields, {**tags, "trainguard:actions": "notify"}))
+    assert outcome.kind is OutcomeKind.STALL_FOUND and ports.jobs.stops == []
+    assert "dry run: trainguard would stop it" in outcome.reason and "which decides what follows" in outcome.reason
+    [message] = ports.notifier.sent
+    assert message.kind == MessageKind.STALL_DRY_RUN
 
 
 def blocked_parent_launch(tags: list[dict[str, str]], **identity: Any) -> dict[str, Any]:

@@ -100,10 +100,10 @@ def test_the_tags_give_the_rule_and_its_expectations() -> None:
 @pytest.mark.parametrize(
     ("key", "value", "said"),
     [
-        (KEYS.progress_pattern, "step (\\d+)", "no progress rule (a SageMaker tag value"),
-        (KEYS.progress_interval_seconds, "0", "from 1 to 86400"),
-        (KEYS.progress_interval_seconds, "5m", "from 1 to 86400"),
-        (KEYS.progress_start_seconds, "86401", "from 0 to 86400"),
+        (KEYS.progress_pattern, "step (\\d+)", "could not be read: a SageMaker tag value"),
+        (KEYS.progress_interval_seconds, "0", "from 1 s to 86,400 s; using none"),
+        (KEYS.progress_interval_seconds, "5m", "from 1 s to 86,400 s; using none"),
+        (KEYS.progress_start_seconds, "86401", "from 0 s to 86,400 s; using none"),
     ],
 )
 def test_a_tag_that_cannot_be_used_is_left_out_and_reported(key: str, value: str, said: str) -> None:

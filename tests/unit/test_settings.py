@@ -41,6 +41,7 @@ def test_the_functions_settings_and_their_defaults_are_declared_once() -> None:
 
     from trainguard.config import FunctionSettings, GuardConfig
     from trainguard.domain.policy import PolicyDefaults
+    from trainguard.domain.progress_limits import ProgressSettings
     from trainguard.domain.stalls import StallThresholds
 
     shared = {f.name: f.default for f in fields(FunctionSettings)}
@@ -54,6 +55,13 @@ def test_the_functions_settings_and_their_defaults_are_declared_once() -> None:
         thresholds.gpu_idle_percent,
         thresholds.startup_grace_minutes,
     ]
+    progress = ProgressSettings()
+    assert [shared[f"progress_{n}"] for n in ("interval_factor", "phase_margin_percent", "phase_minutes")] == [
+        progress.interval_factor,
+        progress.phase_margin_percent,
+        progress.phase_minutes,
+    ]
+    assert shared["progress_start_minutes"] == progress.start_minutes
     assert (shared["default_max_retries"], shared["dry_run"]) == (
         PolicyDefaults().max_retries,
         PolicyDefaults().dry_run,
@@ -205,6 +213,16 @@ def test_a_json_string_from_the_command_line_is_parsed() -> None:
         ({"gpu_idle_percent": 51}, "gpu_idle_percent must be an integer from 0 to 50"),
         ({"startup_grace_minutes": -1}, "startup_grace_minutes must be an integer from 0 to 720"),
         ({"startup_grace_minutes": 721}, "startup_grace_minutes must be an integer from 0 to 720"),
+        # The progress rules' defaults, in their tags' bounds (docs/tags.md).
+        ({"progress_interval_factor": 1}, "progress_interval_factor must be an integer from 2 to 20"),
+        ({"progress_interval_factor": 21}, "progress_interval_factor must be an integer from 2 to 20"),
+        ({"progress_phase_margin_percent": 9}, "progress_phase_margin_percent must be an integer from 10 to 1000"),
+        ({"progress_phase_margin_percent": 1001}, "progress_phase_margin_percent must be an integer from 10 to 1000"),
+        ({"progress_phase_minutes": 4}, "progress_phase_minutes must be an integer from 5 to 1440"),
+        ({"progress_phase_minutes": 1441}, "progress_phase_minutes must be an integer from 5 to 1440"),
+        ({"progress_start_minutes": 4}, "progress_start_minutes must be an integer from 5 to 1440"),
+        ({"progress_start_minutes": 1441}, "progress_start_minutes must be an integer from 5 to 1440"),
+        ({"progress_start_minutes": "30"}, "progress_start_minutes must be an integer, not '30'"),
         ({"subscribe_to_training_logs": "true"}, "subscribe_to_training_logs must be true or false"),
         ("{not json", "context 'trainguard' is not valid JSON"),
         (["dry_run"], "context 'trainguard' must be an object, not list"),
@@ -231,3 +249,42 @@ def test_a_function_environment_round_trips_and_a_missing_variable_fails_loudly(
             GuardConfig.from_env(environment)
     with pytest.raises(ConfigError, match="TRAINGUARD_DRY_RUN"):
         GuardConfig.from_env({**config.to_env(), "TRAINGUARD_DRY_RUN": "yes"})
+
+
+@pytest.mark.parametrize(
+    ("variable", "text", "message"),
+    [
+        ("TRAINGUARD_PROGRESS_INTERVAL_FACTOR", "1", "must be an integer from 2 to 20, not 1"),
+        ("TRAINGUARD_PROGRESS_PHASE_MARGIN_PERCENT", "1001", "must be an integer from 10 to 1000, not 1001"),
+        ("TRAINGUARD_PROGRESS_PHASE_MINUTES", "0", "must be an integer from 5 to 1440, not 0"),
+        ("TRAINGUARD_PROGRESS_START_MINUTES", "-5", "must be an integer from 5 to 1440, not -5"),
+        ("TRAINGUARD_PROGRESS_START_MINUTES", "soon", "must be an integer, not 'soon'"),
+    ],
+)
+def test_a_progress_default_out_of_its_bounds_fails_the_function_at_its_cold_start(
+    variable: str, text: str, message: str
+) -> None:
+    """Set by hand on a deployed function (the stack never writes one): the function refuses to start, naming it."""
+    from trainguard.config import ConfigError, GuardConfig
+
+    environment = GuardConfig(ledger_table_name="t", topic_arn="arn:aws:sns:us-east-1:123456789012:t").to_env()
+    assert variable in environment
+    with pytest.raises(ConfigError, match=f"{variable} {message}"):
+        GuardConfig.from_env({**environment, variable: text})
+
+
+def test_the_progress_defaults_reach_the_functions_config() -> None:
+    from trainguard.config import GuardConfig
+    from trainguard.domain.progress_limits import ProgressSettings
+
+    config = GuardConfig(
+        ledger_table_name="t",
+        topic_arn="arn:aws:sns:us-east-1:123456789012:t",
+        progress_interval_factor=5,
+        progress_phase_margin_percent=80,
+        progress_phase_minutes=90,
+        progress_start_minutes=45,
+    )
+    assert GuardConfig.from_env(config.to_env()).progress_defaults == ProgressSettings(
+        interval_factor=5, phase_margin_percent=80, phase_minutes=90, start_minutes=45
+    )

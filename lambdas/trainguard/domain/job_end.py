@@ -21,7 +21,7 @@ from trainguard.domain.fallbacks import Fallback, JobFacts, plan_fallback, spot_
 from trainguard.domain.model import Category, Classification, Decision, TextSource, TrainingJob
 from trainguard.domain.naming import retry_job_name
 from trainguard.domain.outcome import Outcome, OutcomeKind
-from trainguard.domain.ownership import Parent, decide_for_owned_job, find_parent
+from trainguard.domain.ownership import Parent, decide_after_stall_stop, decide_for_owned_job, find_parent
 from trainguard.domain.policy import JobPolicy, TagKeys
 from trainguard.domain.request_builder import RelaunchImpossible, Shape, build_relaunch_request
 from trainguard.domain.wording import counted
@@ -114,6 +114,9 @@ def assess_job_end(job: TrainingJob, policy: JobPolicy, stall_reason: str = "") 
     if not policy.enabled:
         return Assessment(job.name, False, classification, Decision.IGNORE, f"not opted in: {policy.why_not_enabled}")
     parent = managing_parent(job)
+    if parent is not None and stall_reason and job.status == "Stopped":
+        decision, reason = decide_after_stall_stop(parent, stall_reason)
+        return Assessment(job.name, True, classification, decision, reason, parent.describe())
     if parent is not None:
         return _left_to_parent(job, classification, parent)
     decision, reason = classification.decision, classification.reason

@@ -24,6 +24,7 @@ class MessageKind(StrEnum):
     JOB_LEFT_TO_OWNER = "job-left-to-owner"
     # A verified stall (messages.compose_stall_notification).
     STALL_STOPPED = "stall-stopped"
+    STALL_STOPPED_FOR_OWNER = "stall-stopped-for-owner"  # a parent's job: stopped, never relaunched
     STALL_MUTED = "stall-muted"
     STALL_LEFT_TO_OWNER = "stall-left-to-owner"
     STALL_DRY_RUN = "stall-dry-run"
@@ -32,6 +33,9 @@ class MessageKind(StrEnum):
     STUCK_STOPPING = "stuck-stopping"
     # A guarded job that trainguard can watch only in part (watch_messages.compose_partly_watched_notice).
     GPUS_NOT_WATCHED = "gpus-not-watched"
+    # A guarded job watched with defaults in place of stall or progress tags it could not read
+    # (watch_messages.compose_unread_tags_notice).
+    WATCH_TAGS_NOT_READ = "watch-tags-not-read"
     # Quotas (messages.compose_quota_request_closed_notification, compose_waiting_launch_notification).
     QUOTA_REQUEST_APPROVED = "quota-request-approved"
     QUOTA_REQUEST_NOT_APPROVED = "quota-request-not-approved"  # denied, not approved, case closed, invalid

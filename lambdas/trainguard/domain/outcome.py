@@ -17,6 +17,7 @@ class OutcomeKind(StrEnum):
     NOTIFIED = "notified"  # the failure is not one a relaunch fixes: a person is told
     WATCHING = "watching"  # the job is watched for stalls (its alarms exist while it trains)
     PARTLY_WATCHED = "partly-watched"  # watched on log silence, but its GPUs cannot be: told once
+    WATCHED_WITH_DEFAULTS = "watched-with-defaults"  # stall or progress tags it could not read: told once
     STALL_STOPPED = "stall-stopped"  # a verified stall: the job was stopped; its end relaunches it
     STALL_FOUND = "stall-found"  # a verified stall in a dry-run job: told, not stopped
     STUCK_STOPPING = "stuck-stopping"  # a stop that has not finished in 30 minutes: told
@@ -48,6 +49,7 @@ class Outcome:
             OutcomeKind.STUCK_STOPPING,
             OutcomeKind.CHECKPOINT_STALE,
             OutcomeKind.PARTLY_WATCHED,
+            OutcomeKind.WATCHED_WITH_DEFAULTS,
         )
 
     def as_dict(self) -> dict[str, Any]:

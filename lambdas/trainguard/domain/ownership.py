@@ -1,11 +1,16 @@
-"""Training jobs that another service launched and owns: trainguard never acts on them.
+"""Training jobs that another service launched and owns: trainguard never relaunches them; it stops only a hang.
 
 A parent (a tuning job, a pipeline, an AWS Batch queue, ...) runs, retries and counts its own training
 jobs, and tags propagate from it, so its jobs can carry the user's opt-in tag. A relaunch behind its back
 is a copy it does not know of: the pipeline step still fails, Batch retries on its own, and the copy
-burns GPU hours nobody asked for. So a job with a parent's marker is never relaunched, stopped for a stall
+burns GPU hours nobody asked for. So a job with a parent's marker is never relaunched, moved to a fallback
 or given a quota request, whatever its tags say; the ledger records why, and the owner is told at most
 once per decision, with the parent's own retry named.
+
+A verified hang is the one thing trainguard acts on (issue 27): stopping it is what the owner would do, and the
+parent's own failure handling takes over from the stopped job (`after_stop`: what AWS documents each parent does
+then). The setting `stop_stalled_parent_jobs` turns this off; the job is then told, never stopped. The stopped
+job's end is recorded, not relaunched and not told again: the stop's message already told the owner.
 
 A marker in either the description (DescribeTrainingJob), the tags (ListTags), the job's name or, for a
 launch seen only through CloudTrail, the caller's identity is enough: a doubt leaves the job alone.
@@ -39,6 +44,9 @@ class ParentKind:
     retries_itself: frozenset[Category] = frozenset()
     own_retry: str = ""  # what the owner should use instead of trainguard
     source: str = ""
+    # What the parent does with a child that was stopped, as far as AWS documents it (docs/decisions.md, "Hangs of
+    # jobs a parent owns", has the quotes and their pages); told when trainguard stops a hang of its job.
+    after_stop: str = ""
 
 
 PARENT_KINDS: tuple[ParentKind, ...] = (
@@ -50,6 +58,14 @@ PARENT_KINDS: tuple[ParentKind, ...] = (
         tells_owner=False,
         own_retry="the tuning job's TrainingJobDefinition.RetryStrategy",
         source="botocore sagemaker DescribeTrainingJobResponse.TuningJobArn",
+        # botocore TrainingJobStatusCounters.Stopped: "The number of training jobs launched by a hyperparameter tuning
+        # job that were manually stopped"; RetryStrategy: "The retry strategy to use when a training job fails due to
+        # an InternalServerError" (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_RetryStrategy.html).
+        after_stop=(
+            "The tuning job counts it as Stopped in its TrainingJobStatusCounters. Its RetryStrategy covers only "
+            "InternalServerError failures, so it does not retry this trial; AWS does not document whether the tuner "
+            "starts another trial in its place."
+        ),
     ),
     ParentKind(
         "an Autopilot (AutoML) job",
@@ -59,6 +75,11 @@ PARENT_KINDS: tuple[ParentKind, ...] = (
         # https://docs.aws.amazon.com/sagemaker/latest/dg/pipelines-retry-policy.html: "Jobs running inside both
         # the tuning and AutoML steps conduct retries internally"
         source="botocore sagemaker DescribeTrainingJobResponse.AutoMLJobArn",
+        # botocore AutoMLCandidate.CandidateStatus: Completed | InProgress | Failed | Stopped | Stopping.
+        after_stop=(
+            "Autopilot can record the candidate as Stopped; AWS does not document whether it trains another "
+            "candidate in its place."
+        ),
     ),
     ParentKind(
         "a Ground Truth labeling job",
@@ -68,6 +89,7 @@ PARENT_KINDS: tuple[ParentKind, ...] = (
         tells_owner=False,
         own_retry="the labeling job",
         source="botocore sagemaker DescribeTrainingJobResponse.LabelingJobArn",
+        after_stop="AWS does not document what a labeling job does when its training job is stopped.",
     ),
     ParentKind(
         "a SageMaker Pipelines execution",
@@ -81,6 +103,14 @@ PARENT_KINDS: tuple[ParentKind, ...] = (
             "SageMaker.RESOURCE_LIMIT), which start a new job the pipeline knows of"
         ),
         source="https://docs.aws.amazon.com/sagemaker/latest/dg/pipelines-retry-policy.html",
+        # The retry policy's SageMaker exception types are InternalServerError, EC2 capacity and resource limits
+        # (pipelines-retry-policy.html); none is a stopped job. botocore's StepStatus has Stopped and Failed, and AWS
+        # does not say which a step whose job was stopped outside the pipeline takes.
+        after_stop=(
+            "A training step's RetryPolicies retry only SageMaker.JOB_INTERNAL_ERROR, SageMaker.CAPACITY_ERROR and "
+            "SageMaker.RESOURCE_LIMIT, and a stopped job is none of them; AWS does not document how the step ends. "
+            "Run the execution again with RetryPipelineExecution, or start a new one."
+        ),
     ),
     ParentKind(
         "an AWS Batch job queue",
@@ -101,6 +131,14 @@ PARENT_KINDS: tuple[ParentKind, ...] = (
             "'Received status from SageMaker: InternalServerError*'); Batch retries capacity errors by itself"
         ),
         source="https://docs.aws.amazon.com/aws-managed-policy/latest/reference/AWSBatchServiceRolePolicyForSageMaker.html",
+        # "FAILED | Stopped | Stopped | SageMaker Training job was manually stopped using StopTrainingJob."
+        # (https://docs.aws.amazon.com/batch/latest/userguide/service-job-status.html); the retry strategy retries
+        # failed service jobs (service-job-retries.html). The statusReason of a stopped job is not documented.
+        after_stop=(
+            "AWS Batch marks the service job FAILED. Its retryStrategy then starts a new attempt if attempts are "
+            "left and no evaluateOnExit rule exits it; AWS does not document the statusReason Batch gives a stopped "
+            "job, so a rule that matches only it cannot be written from the docs."
+        ),
     ),
     ParentKind(
         "an AWS Step Functions execution",
@@ -111,6 +149,10 @@ PARENT_KINDS: tuple[ParentKind, ...] = (
         tag_values=(("MANAGED_BY_AWS", "STARTED_BY_STEP_FUNCTIONS"),),
         own_retry="the state's Retry field in the state machine",
         source="https://docs.aws.amazon.com/step-functions/latest/dg/connect-sagemaker.html",
+        after_stop=(
+            "AWS does not document what a SageMaker task of Step Functions reports when its job is stopped outside "
+            "it; the state's Retry and Catch decide on whatever it reports."
+        ),
     ),
 )
 
@@ -169,7 +211,34 @@ def owner_sentence(parent: Parent) -> str:
     """The sentence a reason and a notification give: who owns the job, and what to use instead."""
     return (
         f"The job belongs to {parent.describe()}. That parent runs and retries its own training jobs; trainguard "
-        f"never relaunches, stops or requests quotas for it, whatever its tags say. Use {parent.kind.own_retry}."
+        f"never relaunches it or requests quotas for it, whatever its tags say. Use {parent.kind.own_retry}."
+    )
+
+
+STOP_SETTING = "stop_stalled_parent_jobs"
+
+
+def stall_left_to_parent(reason: str, parent: Parent) -> str:
+    """Why a verified hang of a parent's job is told, not stopped: the deployment turned those stops off."""
+    return (
+        f"{reason}. Not stopped: the setting {STOP_SETTING} is off, so trainguard only tells. {owner_sentence(parent)}"
+    )
+
+
+def stall_stopped_for_parent(reason: str, parent: Parent) -> str:
+    """Why a verified hang of a parent's job is stopped, and what follows: never a relaunch, the parent decides."""
+    return (
+        f"{reason}. The job belongs to {parent.describe()}, which decides what follows: trainguard never relaunches it"
+    )
+
+
+def decide_after_stall_stop(parent: Parent, stall_reason: str) -> tuple[Decision, str]:
+    """A parent's job that trainguard stopped as hung has ended: recorded (IGNORE), never relaunched, and not told
+    again, since the stop's own message told the owner and named what the parent does next."""
+    first = stall_reason.split(". ", 1)[0]  # the evidence; the rest names the parent, said again here
+    return Decision.IGNORE, (
+        f"trainguard stopped the job as stalled ({first}). No relaunch: the job belongs to {parent.describe()}, which "
+        f"decides what follows. {parent.kind.after_stop} The owner was told when it was stopped."
     )
 
 

@@ -11,6 +11,8 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
+from trainguard.domain.wording import format_value
+
 # Actions a tag may allow. `notify` is always done; a job whose actions are only
 # `notify` runs in dry-run: trainguard says what it would do and does nothing.
 KNOWN_ACTIONS = frozenset({"notify", "retry", "stop", "quota"})
@@ -109,13 +111,18 @@ class TagKeys:
 
 @dataclass(frozen=True)
 class TagProblem:
+    """A tag whose value trainguard cannot use: its key and value as written, what it uses instead, and why."""
+
     key: str
     value: str
     fallback: str
+    why: str = ""  # what the value must be, or what is wrong with it ("" when the fallback says it)
 
     def describe(self) -> str:
+        """One line: the value is quoted (it is the job's text), never inside trainguard's parentheses."""
         shown = self.value if len(self.value) <= 60 else self.value[:57] + "..."
-        return f"tag {self.key}={shown!r} could not be read; using {self.fallback}"
+        why = f": {self.why}" if self.why else ""
+        return f"tag {self.key}={shown!r} could not be read{why}; using {self.fallback}"
 
 
 @dataclass(frozen=True)
@@ -233,7 +240,8 @@ def read_int_tag(
     text = tags[key].strip()
     if re.fullmatch(r"[0-9]{1,6}", text) and low <= int(text) <= high:
         return int(text)
-    problems.append(TagProblem(key, tags[key], f"the default of {default}{unit}"))
+    why = f"it must be a whole number from {format_value(low)}{unit} to {format_value(high)}{unit}"
+    problems.append(TagProblem(key, tags[key], f"the default of {default}{unit}", why))
     return default
 
 

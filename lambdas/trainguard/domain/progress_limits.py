@@ -82,20 +82,42 @@ _STORED: dict[str, type | tuple[type, ...]] = {
 }
 
 
+@dataclass(frozen=True)
+class FigureRange:
+    """The bounds of one of the progress rules' figures, the same for the job's tag and the deployer's default."""
+
+    tag: str  # the tag's name after the prefix; the setting is its name with underscores (progress_start_minutes)
+    low: int
+    high: int
+    unit: str  # after the figure in a message: " min", "%", " times"
+
+    @property
+    def setting(self) -> str:
+        return self.tag.replace("-", "_")
+
+
+# The figures a deployer sets for every job (infra/settings.py, trainguard.config) and a job's tags override, by
+# ProgressSettings field.
+FIGURE_RANGES = {
+    "interval_factor": FigureRange("progress-interval-factor", 2, 20, " times"),
+    "phase_margin_percent": FigureRange("progress-phase-margin-percent", 10, 1000, "%"),
+    "phase_minutes": FigureRange("progress-phase-minutes", 5, 1440, " min"),
+    "start_minutes": FigureRange("progress-start-minutes", 5, 1440, " min"),
+}
+
+
 def read_progress_settings(tags: Mapping[str, str], defaults: ProgressSettings, keys: TagKeys) -> ProgressSettings:
-    """The job's progress settings: the defaults, overridden per job by tag; bad values fall back and are reported."""
+    """The job's progress settings: the defaults (the deployer's), overridden per job by tag; bad values fall back
+    to the defaults and are reported."""
     problems: list[TagProblem] = []
     rule = read_rule_tags(tags, keys)
     problems += rule.problems
-
-    def number(name: str, default: int, low: int, high: int, unit: str) -> int:
-        return read_int_tag(tags, keys.key(name), default, low, high, problems, unit)
-
+    figures = {
+        name: read_int_tag(tags, keys.key(r.tag), getattr(defaults, name), r.low, r.high, problems, r.unit)
+        for name, r in FIGURE_RANGES.items()
+    }
     return ProgressSettings(
-        interval_factor=number("progress-interval-factor", defaults.interval_factor, 2, 20, " times"),
-        phase_margin_percent=number("progress-phase-margin-percent", defaults.phase_margin_percent, 10, 1000, "%"),
-        phase_minutes=number("progress-phase-minutes", defaults.phase_minutes, 5, 1440, " min"),
-        start_minutes=number("progress-start-minutes", defaults.start_minutes, 5, 1440, " min"),
+        **figures,
         interval_seconds=rule.interval_seconds,
         start_seconds=rule.start_seconds,
         pattern=rule.rule.template if rule.rule else "",

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from trainguard.domain.policy import TagKeys, TagProblem, read_int_tag
 from trainguard.domain.progress_reading import NUMBER, STEP, ProgressReading, Reader, read_number
+from trainguard.domain.wording import format_value
 
 MAX_TEMPLATE_CHARS = 256  # SageMaker's TagValue max
 ANY_CHARS = 256
@@ -87,7 +88,7 @@ def read_rule_tags(tags: Mapping[str, str], keys: TagKeys) -> RuleTags:
         value = tags[keys.progress_pattern]
         rule_or_reason = compile_template(value)
         if isinstance(rule_or_reason, str):
-            problems.append(TagProblem(keys.progress_pattern, value, f"no progress rule ({rule_or_reason})"))
+            problems.append(TagProblem(keys.progress_pattern, value, "no progress rule of its own", rule_or_reason))
         else:
             rule = rule_or_reason
     interval = _seconds(tags, keys.progress_interval_seconds, 1, problems)
@@ -101,7 +102,8 @@ def _seconds(tags: Mapping[str, str], key: str, low: int, problems: list[TagProb
     found: list[TagProblem] = []
     value = read_int_tag(tags, key, -1, low, MAX_SECONDS, found, unit=" s")
     if found:
-        problems.append(TagProblem(key, tags[key], f"none (a whole number of seconds from {low} to {MAX_SECONDS})"))
+        why = f"it must be a whole number from {format_value(low)} s to {format_value(MAX_SECONDS)} s"
+        problems.append(TagProblem(key, tags[key], "none", why))
         return None
     return value
 

@@ -16,6 +16,7 @@ from trainguard.domain.wording import format_value, full_stop, sentence
 
 _STALL_HEADLINES = {
     MessageKind.STALL_STOPPED: "{job} stalled: stopped",
+    MessageKind.STALL_STOPPED_FOR_OWNER: "{job} stalled: stopped, its parent decides what follows",
     MessageKind.STALL_MUTED: "{job} stalled, alarm muted",
     MessageKind.STALL_LEFT_TO_OWNER: "{job} stalled, left to its owner",
     MessageKind.STALL_DRY_RUN: "{job} stalled, dry run",
@@ -33,10 +34,10 @@ _PROGRESS_RULES = {
 
 def stall_kind(verdict: StallVerdict) -> MessageKind:
     if verdict.act:
-        return MessageKind.STALL_STOPPED
+        return MessageKind.STALL_STOPPED_FOR_OWNER if verdict.parent else MessageKind.STALL_STOPPED
     if verdict.muted_by:
         return MessageKind.STALL_MUTED
-    return MessageKind.STALL_LEFT_TO_OWNER if verdict.owner else MessageKind.STALL_DRY_RUN
+    return MessageKind.STALL_LEFT_TO_OWNER if verdict.parent_stops_off else MessageKind.STALL_DRY_RUN
 
 
 def compose_stall_notification(
@@ -67,7 +68,7 @@ def compose_stall_notification(
         happened=f"{job_name} is InProgress but stalled. Signal: {signal}. {sentence(verdict.reason)}",
         did=did,
         why="A hung job bills every instance until MaxRuntimeInSeconds. trainguard stops a stall only after it has "
-        "checked fresh evidence: the alarm is only the hint.",
+        f"checked fresh evidence: the alarm is only the hint.{_parents_part(verdict)}",
         outcome=outcome.kind.value,
         decision=outcome.decision or "none",
         category="stall",
@@ -80,6 +81,16 @@ def compose_stall_notification(
             ("GPU use per host, its peak over the idle window", gpu_peaks(evidence)),
             ("Checkpoint", sentence(checkpoint.describe(now))),
         ),
+    )
+
+
+def _parents_part(verdict: StallVerdict) -> str:
+    """For a job a parent owns: why trainguard never relaunches it."""
+    if verdict.parent is None:
+        return ""
+    return (
+        " It never relaunches a job another service owns: the parent would not know of the copy, and its own "
+        "retries run too."
     )
 
 
@@ -139,6 +150,11 @@ def what_was_done(verdict: StallVerdict, stopped: bool, muted_until: datetime | 
     """The message's "What trainguard did" for a stall verdict, and the outcome's kind: `stopped` when the stop
     trainguard asked for is under way (workflows/stall_alarm.py; `trainguard test-notification` renders its
     samples with this too)."""
+    if verdict.act and verdict.parent and stopped:
+        did = (
+            f"Stopped it (StopTrainingJob). It is not relaunched: its parent decides. {verdict.parent.kind.after_stop}"
+        )
+        return did, OutcomeKind.STALL_STOPPED
     if verdict.act:
         did = (
             "Stopped it (StopTrainingJob). When it has stopped, trainguard relaunches it from its last checkpoint, "
@@ -147,8 +163,11 @@ def what_was_done(verdict: StallVerdict, stopped: bool, muted_until: datetime | 
             else "Nothing: the job had already left InProgress when trainguard tried to stop it."
         )
         return did, OutcomeKind.STALL_STOPPED
-    if verdict.owner:
-        did = f"Nothing: the job belongs to {verdict.owner}. It keeps running, and billing: stop it there."
+    if verdict.parent_stops_off and verdict.parent:
+        did = (
+            f"Nothing: the setting stop_stalled_parent_jobs is off. The job belongs to {verdict.parent.describe()}. "
+            "It keeps running, and billing: stop it there."
+        )
         return did, OutcomeKind.STALL_FOUND
     if verdict.muted_by and muted_until is not None:
         did = (

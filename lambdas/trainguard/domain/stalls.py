@@ -14,7 +14,8 @@ No verdict while the job is not Training (Starting, Downloading, Uploading, ...)
 `startup-grace-minutes` (default 20) after training (re)started: a first checkpoint load or a
 compile step is not a hang. Silence is counted from the end of the grace at the earliest, so a job
 silent from its start is stopped no sooner than grace + limit. A stall alarm muted by a CloudWatch
-alarm mute rule is told, never acted on.
+alarm mute rule is told, never acted on. A hang of a job a parent owns (ownership.py) is stopped like any other,
+never relaunched, unless the setting `stop_stalled_parent_jobs` is off: then it is told, never stopped.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from enum import StrEnum
 
 from trainguard.domain.log_rhythm import LogRhythm, SilenceLimit, lowered, silence_limit
 from trainguard.domain.model import TrainingJob, instances_of
-from trainguard.domain.ownership import find_parent, owner_sentence
+from trainguard.domain.ownership import Parent, find_parent, stall_left_to_parent, stall_stopped_for_parent
 from trainguard.domain.policy import JobPolicy, TagKeys, TagProblem, read_int_tag
 from trainguard.domain.progress_limits import ProgressCheck, ProgressSettings, judge_progress
 from trainguard.domain.progress_watch import ProgressState
@@ -164,7 +165,8 @@ class StallVerdict:
     act: bool  # stalled and the job's actions allow a stop (not a dry run)
     reason: str
     silence: timedelta | None = None
-    owner: str = ""  # the parent that owns the job: a stall is told, never stopped
+    parent: Parent | None = None  # the service that owns the job: a stop is never followed by a relaunch
+    parent_stops_off: bool = False  # a parent's job, told only: the setting stop_stalled_parent_jobs is off
     # Set the alarm back to OK: it fired during the startup grace, and would stay in ALARM and send no new
     # event when the grace ends; back in OK, it fires again if the condition still holds. Other "not a
     # stall" verdicts clear themselves (the metric moves back) or are covered by the other signal (idle GPUs
@@ -213,9 +215,11 @@ def judge_stall(
     now: datetime,
     *,
     muted_by: str = "",
+    stop_parent_jobs: bool = True,
 ) -> StallVerdict:
     """Is the job stalled now, by this signal? The alarm is a hint; this is checked on fresh facts.
-    `muted_by`: the mute rule that muted the alarm (the team said "leave it alone for now")."""
+    `muted_by`: the mute rule that muted the alarm (the team said "leave it alone for now").
+    `stop_parent_jobs`: the setting stop_stalled_parent_jobs (off: a parent's hung job is told, never stopped)."""
     if not policy.enabled:
         return StallVerdict(False, False, f"not opted in: {policy.why_not_enabled}")
     grace = grace_reason(job, thresholds, now)
@@ -277,16 +281,18 @@ def judge_stall(
         )
     check = progress.check if progress is not None else None
     parent = find_parent(job_name=job.name, description=job.description, tags=job.tags)
+    if parent is not None and not stop_parent_jobs:
+        why = stall_left_to_parent(reason, parent)
+        return StallVerdict(True, False, why, silence, parent, True, limit=limit, progress=check)
     if parent is not None:
-        why = f"{reason}. Not stopped: {owner_sentence(parent)}"
-        return StallVerdict(True, False, why, silence, parent.describe(), limit=limit, progress=check)
+        reason = stall_stopped_for_parent(reason, parent)
     if muted_by:
         why = f"{reason}. Not stopped: the alarm is muted by {muted_by}, so trainguard only tells"
-        return StallVerdict(True, False, why, silence, limit=limit, muted_by=muted_by, progress=check)
+        return StallVerdict(True, False, why, silence, parent, limit=limit, muted_by=muted_by, progress=check)
     if not policy.allows("stop"):
         why = f"{reason}; dry run: trainguard would stop it, but does nothing"
-        return StallVerdict(True, False, why, silence, limit=limit, progress=check)
-    return StallVerdict(True, True, reason, silence, limit=limit, progress=check)
+        return StallVerdict(True, False, why, silence, parent, limit=limit, progress=check)
+    return StallVerdict(True, True, reason, silence, parent, limit=limit, progress=check)
 
 
 def _gpus_idle(evidence: StallEvidence, thresholds: StallThresholds) -> tuple[bool, str]:

@@ -1,5 +1,6 @@
 """A stall alarm went to ALARM: describe the job again, gather the evidence, judge, stop it once, record
-the stall with its evidence, and tell. The job's Stopped event then relaunches it (job_ended.py).
+the stall with its evidence, and tell. The job's Stopped event then relaunches it (job_ended.py), unless a
+parent owns the job (domain/ownership.py): then it is recorded, and the parent decides what follows.
 
 A muted alarm (an alarm mute rule: the team said "leave it alone for now") is judged the same way, but a
 stall is only told, once per mute, and the alarm is left in ALARM until the mute window ends: the prober
@@ -17,7 +18,6 @@ from trainguard.domain.log_rhythm import LogRhythm
 from trainguard.domain.model import Category, Decision, TrainingJob
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
 from trainguard.domain.policy import read_job_policy
-from trainguard.domain.progress_limits import ProgressSettings
 from trainguard.domain.progress_lines import read_progress_line
 from trainguard.domain.progress_watch import ProgressState, advance
 from trainguard.domain.stall_messages import compose_stall_notification, what_was_done
@@ -64,7 +64,10 @@ def handle_stall_alarm(ports: StallAlarmsPorts, change: AlarmStateChange) -> Out
     evidence = gather_evidence(ports, job, thresholds, now)
     muted = change.mute is not None and (change.mute.window_end is None or change.mute.window_end > now)
     muted_by = change.mute.rule_name if muted and change.mute else ""
-    verdict = judge_stall(signal, job, policy, thresholds, evidence, now, muted_by=muted_by)
+    stop_parent_jobs = ports.config.stop_stalled_parent_jobs
+    verdict = judge_stall(
+        signal, job, policy, thresholds, evidence, now, muted_by=muted_by, stop_parent_jobs=stop_parent_jobs
+    )
     if not verdict.stalled:
         if verdict.defer and evidence.last_log_time is not None:
             ports.stall_ledger.defer(job.name, evidence.last_log_time)
@@ -115,7 +118,7 @@ def gather_evidence(
     since = gpu_window_start(thresholds, newest, now)
     gpu = ports.gpu_metrics.busiest_by_host(job.name, hosts, since, now)
     deferred = bool(watched) and watched[0].silence_deferred and watched[0].last_log_time == newest
-    settings = watched[0].progress_settings if watched else ProgressSettings()
+    settings = watched[0].progress_settings if watched else ports.config.progress_defaults
     return StallEvidence(newest, line, gpu, gpus_per_host(instance_type), rhythm, deferred, progress, settings)
 
 
@@ -163,7 +166,7 @@ def _act(
         # the job's Stopped event reads as a person's stop and the stalled job is never relaunched.
         ports.stall_ledger.record_stall(job.name, record, now)
         stopped = ports.jobs.stop(job.name) or _stop_is_ours(ports, job.name)
-    elif not verdict.owner and verdict.muted_by and muted_until is not None:
+    elif verdict.muted_by and muted_until is not None:
         record["muted_by"] = verdict.muted_by
     did, kind = what_was_done(verdict, stopped, muted_until)
     decision = Decision.STOP if verdict.act else Decision.NOTIFY

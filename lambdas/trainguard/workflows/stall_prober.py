@@ -26,6 +26,7 @@ from trainguard.domain.stalls import StallSignal, alarm_name, parse_alarm_name
 from trainguard.domain.watched_job import WatchedJob, is_stuck_stopping, stall_over_limit, stuck_stopping_reason
 from trainguard.workflows.function_ports import StallProberPorts
 from trainguard.workflows.once import once
+from trainguard.workflows.stall_watch import WATCH_STARTED
 from trainguard.workflows.watch_discovery import watch_unwatched_jobs
 
 SWEEP_EVERY_MINUTES = 15
@@ -57,7 +58,7 @@ def probe(ports: StallProberPorts) -> ProbeReport:
         )
         report.outcomes += [outcome for outcome in told if outcome is not None]
     started = watch_unwatched_jobs(ports, {job.job_name for job in watched}, now)
-    report.started = [o.job_name for o in started if o.kind in (OutcomeKind.WATCHING, OutcomeKind.PARTLY_WATCHED)]
+    report.started = [o.job_name for o in started if o.kind in WATCH_STARTED]
     report.outcomes += started
     if now.minute % SWEEP_EVERY_MINUTES == 0:
         # the jobs just started are watched too: their alarms are no orphans

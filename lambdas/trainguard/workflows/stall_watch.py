@@ -8,11 +8,11 @@ from datetime import datetime
 
 from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
-from trainguard.domain.policy import read_job_policy
-from trainguard.domain.progress_limits import ProgressSettings, read_progress_settings
+from trainguard.domain.policy import TagProblem, read_job_policy
+from trainguard.domain.progress_limits import read_progress_settings
 from trainguard.domain.stall_alarms import StallAlarmPlan, plan_stall_alarms
 from trainguard.domain.stalls import job_hosts, read_stall_thresholds
-from trainguard.domain.watch_messages import compose_partly_watched_notice
+from trainguard.domain.watch_messages import compose_partly_watched_notice, compose_unread_tags_notice
 from trainguard.domain.watched_job import WatchedJob
 from trainguard.workflows.function_ports import StallWatchPorts, WatchStartPorts
 from trainguard.workflows.once import once
@@ -20,6 +20,9 @@ from trainguard.workflows.ports import fresh
 
 WATCHED_STATUSES = ("InProgress", "Stopping")
 PARTLY_WATCHED_STEP = "gpus-not-watched"
+UNREAD_TAGS_STEP = "watch-tags-not-read"
+# What follow_training_state returns when the job is watched (else a skip).
+WATCH_STARTED = frozenset({OutcomeKind.WATCHING, OutcomeKind.PARTLY_WATCHED, OutcomeKind.WATCHED_WITH_DEFAULTS})
 
 
 def follow_training_state(ports: WatchStartPorts, job_name: str) -> Outcome:
@@ -45,16 +48,36 @@ def follow_training_state(ports: WatchStartPorts, job_name: str) -> Outcome:
         training_since=job.training_since if job.secondary_status == "Training" else None,
         stopping_since=ports.clock() if job.status == "Stopping" else None,
         checkpoint_uri=job.checkpoint_s3_uri,
-        progress_settings=read_progress_settings(job.tags, ProgressSettings(), ports.keys),
+        progress_settings=read_progress_settings(job.tags, ports.config.progress_defaults, ports.keys),
     )
     plan = plan_stall_alarms(job.name, instance_type, hosts, thresholds, keys=ports.keys)
     ports.stall_ledger.watch(watched)  # first: the orphan sweep deletes alarms of jobs not in this list
     if job.secondary_status == "Training":
         ports.alarms.create(plan)
     phase = "training" if watched.training_since else job.secondary_status or job.status
+    problems = (*thresholds.problems, *watched.progress_settings.problems)
+    told = _tell_unread_tags(ports, job.name, problems, ports.clock()) if problems else None
     if plan.gpu_unwatched:
         return _tell_partly_watched(ports, plan, f"{phase}, {hosts} hosts", ports.clock())
-    return Outcome(OutcomeKind.WATCHING, job.name, f"watched for stalls ({phase}, {hosts} hosts)")
+    return told or Outcome(OutcomeKind.WATCHING, job.name, f"watched for stalls ({phase}, {hosts} hosts)")
+
+
+def _tell_unread_tags(
+    ports: WatchStartPorts, job_name: str, problems: tuple[TagProblem, ...], now: datetime
+) -> Outcome | None:
+    """Watched with defaults in place of the tags it could not read: its owners are told once per job (not at each
+    state change, nor at each prober cycle that starts it), never left to find out. The outcome when told now."""
+    reason = "watched for stalls with defaults in place of tags it could not read: " + "; ".join(
+        problem.describe() for problem in problems
+    )
+    # skip_if_busy: a start of the same job telling it at this moment (a state change beside the prober's discovery)
+    # is left to do so, and this start, which may be one of many in a prober cycle, does not fail for it.
+    with once(ports, job_name, UNREAD_TAGS_STEP, now, skip_if_busy=True) as step:
+        if step.done or step.busy:
+            return None
+        outcome = Outcome(OutcomeKind.WATCHED_WITH_DEFAULTS, job_name, reason, Decision.NOTIFY, Category.IN_PROGRESS)
+        ports.notifier.publish(compose_unread_tags_notice(job_name, problems, ports.region, now))
+        return step.record(outcome)
 
 
 def _tell_partly_watched(ports: WatchStartPorts, plan: StallAlarmPlan, where: str, now: datetime) -> Outcome:

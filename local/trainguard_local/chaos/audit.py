@@ -187,12 +187,12 @@ def stop_was_right(job: JobTruth, clock: SimClock) -> bool:
     a stop in a healthy silence or on a false alarm is wrong."""
     assert job.stop_requested_at is not None
     hung = job.activity is not None and job.activity.hung_at(clock.hours_of(job.stop_requested_at))
-    return job.stops_allowed and hung
+    return job.hang_stops_allowed and hung
 
 
 def _due_a_stop(job: JobTruth) -> bool:
     """Hung for good (its fault's ending) and trainguard may act on it."""
-    return job.kind in HANG_KINDS and job.stops_allowed and job.hung
+    return job.kind in HANG_KINDS and job.hang_stops_allowed and job.hung
 
 
 def _stops(run: ChaosRun, audit: Audit) -> None:

@@ -26,7 +26,7 @@ class JobTruth:
     instance_type: str
     hosts: int
     opted_in: bool
-    stops_allowed: bool  # opted in, not in dry run, and not a parent's (a pipeline's, a Batch queue's) job
+    stops_allowed: bool  # opted in, not in dry run, and not a parent's job: relaunched, stopped when hung, its wall met
     max_retries: int
     checkpoint_every_minutes: float
     failure_reason: str = ""
@@ -38,7 +38,15 @@ class JobTruth:
     end_status: str = ""
     retry_of: str = ""
     launched: bool = True  # False for a user's launch refused by a quota
-    owned: bool = False  # a parent launched it (domain/ownership.py): never acted on, whatever its tags
+    owned: bool = False  # a parent launched it (domain/ownership.py): never relaunched, whatever its tags
+    # A parent's job, opted in, not in dry run, with the setting stop_stalled_parent_jobs on: its verified hang is
+    # stopped like any other (issue 27), and its end is still never relaunched.
+    parent_stops_allowed: bool = False
+
+    @property
+    def hang_stops_allowed(self) -> bool:
+        """Whether trainguard may stop this job's verified hang."""
+        return self.stops_allowed or self.parent_stops_allowed
 
     @property
     def ending(self) -> Ending:

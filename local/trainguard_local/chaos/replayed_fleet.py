@@ -75,6 +75,10 @@ class ReplayedFleet:
             hosts=min(spec.instance_count, MAX_HOSTS),
             opted_in=enabled,
             stops_allowed=enabled and not dry_run and not spec.owner,
+            parent_stops_allowed=enabled
+            and not dry_run
+            and bool(spec.owner)
+            and self.aws.config.stop_stalled_parent_jobs,
             max_retries=int(tags.get("trainguard:max-retries") or self.defaults.default_max_retries),
             checkpoint_every_minutes=spec.checkpoint_every_minutes,
             failure_reason=(fault.failure_reason or "") if fault else "",
@@ -144,6 +148,7 @@ class ReplayedFleet:
             hosts=parent.hosts,
             opted_in=parent.opted_in,
             stops_allowed=parent.stops_allowed,
+            parent_stops_allowed=parent.parent_stops_allowed,
             owned=parent.owned,
             max_retries=parent.max_retries,
             checkpoint_every_minutes=parent.checkpoint_every_minutes,
@@ -206,7 +211,7 @@ class ReplayedFleet:
         truth.activity.strike(FaultKind(truth.kind), self.hours(self.schedule.clock()))
         for plan in self.on_hang:
             plan(truth)
-        if not truth.stops_allowed:  # nobody else will: a person stops it after a while
+        if not truth.hang_stops_allowed:  # nobody else will: a person stops it after a while
             self.schedule.after(PERSON_STOPS_HUNG_AFTER, lambda: self._person_stops(truth))
 
     def _person_stops(self, truth: JobTruth) -> None:

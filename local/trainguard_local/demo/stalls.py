@@ -86,10 +86,11 @@ class StallAct:
     def note(self, job: str, what: str) -> None:
         self.story.add(self.minute_of(self.kernel.now), job, what)
 
-    def launch(self, job: JobSpec) -> None:
+    def launch(self, job: JobSpec, tags: dict[str, str] | None = None) -> None:
+        """`tags`: the job's own beside the opt-in (a parent's markers, for tests/integration/test_parent_stalls.py)."""
         from trainguard.handlers import job_events
 
-        tags = {"trainguard:enabled": "true", "team": "stalls-demo"}
+        tags = {"trainguard:enabled": "true", "team": "stalls-demo", **(tags or {})}
         request = training_request(job.name, job.instance_type, job.instance_count, tags)
         self.aws.client("sagemaker").create_training_job(**request)
         uri = request["CheckpointConfig"]["S3Uri"]
