@@ -158,7 +158,7 @@ def progress_goals(guard: dict[str, Any]) -> list[GoalCheck]:
         return None if p95 is None else p95 <= limit
 
     chatty, livelock = reporting[CHATTY]["p95"], reporting["by_kind"].get("livelock", {}).get("p95")
-    intervals, silent = reporting["in_intervals"]["p95"], by_reporting["none"][CHATTY]["p95"]
+    intervals, silent = reporting["in_intervals"]["p95"], by_reporting["none"]["silent"][CHATTY]["p95"]
     quiet_limit = SILENT_CHATTY_MINUTES + DETECT_SLACK_MINUTES
     wrong = sum(count for cls, count in guard["wrong_actions_by_reporting"].items() if cls != "none")
     return [
@@ -171,7 +171,7 @@ def progress_goals(guard: dict[str, Any]) -> list[GoalCheck]:
                   _minutes(livelock), within(livelock, LIVELOCK_STOP_MINUTES)),
         GoalCheck(27, "no wrong action on a job that reports progress, however long its announced phases",
                   f"{wrong}", wrong == 0),
-        GoalCheck(27, f"a hang of a job that reports nothing and logs more than once a minute stopped within "
+        GoalCheck(27, f"a silent hang of a job that reports nothing and logs more than once a minute stopped within "
                   f"{quiet_limit} min, p95 (the 30-minute judgement, no regression)", _minutes(silent),
                   within(silent, quiet_limit)),
     ]  # fmt: skip
