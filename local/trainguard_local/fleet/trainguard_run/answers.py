@@ -103,8 +103,8 @@ class TrainguardAnswers(LifeState):
 
     def _through_phases(self, until: float) -> Training:
         """Train to progress `until` through the job's silent phases (simulation/rhythm.py). A phase long enough
-        to reach the log-silence limit trainguard holds for the job then (read from its ledger: the limit
-        cannot move while no line comes) gets a stall window, like a healthy silence of the trace's own;
+        to reach the limit trainguard holds for the job then (read from its ledger: the limit cannot move while
+        no line comes; for a job that reports progress, its step limit or its phase's allowance) gets a stall window, like a healthy silence of the trace's own;
         the others cannot fire an alarm. ENDED: trainguard stopped the job in a phase (a wrong stop)."""
         tl, job = self.tl, self.job
         for phase in phases(job.rhythm, job.checkpoint_every_minutes, tl.progress, until):
@@ -113,8 +113,10 @@ class TrainguardAnswers(LifeState):
             if not (yield from self.job_life.train_until(phase.at_progress)):
                 return Trained.MAX_RUNTIME
             self.logs.deliver_until(tl.now)
-            left = self.guard_minutes_left(tl.now)
-            if left is None or phase.minutes < left - PHASE_MARGIN_MINUTES:
+            # Read at the phase's end: the prober's metric only grows through a silence, but for a job judged by
+            # its steps that does not promise its phases, it turns to the log-silence rules partway (progress_limits).
+            left = self.guard_minutes_left(tl.now + phase.minutes / 60)
+            if left is None or left > PHASE_MARGIN_MINUTES:
                 continue
             silence = Fault(
                 job.name, FaultKind.SLOW_BUT_HEALTHY, phase.at_progress, tl.now, None, silent_minutes=phase.minutes
