@@ -104,8 +104,9 @@ class TrainguardAnswers(LifeState):
     def _through_phases(self, until: float) -> Training:
         """Train to progress `until` through the job's silent phases (simulation/rhythm.py). A phase long enough
         to reach the limit trainguard holds for the job then (read from its ledger: the limit cannot move while
-        no line comes; for a job that reports progress, its step limit or its phase's allowance) gets a stall window, like a healthy silence of the trace's own;
-        the others cannot fire an alarm. ENDED: trainguard stopped the job in a phase (a wrong stop)."""
+        no line comes; for a job that reports progress, its step limit or its phase's allowance) gets a stall
+        window, like a healthy silence of the trace's own; the others cannot fire an alarm. ENDED: trainguard
+        stopped the job in a phase (a wrong stop)."""
         tl, job = self.tl, self.job
         for phase in phases(job.rhythm, job.checkpoint_every_minutes, tl.progress, until):
             if phase.minutes < min(FLOOR_MINUTES, PROGRESS_FLOOR_MINUTES) - PHASE_MARGIN_MINUTES:
