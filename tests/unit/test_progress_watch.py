@@ -308,3 +308,17 @@ def test_a_silent_pause_inside_an_announced_save_is_judged_by_the_phase_whatever
     save = "saving checkpoint at iteration      60 to /opt/ml/checkpoints in torch_dist format"
     verdict = judged([*steps(1, 60, 10.0, fmt=MEGATRON), (LAST + 1, save)], LAST + 1800)
     assert verdict is not None and verdict.check is ProgressCheck.PHASE and not verdict.stalled  # 60 min allowed
+
+
+def test_a_step_printed_once_more_before_a_silent_pause_is_no_livelock() -> None:
+    """The demo's tag-rule job logging every 2 min printed its step again just before an unannounced evaluation:
+    judged by its step limit alone (6 min from the advance), it was stopped a minute before its silence reached it."""
+    every = 120.0
+    lines = steps(1, 30, every, fmt=MEGATRON)  # the last, step 30, at 3480 s
+    advanced = lines[-1][0]
+    once_more = [*lines, (advanced + every - 1, MEGATRON.format(30))]  # the same step, then nothing
+    limit = 3 * every
+    assert judged(once_more, advanced + limit + 30) is None  # silent for 4.5 min: the log-silence rules judge it
+    talking = [*lines, *((advanced + 30 * n, HEARTBEAT) for n in range(1, 14))]  # a heartbeat every 30 s instead
+    verdict = judged(talking, advanced + limit + 30)
+    assert verdict is not None and verdict.stalled and verdict.check is ProgressCheck.STEP

@@ -38,6 +38,8 @@ MIN_INTERVALS = 8
 # FLOOR_MINUTES, which must also cover a job's jitter between lines that say nothing of progress.
 PROGRESS_FLOOR_MINUTES = 2.0
 _FLOOR_SECONDS = PROGRESS_FLOOR_MINUTES * 60
+SILENT_AFTER_INTERVALS = 2  # a gap this many times the job's usual interval without any line is silence
+DELIVERY_SECONDS = 60.0  # at least this: a line's way to the subscription and the prober's minute
 
 
 class ProgressCheck(StrEnum):
@@ -187,6 +189,17 @@ def promises_phases(state: ProgressState, settings: ProgressSettings) -> bool:
     return state.reader is Reader.CONTRACT or settings.interval_seconds is not None
 
 
+def silent_after_seconds(state: ProgressState, limit: StepLimit) -> float:
+    """How long without a line of any kind a job has fallen silent rather than talking on without progress: twice the
+    95% quantile of its intervals between advancing steps (a job that talks through a wedge logs at its own cadence),
+    at least a minute of delivery, never more than its step limit. A job that printed its step once more and then
+    fell silent (the same step again just before an unannounced save) is silent a cadence before its step limit has
+    run from the advance, not a livelock: judged by the step limit alone, it was stopped in that window (a tag-rule job
+    of the demo logging every 2 min, 5 min into its first evaluation)."""
+    talking = max(SILENT_AFTER_INTERVALS * quantile_seconds(state.intervals), DELIVERY_SECONDS)
+    return min(limit.seconds, talking)
+
+
 def phase_allowance_seconds(expect_seconds: float | None, settings: ProgressSettings) -> float:
     if expect_seconds is None:
         return settings.phase_minutes * 60.0
@@ -209,7 +222,7 @@ def judge_progress(
         return _judge_start(state, settings, now, training_since)
     limit = progress_limit(state, settings, fixed_minutes)
     in_phase = state.phase is not None and state.phase.began >= state.advanced_at
-    silent = newest_line is not None and (now - newest_line).total_seconds() >= limit.seconds
+    silent = newest_line is not None and (now - newest_line).total_seconds() >= silent_after_seconds(state, limit)
     if silent and not in_phase and not promises_phases(state, settings):
         return None
     step_deadline = state.advanced_at + timedelta(seconds=limit.seconds)
