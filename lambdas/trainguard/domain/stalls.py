@@ -229,8 +229,10 @@ def judge_stall(
     silence = now - silence_clock_start(job.training_since, evidence.last_log_time, thresholds)
     limit = job_silence_limit(thresholds, evidence.rhythm, evidence.last_log_line, deferred=evidence.deferred)
     since, newest = job.training_since, evidence.last_log_time
-    fixed, reported, settings = thresholds.stall_minutes, evidence.progress, evidence.progress_settings
-    progress = judge_progress(reported, settings, now, fixed_minutes=fixed, training_since=since, newest_line=newest)
+    stall_minutes, reported, settings = thresholds.stall_minutes, evidence.progress, evidence.progress_settings
+    progress = judge_progress(
+        reported, settings, now, fixed_minutes=stall_minutes, training_since=since, newest_line=newest
+    )
     if progress is not None and evidence.progress.advanced_at is not None:  # no advancing step is no sign of life
         silence = max(silence, now - silence_clock_start(since, evidence.progress.advanced_at, thresholds))
     if signal is StallSignal.LOG_SILENCE and progress is not None:
