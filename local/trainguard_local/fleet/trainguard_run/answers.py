@@ -29,9 +29,14 @@ from trainguard_local.fleet.model import State
 from trainguard_local.fleet.trainguard_run.checkpoint_sync import watch_checkpoints
 from trainguard_local.fleet.trainguard_run.endings import after_end
 from trainguard_local.fleet.trainguard_run.life_state import LifeState
-from trainguard_local.fleet.trainguard_run.schedules import StallWindow
+from trainguard_local.fleet.trainguard_run.schedules import StallWindow, StopNews
 from trainguard_local.fleet.trainguard_run.stall_windows import LEAD_MINUTES, open_stall_window
-from trainguard_local.fleet.trainguard_run.strikes import failure_text, hangs, silent_but_healthy
+from trainguard_local.fleet.trainguard_run.strikes import (
+    failure_text,
+    hangs,
+    silent_but_healthy,
+    stopped_before_the_fault,
+)
 from trainguard_local.simulation.catalogue import FAILURE_TEXTS
 from trainguard_local.simulation.fault_table import SILENT_KINDS, FaultKind
 from trainguard_local.simulation.kernel import Park, Sleep
@@ -93,12 +98,26 @@ class TrainguardAnswers(LifeState):
             if not (yield from life.train_until(max(progress - LEAD_MINUTES / 60, tl.progress))):
                 return Trained.MAX_RUNTIME
             self.window = open_stall_window(self, fault, tl.now + (progress - tl.progress))
+            return (yield from self._lead_to(progress))
         if not (yield from life.train_until(progress)):
-            if self.window is not None:
-                self.ticker.close(self.window.job_name)
             return Trained.MAX_RUNTIME
         if fault is None:
             self.drive(self.world.plane.complete)
+        return Trained.REACHED
+
+    def _lead_to(self, progress: float) -> Training:
+        """Train through the window's lead to the fault's strike, parked on the window: trainguard may stop the job
+        in those minutes (a job that reports progress is judged within minutes), a wrong stop: ENDED."""
+        tl = self.tl
+        assert self.window is not None
+        news = yield Park(tl.now + min(progress - tl.progress, max(tl.runtime_left, 0.0)))
+        reached = tl.train_to(tl.progress + (self.kernel.now - tl.now))
+        if isinstance(news, StopNews):
+            yield from stopped_before_the_fault(self, news)
+            return Trained.ENDED
+        if not reached or tl.progress < progress - 1e-9:
+            self.ticker.close(self.window.job_name)
+            return Trained.MAX_RUNTIME
         return Trained.REACHED
 
     def _through_phases(self, until: float) -> Training:
