@@ -322,3 +322,21 @@ def test_a_step_printed_once_more_before_a_silent_pause_is_no_livelock() -> None
     talking = [*lines, *((advanced + 30 * n, HEARTBEAT) for n in range(1, 14))]  # a heartbeat every 30 s instead
     verdict = judged(talking, advanced + limit + 30)
     assert verdict is not None and verdict.stalled and verdict.check is ProgressCheck.STEP
+
+
+def test_a_job_that_steps_less_often_than_the_fixed_limit_is_given_its_own_wait_before_its_rhythm_is_learned() -> None:
+    every_40_min = steps(1, 3, 2400.0)  # two intervals of 40 min: too few to learn from
+    limit = progress_limit(feed(every_40_min), ProgressSettings(), FIXED)
+    assert limit.seconds == 1.5 * 2400 and "longest wait for a step" in limit.reason
+    first = feed(steps(1, 1, 1.0, start=2400.0))  # its first step 40 min after training started
+    assert progress_limit(first, ProgressSettings(), FIXED, T0).seconds == 1.5 * 2400
+    assert progress_limit(first, ProgressSettings(), FIXED).seconds == FIXED * 60  # without the start: the fixed
+
+
+def test_a_tag_rule_is_judged_on_its_first_step_only_when_it_declares_when() -> None:
+    quiet = ProgressSettings(pattern="iter: @step train_loss: @loss")
+    now = T0 + timedelta(minutes=45)
+    assert judge_progress(ProgressState(), quiet, now, fixed_minutes=FIXED, training_since=T0) is None
+    declared = ProgressSettings(pattern="iter: @step train_loss: @loss", start_seconds=1800)
+    verdict = judge_progress(ProgressState(), declared, now, fixed_minutes=FIXED, training_since=T0)
+    assert verdict is not None and verdict.stalled and verdict.check is ProgressCheck.START

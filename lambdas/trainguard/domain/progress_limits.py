@@ -155,16 +155,27 @@ def quantile_seconds(intervals: tuple[float, ...], q: float = QUANTILE) -> float
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
-def progress_limit(state: ProgressState, settings: ProgressSettings, fixed_minutes: float) -> StepLimit:
-    """How long this job may go without an advancing step (the module's docstring gives the order)."""
+def progress_limit(
+    state: ProgressState, settings: ProgressSettings, fixed_minutes: float, since: datetime | None = None
+) -> StepLimit:
+    """How long this job may go without an advancing step (the module's docstring gives the order). `since`: when
+    the job started training (or printed its start marker), the first interval's stand-in before it has shown one."""
     if settings.interval_seconds is not None:
         seconds = max(_FLOOR_SECONDS, float(settings.interval_seconds))
         floor = ", raised to the floor" if seconds > settings.interval_seconds else ""
         return StepLimit(seconds, f"{_span(seconds)}, set by the job's progress-interval-seconds tag{floor}")
     count = len(state.intervals)
     if count < MIN_INTERVALS:
+        # Never below what the job has shown: a job that steps every 40 min is not hung 30 min after a step. Before
+        # its first interval, the wait for its first step stands in for one.
+        first = (state.advanced_at - since).total_seconds() if count == 0 and state.advanced_at and since else 0.0
+        shown = LONGEST_FACTOR * max(state.longest_seconds, first)
         why = f"the fixed {fixed_minutes:g} min, as the job has shown {count} intervals between advancing steps"
-        return StepLimit(fixed_minutes * 60, f"{why} where {MIN_INTERVALS} are needed to learn its own")
+        why += f" where {MIN_INTERVALS} are needed to learn its own"
+        if shown > fixed_minutes * 60:
+            longest = f"{LONGEST_FACTOR:g} times the longest wait for a step it has shown"
+            return StepLimit(shown, f"{_span(shown)}, {longest}, above {why}")
+        return StepLimit(fixed_minutes * 60, why)
     high = quantile_seconds(state.intervals)
     learned = max(settings.interval_factor * high, LONGEST_FACTOR * state.longest_seconds)
     seconds = min(CAP_MINUTES * 60, max(_FLOOR_SECONDS, learned))
@@ -220,7 +231,7 @@ def judge_progress(
     `newest_line`: when the job last logged anything."""
     if state.last_step is None or state.advanced_at is None:
         return _judge_start(state, settings, now, training_since)
-    limit = progress_limit(state, settings, fixed_minutes)
+    limit = progress_limit(state, settings, fixed_minutes, state.started_at or training_since)
     in_phase = state.phase is not None and state.phase.began >= state.advanced_at
     silent = newest_line is not None and (now - newest_line).total_seconds() >= silent_after_seconds(state, limit)
     if silent and not in_phase and not promises_phases(state, settings):
@@ -254,7 +265,7 @@ def _judge_start(
 ) -> ProgressJudgement | None:
     if state.started_at is not None:
         since, what = state.started_at, f"its start marker at {_at(state.started_at)}"
-    elif settings.pattern and training_since is not None:
+    elif settings.pattern and settings.start_seconds is not None and training_since is not None:
         since, what = training_since, f"training started at {_at(training_since)}, as its progress-pattern tag declares"
     else:
         return None
