@@ -340,3 +340,11 @@ def test_a_tag_rule_is_judged_on_its_first_step_only_when_it_declares_when() -> 
     declared = ProgressSettings(pattern="iter: @step train_loss: @loss", start_seconds=1800)
     verdict = judge_progress(ProgressState(), declared, now, fixed_minutes=FIXED, training_since=T0)
     assert verdict is not None and verdict.stalled and verdict.check is ProgressCheck.START
+
+
+def test_talk_without_progress_of_a_job_that_does_not_promise_its_phases_waits_for_its_rhythm() -> None:
+    talking = [*steps(1, 3, 10.0, fmt=MEGATRON), *((30 + 10 * n, HEARTBEAT) for n in range(1, 60))]
+    assert judged(talking, 30 + 10 * 59) is None  # 3 steps: too few to know a livelock from its rhythm
+    contract = [*steps(1, 3, 10.0), *((30 + 10 * n, HEARTBEAT) for n in range(1, 60))]
+    verdict = judged(contract, 30 + 10 * 59)
+    assert verdict is not None and verdict.check is ProgressCheck.STEP

@@ -234,7 +234,10 @@ def judge_progress(
     limit = progress_limit(state, settings, fixed_minutes, state.started_at or training_since)
     in_phase = state.phase is not None and state.phase.began >= state.advanced_at
     silent = newest_line is not None and (now - newest_line).total_seconds() >= silent_after_seconds(state, limit)
-    if silent and not in_phase and not promises_phases(state, settings):
+    # A job that does not promise its phases: the log-silence rules judge its silent pauses, and its talk without
+    # progress only once its own rhythm is learned (before, the fixed limit may be shorter than its steps' interval).
+    unlearned = len(state.intervals) < MIN_INTERVALS
+    if (silent or unlearned) and not in_phase and not promises_phases(state, settings):
         return None
     step_deadline = state.advanced_at + timedelta(seconds=limit.seconds)
     quiet = format_duration(now - state.advanced_at)
