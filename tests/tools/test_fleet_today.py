@@ -36,11 +36,12 @@ def test_a_pipelines_job_is_left_to_its_retry_policy_and_trainguard_acts_on_noth
     assert hours_in(outcome, State.WAITING_FOR_PERSON) == 0
 
 
-def test_a_batch_job_that_hangs_is_not_stopped_by_trainguard() -> None:
+def test_a_batch_job_that_hangs_is_stopped_by_trainguard_and_never_relaunched() -> None:
     spec = job(name="AWSBatchjob-a", owner="aws_batch")
     outcome, record = run(trace_of(spec, fault(spec, FaultKind.HANG_BUSY_GPU, 2.0)))
-    assert not any(c.operation == "StopTrainingJob" for c in record.guard_log)
-    assert [a.actor for a in outcome.actions if a.kind.value == "stop"] == ["person"]
+    assert [c.operation for c in record.guard_log if c.operation == "StopTrainingJob"] == ["StopTrainingJob"]
+    assert not any(c.operation == "CreateTrainingJob" for c in record.guard_log)  # its parent decides what follows
+    assert [(a.actor, a.right) for a in outcome.actions if a.kind.value == "stop"] == [("trainguard", True)]
 
 
 def test_a_capacity_error_with_an_alternative_that_has_capacity_runs_there_at_once() -> None:

@@ -18,6 +18,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from trainguard_local.demo.fleet import DEMO_JOBS
+
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -124,7 +126,7 @@ def test_the_fleet_demo_runs_with_only_the_local_tier(tmp_path: Path) -> None:
     done = run_blocked(RUN_THE_DEMO, str(tmp_path / "demo-out"))
 
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.startswith("A fleet of 13 training jobs")
+    assert done.stdout.startswith(f"A fleet of {DEMO_JOBS} training jobs")
     assert (tmp_path / "demo-out" / "report.html").exists() and (tmp_path / "demo-out" / "timeline.png").exists()
 
 

@@ -43,9 +43,10 @@ def test_the_hung_job_is_stopped_in_its_account_by_the_stall_alarm_there(report:
     [stopped] = [o for o in report["outcomes"] if o["kind"] == "stall-stopped"]
     assert "no new log line for 3" in stopped["reason"]
     # The newest line reached the hub through team B's log forwarder, and the stop's notice quotes it: the job
-    # logs a line every 10 s from t+0 and one just before its hang at t+25, its 151st (played_launch.py).
+    # logs a line every 10 s from t+0 and one a second before its hang at t+25, at step 149: a step per 10 s of work
+    # (simulation/activity.py, step_at), in the words of a job that reports nothing (simulation/reporting.py).
     [notice] = [m for m in report["notifications"] if "stalled: stopped" in m["Subject"]]
-    assert "step 1510 loss 1.5066" in notice["Message"]
+    assert "step 149 loss 1.5067" in notice["Message"]
 
 
 def test_the_quota_request_is_filed_in_the_account_that_hit_the_wall(report: dict[str, Any]) -> None:

@@ -9,11 +9,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from trainguard.domain.log_rhythm import FLOOR_MINUTES
 from trainguard.domain.policy import TagKeys
 from trainguard.domain.progress_limits import (
     MIN_INTERVALS,
+    PROGRESS_FLOOR_MINUTES,
     ProgressCheck,
+    ProgressJudgement,
     ProgressSettings,
     judge_progress,
     progress_limit,
@@ -55,14 +56,21 @@ class Case:
     training_since: datetime | None = None
 
 
+FLOOR = PROGRESS_FLOOR_MINUTES
 CASES = [
-    Case("chatty job hung: within the floor", CHATTY, LAST + FLOOR_MINUTES * 60 - 1, False, ProgressCheck.STEP),
-    Case("chatty job hung: stopped at the 5 min floor", CHATTY, LAST + FLOOR_MINUTES * 60, True, ProgressCheck.STEP),
+    Case("chatty job hung: within the floor", CHATTY, LAST + FLOOR * 60 - 1, False, ProgressCheck.STEP),
+    Case(
+        "chatty job hung: stopped at the 2 min floor",
+        CHATTY,
+        LAST + FLOOR * 60,
+        True,
+        ProgressCheck.STEP,
+    ),
     *(
         Case(
             f"a heartbeat is no progress: {beat}",
             CHATTY + [(LAST + 10 * i, beat) for i in range(1, 60)],
-            LAST + FLOOR_MINUTES * 60 + 1,
+            LAST + FLOOR * 60 + 1,
             True,
             ProgressCheck.STEP,
         )
@@ -85,7 +93,7 @@ CASES = [
     Case(
         "a short announced phase gets the floor beyond its expectation",
         [*CHATTY, (LAST + 1, "trainguard:phase begin=eval expect=20")],
-        LAST + 1 + 20 + FLOOR_MINUTES * 60 - 1,
+        LAST + 1 + 20 + FLOOR * 60 - 1,
         False,
         ProgressCheck.PHASE,
     ),
@@ -104,7 +112,7 @@ CASES = [
             (LAST + 500, "trainguard:phase end=checkpoint"),
             *steps(61, 30, 10.0, start=LAST + 510),
         ],
-        LAST + 510 + 290 + FLOOR_MINUTES * 60,
+        LAST + 510 + 290 + FLOOR * 60,
         True,
         ProgressCheck.STEP,
     ),
@@ -176,13 +184,13 @@ def test_progress_rules(case: Case) -> None:
 def test_a_chatty_hang_is_judged_on_its_own_interval_and_the_reason_says_so() -> None:
     state = feed(CHATTY)
     limit = progress_limit(state, ProgressSettings(), FIXED)
-    assert limit.seconds == FLOOR_MINUTES * 60  # 3 x 10 s and 1.5 x 10 s are under the floor
+    assert limit.seconds == FLOOR * 60  # 3 x 10 s and 1.5 x 10 s are under the floor
     verdict = judge_progress(
         state, ProgressSettings(), T0 + timedelta(minutes=20), fixed_minutes=FIXED, training_since=T0
     )
     assert verdict is not None and verdict.stalled
     assert "step 60" in verdict.reason and "2026-12-06 08:09:50 UTC" in verdict.reason
-    assert "5 min" in verdict.reason and "10 s" in verdict.reason and "the floor" in verdict.reason
+    assert "2 min" in verdict.reason and "10 s" in verdict.reason and "the floor" in verdict.reason
 
 
 def test_a_slow_job_learns_a_limit_above_the_floor() -> None:
@@ -259,3 +267,84 @@ def test_settings_from_tags_with_bounded_readers() -> None:
     assert ProgressSettings.from_json(json.loads(json.dumps(settings.to_json()))) == ProgressSettings(
         5, 100, 60, 30, None, 900, "iteration @step lm loss: @loss"
     )
+
+
+# A Megatron-LM job's step lines (tests/fixtures/progress_lines/megatron.json's format): it announces its saves but
+# not its evaluations, so a silent pause of it is left to the log-silence rules, where a contract job's is a hang.
+MEGATRON = " iteration {:8d}/ 1000000 | consumed samples: 1024 | lm loss: 2.373574E+00 | loss scale: 1.0 |"
+HEARTBEAT = "heartbeat: rank 0 alive, phase=training"
+
+
+def judged(
+    lines: list[tuple[float, str]], at: float, settings: ProgressSettings | None = None
+) -> ProgressJudgement | None:
+    state, newest = feed(lines), T0 + timedelta(seconds=max(seconds for seconds, _ in lines))
+    now = T0 + timedelta(seconds=at)
+    return judge_progress(
+        state, settings or ProgressSettings(), now, fixed_minutes=FIXED, training_since=T0, newest_line=newest
+    )
+
+
+def test_a_silent_pause_of_a_job_that_announces_only_some_phases_is_left_to_the_log_silence_rules() -> None:
+    ten_minutes_on = LAST + 600  # an evaluation Megatron does not announce: no line at all for 10 min
+    assert judged(steps(1, 60, 10.0, fmt=MEGATRON), ten_minutes_on) is None
+    contract = judged(CHATTY, ten_minutes_on)  # the contract asks for every phase: the same pause is a hang
+    assert contract is not None and contract.stalled and contract.check is ProgressCheck.STEP
+
+
+def test_lines_without_progress_are_judged_by_the_steps_whatever_the_reader() -> None:
+    talking = [*steps(1, 60, 10.0, fmt=MEGATRON), *((LAST + 10 * n, HEARTBEAT) for n in range(1, 19))]
+    verdict = judged(talking, LAST + 180)  # a heartbeat every 10 s, the step stuck for 3 min
+    assert verdict is not None and verdict.stalled and verdict.check is ProgressCheck.STEP
+
+
+def test_a_job_whose_owner_declared_its_interval_is_judged_by_its_steps_when_silent() -> None:
+    pattern = ProgressSettings(interval_seconds=120)
+    verdict = judged(steps(1, 60, 10.0, fmt=MEGATRON), LAST + 600, pattern)
+    assert verdict is not None and verdict.stalled
+
+
+def test_a_silent_pause_inside_an_announced_save_is_judged_by_the_phase_whatever_the_reader() -> None:
+    save = "saving checkpoint at iteration      60 to /opt/ml/checkpoints in torch_dist format"
+    verdict = judged([*steps(1, 60, 10.0, fmt=MEGATRON), (LAST + 1, save)], LAST + 1800)
+    assert verdict is not None and verdict.check is ProgressCheck.PHASE and not verdict.stalled  # 60 min allowed
+
+
+def test_a_step_printed_once_more_before_a_silent_pause_is_no_livelock() -> None:
+    """The demo's tag-rule job logging every 2 min printed its step again just before an unannounced evaluation:
+    judged by its step limit alone (6 min from the advance), it was stopped a minute before its silence reached it."""
+    every = 120.0
+    lines = steps(1, 30, every, fmt=MEGATRON)  # the last, step 30, at 3480 s
+    advanced = lines[-1][0]
+    once_more = [*lines, (advanced + every - 1, MEGATRON.format(30))]  # the same step, then nothing
+    limit = 3 * every
+    assert judged(once_more, advanced + limit + 30) is None  # silent for 4.5 min: the log-silence rules judge it
+    talking = [*lines, *((advanced + 30 * n, HEARTBEAT) for n in range(1, 14))]  # a heartbeat every 30 s instead
+    verdict = judged(talking, advanced + limit + 30)
+    assert verdict is not None and verdict.stalled and verdict.check is ProgressCheck.STEP
+
+
+def test_a_job_that_steps_less_often_than_the_fixed_limit_is_given_its_own_wait_before_its_rhythm_is_learned() -> None:
+    every_40_min = steps(1, 3, 2400.0)  # two intervals of 40 min: too few to learn from
+    limit = progress_limit(feed(every_40_min), ProgressSettings(), FIXED)
+    assert limit.seconds == 1.5 * 2400 and "longest wait for a step" in limit.reason
+    first = feed(steps(1, 1, 1.0, start=2400.0))  # its first step 40 min after training started
+    assert progress_limit(first, ProgressSettings(), FIXED, T0).seconds == 1.5 * 2400
+    assert progress_limit(first, ProgressSettings(), FIXED).seconds == FIXED * 60  # without the start: the fixed
+
+
+def test_a_tag_rule_is_judged_on_its_first_step_only_when_it_declares_when() -> None:
+    quiet = ProgressSettings(pattern="iter: @step train_loss: @loss")
+    now = T0 + timedelta(minutes=45)
+    assert judge_progress(ProgressState(), quiet, now, fixed_minutes=FIXED, training_since=T0) is None
+    declared = ProgressSettings(pattern="iter: @step train_loss: @loss", start_seconds=1800)
+    verdict = judge_progress(ProgressState(), declared, now, fixed_minutes=FIXED, training_since=T0)
+    assert verdict is not None and verdict.stalled and verdict.check is ProgressCheck.START
+
+
+def test_talk_without_progress_of_a_job_that_does_not_promise_its_phases_waits_for_its_rhythm() -> None:
+    talking = [*steps(1, 3, 10.0, fmt=MEGATRON), *((30 + 10 * n, HEARTBEAT) for n in range(1, 60))]
+    assert judged(talking, 30 + 10 * 59) is None  # 3 steps: too few to know a livelock from its rhythm
+    contract = [*steps(1, 3, 10.0), *((30 + 10 * n, HEARTBEAT) for n in range(1, 60))]
+    verdict = judged(contract, 30 + 10 * 59)
+    assert verdict is not None and verdict.check is ProgressCheck.STEP

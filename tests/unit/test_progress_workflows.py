@@ -109,18 +109,18 @@ def reporting_chatty_job(hung_for: timedelta, *, busy_gpus: bool = True) -> Fake
 
 
 def test_a_reporting_job_hung_with_busy_gpus_is_stopped_within_minutes_and_told_which_rule_fired() -> None:
-    ports = reporting_chatty_job(timedelta(minutes=4))
+    ports = reporting_chatty_job(timedelta(minutes=1))
     probe(ports)
-    assert ports.alarms.published[-1][JOB] == pytest.approx(-1.0)  # a minute left before its 5 min limit
+    assert ports.alarms.published[-1][JOB] == pytest.approx(-1.0)  # a minute left before its 2 min floor
     later = at(ports, timedelta(minutes=2))
     probe(later)
     assert ports.alarms.published[-1][JOB] == pytest.approx(1.0)
     outcome = handle_stall_alarm(later, alarm())
     assert outcome.kind is OutcomeKind.STALL_STOPPED and ports.jobs.stops == [JOB]
-    assert "no advancing step for 6 min" in outcome.reason and "step 360" in outcome.reason
+    assert "no advancing step for 3 min" in outcome.reason and "step 360" in outcome.reason
     [message] = ports.notifier.sent
     assert "Progress rule for this job" in message.body and "Log-silence limit" not in message.body
-    assert "10 s" in message.body and "5 min" in message.body
+    assert "10 s" in message.body and "2 min" in message.body
 
 
 def test_a_heartbeat_through_a_wedge_does_not_hold_off_the_stop() -> None:

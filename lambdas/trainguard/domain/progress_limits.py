@@ -5,7 +5,7 @@ A job judged by its steps (progress_watch.ProgressState) is stalled at the first
    its start marker);
 2. STEP: no advancing step for longer than its step limit (`progress_limit`): its `progress-interval-seconds` tag,
    or INTERVAL_FACTOR x the QUANTILE of its newest intervals and LONGEST_FACTOR x the longest since it
-   (re)started, never below the log-silence rule's floor (log_rhythm.FLOOR_MINUTES: CloudWatch Logs' delivery to
+   (re)started, never below PROGRESS_FLOOR_MINUTES (CloudWatch Logs' delivery to
    the subscription, the prober's minute and the alarm's one-minute period) nor above its cap; the fixed
    `stall-minutes` until MIN_INTERVALS intervals are seen;
 3. PHASE: inside an announced phase, only once the phase has run past its allowance (its expectation plus
@@ -23,15 +23,23 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from trainguard.domain.checkpoints import format_duration
-from trainguard.domain.log_rhythm import CAP_MINUTES, FLOOR_MINUTES
+from trainguard.domain.log_rhythm import CAP_MINUTES
 from trainguard.domain.policy import TagKeys, TagProblem, read_int_tag
+from trainguard.domain.progress_reading import Reader
 from trainguard.domain.progress_rule import read_rule_tags
 from trainguard.domain.progress_watch import ProgressState
 
 QUANTILE = 0.95
 LONGEST_FACTOR = 1.5
 MIN_INTERVALS = 8
-_FLOOR_SECONDS = FLOOR_MINUTES * 60
+# The floor of a reporting job's limits: its lines reach trainguard as a real-time stream (PutSubscriptionFilter:
+# "subscribe to a real-time stream of log events ingested through PutLogEvents"), and the prober publishes the
+# metric once a minute to an alarm of one-minute periods: two minutes cover both. Lower than the log-silence rule's
+# FLOOR_MINUTES, which must also cover a job's jitter between lines that say nothing of progress.
+PROGRESS_FLOOR_MINUTES = 2.0
+_FLOOR_SECONDS = PROGRESS_FLOOR_MINUTES * 60
+SILENT_AFTER_INTERVALS = 2  # a gap this many times the job's usual interval without any line is silence
+DELIVERY_SECONDS = 60.0  # at least this: a line's way to the subscription and the prober's minute
 
 
 class ProgressCheck(StrEnum):
@@ -147,16 +155,27 @@ def quantile_seconds(intervals: tuple[float, ...], q: float = QUANTILE) -> float
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
-def progress_limit(state: ProgressState, settings: ProgressSettings, fixed_minutes: float) -> StepLimit:
-    """How long this job may go without an advancing step (the module's docstring gives the order)."""
+def progress_limit(
+    state: ProgressState, settings: ProgressSettings, fixed_minutes: float, since: datetime | None = None
+) -> StepLimit:
+    """How long this job may go without an advancing step (the module's docstring gives the order). `since`: when
+    the job started training (or printed its start marker), the first interval's stand-in before it has shown one."""
     if settings.interval_seconds is not None:
         seconds = max(_FLOOR_SECONDS, float(settings.interval_seconds))
         floor = ", raised to the floor" if seconds > settings.interval_seconds else ""
         return StepLimit(seconds, f"{_span(seconds)}, set by the job's progress-interval-seconds tag{floor}")
     count = len(state.intervals)
     if count < MIN_INTERVALS:
+        # Never below what the job has shown: a job that steps every 40 min is not hung 30 min after a step. Before
+        # its first interval, the wait for its first step stands in for one.
+        first = (state.advanced_at - since).total_seconds() if count == 0 and state.advanced_at and since else 0.0
+        shown = LONGEST_FACTOR * max(state.longest_seconds, first)
         why = f"the fixed {fixed_minutes:g} min, as the job has shown {count} intervals between advancing steps"
-        return StepLimit(fixed_minutes * 60, f"{why} where {MIN_INTERVALS} are needed to learn its own")
+        why += f" where {MIN_INTERVALS} are needed to learn its own"
+        if shown > fixed_minutes * 60:
+            longest = f"{LONGEST_FACTOR:g} times the longest wait for a step it has shown"
+            return StepLimit(shown, f"{_span(shown)}, {longest}, above {why}")
+        return StepLimit(fixed_minutes * 60, why)
     high = quantile_seconds(state.intervals)
     learned = max(settings.interval_factor * high, LONGEST_FACTOR * state.longest_seconds)
     seconds = min(CAP_MINUTES * 60, max(_FLOOR_SECONDS, learned))
@@ -165,9 +184,31 @@ def progress_limit(state: ProgressState, settings: ProgressSettings, fixed_minut
         f"{_span(seconds)}, learned: 95% of its newest {count} intervals between advancing steps were at most "
         f"{_span(high)} and the longest since it started was {_span(state.longest_seconds)}; the limit is "
         f"{settings.interval_factor} times the first, at least {LONGEST_FACTOR:g} times the second, and never below "
-        f"{FLOOR_MINUTES:g} min{bound}"
+        f"{PROGRESS_FLOOR_MINUTES:g} min{bound}"
     )
     return StepLimit(seconds, why)
+
+
+def promises_phases(state: ProgressState, settings: ProgressSettings) -> bool:
+    """Whether a silent pause outside an announced phase is a hang after the step limit: the job prints trainguard's
+    contract, which asks it to announce every long phase (docs/progress.md), or its owner declared the longest gap
+    between its steps by tag. A framework announces its saves but not its evaluations (Megatron-LM, torchtitan,
+    DeepSpeed; NeMo not even its saves' start), and a tag pattern announces nothing: their first evaluation would be
+    stopped minutes in, and again after every relaunch, which forgets the pauses learned. So a silent pause of those
+    is judged by the log-silence rules, as a job that reports nothing is; their steps judge them while lines go on
+    without progress (a livelock) and inside a phase they announced."""
+    return state.reader is Reader.CONTRACT or settings.interval_seconds is not None
+
+
+def silent_after_seconds(state: ProgressState, limit: StepLimit) -> float:
+    """How long without a line of any kind a job has fallen silent rather than talking on without progress: twice the
+    95% quantile of its intervals between advancing steps (a job that talks through a wedge logs at its own cadence),
+    at least a minute of delivery, never more than its step limit. A job that printed its step once more and then
+    fell silent (the same step again just before an unannounced save) is silent a cadence before its step limit has
+    run from the advance, not a livelock: judged by the step limit alone, it was stopped in that window (a tag-rule job
+    of the demo logging every 2 min, 5 min into its first evaluation)."""
+    talking = max(SILENT_AFTER_INTERVALS * quantile_seconds(state.intervals), DELIVERY_SECONDS)
+    return min(limit.seconds, talking)
 
 
 def phase_allowance_seconds(expect_seconds: float | None, settings: ProgressSettings) -> float:
@@ -183,11 +224,21 @@ def judge_progress(
     *,
     fixed_minutes: float,
     training_since: datetime | None,
+    newest_line: datetime | None = None,
 ) -> ProgressJudgement | None:
-    """The job's progress verdict now, or None when it reports no progress (the log-silence rules judge it)."""
+    """The job's progress verdict now, or None when the log-silence rules judge it: it reports no progress, or it
+    has fallen silent outside an announced phase without promising to announce every phase (`promises_phases`).
+    `newest_line`: when the job last logged anything."""
     if state.last_step is None or state.advanced_at is None:
         return _judge_start(state, settings, now, training_since)
-    limit = progress_limit(state, settings, fixed_minutes)
+    limit = progress_limit(state, settings, fixed_minutes, state.started_at or training_since)
+    in_phase = state.phase is not None and state.phase.began >= state.advanced_at
+    silent = newest_line is not None and (now - newest_line).total_seconds() >= silent_after_seconds(state, limit)
+    # A job that does not promise its phases: the log-silence rules judge its silent pauses, and its talk without
+    # progress only once its own rhythm is learned (before, the fixed limit may be shorter than its steps' interval).
+    unlearned = len(state.intervals) < MIN_INTERVALS
+    if (silent or unlearned) and not in_phase and not promises_phases(state, settings):
+        return None
     step_deadline = state.advanced_at + timedelta(seconds=limit.seconds)
     quiet = format_duration(now - state.advanced_at)
     last = f"the last, step {state.last_step}, came at {_at(state.advanced_at)}"
@@ -217,7 +268,7 @@ def _judge_start(
 ) -> ProgressJudgement | None:
     if state.started_at is not None:
         since, what = state.started_at, f"its start marker at {_at(state.started_at)}"
-    elif settings.pattern and training_since is not None:
+    elif settings.pattern and settings.start_seconds is not None and training_since is not None:
         since, what = training_since, f"training started at {_at(training_since)}, as its progress-pattern tag declares"
     else:
         return None
@@ -243,7 +294,7 @@ def _expected(expect_seconds: float | None, settings: ProgressSettings) -> str:
     if expect_seconds is None:
         return f"it announced no duration, so it is given the default of {settings.phase_minutes} min"
     margin = settings.phase_margin_percent
-    return f"{_span(expect_seconds)} expected, plus a {margin}% margin and at least {FLOOR_MINUTES:g} min"
+    return f"{_span(expect_seconds)} expected, plus a {margin}% margin and at least {PROGRESS_FLOOR_MINUTES:g} min"
 
 
 def _span(seconds: float) -> str:

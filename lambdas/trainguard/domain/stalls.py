@@ -228,9 +228,10 @@ def judge_stall(
     assert job.training_since is not None
     silence = now - silence_clock_start(job.training_since, evidence.last_log_time, thresholds)
     limit = job_silence_limit(thresholds, evidence.rhythm, evidence.last_log_line, deferred=evidence.deferred)
-    since = job.training_since
+    since, newest = job.training_since, evidence.last_log_time
+    stall_minutes, reported, settings = thresholds.stall_minutes, evidence.progress, evidence.progress_settings
     progress = judge_progress(
-        evidence.progress, evidence.progress_settings, now, fixed_minutes=thresholds.stall_minutes, training_since=since
+        reported, settings, now, fixed_minutes=stall_minutes, training_since=since, newest_line=newest
     )
     if progress is not None and evidence.progress.advanced_at is not None:  # no advancing step is no sign of life
         silence = max(silence, now - silence_clock_start(since, evidence.progress.advanced_at, thresholds))

@@ -83,7 +83,8 @@ def progress_rule(job: WatchedJob) -> ProgressRule | None:
 def progress_judgement(job: WatchedJob, now: datetime) -> ProgressJudgement | None:
     """The job's progress verdict now (progress_limits.py), or None when it reports no progress."""
     settings, fixed = job.progress_settings, job.thresholds.stall_minutes
-    return judge_progress(job.progress, settings, now, fixed_minutes=fixed, training_since=job.training_since)
+    since, newest = job.training_since, job.last_log_time
+    return judge_progress(job.progress, settings, now, fixed_minutes=fixed, training_since=since, newest_line=newest)
 
 
 def stall_over_limit(job: WatchedJob, now: datetime) -> float:

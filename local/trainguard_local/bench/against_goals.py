@@ -9,12 +9,12 @@ from trainguard.config import GuardConfig
 from trainguard_local.fleet.goal_floors import floor_lines
 from trainguard_local.fleet.goals import (
     CHATTY,
-    CHATTY_STOP_MINUTES,
     DELAY_BELOW,
     DETECT_SLACK_MINUTES,
     HUNG_AT_MOST,
     SYNC_LOSS_AT_MOST,
     WASTE_BELOW,
+    progress_goals,
     sync_stopped_loss,
 )
 
@@ -98,12 +98,16 @@ def _rhythm_goals(strategies: dict[str, Any], floors: dict[str, Any] | None) -> 
         f"- wrong actions {guard['wrong_actions']} (goal: 0);",
         f"- hang to stop, jobs whose median log gap is under a minute: p95 {chatty.get('p95')} min over "
         f"{chatty.get('hangs')} hangs; {chatty.get('not_parent_owned', {}).get('p95')} min over the "
-        f"{chatty.get('not_parent_owned', {}).get('hangs')} a parent does not own "
-        f"(goal: at most {CHATTY_STOP_MINUTES} min);",
+        f"{chatty.get('not_parent_owned', {}).get('hangs')} a parent does not own (issue 27 sets the goals by how "
+        "each job reports its progress: below);",
         f"- work lost to checkpoint_sync_stopped: trainguard {sync(guard):,.1f} GPU-h, no guard {sync(none):,.1f}: "
         f"{sync(guard) / sync(none):.0%} of no guard's (goal: at most {SYNC_LOSS_AT_MOST:.0%}). trainguard warns "
         f"{guard['detect_minutes'].get('checkpoint_sync_stopped', {}).get('p50')} min (p50) after the sync stops; the "
         "person acts a response time later (median 4 h), and the failure often strikes first.",
+        "",
+        "Against issue 27's goals (how each job reports its progress: simulation/reporting.py; the figures by "
+        "reporting class are the JSON report's `detect_minutes_by_reporting` and `wrong_actions_by_reporting`):",
+        *(f"- {check.goal}: {check.measured} ({_met(check.met)});" for check in progress_goals(guard)),
         "",
         *_rhythm_floors(floors),
         *_cadence_table(strategies),
@@ -198,3 +202,7 @@ def _delay_rows(strategies: dict[str, Any]) -> list[str]:
         + " |"
         for kind in kinds
     ]
+
+
+def _met(met: bool | None) -> str:
+    return {True: "met", False: "missed", None: "nothing to measure it on"}[met]

@@ -19,7 +19,7 @@ from trainguard_local.chaos.jobs_truth import RELAUNCHING, JobTruth
 from trainguard_local.chaos.lambda_runtime import RETRY_ATTEMPTS
 from trainguard_local.chaos.replay import ChaosRun
 from trainguard_local.simulation.clock import SimClock
-from trainguard_local.simulation.fault_table import HANG_KINDS, USER_ERROR_KINDS
+from trainguard_local.simulation.fault_table import FAULT_TABLE, HANG_KINDS, USER_ERROR_KINDS, FaultKind, Logs
 
 Ledger = dict[tuple[str, str], dict[str, Any]]
 ENDED = ("Failed", "Stopped")
@@ -191,8 +191,13 @@ def stop_was_right(job: JobTruth, clock: SimClock) -> bool:
 
 
 def _due_a_stop(job: JobTruth) -> bool:
-    """Hung for good (its fault's ending) and trainguard may act on it."""
-    return job.kind in HANG_KINDS and job.hang_stops_allowed and job.hung
+    """Hung for good (its fault's ending) and trainguard may act on it. Not a livelock: the replayed jobs report no
+    progress (their lines say nothing of steps), and a livelock's lines go on, so no rule can see it (issue 27: a job
+    must report its steps for that; the fleet simulator measures those that do)."""
+    if job.kind not in HANG_KINDS:
+        return False
+    seen = FAULT_TABLE[FaultKind(job.kind)].logs is not Logs.HEARTBEAT
+    return seen and job.hang_stops_allowed and job.hung
 
 
 def _stops(run: ChaosRun, audit: Audit) -> None:

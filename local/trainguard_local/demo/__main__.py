@@ -1,6 +1,6 @@
 """`make demo`: watch trainguard work, without an AWS account.
 
-By default, the fleet demo (demo/fleet.py): thirteen jobs, every fault kind, 24 hours of fleet time on the
+By default, the fleet demo (demo/fleet.py): fifteen jobs, every fault kind, 24 hours of fleet time on the
 fleet simulator, the SNS messages trainguard published, the figures against no guard, SageMaker's
 RetryStrategy and Debugger's rule, trainguard's own AWS cost; the timeline (PNG), the HTML report and the JSON
 report in `demo-out/`.

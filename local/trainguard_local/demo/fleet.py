@@ -1,7 +1,9 @@
 """`make demo`: a day in the life of a small fleet, under trainguard and without it.
 
-Thirteen training jobs over 24 hours of fleet time, one of each fault kind the simulator knows and one
-healthy job (the fleet simulator's own trace generator, seed `DEMO_SEED`). The production handlers and
+Fifteen training jobs over 24 hours of fleet time, one of each fault kind the simulator knows and one
+healthy job (the fleet simulator's own trace generator, seed `DEMO_SEED`), some of them reporting their progress
+(issue 27): a chatty job that prints trainguard's progress contract hangs, a healthy one announces long saves, and a
+framework's job keeps logging through a livelock. The production handlers and
 adapters run over them on the in-process stand-in, on a virtual clock (fleet/trainguard_strategy.py);
 the same trace is also run without a guard, with SageMaker's RetryStrategy and with Debugger's
 StalledTrainingRule (models of their documentation). The demo prints the trace, what happened to each
@@ -30,11 +32,12 @@ from trainguard_local.fleet.stories import as_sent, job_story, trace_line
 from trainguard_local.fleet.summary import render_summary
 from trainguard_local.fleet.timeline import TIMELINE_COLOURS
 from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.reporting import CONTRACT, FRAMEWORKS, JobReporting, Reporting
 from trainguard_local.simulation.rhythm import JobRhythm
 from trainguard_local.simulation.todays_sagemaker import ALTERNATIVES
 from trainguard_local.simulation.trace import Trace, generate_trace
 
-DEMO_JOBS, DEMO_HOURS, DEMO_SEED = 13, 24.0, 15
+DEMO_JOBS, DEMO_HOURS, DEMO_SEED = 15, 24.0, 15
 DEMO_SPOT_SHARE = 0.3  # enough spot jobs for a spot interruption
 Say = Callable[[str], None]
 # What a message says when a fallback changed the relaunch (domain/fallbacks.py): each is shown in full once.
@@ -43,11 +46,15 @@ FALLBACK_WORDS = ("InstancePreferences", "on on-demand instances", "whose quota 
 
 
 def demo_trace() -> Trace:
-    """Every fault kind once (the generator gives each kind a job before drawing more), one healthy job; and the
-    three fallbacks of today's SageMaker, each on the job whose wall it meets (fallbacks_shown)."""
-    faulty = (DEMO_JOBS - 2) / DEMO_JOBS  # the drawn kinds; the checkpoint sync stop takes one of the two left
+    """Every fault kind once (the generator gives each kind a job before drawing more), one healthy job; the three
+    fallbacks of today's SageMaker, each on the job whose wall it meets (fallbacks_shown); two log rhythms at their
+    extremes (rhythms_shown), a checkpoint sync that stops after trainguard has learned its interval
+    (checkpoints_shown), and the jobs that show how a job that reports its progress is judged (progress_shown)."""
+    # The drawn kinds; of the four jobs left, the checkpoint sync stop, the livelock and the hang in a phase take
+    # three (later_faults.py), and one stays healthy.
+    faulty = (DEMO_JOBS - 4) / DEMO_JOBS
     trace = generate_trace(DEMO_JOBS, DEMO_HOURS, DEMO_SEED, spot_share=DEMO_SPOT_SHARE, fault_share=faulty)
-    return rhythms_shown(fallbacks_shown(trace))
+    return progress_shown(checkpoints_shown(rhythms_shown(fallbacks_shown(trace))))
 
 
 CHATTY = JobRhythm(log_every_seconds=10.0, checkpoint_write_minutes=1.0, announces_phases=True)
@@ -62,6 +69,53 @@ def rhythms_shown(trace: Trace) -> Trace:
     rhythm_of = {f.job_name: shown[f.kind] for f in trace.faults if f.kind in shown}
     jobs = tuple(replace(job, rhythm=rhythm_of.get(job.name, job.rhythm)) for job in trace.jobs)
     return replace(trace, jobs=jobs)
+
+
+SYNC_CHECKPOINT_EVERY_MINUTES = 15  # three writes reach S3 before the demo's sync stops: its interval is learned
+
+
+def checkpoints_shown(trace: Trace) -> Trace:
+    """The job whose checkpoint sync stops writes a checkpoint every 15 minutes, so that the writes that reach S3
+    before the stop teach trainguard its interval (checkpoint_health.MIN_WRITES) and it is warned about before its
+    hardware failure strikes."""
+    stops = {f.job_name for f in trace.faults if f.kind is FaultKind.CHECKPOINT_SYNC_STOPPED}
+    every = SYNC_CHECKPOINT_EVERY_MINUTES
+    jobs = tuple(replace(job, checkpoint_every_minutes=every) if job.name in stops else job for job in trace.jobs)
+    return replace(trace, jobs=jobs)
+
+
+CONTRACT_REPORTING = JobReporting(Reporting.PROGRESS, CONTRACT)
+MEGATRON_REPORTING = JobReporting(Reporting.FRAMEWORK, next(d for d in FRAMEWORKS if d.name == "megatron"))
+# A healthy job's announced saves: longer than the 2-min floor of a step limit and than the learned log-silence
+# limit of a job that logs every 10 s (issue 27's sources: a 70B save takes about 10 min, Megatron-LLM#69).
+LONG_SAVES = JobRhythm(log_every_seconds=10.0, checkpoint_write_minutes=14.0, announces_phases=True)
+LONG_SAVES_EVERY_MINUTES = 60  # a phase takes at most half the time between checkpoints (rhythm.PHASE_SHARE_MAX)
+LIVELOCK_RHYTHM = JobRhythm(log_every_seconds=30.0, checkpoint_write_minutes=2.0)  # Megatron announces its saves
+
+
+def progress_shown(trace: Trace) -> Trace:
+    """Issue 27's scenes: the busy-GPU hang's job prints trainguard's progress contract every 10 s (CHATTY), so its
+    steps stop advancing minutes before a silence would tell; the healthy job prints the contract and announces
+    14-minute saves, each left alone; the livelock's job prints Megatron-LM's lines every 30 s and keeps logging a
+    heartbeat through its livelock, stopped because its step no longer advances; the hang in a phase strikes a job
+    that prints the contract, judged by the save it announced."""
+    healthy = {job.name for job in trace.jobs} - {fault.job_name for fault in trace.faults}
+    shown = {
+        FaultKind.HANG_BUSY_GPU: (CHATTY, CONTRACT_REPORTING),
+        FaultKind.LIVELOCK: (LIVELOCK_RHYTHM, MEGATRON_REPORTING),
+        FaultKind.HANG_IN_PHASE: (None, CONTRACT_REPORTING),
+    }
+    chosen = {f.job_name: shown[f.kind] for f in trace.faults if f.kind in shown}
+    jobs = []
+    for job in trace.jobs:
+        if job.name in healthy:
+            job = replace(job, rhythm=LONG_SAVES, checkpoint_every_minutes=LONG_SAVES_EVERY_MINUTES)
+            job = replace(job, reporting=CONTRACT_REPORTING)
+        elif job.name in chosen:
+            rhythm, reporting = chosen[job.name]
+            job = replace(job, rhythm=rhythm or job.rhythm, reporting=reporting)
+        jobs.append(job)
+    return replace(trace, jobs=tuple(jobs))
 
 
 def fallbacks_shown(trace: Trace) -> Trace:

@@ -23,7 +23,7 @@ from trainguard_local.demo.demo_jobs import (
     gpu_words,
 )
 from trainguard_local.simulation.activity import LaunchActivity
-from trainguard_local.simulation.fault_table import FAULT_TABLE, FaultKind
+from trainguard_local.simulation.fault_table import FAULT_TABLE, FaultKind, Logs
 from trainguard_local.simulation.kernel import Kernel, Process, Sleep
 from trainguard_local.simulation.rhythm import JobRhythm
 from trainguard_local.simulation.trace import Fault, JobSpec
@@ -86,8 +86,9 @@ class StallAct:
     def note(self, job: str, what: str) -> None:
         self.story.add(self.minute_of(self.kernel.now), job, what)
 
-    def launch(self, job: JobSpec, tags: dict[str, str] | None = None) -> None:
-        """`tags`: the job's own beside the opt-in (a parent's markers, for tests/integration/test_parent_stalls.py)."""
+    def launch(self, job: JobSpec, tags: dict[str, str] | None = None, fault: Fault | None = None) -> None:
+        """`tags`: the job's own beside the opt-in (a parent's markers, for tests/integration/test_parent_stalls.py);
+        `fault`: the job's fault, when it is not one of the act's (tests/integration/test_progress_stalls.py)."""
         from trainguard.handlers import job_events
 
         tags = {"trainguard:enabled": "true", "team": "stalls-demo", **(tags or {})}
@@ -100,8 +101,9 @@ class StallAct:
             job.name, job, self.side, self.aws.clock, uri, since=self.origin
         )
         self.note(job.name, f"training starts ({job.instance_count} x {job.instance_type}; {cadence(job.rhythm)})")
-        if (fault := FAULTS.get(job.name)) is not None:
-            self.kernel.at(self.aws.clock.at_hours(launch.strike(fault, self.origin)), lambda: self.struck(fault))
+        if (fault := fault or FAULTS.get(job.name)) is not None:
+            struck = fault
+            self.kernel.at(self.aws.clock.at_hours(launch.strike(struck, self.origin)), lambda: self.struck(struck))
         elif job.rhythm.log_every_seconds / 60 > self.aws.config.stall_minutes:
             self._note_long_silence(launch)
         for event in self.aws.receive_rule_events():
@@ -118,7 +120,8 @@ class StallAct:
                 lambda: self.note(fault.job_name, f"first log line after a quiet start (within its {grace} min grace)"),
             )
             return
-        self.note(fault.job_name, f"hangs: no more log lines, {gpu_words(fault.kind)}")
+        lines = "a heartbeat line goes on, the step stuck" if row.logs is Logs.HEARTBEAT else "no more log lines"
+        self.note(fault.job_name, f"hangs: {lines}, {gpu_words(fault.kind)}")
         [watched] = self.ports.of(stall_alarms.build_ports).stall_ledger.watched_job(fault.job_name)
         limit = watched.silence_limit().minutes
         clock, newest = self.aws.clock, launch.activity.newest_line(self.kernel.now) or self.kernel.now
@@ -196,7 +199,9 @@ class StallAct:
             self.kernel.now,
             was.checkpointed,
         )
-        self.launches[new] = PlayedLaunch(new, was.hosts, resumed, self.side, self.aws.clock, was.checkpoint_uri)
+        self.launches[new] = PlayedLaunch(
+            new, was.hosts, resumed, self.side, self.aws.clock, was.checkpoint_uri, job=was.job
+        )
 
 
 def act_stalls(aws: LocalAWS, say: Any) -> dict[str, Any]:

@@ -1,13 +1,12 @@
-"""How far issue 14's three figure goals can go on a trace, for a guard that keeps the issue's own rules.
+"""How far issue 14's figure goals can go on a trace, for a guard that keeps the issue's own rules.
 
-Each floor is worked out from the trace (the first also from the `none` strategy's figures), not from
-trainguard's run:
-- **the owners' hangs**: trainguard never acts on a job that a pipeline or an AWS Batch queue owns. It tells the
-  owner, and the person on call stops the job a response time later, with the same draw as under no guard. So
-  its hung or idle GPU-hours are at least the part of no guard's on those jobs.
+Each floor is worked out from the trace, not from trainguard's run. Issue 14 had a third, the owners' hangs
+(trainguard left a job a pipeline or an AWS Batch queue owns to the person on call); since issue 27 trainguard stops a
+verified hang of such a job too, so nothing of no guard's hung time is out of its reach by design.
 - **the busy silence a rule cannot tell from a hang**: this floor holds for rules that judge a silent job by how
-  long it has been silent and whether its GPUs are busy or idle, as trainguard's do. A healthy job of the
-  fastest cadence class (median log gap under a minute), no parent's, falls silent mid-run with busy GPUs (a
+  long it has been silent and whether its GPUs are busy or idle, as trainguard's do for a job that reports no
+  progress (issue 27: the jobs the floor is worked out on; one that reports its steps is judged by them). A healthy
+  job of the fastest cadence class (median log gap under a minute), no parent's, falls silent mid-run with busy GPUs (a
   slow_but_healthy fault), unannounced: nothing in its history sets it apart from a chatty job that hangs.
   Such a rule sees what a busy hang shows for as long as that silence lasts. With no
   wrong stop, it leaves every busy hang of such a job running at least as long as the longest of those
@@ -40,22 +39,18 @@ from typing import Any
 
 from trainguard_local.fleet.anchors import no_guard
 from trainguard_local.fleet.model import newest_checkpoint
+from trainguard_local.fleet.percentiles import percentile
 from trainguard_local.fleet.person import PersonOnCall, person_rng
-from trainguard_local.fleet.report import HANG_DETECTIONS, percentile, run_all
-from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.fleet.report import run_all
+from trainguard_local.simulation.fault_table import HUNG_KINDS, FaultKind
+from trainguard_local.simulation.reporting import Reporting
 from trainguard_local.simulation.rhythm import CADENCE_CLASSES
 from trainguard_local.simulation.trace import Fault, JobSpec, Trace, generate_trace
 
 CHATTY = CADENCE_CLASSES[0][0]  # "under 1 min"
 
 
-def owners_hung_share(none_figures: Mapping[str, Any]) -> float | None:
-    """The share of no guard's hung or idle GPU-hours on jobs a parent owns: the least share of no guard's
-    that trainguard can reach (None when no guard had none)."""
-    total = float(none_figures["wasted_gpu_hours_hung_or_idle"])
-    if total <= 0:
-        return None
-    return (total - float(none_figures["wasted_gpu_hours_hung_or_idle_not_parent_owned"])) / total
+SILENT_HANGS = HUNG_KINDS - {FaultKind.LIVELOCK}  # the lines stop: a rule of silence and GPUs can see them
 
 
 @dataclass(frozen=True)
@@ -80,12 +75,12 @@ def chatty_hang_floor(trace: Trace) -> ChattyHangFloor:
     lookalikes = [f for f in chatty if f.kind is FaultKind.SLOW_BUT_HEALTHY and f.at_work_hours > 0]
     longest = max(lookalikes, key=lambda s: s.silent_minutes, default=None)
     floor = longest.silent_minutes if longest is not None else 0.0
-    per_hang = {f.job_name: _hang_floor(f, floor) for f in chatty if f.kind in HANG_DETECTIONS}
+    per_hang = {f.job_name: _hang_floor(f, floor) for f in chatty if f.kind in SILENT_HANGS}
     return ChattyHangFloor(percentile(per_hang.values(), 95), per_hang, longest)
 
 
 def _is_chatty_and_ours(job: JobSpec) -> bool:
-    return job.rhythm.cadence_class == CHATTY and not job.owner
+    return job.rhythm.cadence_class == CHATTY and not job.owner and job.reporting.reporting is Reporting.NONE
 
 
 def _hang_floor(fault: Fault, lookalike_minutes: float) -> float:
@@ -127,7 +122,6 @@ def floors(trace: Trace, none_figures: Mapping[str, Any], person: PersonOnCall |
     chatty, sync = chatty_hang_floor(trace), sync_loss_floor(trace, person)
     lookalike = chatty.longest_lookalike
     return {
-        "hung_or_idle_share_of_none_at_least": _round(owners_hung_share(none_figures)),
         "chatty_hang_to_stop_p95_minutes_at_least": _round(chatty.p95_minutes),
         "chatty_hangs_not_parent_owned": chatty.hangs,
         "longest_busy_lookalike": None
@@ -155,10 +149,9 @@ def floor_lines(found: Mapping[str, Any]) -> list[str]:
         else "no healthy chatty job is silent mid-run with busy GPUs on this trace"
     )
     return [
-        f"- hung or idle GPU-hours: at least {_percent(found['hung_or_idle_share_of_none_at_least'])} of no guard's, "
-        "the part on jobs a parent owns, which trainguard never acts on (goal: at most 10%);",
-        f"- hang to stop, chatty jobs no parent owns: p95 at least {found['chatty_hang_to_stop_p95_minutes_at_least']}"
-        f" min over {found['chatty_hangs_not_parent_owned']} hangs (goal: at most 10 min): {seen};",
+        f"- hang to stop, chatty jobs that report no progress and no parent owns: p95 at least "
+        f"{found['chatty_hang_to_stop_p95_minutes_at_least']} min over {found['chatty_hangs_not_parent_owned']} hangs "
+        f"(issue 27: the 30-minute judgement stays for them): {seen};",
         f"- work lost to checkpoint_sync_stopped: at least {_percent(found['sync_loss_share_of_none_at_least'])} of no "
         f"guard's, even with a warning the minute the sync stops ({sync['warning_at_once']:,.1f} of "
         f"{sync['none']:,.1f} GPU-h), because the person acts a response time later (goal: at most 50%).",
@@ -166,8 +159,7 @@ def floor_lines(found: Mapping[str, Any]) -> list[str]:
 
 
 GOALS = {  # issue 14's goals: the floor's key, the goal's bound, its words
-    "hung_or_idle_share_of_none_at_least": (0.10, "hung or idle GPU-hours above 10% of no guard's"),
-    "chatty_hang_to_stop_p95_minutes_at_least": (10.0, "chatty hang-to-stop p95 above 10 min"),
+    "chatty_hang_to_stop_p95_minutes_at_least": (33.0, "chatty hang-to-stop p95 above 33 min"),
     "sync_loss_share_of_none_at_least": (0.50, "sync loss above 50% of no guard's"),
 }
 

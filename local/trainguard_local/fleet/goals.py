@@ -15,7 +15,10 @@ WASTE_BELOW = 0.90  # issue 5: wasted GPU-hours this share below no guard's and 
 DELAY_BELOW = 0.80  # issues 5 and 11: total completion delay this share below the best other strategy's
 DETECT_SLACK_MINUTES = 3  # issue 5: a hang's p95 detection within its threshold plus this
 HUNG_AT_MOST = 0.10  # issue 14: hung or idle GPU-hours at most this share of no guard's
-CHATTY_STOP_MINUTES = 10  # issue 14: a hang of a job logging more than once a minute stopped within this (p95)
+CHATTY_STOP_MINUTES = 5  # issue 27: a hang of a job that reports progress more than once a minute, stopped (p95)
+INTERVALS_AT_MOST = 3  # issue 27: the other reporting jobs' hangs stopped within this many of their own intervals
+LIVELOCK_STOP_MINUTES = 10  # issue 27: a livelock of a job that reports progress, stopped within this (p95)
+SILENT_CHATTY_MINUTES = 30  # issue 27: a job that reports nothing keeps the 30-minute judgement (plus the slack)
 SYNC_LOSS_AT_MOST = 0.50  # issue 14: work lost to a stopped checkpoint sync at most this share of no guard's
 CHATTY = "under 1 min"  # the cadence class of jobs logging more than once a minute (simulation/rhythm.py)
 
@@ -135,14 +138,43 @@ def _rhythm_goals(strategies: dict[str, Any]) -> list[GoalCheck]:
                 "GPU-h",
             )
         )
-    chatty = guard["detect_minutes_by_cadence"].get(CHATTY, {}).get("p95")
-    goal = f"a hang of a job that logs more than once a minute stopped within {CHATTY_STOP_MINUTES} min, p95"
-    checks.append(GoalCheck(14, goal, _minutes(chatty), None if chatty is None else chatty <= CHATTY_STOP_MINUTES))
+    checks += progress_goals(guard)
     if none is not None:
         goal = f"work lost to a stopped checkpoint sync at most {SYNC_LOSS_AT_MOST:.0%} of no guard's"
         loss = sync_stopped_loss
         checks.append(_at_most(14, goal, loss(guard), loss(none), SYNC_LOSS_AT_MOST, "GPU-h"))
     return checks
+
+
+def progress_goals(guard: dict[str, Any]) -> list[GoalCheck]:
+    """Issue 27's: jobs that report progress are stopped within minutes of a hang and never in a phase; jobs that
+    report nothing keep the 30-minute judgement."""
+    by_reporting = guard.get("detect_minutes_by_reporting")
+    if not by_reporting:
+        return []
+    reporting = by_reporting["reporting"]
+
+    def within(p95: float | None, limit: float) -> bool | None:
+        return None if p95 is None else p95 <= limit
+
+    chatty, livelock = reporting[CHATTY]["p95"], reporting["by_kind"].get("livelock", {}).get("p95")
+    intervals, silent = reporting["in_intervals"]["p95"], by_reporting["none"]["silent"][CHATTY]["p95"]
+    quiet_limit = SILENT_CHATTY_MINUTES + DETECT_SLACK_MINUTES
+    wrong = sum(count for cls, count in guard["wrong_actions_by_reporting"].items() if cls != "none")
+    return [
+        GoalCheck(27, f"a hang of a job that reports progress more than once a minute stopped within "
+                  f"{CHATTY_STOP_MINUTES} min, p95", _minutes(chatty), within(chatty, CHATTY_STOP_MINUTES)),
+        GoalCheck(27, f"a hang of a job that reports progress less often stopped within {INTERVALS_AT_MOST} of its "
+                  "own intervals between lines, p95", "no such hang in this run" if intervals is None else
+                  f"{intervals:.1f} intervals", within(intervals, INTERVALS_AT_MOST)),
+        GoalCheck(27, f"a livelock of a job that reports progress stopped within {LIVELOCK_STOP_MINUTES} min, p95",
+                  _minutes(livelock), within(livelock, LIVELOCK_STOP_MINUTES)),
+        GoalCheck(27, "no wrong action on a job that reports progress, however long its announced phases",
+                  f"{wrong}", wrong == 0),
+        GoalCheck(27, f"a silent hang of a job that reports nothing and logs more than once a minute stopped within "
+                  f"{quiet_limit} min, p95 (the 30-minute judgement, no regression)", _minutes(silent),
+                  within(silent, quiet_limit)),
+    ]  # fmt: skip
 
 
 def sync_stopped_loss(figures: dict[str, Any]) -> float:

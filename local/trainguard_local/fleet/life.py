@@ -22,8 +22,9 @@ from trainguard_local.fleet.anchor_rules import CAPACITY_REFUSAL_MINUTES, PARENT
 from trainguard_local.fleet.model import ActionKind, JobTimeline, State
 from trainguard_local.fleet.person import PERSON, PersonOnCall
 from trainguard_local.simulation.fault_table import FAULT_TABLE, Ending, FaultKind
+from trainguard_local.simulation.job_spec import Fault, JobSpec
 from trainguard_local.simulation.kernel import Kernel, Park, Sleep
-from trainguard_local.simulation.trace import Fault, JobSpec, sync_failure
+from trainguard_local.simulation.later_faults import sync_failure
 
 MAX_LAUNCHES = 100  # a guard against a model that never ends
 Steps = Generator[Sleep | Park, Any, None]

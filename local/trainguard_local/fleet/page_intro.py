@@ -14,6 +14,8 @@ from typing import Any
 
 from trainguard_local.fleet.html_parts import source
 from trainguard_local.fleet.words import fault_name, strategy_name
+from trainguard_local.simulation import job_spec, reporting
+from trainguard_local.simulation import later_faults as later
 from trainguard_local.simulation import trace as drawn
 
 AWS_FACTS = "docs/aws-facts.md"
@@ -83,16 +85,20 @@ def _trace(trace: dict[str, Any]) -> list[Assumption]:
     return [
         Assumption(
             f"The trace draws one fault for {trace['fault_share']:.0%} of the jobs, and a stopped checkpoint sync "
-            f"for {drawn.SYNC_STOPPED_SHARE:.0%} of the others (at least one); the kinds are drawn by weight, "
+            f"for {later.SYNC_STOPPED_SHARE:.0%} of the others, a livelock for {later.PROGRESS_FAULT_SHARE:.0%} and a "
+            f"hang inside an announced phase for {later.PROGRESS_FAULT_SHARE:.0%} (at least one of each); "
+            f"{reporting.REPORTING_SHARES[reporting.Reporting.NONE]:.0%} of the jobs report no progress, the others "
+            "report it in trainguard's progress contract, a framework's own lines or a tag rule, a third each; "
+            "the kinds are drawn by weight, "
             "hardware faults weighing most, and every kind appears once before the rest are drawn.",
-            "local/trainguard_local/simulation/trace.py (FAULT_KIND_WEIGHTS)",
+            "local/trainguard_local/simulation/trace.py (FAULT_KIND_WEIGHTS), later_faults.py, reporting.py",
             "an assumption: no public failure statistics of SageMaker fleets; hardware weighs most after Meta's "
             f"Llama 3 report ({LLAMA3_REPORT}, table 5); the other weights are even-handed guesses",
         ),
         Assumption(
             f"A job trains for a median {drawn.WORK_HOURS_MEDIAN:g} h without faults ({drawn.MIN_WORK_HOURS:g} to "
             f"{drawn.MAX_WORK_HOURS:g} h), checkpoints every {low} to {high} minutes, and spends "
-            f"{drawn.STARTUP_MINUTES:g} billed minutes starting at each launch. A failure or a stop loses the work "
+            f"{job_spec.STARTUP_MINUTES:g} billed minutes starting at each launch. A failure or a stop loses the work "
             "since the newest checkpoint, under every strategy.",
             "local/trainguard_local/simulation/trace.py",
             f"assumptions; the checkpoint interval is the simulator's brief ({low}-{high} minutes)",

@@ -37,6 +37,8 @@ The figures, defined once (docs/local-tools.md copies these definitions):
   same way (a second stop of one launch, a second relaunch of one failure, a second request for one
   quota).
 - `wrong_actions`: a stop of a healthy job, or a relaunch of a user's error (code, memory) unfixed.
+- `detect_minutes_by_reporting`, `wrong_actions_by_reporting`: the hangs' detection and the wrong actions by how
+  each job reports its progress (report_by_reporting.py).
 - `guard_cost` (top level, when trainguard ran): trainguard's own AWS cost at list prices, by item, in
   all, per guarded instance-hour and as a share of the guarded compute's dollars (guard_cost.py).
 
@@ -45,18 +47,17 @@ Percentiles are nearest-rank: the smallest value with at least q% of the values 
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from trainguard_local.fleet.anchor_rules import StalledTrainingRule
 from trainguard_local.fleet.model import JobOutcome, Strategy
-from trainguard_local.simulation.fault_table import HANG_KINDS, TRANSIENT_KINDS, USER_ERROR_KINDS, FaultKind
+from trainguard_local.fleet.percentiles import p50_p95, rounded
+from trainguard_local.fleet.report_by_reporting import detect_minutes_by_reporting, wrong_actions_by_reporting
+from trainguard_local.simulation.fault_table import HUNG_KINDS, TRANSIENT_KINDS, USER_ERROR_KINDS, FaultKind
 from trainguard_local.simulation.rhythm import CADENCE_CLASSES
 from trainguard_local.simulation.trace import Fault, Trace
-
-_DECIMALS = 3
 
 
 @runtime_checkable
@@ -71,15 +72,6 @@ class Costed(Protocol):
     """A strategy whose own AWS cost was counted (trainguard's)."""
 
     def guard_cost(self) -> dict[str, Any] | None: ...
-
-
-def percentile(values: Iterable[float], q: float) -> float | None:
-    """Nearest-rank percentile; None for no values."""
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    rank = max(1, math.ceil(q / 100 * len(ordered)))
-    return ordered[rank - 1]
 
 
 def run_all(
@@ -126,26 +118,28 @@ def strategy_figures(trace: Trace, outcomes: Sequence[JobOutcome]) -> dict[str, 
     rule = StalledTrainingRule()
     delays = [d for d in (o.completion_delay_hours for o in outcomes) if d is not None]
     return {
-        "wasted_gpu_hours": _round(sum(o.wasted_gpu_hours for o in outcomes)),
-        "wasted_dollars": _round(sum(o.wasted_dollars for o in outcomes)),
-        "wasted_dollars_hung_or_idle": _round(sum(o.hung_hours * _dollars_per_hour(o) for o in outcomes)),
-        "wasted_dollars_lost_since_checkpoint": _round(sum(o.lost_work_hours * _dollars_per_hour(o) for o in outcomes)),
+        "wasted_gpu_hours": rounded(sum(o.wasted_gpu_hours for o in outcomes)),
+        "wasted_dollars": rounded(sum(o.wasted_dollars for o in outcomes)),
+        "wasted_dollars_hung_or_idle": rounded(sum(o.hung_hours * _dollars_per_hour(o) for o in outcomes)),
+        "wasted_dollars_lost_since_checkpoint": rounded(
+            sum(o.lost_work_hours * _dollars_per_hour(o) for o in outcomes)
+        ),
         # The two parts of wasted_gpu_hours: billed time that made no progress, and work lost since the last checkpoint.
-        "wasted_gpu_hours_hung_or_idle": _round(sum(o.hung_hours * o.job.gpus for o in outcomes)),
-        "wasted_gpu_hours_lost_since_checkpoint": _round(sum(o.lost_work_hours * o.job.gpus for o in outcomes)),
-        "wasted_gpu_hours_hung_or_idle_not_parent_owned": _round(
+        "wasted_gpu_hours_hung_or_idle": rounded(sum(o.hung_hours * o.job.gpus for o in outcomes)),
+        "wasted_gpu_hours_lost_since_checkpoint": rounded(sum(o.lost_work_hours * o.job.gpus for o in outcomes)),
+        "wasted_gpu_hours_hung_or_idle_not_parent_owned": rounded(
             sum(o.hung_hours * o.job.gpus for o in outcomes if not o.job.owner)
         ),
-        "wasted_gpu_hours_where_debugger_rule_applies": _round(
+        "wasted_gpu_hours_where_debugger_rule_applies": rounded(
             sum(o.wasted_gpu_hours for o in outcomes if rule.can_stop(o.job))
         ),
-        "billed_gpu_hours": _round(sum(o.billed_instance_hours * o.job.gpus_per_instance for o in outcomes)),
-        "completion_delay_hours": {**_p50_p95(delays), "total": _round(sum(delays))},
+        "billed_gpu_hours": rounded(sum(o.billed_instance_hours * o.job.gpus_per_instance for o in outcomes)),
+        "completion_delay_hours": {**p50_p95(delays), "total": rounded(sum(delays))},
         "completion_delay_hours_by_fault": delay_by_fault(trace, outcomes),
-        "completion_delay_hours_of_parents_jobs": _round(
+        "completion_delay_hours_of_parents_jobs": rounded(
             sum(o.completion_delay_hours or 0.0 for o in outcomes if o.job.owner)
         ),
-        "completion_delay_hours_not_own_code": _round(
+        "completion_delay_hours_not_own_code": rounded(
             sum(hours for kind, hours in delay_by_fault(trace, outcomes).items() if kind not in _OWN_CODE)
         ),
         "jobs_completed": sum(1 for o in outcomes if o.completed_at is not None and o.completed_at <= trace.hours),
@@ -153,13 +147,15 @@ def strategy_figures(trace: Trace, outcomes: Sequence[JobOutcome]) -> dict[str, 
         "detect_minutes": detect_minutes(outcomes),
         "detect_minutes_by_cadence": detect_minutes_by_cadence(outcomes),
         "wasted_gpu_hours_lost_since_checkpoint_by_fault": lost_since_checkpoint_by_fault(trace, outcomes),
-        "recover_minutes": _p50_p95(
+        "recover_minutes": p50_p95(
             r.minutes for o in outcomes for r in o.recoveries if r.fault_kind in TRANSIENT_KINDS
         ),
         "actions": dict(sorted(Counter(a.kind.value for o in outcomes for a in o.actions if a.succeeded).items())),
         "actions_by_actor": actions_by_actor(outcomes),
         "duplicate_actions": duplicate_actions(outcomes),
         "wrong_actions": sum(1 for o in outcomes for a in o.actions if not a.right),
+        "detect_minutes_by_reporting": detect_minutes_by_reporting(outcomes),
+        "wrong_actions_by_reporting": wrong_actions_by_reporting(outcomes),
     }
 
 
@@ -177,11 +173,11 @@ def detect_minutes(outcomes: Iterable[JobOutcome]) -> dict[str, dict[str, float 
         for kind, minutes in first.items():
             by_kind.setdefault(kind, []).append(minutes)
     return {
-        kind.value: {**_p50_p95(by_kind[kind]), "count": len(by_kind[kind])} for kind in FaultKind if kind in by_kind
+        kind.value: {**p50_p95(by_kind[kind]), "count": len(by_kind[kind])} for kind in FaultKind if kind in by_kind
     }
 
 
-HANG_DETECTIONS = frozenset({*HANG_KINDS, FaultKind.NCCL_TIMEOUT})
+HANG_DETECTIONS = HUNG_KINDS
 
 
 def detect_minutes_by_cadence(outcomes: Iterable[JobOutcome]) -> dict[str, dict[str, Any]]:
@@ -194,10 +190,10 @@ def detect_minutes_by_cadence(outcomes: Iterable[JobOutcome]) -> dict[str, dict[
             found[outcome.job.rhythm.cadence_class].append((first.minutes, bool(outcome.job.owner)))
     return {
         name: {
-            **_p50_p95(m for m, _ in values),
+            **p50_p95(m for m, _ in values),
             "hangs": len(values),
             "not_parent_owned": {
-                **_p50_p95(m for m, owned in values if not owned),
+                **p50_p95(m for m, owned in values if not owned),
                 "hangs": sum(1 for _, owned in values if not owned),
             },
         }
@@ -211,7 +207,7 @@ def lost_since_checkpoint_by_fault(trace: Trace, outcomes: Iterable[JobOutcome])
         fault = trace.fault_of(outcome.job.name)
         kind = fault.kind.value if fault else "none"
         totals[kind] = totals.get(kind, 0.0) + outcome.lost_work_hours * outcome.job.gpus
-    return {kind: _round(hours) for kind, hours in sorted(totals.items())}
+    return {kind: rounded(hours) for kind, hours in sorted(totals.items())}
 
 
 def _dollars_per_hour(outcome: JobOutcome) -> float:
@@ -258,7 +254,7 @@ def fault_record(fault: Fault) -> dict[str, Any]:
         "job": fault.job_name,
         "kind": fault.kind.value,
         "at_work_hours": fault.at_work_hours,
-        "strikes_at_hours": _round(fault.strikes_at),
+        "strikes_at_hours": rounded(fault.strikes_at),
         "failure_reason": fault.failure_reason,
     }
     extras = {
@@ -270,12 +266,3 @@ def fault_record(fault: Fault) -> dict[str, Any]:
         "silent_minutes": fault.silent_minutes,
     }
     return record | {key: value for key, value in extras.items() if value}
-
-
-def _p50_p95(values: Iterable[float]) -> dict[str, float | None]:
-    listed = list(values)
-    return {"p50": _round(percentile(listed, 50)), "p95": _round(percentile(listed, 95))}
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, _DECIMALS)

@@ -8,11 +8,14 @@ import textwrap
 from itertools import pairwise
 from typing import Any
 
+from trainguard.domain.progress_limits import PROGRESS_FLOOR_MINUTES
 from trainguard.domain.stalls import StallThresholds
 from trainguard_local.fleet.model import JobOutcome
 from trainguard_local.fleet.trainguard_run.usage import Notification
 from trainguard_local.simulation.activity import LaunchActivity
 from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.reporting import LineKind, LineToken, Reporting, word
+from trainguard_local.simulation.rhythm import Phase, phases
 from trainguard_local.simulation.trace import JobSpec, Trace
 
 FIXED_LIMIT_MINUTES = StallThresholds().stall_minutes  # the threshold with no tag and no rhythm learned
@@ -30,7 +33,38 @@ def fault_words(trace: Trace, job: JobSpec) -> str:
     if fault.kind is FaultKind.CHECKPOINT_SYNC_STOPPED:
         fails_at = fault.strikes_at + fault.fails_at_work_hours - fault.at_work_hours
         return f"{fault.kind.value} at +{fault.strikes_at:.2f} h, then hardware_fault at +{fails_at:.2f} h"
+    if fault.kind is FaultKind.LIVELOCK:
+        every = _duration(job.rhythm.log_every_seconds)
+        return f"{fault.kind.value} at +{fault.strikes_at:.2f} h (a heartbeat line every {every}, the step stuck)"
+    if fault.kind is FaultKind.HANG_IN_PHASE and (phase := phase_at(job, fault.at_work_hours)) is not None:
+        begin = phase_begin_line(job, phase)
+        said = f" after {begin!r}" if begin else ", which it did not announce"
+        return f"{fault.kind.value} at +{fault.strikes_at:.2f} h (in its {phase.minutes:g} min checkpoint save{said})"
     return f"{fault.kind.value} at +{fault.strikes_at:.2f} h"
+
+
+def phase_at(job: JobSpec, progress: float) -> Phase | None:
+    """The job's silent phase that starts at `progress` (hours of work), if one does."""
+    found = phases(job.rhythm, job.checkpoint_every_minutes, progress - 1e-6, progress + 1e-6)
+    return found[0] if found else None
+
+
+def phase_begin_line(job: JobSpec, phase: Phase) -> str:
+    """The line that announces a checkpoint save in the job's words, as trainguard reads it ('' when it says none)."""
+    save = min(job.rhythm.checkpoint_write_minutes, phase.minutes)
+    token = LineToken(LineKind.PHASE_BEGIN, 0, "checkpoint", round(60 * save))
+    lines = word(job.reporting.dialect, token)[1:]  # after the step line
+    return lines[0].strip() if lines else ""
+
+
+def reporting_words(job: JobSpec) -> str:
+    """How the job reports its progress (simulation/reporting.py), '' when it reports none."""
+    reporting = job.reporting.reporting
+    if reporting is Reporting.PROGRESS:
+        return "steps by the progress contract"
+    if reporting is Reporting.FRAMEWORK:
+        return f"steps by {job.reporting.dialect.name}'s lines"
+    return "steps by a tag rule" if reporting is Reporting.TAG_RULE else ""
 
 
 def longest_gap_minutes(job: JobSpec) -> float:
@@ -54,7 +88,8 @@ def trace_line(trace: Trace, job: JobSpec) -> str:
     every, longest = job.rhythm.log_every_seconds, longest_gap_minutes(job) * 60
     logs = f"logs every {_duration(every)}"
     logs += f", longest gap {_duration(longest)} (it logs around its saves)" if longest < every - 1 else ""
-    return f"{job.name:<28} {size} from +{job.submitted_at:5.2f} h  {logs:<19} {fault_words(trace, job)}{shown}"
+    logs += f", {reported}" if (reported := reporting_words(job)) else ""
+    return f"{job.name:<28} {size} from +{job.submitted_at:5.2f} h  {logs:<19}  {fault_words(trace, job)}{shown}"
 
 
 def job_story(trace: Trace, outcome: JobOutcome, unguarded: JobOutcome) -> list[str]:
@@ -70,8 +105,24 @@ def job_story(trace: Trace, outcome: JobOutcome, unguarded: JobOutcome) -> list[
             lines.append(
                 f"  its lines come up to {gap:.0f} min apart, past the fixed {FIXED_LIMIT_MINUTES} min: left alone"
             )
+    if fault is None and not outcome.actions:
+        lines += announced_saves_left_alone(outcome.job)
     lines.append(f"  {done_text(outcome)}; with no guard: {done_text(unguarded)}")
     return lines
+
+
+def announced_saves_left_alone(job: JobSpec) -> list[str]:
+    """A healthy job's checkpoint saves that it announces and that last longer than a step limit's floor: when the
+    first starts, how many, the line before each, and that trainguard left them alone ([] for a job without)."""
+    saves = phases(job.rhythm, job.checkpoint_every_minutes, 0.0, job.work_hours)
+    if not saves or not (begin := phase_begin_line(job, saves[0])) or saves[0].minutes <= PROGRESS_FLOOR_MINUTES:
+        return []
+    first, minutes = job.submitted_at + job.startup_minutes / 60 + saves[0].at_progress, saves[0].minutes
+    return [
+        f"  +{first:5.2f} h  the first of its {len(saves)} checkpoint saves of {minutes:g} min, each announced by "
+        f"{begin!r}: no step for {minutes:g} min each time, past the {PROGRESS_FLOOR_MINUTES:g} min floor of a step "
+        "limit: left alone"
+    ]
 
 
 def events(outcome: JobOutcome) -> list[tuple[float, str]]:

@@ -52,6 +52,8 @@ FAULT_NAMES: dict[str, str] = {
     FaultKind.OUT_OF_MEMORY: "out of memory",
     FaultKind.SLOW_BUT_HEALTHY: "slow but healthy (no fault)",
     FaultKind.CHECKPOINT_SYNC_STOPPED: "checkpoint sync stopped",
+    FaultKind.LIVELOCK: "wedged loop that keeps logging without progress",
+    FaultKind.HANG_IN_PHASE: "hang in an announced phase",
 }
 
 

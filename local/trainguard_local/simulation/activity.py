@@ -14,19 +14,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from trainguard_local.simulation.fault_table import FAULT_TABLE, WORKING_PER_GPU, FaultKind
-from trainguard_local.simulation.rhythm import JobRhythm, line_offsets, phases
+from trainguard_local.simulation.fault_table import FAULT_TABLE, WORKING_PER_GPU, FaultKind, Logs
+from trainguard_local.simulation.reporting import LineKind, LineToken, word
+from trainguard_local.simulation.rhythm import SAVE_LINE, JobRhythm, Phase, line_offsets, phases
+
+if TYPE_CHECKING:
+    from trainguard_local.simulation.trace import JobSpec
 
 SECOND = 1 / 3600  # hours
+MILLISECOND = SECOND / 1000
 # Float slack on a window's edges: a line at a window's `until` (whole minutes of hours lose their last bits)
 # belongs to that window, once, never to none.
 EDGE = 1e-12
-
-
-def progress_line(count: int) -> str:
-    """The words of a launch's `count`-th cadence line (from 1): a step and a falling loss."""
-    return f"step {count * 10} loss {1.5 + 1.0 / count:.4f}"
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class Silence:
     start: float
     end: float
     gpu_per_gpu: float
+    talks: bool = False  # a heartbeat goes on through it: lines come, the step does not advance (a livelock)
 
     def holds_at(self, at: float) -> bool:
         return self.start <= at < self.end
@@ -61,10 +63,11 @@ class LaunchActivity:
         """The fault `kind` strikes at `at`: quiet from then on, or for `minutes`, if its row says so. The
         GPUs read its row's level (a healthy silence from the start of training is a first checkpoint load)."""
         row = FAULT_TABLE[kind]
-        if not row.silent:
+        if row.logs is Logs.GO_ON:
             return
         first_load = abs(at - self.training_since) < 1e-6
-        self.silences.append(Silence(kind, at, at + minutes / 60, row.gpu_per_gpu(first_load=first_load)))
+        talks = row.logs is Logs.HEARTBEAT
+        self.silences.append(Silence(kind, at, at + minutes / 60, row.gpu_per_gpu(first_load=first_load), talks))
 
     def silence_at(self, at: float) -> Silence | None:
         return next((silence for silence in self.silences if silence.holds_at(at)), None)
@@ -96,12 +99,11 @@ class LaunchActivity:
             k += 1
         return found
 
-    def lines(self, after: float, until: float) -> list[tuple[float, str]]:
-        """The lines after `after` and up to `until`, as (hours, text): '' for the cadence's own lines (the
-        caller words them), the phase line before a phase of a job that announces its phases."""
+    def lines(self, after: float, until: float) -> list[tuple[float, LineToken]]:
+        """The lines after `after` and up to `until`, as (hours, what each is): reporting.py words them."""
         since, progress = self.training_since, self.progress_at_start
         silent = [
-            (since + p.at_progress - progress, since + p.at_progress - progress + p.minutes / 60, p.line)
+            (since + p.at_progress - progress, p)
             for p in phases(
                 self.rhythm,
                 self.checkpoint_every_minutes,
@@ -109,22 +111,53 @@ class LaunchActivity:
                 progress + until - since,
             )
         ]
-        quiet = [(s.start, s.end) for s in self.silences] + [(start, end) for start, end, _ in silent]
+        talking = [(s.start, s.end) for s in self.silences if s.talks]
+        quiet = [(s.start, s.end) for s in self.silences if not s.talks]
+        quiet += [(start, start + p.minutes / 60) for start, p in silent]
+        endless = [(s.start, s.end) for s in self.silences if math.isinf(s.end)]
+
+        def within(at: float, spans: list[tuple[float, float]]) -> bool:
+            return any(start <= at < end for start, end in spans)
 
         def heard(at: float, *, boundary: bool = False) -> bool:
             """A cadence line is not heard in any silence; a silence's own first and last lines are, unless
             the job has hung by then (a phase that starts inside another silence still ends with a line)."""
-            hidden = [(start, end) for start, end in quiet if not boundary or math.isinf(end)]
-            return after + EDGE < at <= until + EDGE and not any(start <= at < end for start, end in hidden)
+            return after + EDGE < at <= until + EDGE and not within(at, endless if boundary else quiet)
 
         offsets = line_offsets(self.rhythm, (after - since) * 3600, (until - since) * 3600)
         moments = [since + offset / 3600 for offset in offsets if offset > 0]  # the start's line is added below
-        moments += [since] if after < since <= until else []  # a line as training starts
-        found = [(at, "") for at in moments if heard(at)]
-        bounds = [*silent, *((s.start, s.end, "") for s in self.silences)]
-        for start, end, line in bounds:
-            found += [(at, text) for at, text in ((start - SECOND, line), (end, "")) if heard(at, boundary=True)]
-        return sorted(found)
+        found = [
+            (at, LineToken(LineKind.HEARTBEAT if within(at, talking) else LineKind.STEP, self.step_at(at)))
+            for at in moments
+            if heard(at)
+        ]
+        found += [(since, LineToken(LineKind.START))] if heard(since) else []  # a line as training starts
+        for start, phase in silent:
+            found += [(at, token) for at, token in self._phase_tokens(start, phase) if heard(at, boundary=True)]
+        for silence in self.silences:
+            bounds = (silence.start - SECOND, silence.end)
+            found += [(at, LineToken(LineKind.STEP, self.step_at(at))) for at in bounds if heard(at, boundary=True)]
+        return sorted(found, key=lambda line: line[0])
+
+    def step_at(self, at: float) -> int:
+        """The job's step at `at`: one per cadence line of work done (a relaunch resumes at its checkpoint's)."""
+        work_seconds = (self.progress_at_start + at - self.training_since) * 3600
+        return math.floor(work_seconds / self.rhythm.log_every_seconds + 1e-6)
+
+    def _phase_tokens(self, start: float, phase: Phase) -> list[tuple[float, LineToken]]:
+        """A phase's lines: its begin (a save, or an evaluation alone), the save's end when an evaluation follows,
+        and its end."""
+        save = min(self.rhythm.checkpoint_write_minutes, phase.minutes)
+        evaluation = phase.minutes - save
+        step = self.step_at(start - SECOND)
+        first = "checkpoint" if save > 0 else "evaluation"
+        tokens = [(start - SECOND, LineToken(LineKind.PHASE_BEGIN, step, first, round(60 * (save or evaluation))))]
+        if save > 0 and evaluation > 1e-9:
+            tokens.append((start + save / 60, LineToken(LineKind.SAVE_END, step, "evaluation", round(60 * evaluation))))
+        last = "evaluation" if evaluation > 1e-9 else "checkpoint"
+        end = start + phase.minutes / 60
+        tokens.append((end, LineToken(LineKind.PHASE_END, self.step_at(end), last)))
+        return tokens
 
     def newest_line(self, at: float) -> float | None:
         """When the launch last logged, at or before `at` (None: not yet)."""
@@ -137,3 +170,14 @@ class LaunchActivity:
                 return found[-1][0]
             look_back *= 2
         return None
+
+
+def worded(tokens: list[tuple[float, LineToken]], job: JobSpec) -> list[tuple[float, str]]:
+    """The lines of `tokens` in the job's words (reporting.py), as (hours, text). A token printed as several lines
+    stamps them a millisecond apart, ending at its moment, so that they reach the guard in their order."""
+    phase_line = SAVE_LINE if job.rhythm.announces_phases else ""
+    found = []
+    for at, token in tokens:
+        texts = word(job.reporting.dialect, token, phase_line)
+        found += [(at - (len(texts) - 1 - index) * MILLISECOND, text) for index, text in enumerate(texts)]
+    return sorted(found, key=lambda line: line[0])  # stable: a moment's lines keep their order

@@ -30,8 +30,15 @@ class FaultKind(StrEnum):
     OUT_OF_MEMORY = "out_of_memory"
     SLOW_BUT_HEALTHY = "slow_but_healthy"  # must not be stopped
     # The job's checkpoints stop reaching S3 while it trains on (aws/sagemaker-python-sdk issue 3062); a hardware
-    # failure strikes later. Drawn from a stream of its own (trace.SYNC_STOPPED_SHARE), after the kinds above.
+    # failure strikes later. Drawn from a stream of its own (later_faults.SYNC_STOPPED_SHARE), after the kinds above.
     CHECKPOINT_SYNC_STOPPED = "checkpoint_sync_stopped"
+    # Issue 27's kinds, drawn from a stream of their own (later_faults.PROGRESS_FAULT_SHARE) among the jobs without
+    # another fault: a wedged loop whose background thread keeps logging (marin-community/marin#7344: "phase=training"
+    # through a 33.5-minute wedge of 512 GPUs), its GPUs spinning in the collective it waits on; and a hang inside
+    # an announced phase (a save that never ends: all ranks wait in the barrier after it, the writer's GPU idle, as a
+    # torch.save's is, issue 27's measurement).
+    LIVELOCK = "livelock"
+    HANG_IN_PHASE = "hang_in_phase"
 
 
 WORKING_PER_GPU = 90.0
@@ -43,6 +50,7 @@ class Logs(StrEnum):
     GO_ON = "go on"
     SILENT = "silent until the launch ends"
     SILENT_FOR_A_WHILE = "silent for the fault's minutes, then logging again"
+    HEARTBEAT = "a heartbeat line at the job's cadence, the step never advancing"
 
 
 class Gpus(StrEnum):
@@ -119,10 +127,14 @@ FAULT_TABLE: dict[FaultKind, FaultRow] = {
         Logs.SILENT_FOR_A_WHILE, Gpus.IDLE_WHILE_LOADING, Ending.TRAINS_ON, None, False
     ),
     FaultKind.CHECKPOINT_SYNC_STOPPED: FaultRow(Logs.GO_ON, Gpus.WORKING, Ending.TRAINS_ON, None, True),
+    FaultKind.LIVELOCK: FaultRow(Logs.HEARTBEAT, Gpus.SPINNING, Ending.HANGS, None, True),
+    FaultKind.HANG_IN_PHASE: FaultRow(Logs.SILENT, Gpus.IDLE, Ending.HANGS, None, True),
 }
 
 HANG_KINDS = frozenset(kind for kind, row in FAULT_TABLE.items() if row.ending is Ending.HANGS)
-# The kinds that silence a launch that still holds its instances (a spot job Interrupted holds none).
+HUNG_KINDS = frozenset(kind for kind, row in FAULT_TABLE.items() if row.hung)  # an NCCL timeout's hang too
+# The kinds that silence a launch that still holds its instances (a spot job Interrupted holds none), a livelock's
+# heartbeat included: its lines say nothing of progress.
 SILENT_KINDS = frozenset(
     kind for kind, row in FAULT_TABLE.items() if row.silent and row.ending is not Ending.INTERRUPTED
 )

@@ -23,10 +23,20 @@ from trainguard_local.simulation.catalogue import (
     training_quota_name,
 )
 from trainguard_local.simulation.fault_table import FAULT_TABLE, FaultKind
-from trainguard_local.simulation.rhythm import JobRhythm, draw_rhythm
+from trainguard_local.simulation.job_spec import STARTUP_MINUTES, Fault, JobSpec
+from trainguard_local.simulation.later_faults import (
+    FAULT_PROGRESS_SPAN,
+    PROGRESS_FAULT_KINDS,
+    draw_progress_faults,
+    draw_sync_stops,
+)
+from trainguard_local.simulation.reporting import draw_reporting
+from trainguard_local.simulation.rhythm import draw_rhythm
 from trainguard_local.simulation.todays_sagemaker import draw_alternatives, draw_parent_and_fallbacks
 
-DRAWN_KINDS = tuple(kind for kind in FaultKind if kind is not FaultKind.CHECKPOINT_SYNC_STOPPED)
+DRAWN_KINDS = tuple(
+    kind for kind in FaultKind if kind is not FaultKind.CHECKPOINT_SYNC_STOPPED and kind not in PROGRESS_FAULT_KINDS
+)
 # Assumptions: there are no public failure statistics for SageMaker fleets. Meta's Llama 3 report
 # (arXiv 2407.21783, table 5) put most interruptions of a large run down to GPU and host hardware,
 # so hardware weighs most; the rest are even-handed guesses.
@@ -43,13 +53,9 @@ FAULT_KIND_WEIGHTS: dict[FaultKind, float] = {
     FaultKind.OUT_OF_MEMORY: 6.0,
     FaultKind.SLOW_BUT_HEALTHY: 9.0,
 }
-SYNC_STOPPED_SHARE = 0.04  # of the jobs without another fault (assumption), at least one
-SYNC_STOPPED_SPAN = (0.1, 0.5)  # the sync stops at this share of the work (assumption)
-SYNC_FAILURE_AFTER = (0.2, 1.0)  # the failure strikes this share of the rest of the work later (assumption)
 WORK_HOURS_MEDIAN, WORK_HOURS_SIGMA = 6.0, 0.9  # fault-free training time, lognormal (assumption)
 MIN_WORK_HOURS, MAX_WORK_HOURS = 0.5, 48.0  # assumption
 CHECKPOINT_EVERY_MINUTES = (15, 20, 30, 45, 60)  # the brief's 15-60 minutes
-STARTUP_MINUTES = 10.0  # Starting + Downloading per launch, billed (assumption)
 DEFAULT_MAX_RUNTIME_HOURS = 24.0  # MaxRuntimeInSeconds' default, 1 day (docs/aws-facts.md)
 MAX_RUNTIME_HEADROOM = 1.25  # a job that needs more than a day gets MaxRuntime 25% above its need (assumption)
 HOOK_FRAMEWORKS = ("pytorch-1.13", "tensorflow-2.13")  # Debugger's hook; not PyTorch >= 2.0 (docs/aws-facts.md)
@@ -63,58 +69,6 @@ NCCL_TIMEOUT_MINUTES = (10.0, 30.0)  # init_process_group's default: 10 min for 
 # stall 30 min for a first load; under 30 min later on). Ranges are assumptions.
 FIRST_LOAD_SILENT_MINUTES, MID_RUN_SILENT_MINUTES = (20.0, 48.0), (10.0, 28.0)
 FIRST_LOAD_SHARE = 0.5  # of slow-but-healthy jobs, those silent while they load (assumption)
-FAULT_PROGRESS_SPAN = (0.05, 0.95)  # a fault strikes between 5% and 95% of the work (assumption)
-
-
-@dataclass(frozen=True)
-class JobSpec:
-    name: str
-    instance_type: str
-    instance_count: int
-    gpus_per_instance: int
-    price_per_instance_hour: float
-    submitted_at: float  # hours on the trace clock
-    work_hours: float  # fault-free training time
-    checkpoint_every_minutes: int  # of progress
-    uses_debugger_hook: bool
-    spot: bool
-    in_vpc: bool
-    framework: str
-    max_runtime_hours: float
-    startup_minutes: float = STARTUP_MINUTES
-    owner: str = ""  # "pipelines" or "aws_batch": a parent launched it and runs its retries
-    owner_retries: bool = False  # the parent's retry of internal and capacity errors is configured
-    fallback_types: tuple[tuple[str, int], ...] = ()  # the alternatives its owner lists, with their counts
-    launched_with_preferences: bool = False  # InstancePreferences = its own type, then the alternatives
-    on_demand_after: int | None = None  # spot jobs: trainguard:on-demand-after
-    rhythm: JobRhythm = field(default_factory=JobRhythm)  # how often it logs, its silent phases (rhythm.py)
-
-    @property
-    def gpus(self) -> int:
-        return self.instance_count * self.gpus_per_instance
-
-    @property
-    def fault_free_completion_at(self) -> float:
-        return self.submitted_at + self.startup_minutes / 60 + self.work_hours
-
-
-@dataclass(frozen=True)
-class Fault:
-    job_name: str
-    kind: FaultKind
-    at_work_hours: float  # the progress at which it strikes; 0 for a capacity error (at launch)
-    strikes_at: float  # hours on the trace clock: nothing happens to a job before its one fault
-    failure_reason: str | None  # FailureReason of the failed job; None for hangs and healthy jobs
-    repeats: int = 0  # capacity_error: relaunches refused the same way after the first refusal
-    hung_minutes: float = 0.0  # nccl_timeout: the collective hangs this long before the watchdog fails the job
-    spot_wait_hours: float = 0.0  # spot_interruption: Interrupted, unbilled, until MaxWait passes
-    quota_name: str | None = None  # quota_wall: the quota that refuses the relaunch
-    launch_refusal: str | None = None  # quota_wall: CreateTrainingJob's error for the relaunch
-    quota_approval_hours: float = 0.0  # quota_wall: from the increase request to its approval
-    silent_minutes: float = 0.0  # slow_but_healthy: no output for this long, while training goes on
-    alternatives_with_capacity: tuple[str, ...] = ()  # capacity_error: listed alternatives that have capacity
-    alternatives_with_quota_room: tuple[str, ...] = ()  # quota_wall: listed alternatives whose quota has room
-    fails_at_work_hours: float = 0.0  # checkpoint_sync_stopped: the progress at which the hardware failure strikes
 
 
 @dataclass(frozen=True)
@@ -161,7 +115,10 @@ def generate_trace(
     specs, faults = _todays_sagemaker(random.Random(f"{seed}/today's SageMaker"), specs, faults)
     rhythms = random.Random(f"{seed}/rhythm")
     specs = tuple(replace(spec, rhythm=draw_rhythm(rhythms)) for spec in specs)
-    faults += _draw_sync_stops(random.Random(f"{seed}/checkpoint sync"), specs, {f.job_name for f in faults})
+    faults += draw_sync_stops(random.Random(f"{seed}/checkpoint sync"), specs, {f.job_name for f in faults})
+    reporting = random.Random(f"{seed}/reporting")
+    specs = tuple(replace(spec, reporting=draw_reporting(reporting)) for spec in specs)
+    faults += draw_progress_faults(random.Random(f"{seed}/progress faults"), specs, {f.job_name for f in faults})
     parameters = TraceParameters(debugger_share, spot_share, vpc_share, fault_share)
     return Trace(seed, hours, parameters, specs, tuple(sorted(faults, key=lambda f: (f.strikes_at, f.job_name))))
 
@@ -206,28 +163,6 @@ def _todays_sagemaker(
         job = drawn[fault.job_name]
         with_room.append(replace(fault, job_name=job.name, **draw_alternatives(rng, fault.kind, job.fallback_types)))
     return tuple(drawn.values()), tuple(with_room)
-
-
-def sync_failure(fault: Fault) -> Fault:
-    """The hardware failure that strikes a job whose checkpoint sync stopped (at its own progress)."""
-    return replace(fault, kind=FaultKind.HARDWARE_FAULT, at_work_hours=fault.fails_at_work_hours)
-
-
-def _draw_sync_stops(rng: random.Random, specs: tuple[JobSpec, ...], faulty: set[str]) -> tuple[Fault, ...]:
-    """Checkpoint sync stopped on a share of the jobs without another fault: at a point of their work, and a
-    hardware failure a while later."""
-    healthy = [job for job in specs if job.name not in faulty]
-    chosen = rng.sample(healthy, min(len(healthy), max(1, round(SYNC_STOPPED_SHARE * len(specs)))))
-    faults = []
-    for job in chosen:
-        stops = round(rng.uniform(*SYNC_STOPPED_SPAN) * job.work_hours, 4)
-        fails = round(stops + rng.uniform(*SYNC_FAILURE_AFTER) * (job.work_hours - stops) * 0.95, 4)
-        reason = rng.choice(FAILURE_TEXTS[FaultKind.HARDWARE_FAULT.value][1])
-        strikes = job.submitted_at + job.startup_minutes / 60 + stops
-        faults.append(
-            Fault(job.name, FaultKind.CHECKPOINT_SYNC_STOPPED, stops, strikes, reason, fails_at_work_hours=fails)
-        )
-    return tuple(faults)
 
 
 def _eligible(kind: FaultKind, job: JobSpec) -> bool:

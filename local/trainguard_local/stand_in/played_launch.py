@@ -13,8 +13,10 @@ from urllib.parse import urlparse
 
 from botocore.exceptions import ClientError
 
-from trainguard_local.simulation.activity import SECOND, LaunchActivity, progress_line
+from trainguard_local.simulation.activity import SECOND, LaunchActivity, worded
 from trainguard_local.simulation.clock import SimClock
+from trainguard_local.simulation.reporting import LineKind, LineToken
+from trainguard_local.simulation.rhythm import SAVE_LINE
 from trainguard_local.simulation.trace import Fault, JobSpec
 from trainguard_local.stand_in.fleet_side import FleetSide, log_delivery
 
@@ -38,7 +40,8 @@ def resumed_progress(side: FleetSide, checkpoint_uri: str) -> float:
 
 class PlayedLaunch:
     """One launch as SageMaker job `name` on `hosts` hosts, doing what `activity` says, its checkpoints under
-    `checkpoint_uri` (none when empty). `words(at)` words a cadence line (default: a step count and a loss)."""
+    `checkpoint_uri` (none when empty). A trace job's launch words its lines as the job reports (reporting.py);
+    another words each line with `words(at)` (default: a step count and a loss)."""
 
     def __init__(
         self,
@@ -49,6 +52,7 @@ class PlayedLaunch:
         clock: SimClock,
         checkpoint_uri: str,
         words: Callable[[float], str] | None = None,
+        job: JobSpec | None = None,
     ) -> None:
         self.name, self.hosts, self.activity, self.side, self.clock = name, hosts, activity, side, clock
         self.checkpoint_uri = checkpoint_uri
@@ -58,6 +62,7 @@ class PlayedLaunch:
         self.checkpoint_refused: ClientError | None = None  # the first refused write (a bucket that is missing)
         self.lines_logged = 0
         self.words = words or self._step_line
+        self.job = job
 
     @classmethod
     def of_job(
@@ -65,7 +70,7 @@ class PlayedLaunch:
     ) -> PlayedLaunch:
         """A launch of a trace job, training from `since` (hours on `clock`), its work resumed at `progress`."""
         activity = LaunchActivity(job.rhythm, job.checkpoint_every_minutes, job.gpus_per_instance, since, progress)
-        return cls(name, job.instance_count, activity, side, clock, uri)
+        return cls(name, job.instance_count, activity, side, clock, uri, job=job)
 
     def strike(self, fault: Fault, origin: float) -> float:
         """Strike the launch with `fault` (its strikes_at counted from `origin`); when, on the kernel's hours."""
@@ -86,13 +91,22 @@ class PlayedLaunch:
         self.played_until = until
         if not found:
             return None
-        lines = [(self.clock.at_hours(at), text or self.words(at)) for at, text in found]
+        if self.job is not None:
+            texts = worded(found, self.job)
+        else:
+            texts = [(at, self._plain(at, token)) for at, token in found]
+        lines = [(self.clock.at_hours(at), text) for at, text in texts]
         stream, events = self.side.write_log_lines(self.name, self.clock.at_hours(self.activity.training_since), lines)
         return log_delivery(stream, [{"id": f"{self.name}-{event['timestamp']}", **event} for event in events])
 
+    def _plain(self, at: float, token: LineToken) -> str:
+        if token.kind is LineKind.PHASE_BEGIN and self.activity.rhythm.announces_phases:
+            return SAVE_LINE
+        return self.words(at)
+
     def _step_line(self, at: float) -> str:
         self.lines_logged += 1
-        return progress_line(self.lines_logged)
+        return f"step {self.lines_logged * 10} loss {1.5 + 1.0 / self.lines_logged:.4f}"
 
     def _save_checkpoints(self, until: float) -> None:
         """Each checkpoint the launch saved since the last call, stamped when its write ended."""

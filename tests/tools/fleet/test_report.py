@@ -6,7 +6,8 @@ import pytest
 from tests.tools.fleet.cases import PERSON, fault, job, trace_of
 from trainguard_local.fleet.anchors import anchor_strategies, debugger_rule
 from trainguard_local.fleet.model import BILLED_STATES, Action, ActionKind, JobOutcome, State
-from trainguard_local.fleet.report import build_report, duplicate_actions, percentile, run_all
+from trainguard_local.fleet.percentiles import percentile
+from trainguard_local.fleet.report import build_report, duplicate_actions, run_all
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.trace import generate_trace
 

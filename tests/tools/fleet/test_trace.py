@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from trainguard_local.simulation.catalogue import FAILURE_TEXTS, INSTANCE_OFFERS
-from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.fault_table import HANG_KINDS, FaultKind
+from trainguard_local.simulation.rhythm import phases
 from trainguard_local.simulation.trace import generate_trace
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "failure_reasons.json"
@@ -57,7 +58,9 @@ def test_faults_fit_their_jobs_and_carry_their_parameters():
         if fault.kind is FaultKind.SLOW_BUT_HEALTHY:
             assert 0 < fault.silent_minutes <= 50 and fault.failure_reason is None  # within trainguard's grace
             assert fault.at_work_hours + fault.silent_minutes / 60 < job.work_hours
-        hang_or_healthy = fault.kind in (FaultKind.HANG_IDLE_GPU, FaultKind.HANG_BUSY_GPU, FaultKind.SLOW_BUT_HEALTHY)
+        if fault.kind is FaultKind.HANG_IN_PHASE:  # at the start of one of the job's phases
+            assert phases(job.rhythm, job.checkpoint_every_minutes, fault.at_work_hours - 1e-6, fault.at_work_hours)
+        hang_or_healthy = fault.kind in (*HANG_KINDS, FaultKind.SLOW_BUT_HEALTHY)
         assert (fault.failure_reason is None) == hang_or_healthy
 
 

@@ -69,7 +69,8 @@ def test_a_parked_process_resumes_with_none_at_its_deadline() -> None:
 
 def test_every_kind_has_a_row_and_the_kind_sets_come_from_the_rows() -> None:
     assert set(FAULT_TABLE) == set(FaultKind)
-    assert {FaultKind.HANG_IDLE_GPU, FaultKind.HANG_BUSY_GPU} == HANG_KINDS
+    hangs = {FaultKind.HANG_IDLE_GPU, FaultKind.HANG_BUSY_GPU, FaultKind.LIVELOCK, FaultKind.HANG_IN_PHASE}
+    assert hangs == HANG_KINDS
     assert HANG_KINDS | {FaultKind.NCCL_TIMEOUT, FaultKind.SLOW_BUT_HEALTHY} == SILENT_KINDS
     assert {FaultKind.USER_CODE_ERROR, FaultKind.OUT_OF_MEMORY} == USER_ERROR_KINDS
     assert set(FaultKind) - USER_ERROR_KINDS - {FaultKind.SLOW_BUT_HEALTHY} == TRANSIENT_KINDS

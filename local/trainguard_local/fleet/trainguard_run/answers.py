@@ -23,14 +23,20 @@ from collections.abc import Generator
 from typing import Any
 
 from trainguard.domain.log_rhythm import FLOOR_MINUTES
+from trainguard.domain.progress_limits import PROGRESS_FLOOR_MINUTES
 from trainguard_local.fleet.life import End, How, JobLife, QuotaWall, Steps, Trained, stops_checkpoint_sync
 from trainguard_local.fleet.model import State
 from trainguard_local.fleet.trainguard_run.checkpoint_sync import watch_checkpoints
 from trainguard_local.fleet.trainguard_run.endings import after_end
 from trainguard_local.fleet.trainguard_run.life_state import LifeState
-from trainguard_local.fleet.trainguard_run.schedules import StallWindow
+from trainguard_local.fleet.trainguard_run.schedules import StallWindow, StopNews
 from trainguard_local.fleet.trainguard_run.stall_windows import LEAD_MINUTES, open_stall_window
-from trainguard_local.fleet.trainguard_run.strikes import failure_text, hangs, silent_but_healthy
+from trainguard_local.fleet.trainguard_run.strikes import (
+    failure_text,
+    hangs,
+    silent_but_healthy,
+    stopped_before_the_fault,
+)
 from trainguard_local.simulation.catalogue import FAILURE_TEXTS
 from trainguard_local.simulation.fault_table import SILENT_KINDS, FaultKind
 from trainguard_local.simulation.kernel import Park, Sleep
@@ -92,28 +98,45 @@ class TrainguardAnswers(LifeState):
             if not (yield from life.train_until(max(progress - LEAD_MINUTES / 60, tl.progress))):
                 return Trained.MAX_RUNTIME
             self.window = open_stall_window(self, fault, tl.now + (progress - tl.progress))
+            return (yield from self._lead_to(progress))
         if not (yield from life.train_until(progress)):
-            if self.window is not None:
-                self.ticker.close(self.window.job_name)
             return Trained.MAX_RUNTIME
         if fault is None:
             self.drive(self.world.plane.complete)
         return Trained.REACHED
 
+    def _lead_to(self, progress: float) -> Training:
+        """Train through the window's lead to the fault's strike, parked on the window: trainguard may stop the job
+        in those minutes (a job that reports progress is judged within minutes), a wrong stop: ENDED."""
+        tl = self.tl
+        assert self.window is not None
+        news = yield Park(tl.now + min(progress - tl.progress, max(tl.runtime_left, 0.0)))
+        reached = tl.train_to(tl.progress + (self.kernel.now - tl.now))
+        if isinstance(news, StopNews):
+            yield from stopped_before_the_fault(self, news)
+            return Trained.ENDED
+        if not reached or tl.progress < progress - 1e-9:
+            self.ticker.close(self.window.job_name)
+            return Trained.MAX_RUNTIME
+        return Trained.REACHED
+
     def _through_phases(self, until: float) -> Training:
         """Train to progress `until` through the job's silent phases (simulation/rhythm.py). A phase long enough
-        to reach the log-silence limit trainguard holds for the job then (read from its ledger: the limit
-        cannot move while no line comes) gets a stall window, like a healthy silence of the trace's own;
-        the others cannot fire an alarm. ENDED: trainguard stopped the job in a phase (a wrong stop)."""
+        to reach the limit trainguard holds for the job then (read from its ledger: the limit cannot move while
+        no line comes; for a job that reports progress, its step limit or its phase's allowance) gets a stall
+        window, like a healthy silence of the trace's own; the others cannot fire an alarm. ENDED: trainguard
+        stopped the job in a phase (a wrong stop)."""
         tl, job = self.tl, self.job
         for phase in phases(job.rhythm, job.checkpoint_every_minutes, tl.progress, until):
-            if phase.minutes < FLOOR_MINUTES - PHASE_MARGIN_MINUTES:
+            if phase.minutes < min(FLOOR_MINUTES, PROGRESS_FLOOR_MINUTES) - PHASE_MARGIN_MINUTES:
                 continue  # shorter than any limit
             if not (yield from self.job_life.train_until(phase.at_progress)):
                 return Trained.MAX_RUNTIME
             self.logs.deliver_until(tl.now)
-            limit = self.guard_limit_minutes()
-            if limit is None or phase.minutes < limit - PHASE_MARGIN_MINUTES:
+            # Read at the phase's end: the prober's metric only grows through a silence, but for a job judged by
+            # its steps that does not promise its phases, it turns to the log-silence rules partway (progress_limits).
+            left = self.guard_minutes_left(tl.now + phase.minutes / 60)
+            if left is None or left > PHASE_MARGIN_MINUTES:
                 continue
             silence = Fault(
                 job.name, FaultKind.SLOW_BUT_HEALTHY, phase.at_progress, tl.now, None, silent_minutes=phase.minutes

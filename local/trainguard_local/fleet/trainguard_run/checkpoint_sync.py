@@ -1,5 +1,5 @@
 """A trace job whose checkpoint sync stops (checkpoint_sync_stopped) under trainguard: the job trains on,
-its checkpoints stop reaching S3, and a hardware failure strikes later (trace.sync_failure).
+its checkpoints stop reaching S3, and a hardware failure strikes later (later_faults.sync_failure).
 
 The stall prober reads each watched job's checkpoint prefix once every 15 minutes, in a minute of its own
 (domain/checkpoint_health.py). Here it runs at those minutes of this job (the deployment runs it every

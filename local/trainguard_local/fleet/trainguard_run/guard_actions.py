@@ -52,7 +52,8 @@ class GuardActions:
                     ActionKind.STOP,
                     TRAINGUARD,
                     target=name,
-                    right=name in hung and not self.owned,
+                    # A verified hang is stopped, a parent's job's too (issue 27: the parent decides what follows).
+                    right=name in hung,
                     succeeded=call.succeeded,
                     note="" if name in hung else "a healthy job, silent for a while",
                 )

@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable
 
 from trainguard_local.fleet.trainguard_run.world import FleetWorld
-from trainguard_local.simulation.activity import LaunchActivity, progress_line
+from trainguard_local.simulation.activity import LaunchActivity, worded
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.trace import JobSpec
 from trainguard_local.stand_in.fleet_side import log_delivery
@@ -29,7 +29,6 @@ class JobLogs:
         self.running = running  # the SageMaker job of the running launch ('' before the first)
         self.activity = LaunchActivity(job.rhythm, job.checkpoint_every_minutes, job.gpus_per_instance, 0.0)
         self.delivered_until = 0.0  # trace hours: every line up to here has been delivered
-        self._count = 0
 
     def start_launch(self, training_since: float, progress: float) -> None:
         job = self.job
@@ -44,11 +43,7 @@ class JobLogs:
 
     def lines(self, after: float, until: float) -> list[tuple[float, str]]:
         """The running launch's lines after `after` and up to `until` (trace hours), as (hours, message)."""
-        lines = []
-        for at, text in self.activity.lines(after, until):
-            self._count += 1
-            lines.append((at, text or progress_line(self._count)))
-        return lines
+        return worded(self.activity.lines(after, until), self.job)
 
     def deliver_until(self, until: float, *, write: bool = False) -> None:
         """Deliver every line of the running launch up to `until` (trace hours) that has not been; `write`:

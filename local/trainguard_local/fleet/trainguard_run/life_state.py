@@ -74,13 +74,16 @@ class LifeState:
         self.world.pump()
         self.next_name = name
 
-    def guard_limit_minutes(self) -> float | None:
-        """The log-silence limit trainguard holds for the running launch now, read from its ledger the way
-        the prober reads it (None: trainguard does not watch it)."""
+    def guard_minutes_left(self, at: float) -> float | None:
+        """The minutes from `at` (trace hours) until the prober's stall metric for the running launch reaches 0 if
+        no new line comes, read from its ledger the way the prober reads it (domain/watched_job.py: a job that
+        reports progress is judged by its steps and phases, one that reports nothing by its log silence); None:
+        trainguard does not watch it."""
         from trainguard.adapters.stall_ledger import StallLedger
+        from trainguard.domain.watched_job import stall_over_limit
 
         watched = StallLedger(self.world.world["dynamodb"], self.world.config.ledger_table_name).watched_job(self.name)
-        return watched[0].silence_limit().minutes if watched else None
+        return -stall_over_limit(watched[0], self.world.clock.at_hours(at)) if watched else None
 
     # ---- the running launch on the stand-in -----------------------------------------------------------
 

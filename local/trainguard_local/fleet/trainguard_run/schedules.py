@@ -29,6 +29,8 @@ from trainguard_local.fleet.trainguard_run.world import FleetWorld
 from trainguard_local.simulation.kernel import Kernel, Process, Sleep
 from trainguard_local.stand_in.alarm_evaluator import LocalAlarmEvaluator
 
+AFTER_LAST_TICK_HOURS = 1e-6
+
 
 @dataclass(frozen=True)
 class StopNews:
@@ -47,6 +49,13 @@ class StallWindow:
     evaluator: LocalAlarmEvaluator
     deliver: Callable[[datetime], None]  # the job's own lines up to a moment (job_logs.py)
     ticks: int = 0
+
+    @property
+    def closes_at(self) -> float:
+        """When a life parked on the window stops waiting (kernel hours): just after its last tick, so that a stop
+        at that tick wakes it first (the kernel resumes events of one moment in the order they were scheduled,
+        and the life's deadline was scheduled before the tick's)."""
+        return self.last_tick / 60 + AFTER_LAST_TICK_HOURS
 
 
 def minute_index(world: FleetWorld, moment: datetime) -> int:

@@ -6,16 +6,19 @@ from __future__ import annotations
 from datetime import timedelta
 
 from trainguard.domain.instance_types import gpus_per_host
+from trainguard.domain.progress_limits import ProgressSettings
 from trainguard.domain.stall_alarms import plan_stall_alarms
 from trainguard.domain.stalls import silence_clock_start
 from trainguard_local.fleet.trainguard_run.life_state import LifeState
 from trainguard_local.fleet.trainguard_run.schedules import StallWindow, minute_index
 from trainguard_local.simulation.fault_table import FAULT_TABLE, WORKING_PER_GPU, FaultKind
+from trainguard_local.simulation.rhythm import phases
 from trainguard_local.simulation.trace import Fault
 
 LEAD_MINUTES = 3  # a window opens this long before the silence: the job's recent lines reach the ledger
 AFTER_SILENCE_MINUTES = 3  # a healthy silence's window stays open this long after the logs resume
 HANG_MARGIN_MINUTES = 15  # past the latest threshold crossing, for a hang's window
+PHASE_FACTOR = 2.0  # a hang in a phase: its window covers twice the phase's length (the product's margin is 50%)
 
 
 def open_stall_window(life: LifeState, fault: Fault, quiet_from_hours: float) -> StallWindow:
@@ -37,8 +40,11 @@ def open_stall_window(life: LifeState, fault: Fault, quiet_from_hours: float) ->
         # The latest the alarms can fire: from where the product counts the silence, the job's own limit (its
         # rhythm may have raised it) or the alarms' fixed thresholds, whichever is longest.
         counted_from = silence_clock_start(clock.at_hours(life.training_since), quiet_from, th)
-        limit = max(life.guard_limit_minutes() or 0.0, th.stall_minutes, th.gpu_idle_minutes)
-        last = counted_from + timedelta(minutes=limit + HANG_MARGIN_MINUTES)
+        last = counted_from + timedelta(minutes=max(th.stall_minutes, th.gpu_idle_minutes) + HANG_MARGIN_MINUTES)
+        left = life.guard_minutes_left(quiet_from_hours) or 0.0
+        if fault.kind is FaultKind.HANG_IN_PHASE:  # the phase it hangs in has not been announced yet
+            left = max(left, ProgressSettings().phase_minutes, PHASE_FACTOR * phase_minutes(life, quiet_from_hours))
+        last = max(last, quiet_from + timedelta(minutes=left + LEAD_MINUTES + HANG_MARGIN_MINUTES))
     hosts = life.job.instance_count
     names = plan_stall_alarms(life.name, life.job.instance_type, hosts, th).all_names
     window = StallWindow(
@@ -60,6 +66,13 @@ def open_stall_window(life: LifeState, fault: Fault, quiet_from_hours: float) ->
     life.world.fleet.put_gpu_utilization(life.name, hosts, values)
     life.ticker.open(window)
     return window
+
+
+def phase_minutes(life: LifeState, at: float) -> float:
+    """The length of the job's phase that starts at `at` (trace hours; 0: none does)."""
+    job, progress = life.job, life.tl.progress + (at - life.tl.now)
+    found = phases(job.rhythm, job.checkpoint_every_minutes, progress - 1e-6, progress + 1e-6)
+    return found[0].minutes if found else 0.0
 
 
 def quiet_gpu(life: LifeState, fault: Fault, quiet_from_hours: float) -> float:

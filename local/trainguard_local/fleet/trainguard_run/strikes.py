@@ -34,7 +34,7 @@ def hangs(life: LifeState, fault: Fault, window: StallWindow) -> Steps:
     nccl = FAULT_TABLE[kind].ending is Ending.FAILS_AFTER_HANG  # the watchdog fails it at its timeout
     if not nccl:
         tl.struck(kind, struck)
-    window_end = window.last_tick / 60 if not nccl else tl.now + fault.hung_minutes / 60
+    window_end = window.closes_at if not nccl else tl.now + fault.hung_minutes / 60
     runtime_end = tl.now + max(tl.runtime_left, 0.0)
     news = yield Park(min(window_end, runtime_end))
     life.ticker.close(window.job_name)
@@ -61,7 +61,7 @@ def silent_but_healthy(life: LifeState, fault: Fault, window: StallWindow) -> Ge
     started = tl.now
     job_end = tl.now + (life.job.work_hours - tl.progress)
     runtime_end = tl.now + max(tl.runtime_left, 0.0)
-    news = yield Park(min(window.last_tick / 60, job_end, runtime_end))
+    news = yield Park(min(window.closes_at, job_end, runtime_end))
     life.ticker.close(window.job_name)
     tl.train_to(tl.progress + (life.kernel.now - tl.now))
     if not isinstance(news, StopNews):
@@ -72,3 +72,11 @@ def silent_but_healthy(life: LifeState, fault: Fault, window: StallWindow) -> Ge
     tl.lose_work_since_checkpoint(no_checkpoint_after=fault.at_work_hours)  # none is written while silent
     yield from after_end(life, life.outcome_of(news.delivered), None, started, State.STOPPED)
     return True
+
+
+def stopped_before_the_fault(life: LifeState, news: StopNews) -> Steps:
+    """trainguard stopped the launch in the minutes before its fault struck, while it trained: a wrong stop."""
+    life.flush_guard_calls()
+    life.write_checkpoint()
+    life.tl.lose_work_since_checkpoint()
+    yield from after_end(life, life.outcome_of(news.delivered), None, life.tl.now, State.STOPPED)

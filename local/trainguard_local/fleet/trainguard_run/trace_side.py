@@ -42,6 +42,7 @@ class TraceSide(FleetSide):
             "team": spec.name.split("-", 2)[-1],
             "fleet:root": root,
         }
+        tags.update(spec.reporting.tags)  # a job that declares its progress rule by tags (simulation/reporting.py)
         if spec.fallback_types:
             tags["trainguard:fallback-types"] = "+".join(f"{kind}:{count}" for kind, count in spec.fallback_types)
         if spec.on_demand_after is not None:
