@@ -93,8 +93,8 @@ def _rhythm_goals(strategies: dict[str, Any], floors: dict[str, Any] | None) -> 
     return [
         "Against issue 14's goals (each job has a log rhythm: simulation/rhythm.py):",
         f"- hung or idle GPU-hours: trainguard {hung:,.1f}, no guard {hung_none:,.1f}: {hung / hung_none:.1%} of no "
-        f"guard's (goal: at most {HUNG_AT_MOST:.0%}); without the jobs a parent owns, which trainguard leaves to their "
-        f"parent by design: {guard[own]:,.1f} against {none[own]:,.1f}, {guard[own] / none[own]:.1%};",
+        f"guard's (goal: at most {HUNG_AT_MOST:.0%}, parents' jobs included since issue 27); without the jobs a "
+        f"parent owns: {guard[own]:,.1f} against {none[own]:,.1f}, {guard[own] / none[own]:.1%};",
         f"- wrong actions {guard['wrong_actions']} (goal: 0);",
         f"- hang to stop, jobs whose median log gap is under a minute: p95 {chatty.get('p95')} min over "
         f"{chatty.get('hangs')} hangs; {chatty.get('not_parent_owned', {}).get('p95')} min over the "
@@ -186,11 +186,11 @@ def _today_goal(strategies: dict[str, Any]) -> list[str]:
     return [
         f"Against issue 11's goal: the completion delay of the jobs that did not fail in their own code is "
         f"{guard:,.1f} h under trainguard, {1 - guard / others[best]:.1%} below the best other strategy ({best}, "
-        f"{others[best]:,.1f} h; goal: {DELAY_BELOW:.0%}), with wrong actions (any action on a parent's job counts) "
+        f"{others[best]:,.1f} h; goal: {DELAY_BELOW:.0%}), with wrong actions (a relaunch of a parent's job counts) "
         f"{mine['wrong_actions']} and duplicate actions {mine['duplicate_actions']}. "
         "Its largest parts: " + ", ".join(f"{kind} {hours:,.1f} h" for kind, hours in largest) + "; "
         f"{mine['completion_delay_hours_of_parents_jobs']:,.1f} h of the total are jobs a pipeline or a Batch queue "
-        "owns, which trainguard leaves to their parent by design (their hangs bill until a person stops them)."
+        "owns: trainguard stops their verified hangs and leaves what follows to the parent (issue 27)."
     ]
 
 
