@@ -58,13 +58,12 @@ class LineToken:
     kind: LineKind
     step: int = 0  # the job's step at that moment
     phase: str = ""  # "checkpoint" or "evaluation" (PHASE_BEGIN)
-    expect_seconds: int = 0  # the phase's length (PHASE_BEGIN)
-    evaluates_after_save: bool = False  # PHASE_BEGIN of a save that an evaluation follows
+    expect_seconds: int = 0  # the phase's length (PHASE_BEGIN; SAVE_END: the evaluation's that follows)
 
 
 @dataclass(frozen=True)
 class Dialect:
-    """The words of one way of reporting. Formats take `step`, `loss`, `expect` and `name`; None: not printed."""
+    """The words of one way of reporting. Formats take `step`, `loss`, `expect` and `samples`; None: not printed."""
 
     name: str
     step: str
@@ -176,7 +175,7 @@ def word(dialect: Dialect, token: LineToken, phase_line: str = "") -> list[str]:
         begin = dialect.save_begin if token.phase == "checkpoint" else dialect.eval_begin
         if dialect is NOTHING and phase_line:
             return [phase_line]
-        return [fill(dialect.step), *([found] if (found := fill(begin, token.expect_seconds)) else [])]  # type: ignore[list-item]
+        return [line for line in (fill(dialect.step), fill(begin, token.expect_seconds)) if line]
     if token.kind is LineKind.SAVE_END:
         lines = [fill(dialect.save_end), fill(dialect.eval_begin, token.expect_seconds)]
         return [line for line in lines if line]
