@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from trainguard.config import FunctionSettings
-from trainguard.domain.progress_limits import FIGURE_RANGES
+from trainguard.domain.progress_settings import FIGURE_RANGES
 
 CONTEXT_KEY = "trainguard"
 _EMAIL = re.compile(r"^[^@\s,]+@[^@\s,]+\.[^@\s,]+$")

@@ -29,7 +29,7 @@ from trainguard.domain.messages import Notification
 from trainguard.domain.model import TrainingJob
 from trainguard.domain.origin import Location
 from trainguard.domain.outcome import Outcome
-from trainguard.domain.progress_limits import ProgressSettings
+from trainguard.domain.progress_settings import ProgressSettings
 from trainguard.domain.progress_watch import ProgressState
 from trainguard.domain.quotas import WaitingLaunch, normalize_quota_name
 from trainguard.domain.stall_alarms import LOG_SILENCE_METRIC, owned_alarm_job, possible_gpu_part_names

@@ -14,7 +14,7 @@ from trainguard.domain.lineage import lineage_start
 from trainguard.domain.model import Decision, TextSource, TrainingJob, instances_of
 from trainguard.domain.ownership import STOP_SETTING, decide_for_owned_job, find_parent
 from trainguard.domain.policy import JobPolicy, PolicyDefaults, TagKeys, read_job_policy
-from trainguard.domain.progress_limits import ProgressSettings, read_progress_settings
+from trainguard.domain.progress_settings import ProgressSettings, read_progress_settings
 from trainguard.domain.quotas import (
     NoQuotaRequest,
     launch_demand,

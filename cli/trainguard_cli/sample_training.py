@@ -14,7 +14,7 @@ from trainguard.domain.log_rhythm import LogRhythm
 from trainguard.domain.messages import Notification
 from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind
-from trainguard.domain.progress_limits import ProgressSettings, read_progress_settings
+from trainguard.domain.progress_settings import ProgressSettings, read_progress_settings
 from trainguard.domain.stall_alarms import MAX_GPU_HOSTS, plan_stall_alarms
 from trainguard.domain.stall_messages import compose_prober_notice, compose_stall_notification, what_was_done
 from trainguard.domain.stalls import StallEvidence, StallSignal, StallThresholds, judge_stall, read_stall_thresholds

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
 from trainguard.domain.policy import PolicyDefaults
-from trainguard.domain.progress_limits import FIGURE_RANGES, ProgressSettings
+from trainguard.domain.progress_settings import FIGURE_RANGES, ProgressSettings
 from trainguard.domain.stalls import StallThresholds
 
 _PREFIX = "TRAINGUARD_"

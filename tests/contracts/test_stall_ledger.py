@@ -13,7 +13,7 @@ from tests.fakes import NOW, FakeStallLedger
 from trainguard.adapters.stall_ledger import StallLedger
 from trainguard.domain.log_rhythm import LogRhythm
 from trainguard.domain.policy import TagProblem
-from trainguard.domain.progress_limits import ProgressSettings
+from trainguard.domain.progress_settings import ProgressSettings
 from trainguard.domain.progress_watch import ProgressState, with_lines
 from trainguard.domain.stalls import StallThresholds
 from trainguard.domain.watched_job import LoggedLines, WatchedJob

@@ -20,7 +20,7 @@ from tests.infra.template_queries import (
     render,
 )
 from trainguard.config import GuardConfig
-from trainguard.domain.progress_limits import FIGURE_RANGES, ProgressSettings
+from trainguard.domain.progress_settings import FIGURE_RANGES, ProgressSettings
 
 pytestmark = pytest.mark.slow
 

@@ -97,7 +97,6 @@ def test_the_fixtures_cover_every_reader_with_real_lines_and_with_lines_that_are
     [
         ("2026-08-06 02:40:00 INFO heartbeat phase=training", "a heartbeat's phase is no progress"),
         ("phase=training step_seen=17 alive=true", "a heartbeat that repeats a step is no step line"),
-        ("Validation: iteration 3/20 | val_loss: 1.2", "an evaluation's iteration"),
         ("validate step: 15  loss:  3.1000", "torchtitan's validation line, without colours"),
         ("Sanity Checking DataLoader 0:  50%|█████     | 1/2 [00:00<00:00, 49.97it/s]", "Lightning's sanity check"),
         (" 17%|█▋        | 5/30 [00:00<00:00, 58.85it/s]", "a bare tqdm bar: Hugging Face's evaluation bar is alike"),

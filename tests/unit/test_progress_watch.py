@@ -11,17 +11,16 @@ import pytest
 
 from trainguard.domain.policy import TagKeys
 from trainguard.domain.progress_limits import (
-    MIN_INTERVALS,
+    EARLY_INTERVALS,
     PROGRESS_FLOOR_MINUTES,
     ProgressCheck,
     ProgressJudgement,
-    ProgressSettings,
     judge_progress,
     progress_limit,
-    read_progress_settings,
 )
 from trainguard.domain.progress_lines import read_progress_line
 from trainguard.domain.progress_rule import compile_template
+from trainguard.domain.progress_settings import ProgressSettings, read_progress_settings
 from trainguard.domain.progress_watch import MAX_INTERVALS, ProgressState, advance
 
 T0 = datetime(2026, 12, 6, 8, 0, tzinfo=UTC)
@@ -57,6 +56,14 @@ class Case:
 
 
 FLOOR = PROGRESS_FLOOR_MINUTES
+# A Megatron save of 2 min (begin and end), then steps, then the next save begins at LAST + 500.
+SAVED_ONCE_THEN_SAVING = [
+    *CHATTY,
+    (LAST + 1, "saving checkpoint at iteration      60 to /ckpt in torch_dist format"),
+    (LAST + 121, "  successfully saved checkpoint from iteration      60 to /ckpt [ t 1/1, p 1/1 ]"),
+    *steps(61, 30, 10.0, start=LAST + 130),
+    (LAST + 500, "saving checkpoint at iteration      90 to /ckpt in torch_dist format"),
+]
 CASES = [
     Case("chatty job hung: within the floor", CHATTY, LAST + FLOOR * 60 - 1, False, ProgressCheck.STEP),
     Case(
@@ -160,10 +167,38 @@ CASES = [
     ),
     Case(
         "too few intervals: the fixed threshold on steps",
-        steps(1, MIN_INTERVALS, 10.0),
-        10 * (MIN_INTERVALS - 1) + FIXED * 60 - 1,
+        steps(1, EARLY_INTERVALS, 10.0),
+        10 * (EARLY_INTERVALS - 1) + FIXED * 60 - 1,
         False,
         ProgressCheck.STEP,
+    ),
+    Case(
+        "a few intervals: 3 x the longest, before a quantile can be taken",
+        steps(1, EARLY_INTERVALS + 1, 300.0),
+        300 * EARLY_INTERVALS + 3 * 300,
+        True,
+        ProgressCheck.STEP,
+    ),
+    Case(
+        "a few intervals: within 3 x the longest",
+        steps(1, EARLY_INTERVALS + 1, 300.0),
+        300 * EARLY_INTERVALS + 3 * 300 - 1,
+        False,
+        ProgressCheck.STEP,
+    ),
+    Case(
+        "a phase with no expectation gets 3 x the longest it took before",
+        SAVED_ONCE_THEN_SAVING,
+        LAST + 500 + 3 * 120,
+        True,
+        ProgressCheck.PHASE,
+    ),
+    Case(
+        "a phase with no expectation, within 3 x the longest it took before",
+        SAVED_ONCE_THEN_SAVING,
+        LAST + 500 + 3 * 120 - 1,
+        False,
+        ProgressCheck.PHASE,
     ),
 ]
 
@@ -348,3 +383,55 @@ def test_talk_without_progress_of_a_job_that_does_not_promise_its_phases_waits_f
     contract = [*steps(1, 3, 10.0), *((30 + 10 * n, HEARTBEAT) for n in range(1, 60))]
     verdict = judged(contract, 30 + 10 * 59)
     assert verdict is not None and verdict.check is ProgressCheck.STEP
+
+
+def test_a_phase_learns_its_length_from_its_end_or_the_next_step_and_goes_on_through_repeated_begins() -> None:
+    saved = feed(
+        [
+            *CHATTY,
+            (LAST + 1, "[Torch] Checkpoint global_step60 is about to be saved!"),
+            (LAST + 95, "trainguard:progress step=61"),
+        ]
+    )
+    assert saved.longest_phase_seconds("checkpoint") is None  # DeepSpeed prints no end: the next step is not one
+    megatron = feed(
+        [
+            *CHATTY,
+            (LAST + 1, "saving checkpoint at iteration      60 to /ckpt in torch_dist format"),
+            (LAST + 95, "  successfully saved checkpoint from iteration      60 to /ckpt [ t 1/1, p 1/1 ]"),
+        ]
+    )
+    assert megatron.longest_phase_seconds("checkpoint") == 94.0 and megatron.phase is None
+    assert megatron.quiet_since == T0 + timedelta(seconds=LAST + 95)  # the step limit counts from the save's end
+    evaluating = feed([*CHATTY, *[(LAST + 30 * k, f"Validation: iteration {k}/20") for k in range(1, 21)]])
+    assert evaluating.phase is not None and evaluating.phase.name == "evaluation"
+    assert evaluating.phase.began == T0 + timedelta(seconds=LAST + 30)  # the first of its lines, not the newest
+    ended = feed([(LAST + 640, "  successfully saved checkpoint from iteration      60 to /ckpt")], evaluating)
+    assert ended.longest_phase_seconds("evaluation") == 610.0  # NeMo saves after its validation: that end closes it
+    assert ProgressState.from_json(json.loads(json.dumps(ended.to_json()))).phase_seconds == ended.phase_seconds
+
+
+def test_a_hang_in_an_announced_phase_is_judged_by_the_phase_alone_however_long_the_step_limit() -> None:
+    slow = steps(1, 6, 900.0)  # a step every 15 min: a step limit of 45 min
+    hung = [*slow, (4501, "trainguard:phase begin=checkpoint expect=120")]
+    allowance = 120 + FLOOR * 60  # 2 min expected, at least the floor more (50% of 2 min is less)
+    before = judge_progress(feed(hung), ProgressSettings(), T0 + timedelta(seconds=4501 + allowance - 1), **JUDGE)
+    after = judge_progress(feed(hung), ProgressSettings(), T0 + timedelta(seconds=4501 + allowance), **JUDGE)
+    assert before is not None and not before.stalled and before.check is ProgressCheck.PHASE
+    assert after is not None and after.stalled and "'checkpoint'" in after.reason
+
+
+def test_the_step_limit_counts_from_the_end_of_an_announced_phase() -> None:
+    saved = [
+        *CHATTY,
+        (LAST + 1, "trainguard:phase begin=checkpoint expect=600"),
+        (LAST + 500, "trainguard:phase end=checkpoint"),
+    ]
+    limit = FLOOR * 60  # a step every 10 s: the floor
+    within = judge_progress(feed(saved), ProgressSettings(), T0 + timedelta(seconds=LAST + 500 + limit - 1), **JUDGE)
+    past = judge_progress(feed(saved), ProgressSettings(), T0 + timedelta(seconds=LAST + 500 + limit), **JUDGE)
+    assert within is not None and not within.stalled
+    assert past is not None and past.stalled and "end of its last announced phase" in past.reason
+
+
+JUDGE = {"fixed_minutes": FIXED, "training_since": T0}

@@ -41,7 +41,7 @@ def test_the_functions_settings_and_their_defaults_are_declared_once() -> None:
 
     from trainguard.config import FunctionSettings, GuardConfig
     from trainguard.domain.policy import PolicyDefaults
-    from trainguard.domain.progress_limits import ProgressSettings
+    from trainguard.domain.progress_settings import ProgressSettings
     from trainguard.domain.stalls import StallThresholds
 
     shared = {f.name: f.default for f in fields(FunctionSettings)}
@@ -275,7 +275,7 @@ def test_a_progress_default_out_of_its_bounds_fails_the_function_at_its_cold_sta
 
 def test_the_progress_defaults_reach_the_functions_config() -> None:
     from trainguard.config import GuardConfig
-    from trainguard.domain.progress_limits import ProgressSettings
+    from trainguard.domain.progress_settings import ProgressSettings
 
     config = GuardConfig(
         ledger_table_name="t",

@@ -14,7 +14,8 @@ from tests.unit.test_stall_workflows import OPTED_IN, training
 from trainguard.domain.message_kinds import MessageKind
 from trainguard.domain.outcome import OutcomeKind
 from trainguard.domain.policy import TagKeys, TagProblem
-from trainguard.domain.progress_limits import ProgressSettings, judge_progress
+from trainguard.domain.progress_limits import judge_progress
+from trainguard.domain.progress_settings import ProgressSettings
 from trainguard.domain.progress_watch import ProgressState
 from trainguard.domain.watch_messages import compose_unread_tags_notice
 from trainguard.workflows.stall_prober import probe

@@ -20,7 +20,7 @@ from typing import Any
 from trainguard.adapters.ledger import OWN_RECORDS, RETENTION, TTL_ATTRIBUTE, LedgerScope, conditional_update
 from trainguard.adapters.permissions import needs
 from trainguard.domain.log_rhythm import LogRhythm
-from trainguard.domain.progress_limits import ProgressSettings
+from trainguard.domain.progress_settings import ProgressSettings
 from trainguard.domain.progress_watch import ProgressState
 from trainguard.domain.stalls import StallThresholds
 from trainguard.domain.watched_job import LoggedLines, WatchedJob

@@ -6,32 +6,35 @@ A job judged by its steps (progress_watch.ProgressState) is stalled at the first
 2. STEP: no advancing step for longer than its step limit (`progress_limit`): its `progress-interval-seconds` tag,
    or INTERVAL_FACTOR x the QUANTILE of its newest intervals and LONGEST_FACTOR x the longest since it
    (re)started, never below PROGRESS_FLOOR_MINUTES (CloudWatch Logs' delivery to
-   the subscription, the prober's minute and the alarm's one-minute period) nor above its cap; the fixed
-   `stall-minutes` until MIN_INTERVALS intervals are seen;
-3. PHASE: inside an announced phase, only once the phase has run past its allowance (its expectation plus
-   `progress-phase-margin-percent`, at least the floor more; `progress-phase-minutes` when it gave none) and no
-   step has advanced within the step limit either: a step inside an open phase (an asynchronous save) is progress.
+   the subscription, the prober's minute and the alarm's one-minute period) nor above its cap; from
+   EARLY_INTERVALS to MIN_INTERVALS intervals, INTERVAL_FACTOR x the longest (too few for a quantile); before,
+   the fixed `stall-minutes`, or LONGEST_FACTOR x the longest wait it has shown when that is longer. It counts
+   from the last advance, or from the end of a phase announced after it (`ProgressState.quiet_since`);
+3. PHASE: inside an announced phase, once the phase has run past its allowance (its expectation plus
+   `progress-phase-margin-percent`, at least the floor more; when it gave none, INTERVAL_FACTOR x the longest the
+   same phase took before, at least the floor more, or `progress-phase-minutes` before one has ended) with no step
+   since it began; a step inside an open phase (an asynchronous save) is progress, and then the later of the
+   phase's allowance and the step limit judges.
 A job that reports nothing gets no judgement here (None): the log-silence rules judge it, unchanged.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
 from trainguard.domain.checkpoints import format_duration
 from trainguard.domain.log_rhythm import CAP_MINUTES
-from trainguard.domain.policy import TagKeys, TagProblem, read_int_tag
 from trainguard.domain.progress_reading import Reader
-from trainguard.domain.progress_rule import read_rule_tags
+from trainguard.domain.progress_settings import ProgressSettings
 from trainguard.domain.progress_watch import ProgressState
 
 QUANTILE = 0.95
 LONGEST_FACTOR = 1.5
 MIN_INTERVALS = 8
+EARLY_INTERVALS = 3  # from this many intervals, a limit from the job's own: INTERVAL_FACTOR x the longest of them
 # The floor of a reporting job's limits: its lines reach trainguard as a real-time stream (PutSubscriptionFilter:
 # "subscribe to a real-time stream of log events ingested through PutLogEvents"), and the prober publishes the
 # metric once a minute to an alarm of one-minute periods: two minutes cover both. Lower than the log-silence rule's
@@ -46,85 +49,6 @@ class ProgressCheck(StrEnum):
     START = "start"  # no first step by the start cutoff
     STEP = "step"  # no advancing step within the step limit
     PHASE = "phase"  # an announced phase past its allowance
-
-
-@dataclass(frozen=True)
-class ProgressSettings:
-    """The progress rules' figures for one job: the defaults, overridden by its tags (docs/tags.md)."""
-
-    interval_factor: int = 3
-    phase_margin_percent: int = 50
-    phase_minutes: int = 60  # a phase announced with no expectation
-    start_minutes: int = 30  # from the start marker to the first step
-    interval_seconds: int | None = None  # the job's progress-interval-seconds tag
-    start_seconds: int | None = None  # the job's progress-start-seconds tag
-    pattern: str = ""  # the job's progress-pattern tag, as written (compiled where lines are read)
-    problems: tuple[TagProblem, ...] = field(default=())
-
-    def to_json(self) -> dict[str, object]:
-        return {k: getattr(self, k) for k in _STORED}
-
-    @classmethod
-    def from_json(cls, data: object) -> ProgressSettings:
-        """The stored settings; a field that does not read (or that this version does not know) keeps its default."""
-        if not isinstance(data, Mapping):
-            return cls()
-        kept = {k: data[k] for k in _STORED if k in data and isinstance(data[k], _STORED[k])}
-        return cls(**kept)  # type: ignore[arg-type]
-
-
-_STORED: dict[str, type | tuple[type, ...]] = {
-    "interval_factor": int,
-    "phase_margin_percent": int,
-    "phase_minutes": int,
-    "start_minutes": int,
-    "interval_seconds": (int, type(None)),
-    "start_seconds": (int, type(None)),
-    "pattern": str,
-}
-
-
-@dataclass(frozen=True)
-class FigureRange:
-    """The bounds of one of the progress rules' figures, the same for the job's tag and the deployer's default."""
-
-    tag: str  # the tag's name after the prefix; the setting is its name with underscores (progress_start_minutes)
-    low: int
-    high: int
-    unit: str  # after the figure in a message: " min", "%", " times"
-
-    @property
-    def setting(self) -> str:
-        return self.tag.replace("-", "_")
-
-
-# The figures a deployer sets for every job (infra/settings.py, trainguard.config) and a job's tags override, by
-# ProgressSettings field.
-FIGURE_RANGES = {
-    "interval_factor": FigureRange("progress-interval-factor", 2, 20, " times"),
-    "phase_margin_percent": FigureRange("progress-phase-margin-percent", 10, 1000, "%"),
-    "phase_minutes": FigureRange("progress-phase-minutes", 5, 1440, " min"),
-    "start_minutes": FigureRange("progress-start-minutes", 5, 1440, " min"),
-}
-
-
-def read_progress_settings(tags: Mapping[str, str], defaults: ProgressSettings, keys: TagKeys) -> ProgressSettings:
-    """The job's progress settings: the defaults (the deployer's), overridden per job by tag; bad values fall back
-    to the defaults and are reported."""
-    problems: list[TagProblem] = []
-    rule = read_rule_tags(tags, keys)
-    problems += rule.problems
-    figures = {
-        name: read_int_tag(tags, keys.key(r.tag), getattr(defaults, name), r.low, r.high, problems, r.unit)
-        for name, r in FIGURE_RANGES.items()
-    }
-    return ProgressSettings(
-        **figures,
-        interval_seconds=rule.interval_seconds,
-        start_seconds=rule.start_seconds,
-        pattern=rule.rule.template if rule.rule else "",
-        problems=tuple(problems),
-    )
 
 
 @dataclass(frozen=True)
@@ -165,6 +89,15 @@ def progress_limit(
         floor = ", raised to the floor" if seconds > settings.interval_seconds else ""
         return StepLimit(seconds, f"{_span(seconds)}, set by the job's progress-interval-seconds tag{floor}")
     count = len(state.intervals)
+    if EARLY_INTERVALS <= count < MIN_INTERVALS:
+        seconds = min(CAP_MINUTES * 60, max(_FLOOR_SECONDS, settings.interval_factor * state.longest_seconds))
+        bound = {_FLOOR_SECONDS: ", the floor", CAP_MINUTES * 60: ", the cap"}.get(seconds, "")
+        why = (
+            f"{_span(seconds)}, learned from its first {count} intervals between advancing steps, the longest "
+            f"{_span(state.longest_seconds)}: the limit is {settings.interval_factor} times that until "
+            f"{MIN_INTERVALS} intervals give a 95% quantile, and never below {PROGRESS_FLOOR_MINUTES:g} min{bound}"
+        )
+        return StepLimit(seconds, why)
     if count < MIN_INTERVALS:
         # Never below what the job has shown: a job that steps every 40 min is not hung 30 min after a step. Before
         # its first interval, the wait for its first step stands in for one.
@@ -211,9 +144,16 @@ def silent_after_seconds(state: ProgressState, limit: StepLimit) -> float:
     return min(limit.seconds, talking)
 
 
-def phase_allowance_seconds(expect_seconds: float | None, settings: ProgressSettings) -> float:
+def phase_allowance_seconds(
+    expect_seconds: float | None, settings: ProgressSettings, learned_seconds: float | None = None
+) -> float:
+    """How long an announced phase may run: its expectation plus the margin; with none, INTERVAL_FACTOR x the longest
+    the same phase took before (`learned_seconds`), or the default phase minutes the first time; at least the floor
+    more than either."""
     if expect_seconds is None:
-        return settings.phase_minutes * 60.0
+        if learned_seconds is None:
+            return settings.phase_minutes * 60.0
+        return max(settings.interval_factor * learned_seconds, learned_seconds + _FLOOR_SECONDS)
     return max(expect_seconds * (1 + settings.phase_margin_percent / 100), expect_seconds + _FLOOR_SECONDS)
 
 
@@ -235,24 +175,30 @@ def judge_progress(
     in_phase = state.phase is not None and state.phase.began >= state.advanced_at
     silent = newest_line is not None and (now - newest_line).total_seconds() >= silent_after_seconds(state, limit)
     # A job that does not promise its phases: the log-silence rules judge its silent pauses, and its talk without
-    # progress only once its own rhythm is learned (before, the fixed limit may be shorter than its steps' interval).
-    unlearned = len(state.intervals) < MIN_INTERVALS
+    # progress only once it has shown a few intervals (before, the fixed limit may be shorter than its steps' interval).
+    unlearned = len(state.intervals) < EARLY_INTERVALS
     if (silent or unlearned) and not in_phase and not promises_phases(state, settings):
         return None
-    step_deadline = state.advanced_at + timedelta(seconds=limit.seconds)
+    quiet_since = state.quiet_since or state.advanced_at
+    step_deadline = quiet_since + timedelta(seconds=limit.seconds)
     quiet = format_duration(now - state.advanced_at)
     last = f"the last, step {state.last_step}, came at {_at(state.advanced_at)}"
+    if quiet_since > state.advanced_at:
+        last += f", and the limit counts from the end of its last announced phase, at {_at(quiet_since)}"
     phase = state.phase
     if phase is not None:
-        allowance = phase_allowance_seconds(phase.expect_seconds, settings)
+        learned = state.longest_phase_seconds(phase.name)
+        allowance = phase_allowance_seconds(phase.expect_seconds, settings, learned)
         phase_deadline = phase.began + timedelta(seconds=allowance)
-        if phase_deadline > step_deadline:
+        # No step since the phase began: its allowance alone judges it. Steps inside it (an asynchronous save): the
+        # later of the two.
+        if in_phase or phase_deadline > step_deadline:
             stalled = now >= phase_deadline
             reason = (
                 f"the phase {phase.name!r} announced at {_at(phase.began)} has run "
                 f"{format_duration(now - phase.began)}, "
                 f"{'past' if stalled else 'within'} its allowance of {_span(allowance)}: "
-                f"{_expected(phase.expect_seconds, settings)}. No step has advanced for {quiet}: {last}"
+                f"{_expected(phase.expect_seconds, settings, learned)}. No step has advanced for {quiet}: {last}"
             )
             return ProgressJudgement(ProgressCheck.PHASE, phase_deadline, stalled, reason)
     stalled = now >= step_deadline
@@ -290,7 +236,12 @@ def _judge_start(
     return ProgressJudgement(ProgressCheck.START, deadline, stalled, reason)
 
 
-def _expected(expect_seconds: float | None, settings: ProgressSettings) -> str:
+def _expected(expect_seconds: float | None, settings: ProgressSettings, learned_seconds: float | None = None) -> str:
+    if expect_seconds is None and learned_seconds is not None:
+        return (
+            f"it announced no duration; the longest this phase took before was {_span(learned_seconds)}, so it is "
+            f"given {settings.interval_factor} times that, at least {PROGRESS_FLOOR_MINUTES:g} min more"
+        )
     if expect_seconds is None:
         return f"it announced no duration, so it is given the default of {settings.phase_minutes} min"
     margin = settings.phase_margin_percent

@@ -3,10 +3,11 @@
 Each marker below is the format string of the framework's own source (cited beside it) or of a line its own code
 printed; tests/fixtures/progress_lines/ holds the real lines each is checked on, with their sources, and
 docs/progress.md says per framework what can and cannot be read. A step line reports `step` (and `loss` when the
-line has it); a phase line reports the start or end of a checkpoint save or load. What no marker reads, such as an
-evaluation's progress, a heartbeat, or a bare tqdm bar (Hugging Face's evaluation bar has the same shape as its
-training bar), reads as nothing. Every pattern is bounded (no repetition inside an unbounded repetition, no
-unbounded "any character"), so each runs in time linear in the line, which is cut to MAX_LINE_CHARS first.
+line has it); a phase line reports the start or end of a checkpoint save or load, or that an evaluation is going on
+(NeMo's "Validation: iteration N/M"). What no marker reads, such as a heartbeat or a bare tqdm bar (Hugging Face's
+evaluation bar has the same shape as its training bar), reads as nothing. Every pattern is bounded (no repetition
+inside an unbounded repetition, no unbounded "any character"), so each runs in time linear in the line, which is cut
+to MAX_LINE_CHARS first.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from trainguard.domain.progress_reading import NUMBER, STEP, Phase, ProgressRead
 
 CHECKPOINT = "checkpoint"  # the phase name of a checkpoint save
 CHECKPOINT_LOAD = "checkpoint_load"
+EVALUATION = "evaluation"
 
 
 def _pattern(text: str) -> re.Pattern[str]:
@@ -66,13 +68,17 @@ def _megatron(text: str) -> ProgressReading | None:
 
 # --- NeMo 2: nemo/lightning/pytorch/callbacks/progress_printer.py (ProgressPrinter.on_train_batch_end: "Training
 # epoch E, iteration N/T | metric: value | ..."), nemo/lightning/io/pl.py (iter_finalize_fn), NVIDIA/NeMo at
-# 8cfedd7203462cb251a914e700e5605444277561. NeMo prints nothing before a save: only its end. ---
+# 8cfedd7203462cb251a914e700e5605444277561. NeMo prints nothing before a save: only its end. Through a validation
+# or a test it prints "Validation: iteration N/M" ("Testing: ...") per batch (on_validation_batch_end,
+# on_test_batch_end): an evaluation going on, read as its begin (progress_watch keeps the first one's time). ---
 _NEMO_STEP = _pattern(r"\bTraining epoch [0-9]{1,9}, iteration ({STEP})/[0-9]{1,15}")
 _NEMO_GLOBAL_STEP = _pattern(r"\|\s{0,4}global_step: ({STEP})\b")
 _NEMO_LOSS = _pattern(r"\|\s{0,4}(?:reduced_)?train_loss: ({NUMBER})")
 _NEMO_MARKS = (
     (re.compile(r"\bSuccessfully saved checkpoint from iteration\s"), _phase(Reader.NEMO, Phase.END, CHECKPOINT)),
-)
+    (re.compile(r"(?:^|\s)(?:Validation|Testing): iteration [0-9]{1,15}/[0-9]{1,15}\b"),
+     _phase(Reader.NEMO, Phase.BEGIN, EVALUATION)),
+)  # fmt: skip
 
 
 def _nemo(text: str) -> ProgressReading | None:

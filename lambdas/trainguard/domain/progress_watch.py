@@ -1,7 +1,7 @@
 """What trainguard keeps of a job's progress between deliveries of its log lines, and how each line moves it.
 
 Kept: the last step and when it last advanced, a bounded sample of the intervals between advancing steps, the open
-phase, and the start marker.
+phase, the longest each named phase has taken, and the start marker.
 
 `advance(state, reading, at)` folds one line's reading (progress_reading.ProgressReading) into the state, in the
 order of the lines' own timestamps (docs/progress.md, "How a reporting job is judged"):
@@ -9,7 +9,14 @@ order of the lines' own timestamps (docs/progress.md, "How a reporting job is ju
   (a checkpoint save is no step interval) or it is the first step;
 - the same step does not advance: a heartbeat repeating it is no progress;
 - a lower step stamped after the last advance is a restart from a checkpoint: the intervals learned are forgotten;
-  stamped before it, it is another host's line delivered late, and is ignored. A start marker forgets them too.
+  stamped before it, it is another host's line delivered late, and is ignored. A start marker forgets them too;
+- a phase's begin opens it; its end line closes it, and how long it took is learned (the longest per phase name:
+  `phase_seconds`), as nvidia-resiliency-ext learns its sections' timeouts. A phase closed by no end line (DeepSpeed
+  prints none after a save) is not learned: from its begin to the next step, it would hold what the job does next
+  without a word (an evaluation after every other save), and the next, longer one would be stopped. The step limit
+  counts from a phase's end too (`quiet_since`); a begin of the
+  phase already open, with no step since and no expectation, is the same phase going on (NeMo prints
+  "Validation: iteration N/M" through an evaluation), not a new one.
 Hugging Face Trainer's lines carry no step (progress_markers.py), so its readings are left out: its start marker
 must not make a job wait for a first step that its lines will never show.
 
@@ -28,6 +35,7 @@ from trainguard.domain.progress_lines import LineRule, read_progress_line
 from trainguard.domain.progress_reading import Phase, ProgressReading, Reader
 
 MAX_INTERVALS = 32  # the newest intervals kept: the sample the step limit's quantile is taken from
+MAX_PHASE_NAMES = 8  # the phase names whose longest duration is kept (a job names a few: checkpoint, evaluation)
 READERS_WITHOUT_STEPS = frozenset({Reader.HUGGING_FACE})
 _MAX_PHASE_NAME = 64  # progress_lines._PHASE_NAME's bound; framework phases are named by trainguard
 
@@ -53,6 +61,20 @@ class ProgressState:
     phase: OpenPhase | None = None
     phased: bool = False  # a phase was announced (begun or ended) since the last advance
     started_at: datetime | None = None  # the newest start marker
+    phase_seconds: tuple[tuple[str, float], ...] = ()  # the longest each named phase has taken, newest name last
+    phase_ended_at: datetime | None = None  # the newest end of a phase: the step limit counts from it too
+
+    @property
+    def quiet_since(self) -> datetime | None:
+        """Since when the job has been outside an announced phase without an advancing step: the last advance, or
+        the end of a phase after it (a save's time is not the step's)."""
+        if self.advanced_at is None or self.phase_ended_at is None:
+            return self.advanced_at
+        return max(self.advanced_at, self.phase_ended_at)
+
+    def longest_phase_seconds(self, name: str) -> float | None:
+        """The longest the phase `name` has taken so far (None: it has not ended yet)."""
+        return dict(self.phase_seconds).get(name)
 
     @property
     def reports(self) -> bool:
@@ -64,9 +86,12 @@ class ProgressState:
         data |= {
             "advanced_ms": epoch_ms(self.advanced_at),
             "started_ms": epoch_ms(self.started_at),
+            "phase_end_ms": epoch_ms(self.phase_ended_at),
             "phased": self.phased,
         }
         data |= {"intervals": [round(s, 1) for s in self.intervals], "longest_s": round(self.longest_seconds, 1)}
+        if self.phase_seconds:
+            data["phase_s"] = {name: round(seconds, 1) for name, seconds in self.phase_seconds}
         if self.phase is not None:
             data["phase"] = {
                 "name": self.phase.name,
@@ -93,6 +118,8 @@ class ProgressState:
             phase=_phase_from_json(data.get("phase")),
             phased=data.get("phased") is True,
             started_at=from_epoch_ms(data.get("started_ms")),
+            phase_seconds=_phase_seconds_from_json(data.get("phase_s")),
+            phase_ended_at=from_epoch_ms(data.get("phase_end_ms")),
         )
 
 
@@ -107,12 +134,33 @@ def advance(state: ProgressState, reading: ProgressReading, at: datetime) -> Pro
     if reading.step is not None:
         state = _with_step(state, reading.step, at)
     if reading.phase is Phase.BEGIN and reading.phase_name and (state.phase is None or at >= state.phase.began):
-        phase = OpenPhase(reading.phase_name[:_MAX_PHASE_NAME], at, reading.expect_seconds)
-        state = replace(state, phase=phase, phased=True)
+        name = reading.phase_name[:_MAX_PHASE_NAME]
+        if not _goes_on(state, name, reading.expect_seconds):
+            state = replace(state, phase=OpenPhase(name, at, reading.expect_seconds), phased=True)
     elif reading.phase is Phase.END:
-        ends_open = state.phase is not None and at >= state.phase.began
-        state = replace(state, phase=None if ends_open else state.phase, phased=True)
+        open_phase = state.phase
+        if open_phase is not None and at >= open_phase.began:
+            state = _with_phase_seconds(replace(state, phase=None), open_phase, at)
+        ended = at if state.phase_ended_at is None else max(at, state.phase_ended_at)
+        state = replace(state, phased=True, phase_ended_at=ended)
     return state
+
+
+def _goes_on(state: ProgressState, name: str, expect_seconds: float | None) -> bool:
+    """Whether a begin of `name` is the open phase going on: the same name, no step since it began, no expectation."""
+    phase = state.phase
+    if phase is None or phase.name != name or expect_seconds is not None:
+        return False
+    return state.advanced_at is None or phase.began >= state.advanced_at
+
+
+def _with_phase_seconds(state: ProgressState, phase: OpenPhase, ended: datetime) -> ProgressState:
+    """`state` having learned that `phase` took until `ended` (the longest per name, MAX_PHASE_NAMES names)."""
+    seconds = (ended - phase.began).total_seconds()
+    known = dict(state.phase_seconds)
+    longest = max(seconds, known.pop(phase.name, 0.0))
+    kept = (*known.items(), (phase.name, round(longest, 1)))[-MAX_PHASE_NAMES:]
+    return replace(state, phase_seconds=kept)
 
 
 def with_lines(state: ProgressState, lines: Iterable[tuple[datetime, str]], rule: LineRule | None) -> ProgressState:
@@ -148,6 +196,13 @@ def _phase_from_json(data: object) -> OpenPhase | None:
     if began is None:
         return None
     return OpenPhase(data["name"][:_MAX_PHASE_NAME], began, _seconds(data.get("expect_s")))
+
+
+def _phase_seconds_from_json(data: object) -> tuple[tuple[str, float], ...]:
+    if not isinstance(data, Mapping):
+        return ()
+    found = [(name[:_MAX_PHASE_NAME], _seconds(seconds)) for name, seconds in data.items() if isinstance(name, str)]
+    return tuple((name, seconds) for name, seconds in found if name and seconds is not None)[-MAX_PHASE_NAMES:]
 
 
 def _seconds(value: object) -> float | None:

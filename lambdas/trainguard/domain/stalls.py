@@ -29,7 +29,8 @@ from trainguard.domain.log_rhythm import LogRhythm, SilenceLimit, lowered, silen
 from trainguard.domain.model import TrainingJob, instances_of
 from trainguard.domain.ownership import Parent, find_parent, stall_left_to_parent, stall_stopped_for_parent
 from trainguard.domain.policy import JobPolicy, TagKeys, TagProblem, read_int_tag
-from trainguard.domain.progress_limits import ProgressCheck, ProgressSettings, judge_progress
+from trainguard.domain.progress_limits import ProgressCheck, judge_progress
+from trainguard.domain.progress_settings import ProgressSettings
 from trainguard.domain.progress_watch import ProgressState
 from trainguard.domain.wording import format_value
 
@@ -233,8 +234,9 @@ def judge_stall(
     progress = judge_progress(
         reported, settings, now, fixed_minutes=stall_minutes, training_since=since, newest_line=newest
     )
-    if progress is not None and evidence.progress.advanced_at is not None:  # no advancing step is no sign of life
-        silence = max(silence, now - silence_clock_start(since, evidence.progress.advanced_at, thresholds))
+    quiet_since = evidence.progress.quiet_since
+    if progress is not None and quiet_since is not None:  # no advancing step is no sign of life
+        silence = max(silence, now - silence_clock_start(since, quiet_since, thresholds))
     if signal is StallSignal.LOG_SILENCE and progress is not None:
         if not progress.stalled:
             why = f"not a stall: {progress.reason}"

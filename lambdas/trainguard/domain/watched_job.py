@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from trainguard.domain.log_rhythm import LogRhythm, SilenceLimit
-from trainguard.domain.progress_limits import ProgressJudgement, ProgressSettings, judge_progress
+from trainguard.domain.progress_limits import ProgressJudgement, judge_progress
 from trainguard.domain.progress_rule import ProgressRule, compile_template
+from trainguard.domain.progress_settings import ProgressSettings
 from trainguard.domain.progress_watch import ProgressState
 from trainguard.domain.stalls import StallThresholds, job_silence_limit, silence_clock_start
 

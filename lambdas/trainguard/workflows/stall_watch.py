@@ -9,7 +9,7 @@ from datetime import datetime
 from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind, skipped
 from trainguard.domain.policy import TagProblem, read_job_policy
-from trainguard.domain.progress_limits import read_progress_settings
+from trainguard.domain.progress_settings import read_progress_settings
 from trainguard.domain.stall_alarms import StallAlarmPlan, plan_stall_alarms
 from trainguard.domain.stalls import job_hosts, read_stall_thresholds
 from trainguard.domain.watch_messages import compose_partly_watched_notice, compose_unread_tags_notice

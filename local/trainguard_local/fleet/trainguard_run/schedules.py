@@ -49,6 +49,10 @@ class StallWindow:
     evaluator: LocalAlarmEvaluator
     deliver: Callable[[datetime], None]  # the job's own lines up to a moment (job_logs.py)
     ticks: int = 0
+    # A hang's window, at its last tick: the tick the guard's own deadline now falls on, when it is later (None: no
+    # later one). Asked once: a deadline still ahead of a hung job (an announced phase's allowance, set when the
+    # window opened before the phase was announced) is kept, one that moves with every line is not followed.
+    later_deadline: Callable[[datetime], int | None] | None = None
 
     @property
     def closes_at(self) -> float:
@@ -83,6 +87,10 @@ class Ticker:
             first = minute_index(self.world, self.world.clock.now)
             self.kernel.spawn(self._run(first), first / 60)
 
+    def holds(self, window: StallWindow) -> bool:
+        """Whether `window` is still open, past the moment its life parked for (StallWindow.later_deadline)."""
+        return self.windows.get(window.job_name) is window and window.closes_at > self.kernel.now
+
     def close(self, job_name: str) -> None:
         self.windows.pop(job_name, None)
 
@@ -101,12 +109,22 @@ class Ticker:
                 if window.ticks > 1:  # the first tick warms up (see the module's docstring)
                     self._evaluate(window)
             for name in [n for n, w in self.windows.items() if w.last_tick <= minute]:
-                self.close(name)
+                if not self._extended(self.windows[name], now):
+                    self.close(name)
             if self.ticks % self.PRUNE_EVERY == 0:
                 self.world.fleet.prune_metrics(now - self.look_back)
             minute += 1
             yield Sleep(minute / 60)
         self._running = False
+
+    def _extended(self, window: StallWindow, now: datetime) -> bool:
+        """Whether the window stays open to its guard's later deadline (StallWindow.later_deadline), once."""
+        later, window.later_deadline = window.later_deadline, None
+        last = later(now) if later is not None else None
+        if last is None or last <= window.last_tick:
+            return False
+        window.last_tick = last
+        return True
 
     def _evaluate(self, window: StallWindow) -> None:
         for event in window.evaluator.evaluate_all():

@@ -3,10 +3,11 @@ hosts' GPUUtilization written for the whole window, so that the alarms and the p
 
 from __future__ import annotations
 
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from trainguard.domain.instance_types import gpus_per_host
-from trainguard.domain.progress_limits import ProgressSettings
+from trainguard.domain.progress_settings import ProgressSettings
 from trainguard.domain.stall_alarms import plan_stall_alarms
 from trainguard.domain.stalls import silence_clock_start
 from trainguard_local.fleet.trainguard_run.life_state import LifeState
@@ -54,18 +55,50 @@ def open_stall_window(life: LifeState, fault: Fault, quiet_from_hours: float) ->
         evaluator=life.world.evaluator(names),
         deliver=lambda moment: life.logs.deliver_until(clock.hours_of(moment), write=True),
     )
-    gpus = gpus_per_host(life.job.instance_type) or 1
-    quiet = quiet_gpu(life, fault, quiet_from_hours) * gpus
+    gpu = HostsGpu(life, quiet_gpu(life, fault, quiet_from_hours), quiet_from, quiet_until)
+
+    def later_deadline(now: datetime) -> int | None:
+        last = guard_deadline_tick(life, now)
+        if last is not None:
+            gpu.write(window.last_tick + 1, last)
+        return last
+
+    if fault.kind not in (FaultKind.SLOW_BUT_HEALTHY, FaultKind.NCCL_TIMEOUT):  # a hang's window, to its guard's end
+        window.later_deadline = later_deadline
     start = max(clock.at_hours(life.training_since), quiet_from - timedelta(minutes=th.gpu_idle_minutes + 5))
-    first = minute_index(life.world, start)
-    values = []
-    for minute in range(first, window.last_tick + 1):
-        moment = clock.base + timedelta(minutes=minute, seconds=30)
-        silent = moment >= quiet_from and (quiet_until is None or moment < quiet_until)
-        values.append((moment, quiet if silent else WORKING_PER_GPU * gpus))
-    life.world.fleet.put_gpu_utilization(life.name, hosts, values)
+    gpu.write(minute_index(life.world, start), window.last_tick)
     life.ticker.open(window)
     return window
+
+
+@dataclass(frozen=True)
+class HostsGpu:
+    """A windowed launch's hosts' GPUUtilization: `quiet_per_gpu` while the fault keeps it quiet, working otherwise."""
+
+    life: LifeState
+    quiet_per_gpu: float
+    quiet_from: datetime
+    quiet_until: datetime | None
+
+    def write(self, first: int, last: int) -> None:
+        """Write the minutes `first` to `last` (minute indexes) of every host."""
+        life, clock = self.life, self.life.world.clock
+        gpus = gpus_per_host(life.job.instance_type) or 1
+        values = []
+        for minute in range(first, last + 1):
+            moment = clock.base + timedelta(minutes=minute, seconds=30)
+            silent = moment >= self.quiet_from and (self.quiet_until is None or moment < self.quiet_until)
+            values.append((moment, (self.quiet_per_gpu if silent else WORKING_PER_GPU) * gpus))
+        life.world.fleet.put_gpu_utilization(life.name, life.job.instance_count, values)
+
+
+def guard_deadline_tick(life: LifeState, now: datetime) -> int | None:
+    """The tick HANG_MARGIN_MINUTES after the guard's deadline for the hung launch, as its ledger stands `now`
+    (None: the deadline has passed, or trainguard does not watch it)."""
+    left = life.guard_minutes_left(life.world.clock.hours_of(now))
+    if left is None or left <= 0:
+        return None
+    return minute_index(life.world, now + timedelta(minutes=left + HANG_MARGIN_MINUTES))
 
 
 def phase_minutes(life: LifeState, at: float) -> float:

@@ -37,6 +37,8 @@ def hangs(life: LifeState, fault: Fault, window: StallWindow) -> Steps:
     window_end = window.closes_at if not nccl else tl.now + fault.hung_minutes / 60
     runtime_end = tl.now + max(tl.runtime_left, 0.0)
     news = yield Park(min(window_end, runtime_end))
+    while not nccl and not isinstance(news, StopNews) and life.ticker.holds(window) and life.kernel.now < runtime_end:
+        news = yield Park(min(window.closes_at, runtime_end))  # the window waits for the guard's later deadline
     life.ticker.close(window.job_name)
     tl.hang_until(life.kernel.now)
     if isinstance(news, StopNews):  # trainguard stopped it
