@@ -3,8 +3,8 @@
 - `detect_minutes_by_reporting`: per reporting class (`progress`, `framework`, `tag_rule`, `none`), the hangs'
   (idle GPU, busy GPU, NCCL, livelock, hang in an announced phase) first detection, by anyone, for the jobs no
   parent owns: p50, p95 and the number of hangs in all (`all`), per cadence class (rhythm.CADENCE_CLASSES, as
-  `detect_minutes_by_cadence`), per hang kind (`by_kind`), and per cadence class for the hangs whose lines stop
-  (`silent`: all but a livelock, whose lines go on).
+  `detect_minutes_by_cadence`), per hang kind (`by_kind`), per cadence class for the livelocks
+  (`livelock_by_cadence`) and for the hangs whose lines stop (`silent`: all but a livelock, whose lines go on).
   `reporting`: the same over the three classes that report progress, with `in_intervals` for the hangs of jobs
   that log once a minute or less often: p50 and p95 of each hang's minutes to detection over the job's own interval
   between lines (issue 27's goal: at most 3).
@@ -58,6 +58,10 @@ def _by_cadence_and_kind(hangs: list[tuple[JobOutcome, str, float]]) -> dict[str
         "all": _figures(minutes for _, _, minutes in hangs),
         **cadence,
         "by_kind": {kind: _figures(m for _, k, m in hangs if k == kind) for kind in kinds},
+        "livelock_by_cadence": {  # the livelocks, by cadence: a job's limit is a few of its own intervals
+            name: _figures(m for o, k, m in hangs if o.job.rhythm.cadence_class == name and k == "livelock")
+            for name, *_ in CADENCE_CLASSES
+        },
         "silent": {  # the hangs whose lines stop (all but a livelock), by cadence
             name: _figures(m for o, k, m in hangs if o.job.rhythm.cadence_class == name and k != "livelock")
             for name, *_ in CADENCE_CLASSES

@@ -94,11 +94,12 @@ class HostsGpu:
 
 def guard_deadline_tick(life: LifeState, now: datetime) -> int | None:
     """The tick HANG_MARGIN_MINUTES after the guard's deadline for the hung launch, as its ledger stands `now`
-    (None: the deadline has passed, or trainguard does not watch it)."""
+    (None: trainguard does not watch it). A line the job logged as the hang struck moves that deadline after the
+    window opened: a deadline just passed still gets its margin, for the alarm's evaluation periods."""
     left = life.guard_minutes_left(life.world.clock.hours_of(now))
-    if left is None or left <= 0:
+    if left is None:
         return None
-    return minute_index(life.world, now + timedelta(minutes=left + HANG_MARGIN_MINUTES))
+    return minute_index(life.world, now + timedelta(minutes=max(left, -HANG_MARGIN_MINUTES) + HANG_MARGIN_MINUTES))
 
 
 def phase_minutes(life: LifeState, at: float) -> float:
