@@ -98,7 +98,7 @@ def test_the_fleet_demo_shows_what_trainguard_did_and_writes_its_files(demo_run:
         demo_trace(), json.loads(Path(shown["written"]["json"]).read_text()), FaultKind.HANG_IDLE_GPU
     )
     assert idle_hang.job.reporting.reporting is Reporting.NONE and idle_hang.job.rhythm.log_every_seconds < 60
-    assert 0 <= idle_hang.minutes <= 10, idle_hang.minutes  # minutes of the run's virtual clock, not wall time
+    assert 0 <= idle_hang.fleet_clock_minutes <= 10, idle_hang.fleet_clock_minutes
     assert "its lines come up to 40 min apart, past the fixed 30 min: left alone" in out
     assert any("checkpoints have stopped reaching S3" in n["subject"] for n in notifications)
 
@@ -202,7 +202,7 @@ def progress_told_as_listed(job: JobSpec, n: dict[str, Any], listed: str, story:
 @dataclass(frozen=True)
 class SceneStop:
     job: JobSpec
-    minutes: float  # from the hang's start to trainguard's stop, as the demo's report.json gives it
+    fleet_clock_minutes: float  # hang's start to trainguard's stop on the fleet's virtual clock (report.json)
     message: str
 
 
@@ -235,7 +235,7 @@ def test_the_demo_shows_issue_27s_scenes(demo_run: DemoRun) -> None:
     # busy GPUs: silence alone would wait 30 min. Every minute below is the fleet's virtual clock, not wall time.
     busy = scene_stops(trace, written, FaultKind.HANG_BUSY_GPU)
     assert busy.job.reporting.reporting is Reporting.PROGRESS and busy.job.rhythm.log_every_seconds < 60
-    assert 0 <= busy.minutes <= 5 and "Progress rule for this job" in busy.message, busy
+    assert 0 <= busy.fleet_clock_minutes <= 5 and "Progress rule for this job" in busy.message, busy
 
     [healthy] = [job for job in trace.jobs if trace.fault_of(job.name) is None]
     save = healthy.rhythm.checkpoint_write_minutes
@@ -249,13 +249,14 @@ def test_the_demo_shows_issue_27s_scenes(demo_run: DemoRun) -> None:
 
     livelock = scene_stops(trace, written, FaultKind.LIVELOCK)
     assert livelock.job.reporting.reporting is not Reporting.NONE
-    assert 0 <= livelock.minutes <= 10 and f"UTC: {HEARTBEAT_LINE}" in livelock.message, livelock
+    assert 0 <= livelock.fleet_clock_minutes <= 10 and f"UTC: {HEARTBEAT_LINE}" in livelock.message, livelock
 
     in_phase = scene_stops(trace, written, FaultKind.HANG_IN_PHASE)  # judged by the save it announced
-    assert "The job announced a long phase" in in_phase.message and in_phase.minutes <= 10, in_phase
+    assert "The job announced a long phase" in in_phase.message and in_phase.fleet_clock_minutes <= 10, in_phase
     for scene in (busy, livelock, in_phase):  # each stop in the job's story, at the message's time
         told = out.split(f"\n  {scene.job.name}: ")[1].split("\n\n")[0]
-        assert re.search(rf"trainguard detected \w+ \({scene.minutes:.1f} min after it\)", told), (told, scene.minutes)
+        minutes = scene.fleet_clock_minutes
+        assert re.search(rf"trainguard detected \w+ \({minutes:.1f} min after it\)", told), (told, minutes)
 
 
 def test_the_demo_report_opens_in_headless_chromium_with_its_pictures_and_table(demo_run: DemoRun) -> None:

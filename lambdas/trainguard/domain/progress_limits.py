@@ -90,8 +90,7 @@ def progress_limit(
         return StepLimit(seconds, f"{_span(seconds)}, set by the job's progress-interval-seconds tag{floor}")
     count = len(state.intervals)
     if EARLY_INTERVALS <= count < MIN_INTERVALS:
-        seconds = min(CAP_MINUTES * 60, max(_FLOOR_SECONDS, settings.interval_factor * state.longest_seconds))
-        bound = {_FLOOR_SECONDS: ", the floor", CAP_MINUTES * 60: ", the cap"}.get(seconds, "")
+        seconds, bound = _floored_and_capped(settings.interval_factor * state.longest_seconds)
         why = (
             f"{_span(seconds)}, learned from its first {count} intervals between advancing steps, the longest "
             f"{_span(state.longest_seconds)}: the limit is {settings.interval_factor} times that until "
@@ -111,8 +110,7 @@ def progress_limit(
         return StepLimit(fixed_minutes * 60, why)
     high = quantile_seconds(state.intervals)
     learned = max(settings.interval_factor * high, LONGEST_FACTOR * state.longest_seconds)
-    seconds = min(CAP_MINUTES * 60, max(_FLOOR_SECONDS, learned))
-    bound = {_FLOOR_SECONDS: ", the floor", CAP_MINUTES * 60: ", the cap"}.get(seconds, "")
+    seconds, bound = _floored_and_capped(learned)
     why = (
         f"{_span(seconds)}, learned: 95% of its newest {count} intervals between advancing steps were at most "
         f"{_span(high)} and the longest since it started was {_span(state.longest_seconds)}; the limit is "
@@ -120,6 +118,12 @@ def progress_limit(
         f"{PROGRESS_FLOOR_MINUTES:g} min{bound}"
     )
     return StepLimit(seconds, why)
+
+
+def _floored_and_capped(seconds: float) -> tuple[float, str]:
+    """A learned step limit within the floor and the cap, and which of them it is (", the floor"; "" for neither)."""
+    bounded = min(CAP_MINUTES * 60, max(_FLOOR_SECONDS, seconds))
+    return bounded, {_FLOOR_SECONDS: ", the floor", CAP_MINUTES * 60: ", the cap"}.get(bounded, "")
 
 
 def promises_phases(state: ProgressState, settings: ProgressSettings) -> bool:
