@@ -4,6 +4,7 @@ on a virtual clock, on hand-made one-job traces and on a generated one (traingua
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
@@ -13,6 +14,8 @@ from trainguard_local.fleet.model import JobOutcome, State
 from trainguard_local.fleet.report import build_report, duplicate_actions
 from trainguard_local.fleet.trainguard_strategy import RunRecord, TrainguardStrategy
 from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.reporting import CONTRACT, JobReporting, Reporting
+from trainguard_local.simulation.rhythm import JobRhythm
 from trainguard_local.simulation.trace import Fault, Trace, TraceParameters, generate_trace
 
 pytestmark = pytest.mark.slow
@@ -143,6 +146,22 @@ def test_an_nccl_timeout_fails_after_its_hang_and_is_relaunched() -> None:
     assert outcome.hung_hours == pytest.approx(10 / 60)
     assert actions(outcome) == [("relaunch", "trainguard", True, True)]
     assert outcome.detections[0].minutes == pytest.approx(10)  # from the hang's start, as for the anchors
+
+
+def test_an_nccl_hang_due_inside_an_announced_evaluation_strikes_after_it_and_is_stopped_within_minutes() -> None:
+    # The fault's moment (2.1 h of work) falls inside the 20-min evaluation after the save at 2.0 h: the job hangs
+    # as the evaluation ends, and its stall window runs from there, not from the moment the fault was due.
+    rhythm = JobRhythm(20.0, checkpoint_write_minutes=2.0, eval_every_checkpoints=1, eval_minutes=20.0)
+    spec = job(
+        checkpoint_every_minutes=60,
+        uses_debugger_hook=False,
+        rhythm=replace(rhythm, announces_phases=True),
+        reporting=JobReporting(Reporting.PROGRESS, CONTRACT),
+    )
+    outcome, _ = run(trace_of(spec, fault(spec, FaultKind.NCCL_TIMEOUT, 2.1, hung_minutes=10)))
+    [detection] = outcome.detections
+    assert detection.detector == "trainguard" and detection.minutes < 5  # not the watchdog's failure at 10 min
+    assert [a[:3] for a in actions(outcome)][:1] == [("stop", "trainguard", True)]
 
 
 def test_a_quota_wall_requests_the_quota_and_relaunches_at_the_check_after_approval() -> None:

@@ -97,7 +97,8 @@ class TrainguardAnswers(LifeState):
         if fault is not None and windowed:
             if not (yield from life.train_until(max(progress - LEAD_MINUTES / 60, tl.progress))):
                 return Trained.MAX_RUNTIME
-            self.window = open_stall_window(self, fault, tl.now + (progress - tl.progress))
+            # A fault due inside a silent phase strikes as the phase ends: its silence cannot begin in the past.
+            self.window = open_stall_window(self, fault, tl.now + max(0.0, progress - tl.progress))
             return (yield from self._lead_to(progress))
         if not (yield from life.train_until(progress)):
             return Trained.MAX_RUNTIME
