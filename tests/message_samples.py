@@ -192,6 +192,20 @@ def checkpoint_stale() -> Sample:
     return _sent(ports)
 
 
+def _found(gaps: list[float], losses: list[float] | None = None) -> Sample:
+    """The sample job's step lines through the log subscription, then the prober's notice of what they show."""
+    from tests.unit.test_finding_workflows import lines
+    from tests.unit.test_progress_workflows import deliver
+
+    ports = fake_ports()
+    _training(ports)
+    ports.checkpoints.newest, ports.checkpoints.count = NOW, 12
+    ports.checkpoints.every = timedelta(minutes=20)
+    deliver(ports, lines(NOW - timedelta(seconds=sum(gaps)), gaps, losses=losses), 30, JOB)
+    probe(ports)
+    return _sent(ports)
+
+
 def stuck_stopping() -> Sample:
     ports = fake_ports()
     _training(ports)
@@ -269,6 +283,8 @@ SAMPLES: dict[MessageKind, Callable[[], Sample]] = {
     MessageKind.STALL_DRY_RUN: lambda: _stalled({"trainguard:actions": "notify"}),
     MessageKind.CHECKPOINT_STALE: checkpoint_stale,
     MessageKind.STUCK_STOPPING: stuck_stopping,
+    MessageKind.SLOWDOWN_FOUND: lambda: _found([10.0] * 120 + [16.0] * 60),
+    MessageKind.DIVERGENCE_FOUND: lambda: _found([10.0] * 60, [2.0] * 55 + [float("inf")] * 6),
     MessageKind.GPUS_NOT_WATCHED: gpus_not_watched,
     MessageKind.WATCH_TAGS_NOT_READ: watch_tags_not_read,
     MessageKind.QUOTA_REQUEST_APPROVED: lambda: _request_decided("APPROVED"),

@@ -48,6 +48,7 @@ def reading_as_json(number: int, reading: ProgressReading) -> dict[str, Any]:
         "step": reading.step,
         "loss": loss,
         "loss_not_finite": not_finite_name(reading.loss),
+        "batch": reading.batch,
         "phase": reading.phase.value if reading.phase else None,
         "phase_name": reading.phase_name,
         "expect_seconds": reading.expect_seconds,
@@ -64,6 +65,8 @@ def reading_as_words(reading: ProgressReading) -> str:
         said.append(f"step {reading.step}")
     if reading.loss is not None:
         said.append(f"loss {reading.loss:g}")
+    if reading.batch is not None:
+        said.append(f"batch {reading.batch}")
     if reading.phase is not None:
         expect = f", expected to take {reading.expect_seconds:g} s" if reading.expect_seconds is not None else ""
         said.append(f"phase {reading.phase_name} {reading.phase.value}s{expect}")

@@ -49,6 +49,8 @@ SAMPLES: dict[MessageKind, Callable[[str, datetime], Notification]] = {
     MessageKind.STALL_DRY_RUN: training.stall_dry_run,
     MessageKind.CHECKPOINT_STALE: training.checkpoint_stale,
     MessageKind.STUCK_STOPPING: training.stuck_stopping,
+    MessageKind.SLOWDOWN_FOUND: training.slowdown_found,
+    MessageKind.DIVERGENCE_FOUND: training.divergence_found,
     MessageKind.GPUS_NOT_WATCHED: training.gpus_not_watched,
     MessageKind.WATCH_TAGS_NOT_READ: training.watch_tags_not_read,
     MessageKind.QUOTA_REQUEST_APPROVED: quotas.quota_request_approved,

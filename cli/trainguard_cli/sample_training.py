@@ -10,11 +10,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from trainguard.domain.checkpoint_health import judge_checkpoints
+from trainguard.domain.finding_messages import compose_finding_notice
 from trainguard.domain.log_rhythm import LogRhythm
 from trainguard.domain.messages import Notification
 from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind
+from trainguard.domain.progress_findings import judge_loss, judge_pace
 from trainguard.domain.progress_settings import ProgressSettings, read_progress_settings
+from trainguard.domain.progress_watch import ProgressState, with_lines
 from trainguard.domain.stall_alarms import MAX_GPU_HOSTS, plan_stall_alarms
 from trainguard.domain.stall_messages import compose_prober_notice, compose_stall_notification, what_was_done
 from trainguard.domain.stalls import StallEvidence, StallSignal, StallThresholds, judge_stall, read_stall_thresholds
@@ -23,6 +26,7 @@ from trainguard.domain.watched_job import stuck_stopping_reason
 from trainguard_cli.sample_facts import (
     KEYS,
     PIPELINE_TAGS,
+    SAMPLE_JOB,
     SAMPLE_LOG_LINE,
     job_end,
     sample_checkpoints,
@@ -90,6 +94,30 @@ def checkpoint_stale(region: str, now: datetime) -> Notification:
     )
     kind, category = OutcomeKind.CHECKPOINT_STALE, Category.CHECKPOINT_STALE
     return compose_prober_notice(Outcome(kind, job.job_name, health.reason, Decision.NOTIFY, category), region, now)
+
+
+def _step_lines(now: datetime, gaps: list[float], losses: list[float]) -> ProgressState:
+    """The sample job's contract step lines, one after each of `gaps` up to `now`, folded as the subscription does."""
+    times = [now - timedelta(seconds=sum(gaps[i:])) for i in range(len(gaps) + 1)]
+    lines = [(at, f"trainguard:progress step={i + 1} loss={losses[i]}") for i, at in enumerate(times)]
+    return with_lines(ProgressState(), lines, None)
+
+
+def slowdown_found(region: str, now: datetime) -> Notification:
+    """A step every 10 s, then every 16 s for the last 16 minutes: the prober's notice of the slowdown."""
+    state = _step_lines(now, [10.0] * 120 + [16.0] * 60, [2.0] * 181)
+    finding = judge_pace(state, ProgressSettings())
+    assert finding is not None
+    return compose_finding_notice(SAMPLE_JOB, "ml.p4d.24xlarge", 4, finding, None, region=region, now=now)
+
+
+def divergence_found(region: str, now: datetime) -> Notification:
+    """A loss of 2.0 turned NaN a minute ago: the prober's notice, with the checkpoint written before it."""
+    state = _step_lines(now, [10.0] * 60, [2.0] * 55 + [float("nan")] * 6)
+    finding = judge_loss(state, ProgressSettings())
+    assert finding is not None
+    checkpoints = sample_checkpoints(now, newest_minutes_ago=10, every_minutes=20)
+    return compose_finding_notice(SAMPLE_JOB, "ml.p4d.24xlarge", 4, finding, checkpoints, region=region, now=now)
 
 
 def stuck_stopping(region: str, now: datetime) -> Notification:

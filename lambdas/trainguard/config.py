@@ -60,6 +60,11 @@ class FunctionSettings:
     progress_phase_margin_percent: int = ProgressSettings.phase_margin_percent
     progress_phase_minutes: int = ProgressSettings.phase_minutes
     progress_start_minutes: int = ProgressSettings.start_minutes
+    # The pace and loss rules' figures (docs/pace.md), the same way.
+    slowdown_percent: int = ProgressSettings.slowdown_percent
+    slowdown_minutes: int = ProgressSettings.slowdown_minutes
+    divergence_reports: int = ProgressSettings.divergence_reports
+    divergence_jump: int = ProgressSettings.divergence_jump
     # A verified hang of a job a parent owns (a pipeline, an AWS Batch queue, a tuning job: domain/ownership.py) is
     # stopped, never relaunched; off: it is told, never stopped (docs/decisions.md, "Hangs of jobs a parent owns").
     stop_stalled_parent_jobs: bool = True

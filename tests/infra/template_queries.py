@@ -39,6 +39,10 @@ CONFIGURED_CONTEXT: dict[str, Any] = {
     "progress_phase_margin_percent": 80,
     "progress_phase_minutes": 90,
     "progress_start_minutes": 45,
+    "slowdown_percent": 60,
+    "slowdown_minutes": 15,
+    "divergence_reports": 4,
+    "divergence_jump": 8,
     # Off here, on by default: the configured stack's functions read "false" (test_function_environment.py).
     "stop_stalled_parent_jobs": False,
     # Off here, on in the defaults stack: each case is synthesized once.

@@ -145,6 +145,10 @@ def test_the_watching_functions_read_the_progress_defaults_back(synthesized: Any
         phase_margin_percent=CONFIGURED_CONTEXT["progress_phase_margin_percent"],
         phase_minutes=CONFIGURED_CONTEXT["progress_phase_minutes"],
         start_minutes=CONFIGURED_CONTEXT["progress_start_minutes"],
+        slowdown_percent=CONFIGURED_CONTEXT["slowdown_percent"],
+        slowdown_minutes=CONFIGURED_CONTEXT["slowdown_minutes"],
+        divergence_reports=CONFIGURED_CONTEXT["divergence_reports"],
+        divergence_jump=CONFIGURED_CONTEXT["divergence_jump"],
     )
 
 

@@ -27,7 +27,7 @@ LOG = "\n".join(
         "custom: epoch 2 batch 40 of 100 loss 0.75",
     ]
 )
-KEYS = {"line", "step", "loss", "loss_not_finite", "phase", "phase_name", "expect_seconds", "start", "source"}
+KEYS = {"line", "step", "loss", "loss_not_finite", "phase", "phase_name", "expect_seconds", "start", "source", "batch"}
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -54,6 +54,7 @@ def test_json_gives_one_object_per_line_in_order(capsys: pytest.CaptureFixture[s
     assert (rows[4]["source"], rows[4]["phase"]) == (None, None)  # a heartbeat is no progress
     assert (rows[5]["loss"], rows[5]["loss_not_finite"]) == (None, "nan")  # JSON has no NaN
     assert (rows[6]["phase"], rows[7]["source"]) == ("end", None)
+    assert [row["batch"] for row in rows] == [None] * 8  # none of these lines prints its batch size
 
 
 def test_text_gives_one_short_line_per_input_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -43,11 +43,12 @@ UNITS = frozenset(
     | {"instance", "instances", "instance-hours", "gpu", "gpus", "gap", "gaps", "write", "writes"}
     | {"object", "objects", "failure", "failures", "relaunch", "relaunches", "launch", "launches", "intervals"}
     | {"host", "hosts", "alarm", "alarms"}  # a job's hosts; the alarms a composite alarm combines
+    | {"report", "reports"}  # a job's step lines with their loss
 )
 MAY_STAND_BETWEEN = frozenset({"spot", "more", "checkpoint", "in", "of"})  # "1 spot failure", "3 checkpoint writes"
 # Figures whose preceding word says what they are: an AWS account ID ("Account 123456789012"), a training step
 # ("the last, step 360, came at ...").
-NAMED_BY = frozenset({"account", "step"})
+NAMED_BY = frozenset({"account", "step", "loss"})  # and a training loss ("loss 2.31")
 # Dates and times say what they are by their form.
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}(?: \d{2}:\d{2}(?::\d{2})?(?: UTC)?)?")
 

@@ -4,6 +4,7 @@ feeds real lines through the readers, then judges at given moments."""
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -21,7 +22,7 @@ from trainguard.domain.progress_limits import (
 from trainguard.domain.progress_lines import read_progress_line
 from trainguard.domain.progress_rule import compile_template
 from trainguard.domain.progress_settings import ProgressSettings, read_progress_settings
-from trainguard.domain.progress_watch import MAX_INTERVALS, ProgressState, advance
+from trainguard.domain.progress_watch import MAX_INTERVALS, ProgressState, advance, with_lines
 
 T0 = datetime(2026, 12, 6, 8, 0, tzinfo=UTC)
 FIXED = 30.0
@@ -269,7 +270,19 @@ def test_another_hosts_line_delivered_late_is_ignored() -> None:
 
 def test_the_sample_of_intervals_is_bounded() -> None:
     state = feed(steps(1, 1000, 3.0))
-    assert len(state.intervals) == MAX_INTERVALS and len(json.dumps(state.to_json())) < 600
+    assert len(state.intervals) == MAX_INTERVALS
+
+
+def test_the_state_with_its_pace_and_losses_stays_under_a_kilobyte() -> None:
+    """Noisy step times and losses with all their digits: the pace's and the loss's samples are bounded too."""
+    rng = random.Random(7)
+    at, lines = T0, []
+    for step in range(1, 2001):
+        at += timedelta(seconds=3.0 * rng.lognormvariate(0, 0.2))
+        lines.append((at, f"trainguard:progress step={step} loss={2 + rng.random()!r}"))
+    state = with_lines(ProgressState(), lines, None)
+    assert state.pace.baseline_seconds is not None and state.loss.median is not None
+    assert len(json.dumps(state.to_json())) < 1024
 
 
 def test_a_relaunch_is_a_new_job_and_learns_from_nothing() -> None:

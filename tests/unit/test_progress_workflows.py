@@ -24,13 +24,13 @@ from trainguard.workflows.stall_watch import follow_training_state
 JOB = "llama-pretrain"
 
 
-def delivery(lines: list[tuple[datetime, str]], host: int = 1) -> dict[str, object]:
+def delivery(lines: list[tuple[datetime, str]], host: int = 1, job: str = JOB) -> dict[str, object]:
     """A CloudWatch Logs subscription delivery of one stream's lines, each message as given."""
     payload = {
         "messageType": "DATA_MESSAGE",
         "owner": "123456789012",
         "logGroup": "/aws/sagemaker/TrainingJobs",
-        "logStream": f"{JOB}/algo-{host}-1764583200",
+        "logStream": f"{job}/algo-{host}-1764583200",
         "subscriptionFilters": ["trainguard"],
         "logEvents": [
             {"id": str(i), "timestamp": int(t.timestamp() * 1000), "message": message}
@@ -40,9 +40,10 @@ def delivery(lines: list[tuple[datetime, str]], host: int = 1) -> dict[str, obje
     return {"awslogs": {"data": base64.b64encode(gzip.compress(json.dumps(payload).encode())).decode()}}
 
 
-def deliver(ports: FakePorts, lines: list[tuple[datetime, str]], per_delivery: int = 6) -> None:
+def deliver(ports: FakePorts, lines: list[tuple[datetime, str]], per_delivery: int = 6, job: str = JOB) -> None:
     for start in range(0, len(lines), per_delivery):
-        log_activity.handle(delivery(lines[start : start + per_delivery]), narrowed(LogActivityPorts, ports))
+        batch = delivery(lines[start : start + per_delivery], job=job)
+        log_activity.handle(batch, narrowed(LogActivityPorts, ports))
 
 
 def step_lines(first: int, count: int, every: timedelta, start: datetime, fmt: str) -> list[tuple[datetime, str]]:

@@ -31,6 +31,9 @@ class MessageKind(StrEnum):
     # Told once by the prober, nothing done (messages.compose_prober_notice).
     CHECKPOINT_STALE = "checkpoint-stale"
     STUCK_STOPPING = "stuck-stopping"
+    # What the job's own step lines show, told once by the prober (finding_messages.compose_finding_notice).
+    SLOWDOWN_FOUND = "slowdown-found"
+    DIVERGENCE_FOUND = "divergence-found"
     # A guarded job that trainguard can watch only in part (watch_messages.compose_partly_watched_notice).
     GPUS_NOT_WATCHED = "gpus-not-watched"
     # A guarded job watched with defaults in place of stall or progress tags it could not read

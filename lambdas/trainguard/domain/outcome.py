@@ -22,6 +22,8 @@ class OutcomeKind(StrEnum):
     STALL_FOUND = "stall-found"  # a verified stall in a dry-run job: told, not stopped
     STUCK_STOPPING = "stuck-stopping"  # a stop that has not finished in 30 minutes: told
     CHECKPOINT_STALE = "checkpoint-stale"  # checkpoints stopped reaching S3 while the job trains: told
+    SLOWDOWN_FOUND = "slowdown-found"  # the job's steps take longer than its baseline: told
+    DIVERGENCE_FOUND = "divergence-found"  # the job's loss is NaN, infinite or jumped: told
     SKIPPED = "skipped"  # not ours, or nothing to do: logged and counted, nobody is told
     ALREADY_HANDLED = "already-handled"  # a duplicate or late delivery of an event already acted on
 
@@ -48,6 +50,8 @@ class Outcome:
             OutcomeKind.STALL_FOUND,
             OutcomeKind.STUCK_STOPPING,
             OutcomeKind.CHECKPOINT_STALE,
+            OutcomeKind.SLOWDOWN_FOUND,
+            OutcomeKind.DIVERGENCE_FOUND,
             OutcomeKind.PARTLY_WATCHED,
             OutcomeKind.WATCHED_WITH_DEFAULTS,
         )

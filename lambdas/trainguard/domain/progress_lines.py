@@ -4,7 +4,7 @@ the job's own rule by tags.
 The progress contract (docs/progress.md says why this shape) is four kinds of line a training loop prints, each
 starting with a fixed marker anywhere in the line (after a logging prefix, say) and then `key=value` words:
 
-    trainguard:progress step=1200 loss=2.31          a step (an integer) and, optionally, its loss
+    trainguard:progress step=1200 loss=2.31          a step (an integer) and, optionally, its loss and batch
     trainguard:phase begin=checkpoint expect=600     a long phase starts: its name, and the seconds it should take
     trainguard:phase end=checkpoint                  the phase ended
     trainguard:start                                 training starts (its first step follows)
@@ -88,7 +88,8 @@ def _progress(words: dict[str, str]) -> ProgressReading:
     if step is None:
         return ProgressReading(source=Reader.CONTRACT)
     loss = read_number(words["loss"]) if "loss" in words else None
-    return ProgressReading(step=step, loss=loss, source=Reader.CONTRACT)
+    batch = read_step(words.get("batch", ""))
+    return ProgressReading(step=step, loss=loss, batch=batch, source=Reader.CONTRACT)
 
 
 def _phase(words: dict[str, str]) -> ProgressReading:

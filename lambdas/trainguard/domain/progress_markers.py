@@ -43,11 +43,17 @@ def _loss(pattern: re.Pattern[str], text: str) -> float | None:
     return read_number(found[1]) if found else None
 
 
+def _batch(pattern: re.Pattern[str], text: str) -> int | None:
+    found = pattern.search(text)
+    return int(found[1]) if found else None
+
+
 # --- Megatron-LM: megatron/training/training.py (training_log; print_datetime), megatron/training/checkpointing.py
 # (save_checkpoint; load_checkpoint), NVIDIA/Megatron-LM at d98e8a64ddf34856e74b24714e3bedb2f5a39553. ---
 _MEGATRON_STEP = _pattern(r"(?<!Validation: )(?<!Testing: )\biteration\s{1,20}({STEP})/\s{0,20}[0-9]{1,15}\s{0,4}\|")
 # A NaN loss is left out of the line (`if avg >= 0.0`): the step is read, the loss is not.
 _MEGATRON_LOSS = _pattern(r"\|\s{0,4}lm[ _]loss:\s{0,4}({NUMBER})\s{0,4}\|")
+_MEGATRON_BATCH = _pattern(r"\|\s{0,4}global batch size:\s{0,12}({STEP})\s{0,4}\|")
 _MEGATRON_MARKS = (
     (re.compile(r"\bsaving checkpoint at iteration\s"), _phase(Reader.MEGATRON, Phase.BEGIN, CHECKPOINT)),
     (re.compile(r"\bsuccessfully saved (?:local )?checkpoint (?:from|at) iteration\s"),
@@ -62,7 +68,8 @@ _MEGATRON_MARKS = (
 
 def _megatron(text: str) -> ProgressReading | None:
     if step := _MEGATRON_STEP.search(text):
-        return ProgressReading(step=int(step[1]), loss=_loss(_MEGATRON_LOSS, text), source=Reader.MEGATRON)
+        loss, batch = _loss(_MEGATRON_LOSS, text), _batch(_MEGATRON_BATCH, text)
+        return ProgressReading(step=int(step[1]), loss=loss, batch=batch, source=Reader.MEGATRON)
     return _first(text, _MEGATRON_MARKS)
 
 
@@ -73,6 +80,7 @@ def _megatron(text: str) -> ProgressReading | None:
 # on_test_batch_end): an evaluation going on, read as its begin (progress_watch keeps the first one's time). ---
 _NEMO_STEP = _pattern(r"\bTraining epoch [0-9]{1,9}, iteration ({STEP})/[0-9]{1,15}")
 _NEMO_GLOBAL_STEP = _pattern(r"\|\s{0,4}global_step: ({STEP})\b")
+_NEMO_BATCH = _pattern(r"\|\s{0,4}global_batch_size: ({STEP})\b")
 _NEMO_LOSS = _pattern(r"\|\s{0,4}(?:reduced_)?train_loss: ({NUMBER})")
 _NEMO_MARKS = (
     (re.compile(r"\bSuccessfully saved checkpoint from iteration\s"), _phase(Reader.NEMO, Phase.END, CHECKPOINT)),
@@ -85,7 +93,8 @@ def _nemo(text: str) -> ProgressReading | None:
     if step := _NEMO_STEP.search(text):
         global_step = _NEMO_GLOBAL_STEP.search(text)
         number = int(global_step[1]) if global_step else int(step[1])
-        return ProgressReading(step=number, loss=_loss(_NEMO_LOSS, text), source=Reader.NEMO)
+        loss, batch = _loss(_NEMO_LOSS, text), _batch(_NEMO_BATCH, text)
+        return ProgressReading(step=number, loss=loss, batch=batch, source=Reader.NEMO)
     return _first(text, _NEMO_MARKS)
 
 

@@ -50,12 +50,15 @@ class Reader(StrEnum):
 @dataclass(frozen=True)
 class ProgressReading:
     """What one line says. `step`: the training step the line reports (None: the line reports none). `loss`: the
-    loss reported with it, NaN and infinities kept as such. `phase`, `phase_name`, `expect_seconds`: the start or
-    end of a long phase (a checkpoint save, an evaluation) and how long the job expects it to take. `start`: the
-    line marks the start of training. `source`: which reader read it (None: none did)."""
+    loss reported with it, NaN and infinities kept as such. `batch`: what the step holds (its batch size), when the
+    line says: a change of it is planned, and the step's pace is learned again (step_pace.py). `phase`,
+    `phase_name`, `expect_seconds`: the start or end of a long phase (a checkpoint save, an evaluation) and how long
+    the job expects it to take. `start`: the line marks the start of training. `source`: which reader read it
+    (None: none did)."""
 
     step: int | None = None
     loss: float | None = None
+    batch: int | None = None
     phase: Phase | None = None
     phase_name: str | None = None
     expect_seconds: float | None = None

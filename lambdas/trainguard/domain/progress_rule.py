@@ -15,6 +15,7 @@ in botocore's sagemaker service model), so no backslash, bracket, parenthesis or
 job's own regular expression would run on every line it prints: a template is compiled by trainguard into patterns
 that are bounded by construction, so no value can make a line expensive to read. In a template:
 - `@step` is the step, a whole number (exactly once); `@loss` its loss, a number, NaN or an infinity (at most once);
+  `@batch` its batch size, a whole number (at most once: a change of it is planned, step_pace.py);
 - `@any` is any text of up to ANY_CHARS characters (at most MAX_ANY times, always between two other parts);
 - a run of spaces matches one to 64 spaces or tabs (beside `@any`, nothing more than `@any`); every other character
   matches itself.
@@ -41,7 +42,11 @@ MIN_LITERAL = 3
 MAX_SECONDS = 86400
 _TAG_VALUE = re.compile(r"[\w .:/=+@-]*")  # the TagValue alphabet (its spaces: the plain one only)
 _TOKEN = re.compile(r"@[A-Za-z]*| +|[^@ ]+")
-_PLACEHOLDERS = {"@step": f"(?P<step>{STEP})(?![0-9])", "@loss": f"(?P<loss>{NUMBER})"}
+_PLACEHOLDERS = {
+    "@step": f"(?P<step>{STEP})(?![0-9])",
+    "@loss": f"(?P<loss>{NUMBER})",
+    "@batch": f"(?P<batch>{STEP})(?![0-9])",
+}
 _MAX_FIRST_MATCHES = 8  # where the first part occurs more often than this in a line, the later places are not tried
 
 
@@ -136,11 +141,12 @@ def _template_problem(tokens: list[str]) -> str:
     """Why `tokens` (a template's words, spaces and placeholders) make no rule; "" when they do."""
     unknown = [token for token in tokens if token.startswith("@") and token not in {*_PLACEHOLDERS, "@any"}]
     if unknown:
-        return f"unknown placeholder {unknown[0][:20]}: use @step, @loss or @any"
+        return f"unknown placeholder {unknown[0][:20]}: use @step, @loss, @batch or @any"
     if tokens.count("@step") != 1:
         return "it needs @step exactly once"
-    if tokens.count("@loss") > 1:
-        return "@loss may appear once"
+    for once in ("@loss", "@batch"):
+        if tokens.count(once) > 1:
+            return f"{once} may appear once"
     if tokens.count("@any") > MAX_ANY:
         return f"@any may appear at most {MAX_ANY} times"
     if tokens[0] == "@any" or tokens[-1] == "@any":
@@ -154,11 +160,9 @@ def _template_problem(tokens: list[str]) -> str:
 
 
 def _reading(found: list[re.Match[str]]) -> ProgressReading | None:
-    step = loss = None
-    for match in found:
-        groups = match.groupdict()
-        if groups.get("step") is not None:
-            step = int(groups["step"])
-        if groups.get("loss") is not None:
-            loss = read_number(groups["loss"])
-    return ProgressReading(step=step, loss=loss, source=Reader.TAG_RULE) if step is not None else None
+    groups = {name: value for match in found for name, value in match.groupdict().items() if value is not None}
+    if "step" not in groups:
+        return None
+    loss = read_number(groups["loss"]) if "loss" in groups else None
+    batch = int(groups["batch"]) if "batch" in groups else None
+    return ProgressReading(step=int(groups["step"]), loss=loss, batch=batch, source=Reader.TAG_RULE)

@@ -21,7 +21,18 @@ class ProgressSettings:
     interval_seconds: int | None = None  # the job's progress-interval-seconds tag
     start_seconds: int | None = None  # the job's progress-start-seconds tag
     pattern: str = ""  # the job's progress-pattern tag, as written (compiled where lines are read)
+    # The pace and loss rules (docs/pace.md): a slowdown past this percent of the baseline, held this long; a loss
+    # NaN, infinite or past this multiple of its recent median, this many reports in a row.
+    slowdown_percent: int = 40
+    slowdown_minutes: int = 10
+    divergence_reports: int = 3
+    divergence_jump: int = 4
     problems: tuple[TagProblem, ...] = field(default=())
+
+    @property
+    def slowdown_factor(self) -> float:
+        """How many times its baseline a step must take to count as a slowdown (slowdown_percent more)."""
+        return 1 + self.slowdown_percent / 100
 
     def to_json(self) -> dict[str, object]:
         return {k: getattr(self, k) for k in _STORED}
@@ -40,6 +51,10 @@ _STORED: dict[str, type | tuple[type, ...]] = {
     "phase_margin_percent": int,
     "phase_minutes": int,
     "start_minutes": int,
+    "slowdown_percent": int,
+    "slowdown_minutes": int,
+    "divergence_reports": int,
+    "divergence_jump": int,
     "interval_seconds": (int, type(None)),
     "start_seconds": (int, type(None)),
     "pattern": str,
@@ -67,6 +82,10 @@ FIGURE_RANGES = {
     "phase_margin_percent": FigureRange("progress-phase-margin-percent", 10, 1000, "%"),
     "phase_minutes": FigureRange("progress-phase-minutes", 5, 1440, " min"),
     "start_minutes": FigureRange("progress-start-minutes", 5, 1440, " min"),
+    "slowdown_percent": FigureRange("slowdown-percent", 10, 900, "%"),
+    "slowdown_minutes": FigureRange("slowdown-minutes", 2, 1440, " min"),
+    "divergence_reports": FigureRange("divergence-reports", 1, 100, " reports"),
+    "divergence_jump": FigureRange("divergence-jump", 2, 1000, " times"),
 }
 
 

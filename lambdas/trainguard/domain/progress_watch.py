@@ -1,7 +1,8 @@
 """What trainguard keeps of a job's progress between deliveries of its log lines, and how each line moves it.
 
 Kept: the last step and when it last advanced, a bounded sample of the intervals between advancing steps, the open
-phase, the longest each named phase has taken, and the start marker.
+phase, the longest each named phase has taken, the start marker, and what the advancing steps say of the job's pace
+(step_pace.py) and loss (loss_watch.py).
 
 `advance(state, reading, at)` folds one line's reading (progress_reading.ProgressReading) into the state, in the
 order of the lines' own timestamps (docs/progress.md, "How a reporting job is judged"):
@@ -9,7 +10,8 @@ order of the lines' own timestamps (docs/progress.md, "How a reporting job is ju
   (a checkpoint save is no step interval) or it is the first step;
 - the same step does not advance: a heartbeat repeating it is no progress;
 - a lower step stamped after the last advance is a restart from a checkpoint: the intervals learned are forgotten;
-  stamped before it, it is another host's line delivered late, and is ignored. A start marker forgets them too;
+  stamped before it, it is another host's line delivered late, and is ignored. A start marker forgets them too,
+  and the pace and loss learned with them;
 - a phase's begin opens it; its end line closes it, and how long it took is learned (the longest per phase name:
   `phase_seconds`), as nvidia-resiliency-ext learns its sections' timeouts. A phase closed by no end line (DeepSpeed
   prints none after a save) is not learned: from its begin to the next step, it would hold what the job does next
@@ -26,17 +28,21 @@ The state is stored in the job's watch entry (a few hundred bytes as JSON: MAX_I
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from trainguard.domain.log_rhythm import epoch_ms, from_epoch_ms
+from trainguard.domain.loss_watch import LossState, with_loss
 from trainguard.domain.progress_lines import LineRule, read_progress_line
 from trainguard.domain.progress_reading import Phase, ProgressReading, Reader
+from trainguard.domain.progress_settings import ProgressSettings
+from trainguard.domain.step_pace import PaceState, restarted, with_interval
 
 MAX_INTERVALS = 32  # the newest intervals kept: the sample the step limit's quantile is taken from
 MAX_PHASE_NAMES = 8  # the phase names whose longest duration is kept (a job names a few: checkpoint, evaluation)
 READERS_WITHOUT_STEPS = frozenset({Reader.HUGGING_FACE})
+DEFAULT_SETTINGS = ProgressSettings()  # a job with no tags, under the defaults
 _MAX_PHASE_NAME = 64  # progress_lines._PHASE_NAME's bound; framework phases are named by trainguard
 
 
@@ -63,6 +69,8 @@ class ProgressState:
     started_at: datetime | None = None  # the newest start marker
     phase_seconds: tuple[tuple[str, float], ...] = ()  # the longest each named phase has taken, newest name last
     phase_ended_at: datetime | None = None  # the newest end of a phase: the step limit counts from it too
+    pace: PaceState = field(default_factory=PaceState)  # the seconds per step against the job's baseline
+    loss: LossState = field(default_factory=LossState)  # the reported losses, and a run of bad ones
 
     @property
     def quiet_since(self) -> datetime | None:
@@ -92,6 +100,10 @@ class ProgressState:
         data |= {"intervals": [round(s, 1) for s in self.intervals], "longest_s": round(self.longest_seconds, 1)}
         if self.phase_seconds:
             data["phase_s"] = {name: round(seconds, 1) for name, seconds in self.phase_seconds}
+        if self.pace != PaceState():
+            data["pace"] = self.pace.to_json()
+        if self.loss != LossState():
+            data["loss"] = self.loss.to_json()
         if self.phase is not None:
             data["phase"] = {
                 "name": self.phase.name,
@@ -120,11 +132,16 @@ class ProgressState:
             started_at=from_epoch_ms(data.get("started_ms")),
             phase_seconds=_phase_seconds_from_json(data.get("phase_s")),
             phase_ended_at=from_epoch_ms(data.get("phase_end_ms")),
+            pace=PaceState.from_json(data.get("pace")),
+            loss=LossState.from_json(data.get("loss")),
         )
 
 
-def advance(state: ProgressState, reading: ProgressReading, at: datetime) -> ProgressState:
-    """`state` with one line's reading, stamped `at`, folded in (the module's docstring says how)."""
+def advance(
+    state: ProgressState, reading: ProgressReading, at: datetime, settings: ProgressSettings = DEFAULT_SETTINGS
+) -> ProgressState:
+    """`state` with one line's reading, stamped `at`, folded in (the module's docstring says how); `settings`: the
+    job's figures for its pace and loss."""
     if reading.source is None or reading.source in READERS_WITHOUT_STEPS:
         return state
     if state.reader is None and (reading.step is not None or reading.start or reading.phase is not None):
@@ -132,7 +149,7 @@ def advance(state: ProgressState, reading: ProgressReading, at: datetime) -> Pro
     if reading.start and (state.advanced_at is None or at > state.advanced_at):
         state = ProgressState(reader=state.reader, started_at=at)
     if reading.step is not None:
-        state = _with_step(state, reading.step, at)
+        state = _with_health(state, _with_step(state, reading.step, at), reading, settings)
     if reading.phase is Phase.BEGIN and reading.phase_name and (state.phase is None or at >= state.phase.began):
         name = reading.phase_name[:_MAX_PHASE_NAME]
         if not _goes_on(state, name, reading.expect_seconds):
@@ -163,11 +180,44 @@ def _with_phase_seconds(state: ProgressState, phase: OpenPhase, ended: datetime)
     return replace(state, phase_seconds=kept)
 
 
-def with_lines(state: ProgressState, lines: Iterable[tuple[datetime, str]], rule: LineRule | None) -> ProgressState:
+def with_lines(
+    state: ProgressState,
+    lines: Iterable[tuple[datetime, str]],
+    rule: LineRule | None,
+    settings: ProgressSettings = DEFAULT_SETTINGS,
+) -> ProgressState:
     """`state` with a delivery's lines (time, message) read and folded in, in time order."""
     for at, line in sorted(lines, key=lambda pair: pair[0]):
-        state = advance(state, read_progress_line(line, rule), at)
+        state = advance(state, read_progress_line(line, rule), at, settings)
     return state
+
+
+def _with_health(
+    before: ProgressState, after: ProgressState, reading: ProgressReading, settings: ProgressSettings
+) -> ProgressState:
+    """`after` (one step line folded in) with its pace and loss: an advance's interval is a step's time unless a
+    phase was announced in it or is open; a restart learns both again."""
+    if after.advanced_at is None or (after.advanced_at, after.last_step) == (before.advanced_at, before.last_step):
+        return after  # no advance: a repeated step, or another host's late line
+    if before.last_step is None or before.advanced_at is None:
+        return replace(after, pace=restarted(reading.batch), loss=_with_loss(after, LossState(), reading, settings))
+    if after.last_step is not None and after.last_step < before.last_step:
+        return replace(after, pace=restarted(reading.batch), loss=_with_loss(after, LossState(), reading, settings))
+    pace = before.pace
+    if reading.batch is not None and reading.batch != pace.batch:
+        pace = restarted(reading.batch)  # a planned change: the new pace is learned from its warm-up on
+    elif not before.phased and before.phase is None and after.last_step is not None:
+        steps = after.last_step - before.last_step
+        pace = with_interval(pace, before.advanced_at, after.advanced_at, steps, settings.slowdown_factor)
+    return replace(after, pace=pace, loss=_with_loss(after, before.loss, reading, settings))
+
+
+def _with_loss(
+    state: ProgressState, loss: LossState, reading: ProgressReading, settings: ProgressSettings
+) -> LossState:
+    if reading.loss is None or state.last_step is None or state.advanced_at is None:
+        return loss
+    return with_loss(loss, state.last_step, reading.loss, state.advanced_at, settings.divergence_jump)
 
 
 def _with_step(state: ProgressState, step: int, at: datetime) -> ProgressState:

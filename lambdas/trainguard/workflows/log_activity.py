@@ -35,7 +35,7 @@ def record_activity(ports: LogActivityPorts, activity: LogActivity) -> bool:
         if previous is not None and activity.newest <= previous:
             return False
         rhythm = job.rhythm.with_lines(previous, activity.times, rhythm_counted_from(job), activity.phase_lines)
-        progress = with_lines(job.progress, activity.lines, progress_rule(job))
+        progress = with_lines(job.progress, activity.lines, progress_rule(job), job.progress_settings)
         lines = LoggedLines(activity.newest, activity.last_line, rhythm, progress)
         if ports.stall_ledger.record_log_lines(job.job_name, lines, job.last_log_time):
             return True

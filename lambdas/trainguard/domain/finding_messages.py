@@ -1,0 +1,93 @@
+"""The message about a slowdown or a divergence the job's own lines show (progress_findings.py): what the figures
+are, what it costs, what is known of the cause, and that trainguard did nothing to the job. Written with
+trainguard.domain.messages' frame, by the rules in docs/operations.md ("How messages are written")."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from trainguard.domain.checkpoints import CheckpointState
+from trainguard.domain.message_kinds import MessageKind
+from trainguard.domain.messages import EVENT_TYPE_STALL, Notification, compose_notification
+from trainguard.domain.progress_findings import Finding, FindingKind
+from trainguard.domain.wording import format_value, sentence
+
+_WHEN = "%Y-%m-%d %H:%M UTC"
+_NOTHING_DONE = "Nothing to the job: it keeps training. trainguard tells you once for this launch."
+
+
+def compose_finding_notice(
+    job_name: str, instance_type: str, host_count: int, finding: Finding, checkpoints: CheckpointState | None, *,
+    region: str, now: datetime,
+) -> Notification:  # fmt: skip
+    """The notice of `finding` on the job; `checkpoints`: its checkpoint prefix as listed now (a divergence says
+    which checkpoint predates it)."""
+    sections: tuple[tuple[str, str], ...]
+    if finding.kind is FindingKind.SLOWDOWN:
+        kind, headline = MessageKind.SLOWDOWN_FOUND, f"{{job}} runs {finding.ratio:.1f} times slower"
+        sections = (("Cost", slowdown_cost(instance_type, host_count, finding.ratio)), ("Which host", _WHICH_HOST))
+        why = _SLOWDOWN_WHY
+    else:
+        kind, headline = MessageKind.DIVERGENCE_FOUND, "{job}: its loss has diverged"
+        sections = (("Checkpoint", checkpoint_before(checkpoints, finding)),)
+        why = _DIVERGENCE_WHY
+    return compose_notification(
+        kind=kind,
+        headline=headline,
+        job_name=job_name,
+        happened=sentence(f"since {finding.since.strftime(_WHEN)}, {finding.reason}"),
+        did=_NOTHING_DONE,
+        why=why,
+        outcome=kind.value,
+        decision="notify",
+        region=region,
+        now=now,
+        category=finding.kind.value,
+        event_type=EVENT_TYPE_STALL,
+        sections=sections,
+    )
+
+
+def slowdown_cost(instance_type: str, host_count: int, ratio: float) -> str:
+    """What the slowdown costs: the share of every hour's work lost, in instance-hours of the job's own shape."""
+    lost = 1 - 1 / ratio
+    hours = host_count * lost
+    return (
+        f"At {ratio:.1f} times slower, {lost:.0%} of every hour it runs is lost: {format_value(round(hours, 1))} "
+        f"instance-hours of {host_count} x {instance_type} an hour, for as long as the slowdown lasts."
+    )
+
+
+def checkpoint_before(checkpoints: CheckpointState | None, finding: Finding) -> str:
+    """Which checkpoint predates the divergence: the newest object written before its first bad report."""
+    if checkpoints is None or not checkpoints.configured:
+        return "The job has no checkpoint prefix (CheckpointConfig), so no checkpoint predates the divergence."
+    if not checkpoints.readable:
+        return f"Its checkpoint prefix could not be listed: {checkpoints.listing_error}."
+    before = [at for at in checkpoints.object_times if at < finding.since]
+    if not before:
+        return (
+            f"No checkpoint object among the newest listed under {checkpoints.s3_uri} was written before "
+            f"{finding.since.strftime(_WHEN)}: each may hold the diverged weights."
+        )
+    return (
+        f"The newest object under {checkpoints.s3_uri} written before the first bad loss (step {finding.step}, "
+        f"{finding.since.strftime(_WHEN)}) was written at {max(before).strftime(_WHEN)}: resume from that "
+        "checkpoint, not a later one, which may hold the diverged weights."
+    )
+
+
+_WHICH_HOST = (
+    "Not known. In synchronous training every rank waits for the slowest, so the step lines slow down together, and "
+    "a GPU slowed by its own fault still reads 100% GPUUtilization. A relaunch puts the job on new instances, "
+    "which may or may not avoid the slow one."
+)
+_SLOWDOWN_WHY = (
+    "The job's own step lines say its steps take longer than they did after its warm-up, for longer than its "
+    "slowdown minutes. A host that degrades (a GPU, its memory, its network) slows every rank and keeps the job "
+    "logging, so no stall rule fires. A planned change of batch size is no slowdown when the step line prints it."
+)
+_DIVERGENCE_WHY = (
+    "A run whose loss is NaN or infinite keeps every GPU busy and every line flowing until its MaxRuntime, and "
+    "produces nothing worth keeping. A relaunch from the same data and seed would diverge again."
+)
