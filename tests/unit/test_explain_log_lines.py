@@ -7,11 +7,13 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from trainguard_cli.log_lines import line_time
 from trainguard_cli.main import main
 
 ROOT = Path(__file__).parents[2]
@@ -124,3 +126,50 @@ def test_standard_input_is_read_with_its_carriage_returns_inside_their_lines() -
     assert done.returncode == 0, done.stderr
     rows = json_lines(done.stdout.decode("utf-8"))
     assert len(rows) == len(LOG.split("\n")) and rows[2]["loss"] == 3.9
+
+
+@pytest.mark.parametrize(
+    ("line", "at"),
+    [
+        ("2026-12-06T08:00:01.5Z trainguard:progress step=1", datetime(2026, 12, 6, 8, 0, 1, 500000, tzinfo=UTC)),
+        ("2026-12-06T10:00:01+02:00 x", datetime(2026, 12, 6, 8, 0, 1, tzinfo=UTC)),
+        ("2026-12-06 08:00:01,541 rank0 INFO step=1", datetime(2026, 12, 6, 8, 0, 1, 541000, tzinfo=UTC)),
+        (" [2026-12-06 08:00:01] iteration        1/ 1000 |", datetime(2026, 12, 6, 8, 0, 1, tzinfo=UTC)),
+        ("step 1 at 08:00:01", None),
+        ("2026-13-45 08:00:01 no such day", None),
+        ("x" * 70 + " 2026-12-06 08:00:01 too far from the start", None),
+    ],
+)
+def test_a_lines_own_time_is_read_near_its_start(line: str, at: datetime | None) -> None:
+    assert line_time(line) == at
+
+
+def timed_log(gaps: list[float], losses: list[float] | None = None) -> str:
+    at, lines = datetime(2026, 12, 6, 8, 0, tzinfo=UTC), []
+    for index in range(len(gaps) + 1):
+        loss = losses[index] if losses and index < len(losses) else 2.0
+        lines.append(f"{at:%Y-%m-%d %H:%M:%S},000 rank0 INFO trainguard:progress step={index + 1} loss={loss}")
+        at += timedelta(seconds=gaps[index] if index < len(gaps) else 0)
+    return "\n".join(lines) + "\n"
+
+
+def test_what_the_pace_and_loss_rules_see_goes_to_standard_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    log = tmp_path / "job.log"
+    log.write_text(timed_log([10.0] * 120 + [18.0] * 80, [2.0] * 190 + [float("nan")] * 11), encoding="utf-8")
+    code, out, err = run(capsys, "explain", "--log-lines", str(log))
+    assert code == 0 and len(out.splitlines()) == 201
+    # 10 min of 18-s steps after the 120th line: the 34th slow line ends the 10 minutes.
+    assert "pace: a slowdown at line 155: its steps take 1.80 times as long as its baseline" in err
+    assert "loss: a divergence at line 193: its loss has been bad in 3 reports in a row from step 191" in err
+
+
+def test_a_steady_log_and_a_log_without_times_say_so(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text(timed_log([10.0] * 100), encoding="utf-8")
+    _, _, err = run(capsys, "explain", "--log-lines", str(log))
+    assert "pace: baseline 10 s a step, 10 s over the newest; no slowdown" in err and "loss: 101 reports" in err
+    log.write_text("trainguard:progress step=1 loss=2\ntrainguard:progress step=2 loss=2\n", encoding="utf-8")
+    _, _, err = run(capsys, "explain", "--log-lines", str(log))
+    assert "the step lines give no time of their own, so the pace rule cannot be shown" in err
