@@ -192,13 +192,14 @@ def checkpoint_stale() -> Sample:
     return _sent(ports)
 
 
-def _found(gaps: list[float], losses: list[float] | None = None) -> Sample:
-    """The sample job's step lines through the log subscription, then the prober's notice of what they show."""
+def _found(gaps: list[float], losses: list[float] | None = None, tags: dict[str, str] | None = None) -> Sample:
+    """The sample job's step lines through the log subscription, then the prober's notice of what they show (and
+    what it did, with `tags`)."""
     from tests.unit.test_finding_workflows import lines
     from tests.unit.test_progress_workflows import deliver
 
     ports = fake_ports()
-    _training(ports)
+    _training(ports, tags)
     ports.checkpoints.newest, ports.checkpoints.count = NOW, 12
     ports.checkpoints.every = timedelta(minutes=20)
     deliver(ports, lines(NOW - timedelta(seconds=sum(gaps)), gaps, losses=losses), 30, JOB)
@@ -285,6 +286,12 @@ SAMPLES: dict[MessageKind, Callable[[], Sample]] = {
     MessageKind.STUCK_STOPPING: stuck_stopping,
     MessageKind.SLOWDOWN_FOUND: lambda: _found([10.0] * 120 + [16.0] * 60),
     MessageKind.DIVERGENCE_FOUND: lambda: _found([10.0] * 60, [2.0] * 55 + [float("inf")] * 6),
+    MessageKind.SLOWDOWN_STOPPED: lambda: _found(
+        [10.0] * 120 + [16.0] * 60, tags={"trainguard:relaunch-if-slow": "true"}
+    ),
+    MessageKind.DIVERGENCE_STOPPED: lambda: _found(
+        [10.0] * 60, [2.0] * 55 + [float("nan")] * 6, tags={"trainguard:stop-if-diverged": "true"}
+    ),
     MessageKind.GPUS_NOT_WATCHED: gpus_not_watched,
     MessageKind.WATCH_TAGS_NOT_READ: watch_tags_not_read,
     MessageKind.QUOTA_REQUEST_APPROVED: lambda: _request_decided("APPROVED"),

@@ -51,6 +51,8 @@ SAMPLES: dict[MessageKind, Callable[[str, datetime], Notification]] = {
     MessageKind.STUCK_STOPPING: training.stuck_stopping,
     MessageKind.SLOWDOWN_FOUND: training.slowdown_found,
     MessageKind.DIVERGENCE_FOUND: training.divergence_found,
+    MessageKind.SLOWDOWN_STOPPED: training.slowdown_stopped,
+    MessageKind.DIVERGENCE_STOPPED: training.divergence_stopped,
     MessageKind.GPUS_NOT_WATCHED: training.gpus_not_watched,
     MessageKind.WATCH_TAGS_NOT_READ: training.watch_tags_not_read,
     MessageKind.QUOTA_REQUEST_APPROVED: quotas.quota_request_approved,

@@ -10,12 +10,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from trainguard.domain.checkpoint_health import judge_checkpoints
+from trainguard.domain.finding_actions import FindingDecision, decide_on_finding
 from trainguard.domain.finding_messages import compose_finding_notice
 from trainguard.domain.log_rhythm import LogRhythm
 from trainguard.domain.messages import Notification
 from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind
-from trainguard.domain.progress_findings import judge_loss, judge_pace
+from trainguard.domain.progress_findings import FindingKind, judge_loss, judge_pace
 from trainguard.domain.progress_settings import ProgressSettings, read_progress_settings
 from trainguard.domain.progress_watch import ProgressState, with_lines
 from trainguard.domain.stall_alarms import MAX_GPU_HOSTS, plan_stall_alarms
@@ -103,21 +104,41 @@ def _step_lines(now: datetime, gaps: list[float], losses: list[float]) -> Progre
     return with_lines(ProgressState(), lines, None)
 
 
-def slowdown_found(region: str, now: datetime) -> Notification:
-    """A step every 10 s, then every 16 s for the last 16 minutes: the prober's notice of the slowdown."""
+def slowdown_found(region: str, now: datetime, tags: dict[str, str] | None = None) -> Notification:
+    """A step every 10 s, then every 16 s for the last 16 minutes: the prober's notice of the slowdown, and what it
+    did about it with the sample job's `tags`."""
     state = _step_lines(now, [10.0] * 120 + [16.0] * 60, [2.0] * 181)
     finding = judge_pace(state, ProgressSettings())
     assert finding is not None
-    return compose_finding_notice(SAMPLE_JOB, "ml.p4d.24xlarge", 4, finding, None, region=region, now=now)
+    decision = _decision(FindingKind.SLOWDOWN, now, tags)
+    return compose_finding_notice(SAMPLE_JOB, "ml.p4d.24xlarge", 4, finding, None, decision, region=region, now=now)
 
 
-def divergence_found(region: str, now: datetime) -> Notification:
+def divergence_found(region: str, now: datetime, tags: dict[str, str] | None = None) -> Notification:
     """A loss of 2.0 turned NaN a minute ago: the prober's notice, with the checkpoint written before it."""
     state = _step_lines(now, [10.0] * 60, [2.0] * 55 + [float("nan")] * 6)
     finding = judge_loss(state, ProgressSettings())
     assert finding is not None
     checkpoints = sample_checkpoints(now, newest_minutes_ago=10, every_minutes=20)
-    return compose_finding_notice(SAMPLE_JOB, "ml.p4d.24xlarge", 4, finding, checkpoints, region=region, now=now)
+    decision = _decision(FindingKind.DIVERGED, now, tags)
+    return compose_finding_notice(
+        SAMPLE_JOB, "ml.p4d.24xlarge", 4, finding, checkpoints, decision, region=region, now=now
+    )
+
+
+def slowdown_stopped(region: str, now: datetime) -> Notification:
+    return slowdown_found(region, now, {KEYS.relaunch_if_slow: "true"})
+
+
+def divergence_stopped(region: str, now: datetime) -> Notification:
+    return divergence_found(region, now, {KEYS.stop_if_diverged: "true"})
+
+
+def _decision(kind: FindingKind, now: datetime, tags: dict[str, str] | None) -> FindingDecision:
+    """What the prober decides for the sample job, training, with `tags` besides its opt-in."""
+    job = sample_job("InProgress", "", now, tags)
+    policy, _ = job_end(job)
+    return decide_on_finding(kind, job, policy, None, KEYS, global_dry_run=False, infra_check=True)
 
 
 def stuck_stopping(region: str, now: datetime) -> Notification:

@@ -3,14 +3,22 @@ and loss, and the prober tells each once per launch, with the figures, and does 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 
-from tests.fakes import NOW, FakePorts
+import pytest
+
+from tests.fakes import NOW, FakePorts, described_job, fake_ports
 from tests.unit.test_message_rules import channels, rule_breaks
 from tests.unit.test_progress_workflows import JOB, deliver, watched
+from tests.unit.test_stall_workflows import OPTED_IN, training
 from trainguard.domain.message_kinds import MessageKind
-from trainguard.domain.outcome import OutcomeKind
+from trainguard.domain.outcome import Outcome, OutcomeKind
+from trainguard.workflows.job_ended import handle_job_end
 from trainguard.workflows.stall_prober import probe
+from trainguard.workflows.stall_watch import follow_training_state
+
+PIPELINE_ARN = "arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/x1y2z3"
 
 
 def lines(start: datetime, seconds: list[float], first_step: int = 1, losses: list[float] | None = None) -> list:  # type: ignore[type-arg]
@@ -81,3 +89,80 @@ def test_the_notices_keep_the_message_rules() -> None:
     [notice] = ports.notifier.sent
     for text, chat in channels(notice).values():
         assert rule_breaks(text, (JOB,), chat) == []
+
+
+SLOW_LEAVE = {"trainguard:relaunch-if-slow": "true"}
+DIVERGED_LEAVE = {"trainguard:stop-if-diverged": "true"}
+
+
+def slowed(tags: dict[str, str], **config: object) -> FakePorts:
+    ports = fake_ports(**config)
+    training(ports, tags={**OPTED_IN, **tags})
+    follow_training_state(ports, JOB)
+    gaps = [10.0] * 120 + [20.0] * 45
+    deliver(ports, lines(NOW - timedelta(seconds=sum(gaps)), gaps), 30)
+    return ports
+
+
+def ended_as_stopped(ports: FakePorts, tags: dict[str, str]) -> Outcome:
+    """The stopped job's end, as its Stopped event brings it to the job-end workflow."""
+    ports.jobs.add(described_job(status="Stopped", secondary="Stopped"), {**OPTED_IN, **tags})
+    return handle_job_end(ports, JOB)
+
+
+def test_with_leave_a_slow_job_is_stopped_and_relaunched_on_new_instances_with_the_health_checks() -> None:
+    ports = slowed(SLOW_LEAVE, infra_check_after_host_faults=True)
+    [outcome] = probe(ports).outcomes
+    assert outcome.kind is OutcomeKind.SLOWDOWN_STOPPED and ports.jobs.stops == [JOB]
+    record = ports.stall_ledger.stall_record(JOB)
+    assert record is not None and record["finding"] == "slowdown"
+    [body] = told(ports, MessageKind.SLOWDOWN_STOPPED)
+    assert "relaunches it from its newest checkpoint on new instances, with SageMaker's instance health" in body
+    relaunch = ended_as_stopped(ports, SLOW_LEAVE)
+    assert relaunch.kind is OutcomeKind.RELAUNCHED and relaunch.category == "slowdown"
+    [create] = ports.jobs.created
+    assert create["InfraCheckConfig"] == {"EnableInfraCheck": True}
+    assert create["CheckpointConfig"]["S3Uri"] == "s3://ckpt-bucket/llama-pretrain/"
+
+
+def test_with_leave_a_diverged_job_is_stopped_and_never_relaunched_nor_told_twice() -> None:
+    ports = fake_ports()
+    training(ports, tags={**OPTED_IN, **DIVERGED_LEAVE})
+    follow_training_state(ports, JOB)
+    gaps = [10.0] * 60
+    deliver(ports, lines(NOW - timedelta(seconds=sum(gaps)), gaps, losses=[2.0] * 55 + [float("nan")] * 6), 20)
+    [outcome] = probe(ports).outcomes
+    assert outcome.kind is OutcomeKind.DIVERGENCE_STOPPED and ports.jobs.stops == [JOB]
+    [body] = told(ports, MessageKind.DIVERGENCE_STOPPED)
+    assert "Stopped it (StopTrainingJob), as its tag allows; it is not relaunched." in body
+    sent = len(ports.notifier.sent)
+    end = ended_as_stopped(ports, DIVERGED_LEAVE)
+    assert end.category == "diverged" and ports.jobs.created == [] and len(ports.notifier.sent) == sent
+
+
+@pytest.mark.parametrize(
+    ("tags", "config", "said"),
+    [
+        ({}, {}, "With the tag trainguard:relaunch-if-slow=true, it would stop it and relaunch it"),
+        ({**SLOW_LEAVE, "trainguard:dry-run": "true"}, {}, "the job is in dry run, by its tag trainguard:dry-run"),
+        (SLOW_LEAVE, {"dry_run": True}, "the job is in dry run, by the deployer's setting dry_run"),
+        ({**SLOW_LEAVE, "trainguard:actions": "stop"}, {}, "its tag trainguard:actions does not allow retry"),
+        ({**SLOW_LEAVE, "sagemaker:pipeline-execution-arn": PIPELINE_ARN}, {}, "owns it, and relaunches it"),
+    ],
+)
+def test_without_leave_or_in_dry_run_or_for_a_parents_job_a_slowdown_is_only_told(
+    tags: dict[str, str], config: dict[str, object], said: str
+) -> None:
+    ports = slowed(tags, **config)
+    [outcome] = probe(ports).outcomes
+    assert outcome.kind is OutcomeKind.SLOWDOWN_FOUND and ports.jobs.stops == []
+    [body] = told(ports, MessageKind.SLOWDOWN_FOUND)
+    assert said in body and ports.stall_ledger.stall_record(JOB) is None
+
+
+def test_a_leave_taken_back_before_the_prober_acts_is_seen() -> None:
+    ports = slowed(SLOW_LEAVE)
+    job = ports.jobs.jobs[JOB]
+    ports.jobs.jobs[JOB] = replace(job, tags={k: v for k, v in job.tags.items() if k not in SLOW_LEAVE})
+    [outcome] = probe(ports).outcomes
+    assert outcome.kind is OutcomeKind.SLOWDOWN_FOUND and ports.jobs.stops == []

@@ -38,6 +38,8 @@ DECISION_BY_CATEGORY: dict[Category, Decision] = {
     Category.DATA: Decision.NOTIFY,
     Category.MAX_RUNTIME: Decision.NOTIFY,
     Category.STALL: Decision.RETRY,
+    Category.SLOWDOWN: Decision.RETRY,
+    Category.DIVERGED: Decision.IGNORE,
     Category.UNKNOWN: Decision.NOTIFY,
     Category.STOPPED: Decision.IGNORE,
     Category.STUCK_STOPPING: Decision.NOTIFY,

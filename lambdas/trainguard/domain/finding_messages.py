@@ -1,5 +1,5 @@
 """The message about a slowdown or a divergence the job's own lines show (progress_findings.py): what the figures
-are, what it costs, what is known of the cause, and that trainguard did nothing to the job. Written with
+are, what it costs, what is known of the cause, and what trainguard did (finding_actions.py). Written with
 trainguard.domain.messages' frame, by the rules in docs/operations.md ("How messages are written")."""
 
 from __future__ import annotations
@@ -7,28 +7,31 @@ from __future__ import annotations
 from datetime import datetime
 
 from trainguard.domain.checkpoints import CheckpointState
+from trainguard.domain.finding_actions import FindingDecision
 from trainguard.domain.message_kinds import MessageKind
 from trainguard.domain.messages import EVENT_TYPE_STALL, Notification, compose_notification
 from trainguard.domain.progress_findings import Finding, FindingKind
 from trainguard.domain.wording import format_value, sentence
 
 _WHEN = "%Y-%m-%d %H:%M UTC"
-_NOTHING_DONE = "Nothing to the job: it keeps training. trainguard tells you once for this launch."
 
 
 def compose_finding_notice(
-    job_name: str, instance_type: str, host_count: int, finding: Finding, checkpoints: CheckpointState | None, *,
-    region: str, now: datetime,
+    job_name: str, instance_type: str, host_count: int, finding: Finding, checkpoints: CheckpointState | None,
+    decision: FindingDecision, *, region: str, now: datetime,
 ) -> Notification:  # fmt: skip
     """The notice of `finding` on the job; `checkpoints`: its checkpoint prefix as listed now (a divergence says
-    which checkpoint predates it)."""
+    which checkpoint predates it); `decision`: whether it was stopped, and what the message says was done."""
     sections: tuple[tuple[str, str], ...]
+    stopped = ": stopped" if decision.stop else ""
     if finding.kind is FindingKind.SLOWDOWN:
-        kind, headline = MessageKind.SLOWDOWN_FOUND, f"{{job}} runs {finding.ratio:.1f} times slower"
+        kind = MessageKind.SLOWDOWN_STOPPED if decision.stop else MessageKind.SLOWDOWN_FOUND
+        headline = f"{{job}} runs {finding.ratio:.1f} times slower{stopped}"
         sections = (("Cost", slowdown_cost(instance_type, host_count, finding.ratio)), ("Which host", _WHICH_HOST))
         why = _SLOWDOWN_WHY
     else:
-        kind, headline = MessageKind.DIVERGENCE_FOUND, "{job}: its loss has diverged"
+        kind = MessageKind.DIVERGENCE_STOPPED if decision.stop else MessageKind.DIVERGENCE_FOUND
+        headline = f"{{job}}: its loss has diverged{stopped}"
         sections = (("Checkpoint", checkpoint_before(checkpoints, finding)),)
         why = _DIVERGENCE_WHY
     return compose_notification(
@@ -36,10 +39,10 @@ def compose_finding_notice(
         headline=headline,
         job_name=job_name,
         happened=sentence(f"since {finding.since.strftime(_WHEN)}, {finding.reason}"),
-        did=_NOTHING_DONE,
+        did=decision.did,
         why=why,
         outcome=kind.value,
-        decision="notify",
+        decision="stop" if decision.stop else "notify",
         region=region,
         now=now,
         category=finding.kind.value,

@@ -18,6 +18,7 @@ from trainguard.domain.checkpoints import CheckpointState
 from trainguard.domain.classification import classify_job_end
 from trainguard.domain.fallback_options import FallbackOptions, LaunchBounds, read_fallback_options, types_outside
 from trainguard.domain.fallbacks import Fallback, JobFacts, plan_fallback, spot_failures_now
+from trainguard.domain.finding_actions import stop_classification
 from trainguard.domain.model import Category, Classification, Decision, TextSource, TrainingJob
 from trainguard.domain.naming import retry_job_name
 from trainguard.domain.outcome import Outcome, OutcomeKind
@@ -30,7 +31,7 @@ DELAYED_CATEGORIES = frozenset({Category.CAPACITY, Category.SPOT_INTERRUPTION})
 # Failures of a host or of the network between hosts: a relaunch may ask SageMaker to check the new hosts first
 # (InfraCheckConfig: "A SageMaker-provided health check tests the health of instance hardware and cluster network
 # connectivity", https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_InfraCheckConfig.html).
-HOST_FAULT_CATEGORIES = frozenset({Category.HARDWARE, Category.COLLECTIVE_TIMEOUT})
+HOST_FAULT_CATEGORIES = frozenset({Category.HARDWARE, Category.COLLECTIVE_TIMEOUT, Category.SLOWDOWN})
 
 
 @dataclass(frozen=True)
@@ -99,24 +100,24 @@ class Refusal:
     would_send: dict[str, Any] | None = None  # the request a dry run would have sent
 
 
-def assess_job_end(job: TrainingJob, policy: JobPolicy, stall_reason: str = "") -> Assessment:
-    """`stall_reason`: set when trainguard itself stopped this job as stalled (its ledger says why)."""
+def assess_job_end(job: TrainingJob, policy: JobPolicy, stall_reason: str = "", finding: str = "") -> Assessment:
+    """`stall_reason`: set when trainguard itself stopped this job (its ledger says why); `finding`: "slowdown" or
+    "diverged" when it stopped it for what its step lines showed, with its owner's leave (finding_actions.py)."""
     classification = classify_job_end(
         job.status, job.secondary_status, job.failure_reason, managed_spot=job.managed_spot
     )
-    if stall_reason and job.status == "Stopped":
-        classification = Classification(
-            Category.STALL,
-            Decision.RETRY,
-            f"trainguard stopped the job as stalled ({stall_reason}); a relaunch from the last checkpoint "
-            "gets fresh hosts and a fresh process group.",
-        )
+    stopped_by_us = bool(stall_reason) and job.status == "Stopped"
+    if stopped_by_us:
+        classification = stop_classification(stall_reason, finding)
     if not policy.enabled:
         return Assessment(job.name, False, classification, Decision.IGNORE, f"not opted in: {policy.why_not_enabled}")
     parent = managing_parent(job)
-    if parent is not None and stall_reason and job.status == "Stopped":
+    if parent is not None and stopped_by_us and classification.category is Category.STALL:
         decision, reason = decide_after_stall_stop(parent, stall_reason)
         return Assessment(job.name, True, classification, decision, reason, parent.describe())
+    if parent is not None and stopped_by_us:  # a finding: the stop's own message told the owner
+        reason = f"{classification.reason} It belongs to {parent.describe()}, which decides what follows."
+        return Assessment(job.name, True, classification, Decision.IGNORE, reason, parent.describe())
     if parent is not None:
         return _left_to_parent(job, classification, parent)
     decision, reason = classification.decision, classification.reason

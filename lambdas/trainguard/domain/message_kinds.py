@@ -34,6 +34,8 @@ class MessageKind(StrEnum):
     # What the job's own step lines show, told once by the prober (finding_messages.compose_finding_notice).
     SLOWDOWN_FOUND = "slowdown-found"
     DIVERGENCE_FOUND = "divergence-found"
+    SLOWDOWN_STOPPED = "slowdown-stopped"  # with the owner's leave: stopped, to be relaunched on new instances
+    DIVERGENCE_STOPPED = "divergence-stopped"  # with the owner's leave: stopped, not relaunched
     # A guarded job that trainguard can watch only in part (watch_messages.compose_partly_watched_notice).
     GPUS_NOT_WATCHED = "gpus-not-watched"
     # A guarded job watched with defaults in place of stall or progress tags it could not read

@@ -29,6 +29,8 @@ class Category(StrEnum):
     DATA = "data"
     MAX_RUNTIME = "max-runtime"
     STALL = "stall"  # trainguard stopped it as stalled (no logs, idle GPUs): resume from the checkpoint
+    SLOWDOWN = "slowdown"  # trainguard stopped it as slow, with its owner's leave: resume on new instances
+    DIVERGED = "diverged"  # trainguard stopped it as diverged, with its owner's leave: not resumed
     STOPPED = "stopped"  # stopped by a person or a program
     STUCK_STOPPING = "stuck-stopping"  # a stop that has not finished in 30 minutes
     CHECKPOINT_STALE = "checkpoint-stale"  # the job trains, but its checkpoints stopped reaching S3

@@ -24,6 +24,8 @@ class OutcomeKind(StrEnum):
     CHECKPOINT_STALE = "checkpoint-stale"  # checkpoints stopped reaching S3 while the job trains: told
     SLOWDOWN_FOUND = "slowdown-found"  # the job's steps take longer than its baseline: told
     DIVERGENCE_FOUND = "divergence-found"  # the job's loss is NaN, infinite or jumped: told
+    SLOWDOWN_STOPPED = "slowdown-stopped"  # with the owner's leave: stopped, its end relaunches it
+    DIVERGENCE_STOPPED = "divergence-stopped"  # with the owner's leave: stopped, never relaunched
     SKIPPED = "skipped"  # not ours, or nothing to do: logged and counted, nobody is told
     ALREADY_HANDLED = "already-handled"  # a duplicate or late delivery of an event already acted on
 
@@ -52,6 +54,8 @@ class Outcome:
             OutcomeKind.CHECKPOINT_STALE,
             OutcomeKind.SLOWDOWN_FOUND,
             OutcomeKind.DIVERGENCE_FOUND,
+            OutcomeKind.SLOWDOWN_STOPPED,
+            OutcomeKind.DIVERGENCE_STOPPED,
             OutcomeKind.PARTLY_WATCHED,
             OutcomeKind.WATCHED_WITH_DEFAULTS,
         )

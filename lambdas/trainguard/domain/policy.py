@@ -85,6 +85,15 @@ class TagKeys:
     def progress_start_seconds(self) -> str:
         return self.key("progress-start-seconds")
 
+    # The owner's leave to act on what the job's step lines show (docs/pace.md); without it, told only.
+    @property
+    def relaunch_if_slow(self) -> str:
+        return self.key("relaunch-if-slow")
+
+    @property
+    def stop_if_diverged(self) -> str:
+        return self.key("stop-if-diverged")
+
     # Lineage tags, written by trainguard on every relaunch.
     @property
     def root_job(self) -> str:
@@ -134,6 +143,8 @@ class JobPolicy:
     continue_after_max_runtime: bool
     problems: tuple[TagProblem, ...] = field(default=())
     why_not_enabled: str = ""
+    relaunch_if_slow: bool = False  # a slowdown: stop, and relaunch from the checkpoint on new instances
+    stop_if_diverged: bool = False  # a divergence: stop, never relaunch
 
     @property
     def dry_run(self) -> bool:
@@ -190,6 +201,8 @@ def read_job_policy(tags: Mapping[str, str], defaults: PolicyDefaults, keys: Tag
 
     restart = _read_flag(tags, keys.restart_without_checkpoint, defaults.restart_without_checkpoint, problems)
     cont = _read_flag(tags, keys.continue_after_max_runtime, defaults.continue_after_max_runtime, problems)
+    relaunch_if_slow = _read_flag(tags, keys.relaunch_if_slow, False, problems)
+    stop_if_diverged = _read_flag(tags, keys.stop_if_diverged, False, problems)
     return JobPolicy(
         enabled=enabled,
         max_retries=max_retries,
@@ -198,6 +211,8 @@ def read_job_policy(tags: Mapping[str, str], defaults: PolicyDefaults, keys: Tag
         continue_after_max_runtime=cont,
         problems=tuple(problems),
         why_not_enabled=why_not,
+        relaunch_if_slow=relaunch_if_slow,
+        stop_if_diverged=stop_if_diverged,
     )
 
 

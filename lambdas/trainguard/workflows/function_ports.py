@@ -20,7 +20,6 @@ from trainguard.workflows.ports import (
     AlarmWatch,
     Checkpoints,
     GpuMetricsPort,
-    JobFinder,
     JobLauncher,
     JobLogsPort,
     JobStopper,
@@ -29,6 +28,7 @@ from trainguard.workflows.ports import (
     LogActivityLedger,
     NotifierPort,
     ProberAlarms,
+    ProberJobs,
     ProberWatchList,
     QuotaLedgerPort,
     QuotasPort,
@@ -115,9 +115,10 @@ class StallAlarmsPorts(Settled):
 @dataclass(frozen=True, kw_only=True)
 class StallProberPorts(Settled):
     """Every minute: publish log silence, report stops that do not finish, warn of checkpoints that stopped
-    reaching S3, sweep orphaned alarms, start watching opted-in jobs that train unwatched."""
+    reaching S3, tell (and with leave act on) a slowdown or a divergence, sweep orphaned alarms, start watching
+    opted-in jobs that train unwatched."""
 
-    jobs: JobFinder
+    jobs: ProberJobs
     ledger: StepLedger
     notifier: NotifierPort
     stall_ledger: ProberWatchList

@@ -58,7 +58,7 @@ def reassess(ports: EndedJobPorts, job_name: str) -> EndedJob | Outcome:
     policy = read_job_policy(job.tags, ports.config.policy_defaults, ports.keys)
     stall = ports.stall_ledger.stall_record(job.name) if job.status == "Stopped" else None
     stall_reason = str(stall.get("reason", "stalled")) if stall else ""
-    assessment = assess_job_end(job, policy, stall_reason)
+    assessment = assess_job_end(job, policy, stall_reason, str(stall.get("finding", "")) if stall else "")
     if not assessment.opted_in:
         return skipped(job.name, assessment.reason)
     return EndedJob(job, policy, assessment)

@@ -103,6 +103,11 @@ class JobStopper(JobReader, Protocol):
     def stop(self, name: str) -> bool: ...
 
 
+class ProberJobs(JobFinder, JobStopper, Protocol):
+    """The prober's: finding opted-in jobs nobody watches, and stopping one for a finding its owner gave leave for
+    (workflows/findings.py)."""
+
+
 class Checkpoints(Protocol):
     def read(self, s3_uri: str) -> CheckpointState: ...
 
@@ -205,7 +210,10 @@ class JobWatch(WatchStarter, StallRecords, Protocol):
 
 
 class ProberWatchList(WatchList, WatchStarter, Protocol):
-    """The prober's: the watch list, and starting the watch of an opted-in job it finds unwatched."""
+    """The prober's: the watch list, starting the watch of an opted-in job it finds unwatched, and the record of a
+    stop for a finding (read at the job's end, as a stall's is)."""
+
+    def record_stall(self, job_name: str, evidence: dict[str, Any], now: datetime) -> None: ...
 
 
 class StallEvidence(WatchedJobs, StallRecords, Protocol):

@@ -19,14 +19,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from trainguard.domain.checkpoint_health import checked_now, judge_checkpoints
-from trainguard.domain.finding_messages import compose_finding_notice
 from trainguard.domain.model import Category, Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind
-from trainguard.domain.progress_findings import Finding, FindingKind, judge_loss, judge_pace
 from trainguard.domain.stall_alarms import owned_alarm_job, plan_stall_alarms
 from trainguard.domain.stall_messages import compose_prober_notice
 from trainguard.domain.stalls import StallSignal, alarm_name, parse_alarm_name
 from trainguard.domain.watched_job import WatchedJob, is_stuck_stopping, stall_over_limit, stuck_stopping_reason
+from trainguard.workflows.findings import tell_findings
 from trainguard.workflows.function_ports import StallProberPorts
 from trainguard.workflows.once import once
 from trainguard.workflows.stall_watch import WATCH_STARTED
@@ -60,7 +59,7 @@ def probe(ports: StallProberPorts) -> ProbeReport:
             _check_checkpoints(ports, job, now) if _checkpoints_due(job, now) else None,
         )
         report.outcomes += [outcome for outcome in told if outcome is not None]
-        report.outcomes += _tell_findings(ports, job, now) if _training(job) else []
+        report.outcomes += tell_findings(ports, job, now) if _training(job) else []
     started = watch_unwatched_jobs(ports, {job.job_name for job in watched}, now)
     report.started = [o.job_name for o in started if o.kind in WATCH_STARTED]
     report.outcomes += started
@@ -111,33 +110,6 @@ def _training(job: WatchedJob) -> bool:
 
 def _checkpoints_due(job: WatchedJob, now: datetime) -> bool:
     return _training(job) and bool(job.checkpoint_uri) and checked_now(job.job_name, now.minute)
-
-
-_FOUND = {FindingKind.SLOWDOWN: OutcomeKind.SLOWDOWN_FOUND, FindingKind.DIVERGED: OutcomeKind.DIVERGENCE_FOUND}
-
-
-def _tell_findings(ports: StallProberPorts, job: WatchedJob, now: datetime) -> list[Outcome]:
-    """Tell once per launch of each slowdown or divergence the job's lines show; nothing is done to the job."""
-    settings, told = job.progress_settings, []
-    for finding in (judge_pace(job.progress, settings), judge_loss(job.progress, settings)):
-        if finding is not None and (outcome := _tell_finding(ports, job, finding, now)) is not None:
-            told.append(outcome)
-    return told
-
-
-def _tell_finding(ports: StallProberPorts, job: WatchedJob, finding: Finding, now: datetime) -> Outcome | None:
-    with once(ports, job.job_name, f"{finding.kind.value}-found", now, skip_if_busy=True) as step:
-        if step.done or step.busy:
-            return None
-        diverged = finding.kind is FindingKind.DIVERGED and job.checkpoint_uri
-        checkpoints = ports.checkpoints.read(job.checkpoint_uri) if diverged else None
-        notice = compose_finding_notice(
-            job.job_name, job.instance_type, job.host_count, finding, checkpoints, region=ports.region, now=now
-        )
-        ports.notifier.publish(notice)
-        details = {"since": finding.since.isoformat(), "step": finding.step, "ratio": round(finding.ratio, 2)}
-        outcome = Outcome(_FOUND[finding.kind], job.job_name, finding.reason, Decision.NOTIFY, details=details)
-        return step.record(outcome)
 
 
 def _check_checkpoints(ports: StallProberPorts, job: WatchedJob, now: datetime) -> Outcome | None:
