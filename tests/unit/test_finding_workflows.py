@@ -160,9 +160,16 @@ def test_without_leave_or_in_dry_run_or_for_a_parents_job_a_slowdown_is_only_tol
     assert said in body and ports.stall_ledger.stall_record(JOB) is None
 
 
-def test_a_leave_taken_back_before_the_prober_acts_is_seen() -> None:
+@pytest.mark.parametrize(
+    ("tags", "said"),
+    [
+        ({}, "With the tag trainguard:relaunch-if-slow=true"),  # the leave taken back
+        ({**SLOW_LEAVE, "trainguard:enabled": "false"}, "the job is no longer opted in: tag trainguard:enabled"),
+    ],
+)
+def test_the_tags_are_read_again_when_the_prober_acts(tags: dict[str, str], said: str) -> None:
     ports = slowed(SLOW_LEAVE)
-    job = ports.jobs.jobs[JOB]
-    ports.jobs.jobs[JOB] = replace(job, tags={k: v for k, v in job.tags.items() if k not in SLOW_LEAVE})
+    ports.jobs.jobs[JOB] = replace(ports.jobs.jobs[JOB], tags={**OPTED_IN, **tags})
     [outcome] = probe(ports).outcomes
     assert outcome.kind is OutcomeKind.SLOWDOWN_FOUND and ports.jobs.stops == []
+    assert said in told(ports, MessageKind.SLOWDOWN_FOUND)[0]

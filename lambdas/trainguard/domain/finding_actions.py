@@ -45,6 +45,8 @@ def decide_on_finding(
     leave = policy.relaunch_if_slow if slowdown else policy.stop_if_diverged
     told = "Nothing to the job: it keeps training. trainguard tells you once for this launch"
     needs = ("stop", "retry") if slowdown else ("stop",)
+    if not policy.enabled:
+        return FindingDecision(False, f"{told}: the job is no longer opted in: {policy.why_not_enabled}.")
     if not leave:
         return FindingDecision(False, f"{told}. With the tag {leave_key}=true, it would {_would(kind)}.")
     if job.status != "InProgress" or job.secondary_status != "Training":
