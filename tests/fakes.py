@@ -490,11 +490,15 @@ class FakeJobLogs:
 class FakeGpuMetrics:
     value: float | None = None
     hosts: int = 4
+    averages: dict[int, float] = field(default_factory=dict)  # by host number: each host's mean (average_by_host)
 
     def busiest_by_host(self, job_name: str, host_count: int, since: datetime, now: datetime) -> dict[str, float]:
         if self.value is None:
             return {}
         return {f"{job_name}/algo-{n}": self.value for n in range(1, host_count + 1)}
+
+    def average_by_host(self, job_name: str, host_count: int, since: datetime, now: datetime) -> dict[str, float]:
+        return {f"{job_name}/algo-{n}": v for n, v in self.averages.items() if n <= host_count}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Protocol
 
 import boto3
 import pytest
@@ -16,7 +17,7 @@ from tests.contracts.conftest import IMPLEMENTATIONS, REGION
 from tests.fakes import NOW, FakeCheckpoints, FakeGpuMetrics, FakeJobLogs
 from trainguard.adapters.checkpoints import CheckpointReader
 from trainguard.adapters.job_activity import GPU_NAMESPACE, LOG_GROUP, GpuMetrics, JobLogs
-from trainguard.workflows.ports import Checkpoints, GpuMetricsPort, JobLogsPort
+from trainguard.workflows.ports import Checkpoints, GpuAveragesPort, GpuMetricsPort, JobLogsPort
 
 JOB = "llama-pretrain"
 
@@ -104,9 +105,13 @@ def test_an_empty_prefix_no_uri_and_a_uri_that_is_not_s3(prefixes: Prefixes) -> 
     assert prefixes.checkpoints.read("https://ckpt/run/").listing_error == "not an s3:// URI"
 
 
+class GpuFigures(GpuMetricsPort, GpuAveragesPort, Protocol):
+    """Both reads of the hosts' GPUUtilization: the stall alarms' busiest minute, the prober's mean."""
+
+
 @dataclass
 class Gpus:
-    metrics: GpuMetricsPort
+    metrics: GpuFigures
     busy: Callable[[int, list[float]], None]  # each of the job's first n hosts publishes these GPUUtilization data
 
 
@@ -114,7 +119,12 @@ class Gpus:
 def gpus(request: pytest.FixtureRequest) -> Gpus:
     if request.param == "fake":
         fake = FakeGpuMetrics()
-        return Gpus(fake, lambda hosts, values: setattr(fake, "value", max(values)))
+
+        def busy(hosts: int, values: list[float]) -> None:
+            fake.value = max(values)
+            fake.averages = {host: sum(values) / len(values) for host in range(1, hosts + 1)}
+
+        return Gpus(fake, busy)
     request.getfixturevalue("aws")
     client = boto3.client("cloudwatch", region_name=REGION)
 
@@ -143,3 +153,10 @@ def test_each_hosts_busiest_minute_is_read(gpus: Gpus) -> None:
     gpus.busy(4, [10.0, 700.0, 35.5])
     busiest = gpus.metrics.busiest_by_host(JOB, 4, NOW - timedelta(minutes=20), NOW)
     assert busiest == {f"{JOB}/algo-{host}": 700.0 for host in range(1, 5)}
+
+
+def test_each_hosts_mean_is_read(gpus: Gpus) -> None:
+    assert gpus.metrics.average_by_host(JOB, 4, NOW - timedelta(minutes=20), NOW) == {}
+    gpus.busy(3, [10.0, 700.0, 35.5])
+    means = gpus.metrics.average_by_host(JOB, 4, NOW - timedelta(minutes=20), NOW)
+    assert means == {f"{JOB}/algo-{host}": pytest.approx(248.5) for host in range(1, 4)}

@@ -56,6 +56,14 @@ def test_a_slowdown_is_told_once_with_its_figures_and_cost_and_nothing_is_done_t
     assert len(told(ports, MessageKind.SLOWDOWN_FOUND)) == 1  # told once for this launch
 
 
+def test_a_host_whose_gpus_alone_read_low_is_named_with_its_figures() -> None:
+    ports = slowed_job()
+    ports.gpu_metrics.averages = {1: 790.0, 2: 168.0, 3: 800.0, 4: 795.0}  # ml.p4d.24xlarge: 8 GPUs a host
+    probe(ports)
+    [body] = told(ports, MessageKind.SLOWDOWN_FOUND)
+    assert "algo-2, most likely: its GPUs averaged 168% of a possible 800% since the slowdown began" in body
+
+
 def test_a_steady_job_and_a_short_slowdown_are_not_told() -> None:
     ports = watched()
     gaps = [10.0] * 120 + [20.0] * 20 + [10.0] * 60  # twice as slow for 6 min 40 s, then as before

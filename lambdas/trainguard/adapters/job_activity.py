@@ -56,8 +56,22 @@ class GpuMetrics:
     def busiest_by_host(self, job_name: str, host_count: int, since: datetime, now: datetime) -> dict[str, float]:
         """Each host's highest GPUUtilization (1-minute Maximum) between `since` and `now`; hosts that
         published nothing are absent."""
+        found = self._by_host(job_name, host_count, since, now, "Maximum")
+        return {host: max(values) for host, values in found.items()}
+
+    @needs("cloudwatch:GetMetricData")
+    def average_by_host(self, job_name: str, host_count: int, since: datetime, now: datetime) -> dict[str, float]:
+        """Each host's mean GPUUtilization (of its 1-minute Averages) between `since` and `now`; hosts that
+        published nothing are absent."""
+        found = self._by_host(job_name, host_count, since, now, "Average")
+        return {host: sum(values) / len(values) for host, values in found.items()}
+
+    def _by_host(
+        self, job_name: str, host_count: int, since: datetime, now: datetime, stat: str
+    ) -> dict[str, list[float]]:
+        """Each host's 1-minute `stat` values of GPUUtilization between `since` and `now`."""
         hosts = [f"{job_name}/algo-{n}" for n in range(1, host_count + 1)]
-        found: dict[str, float] = {}
+        found: dict[str, list[float]] = {}
         for start in range(0, len(hosts), _QUERIES_PER_CALL):
             chunk = hosts[start : start + _QUERIES_PER_CALL]
             queries = [
@@ -71,7 +85,7 @@ class GpuMetrics:
                             "Dimensions": [{"Name": "Host", "Value": host}],
                         },
                         "Period": 60,
-                        "Stat": "Maximum",
+                        "Stat": stat,
                     },
                     "ReturnData": True,
                 }
@@ -84,7 +98,7 @@ class GpuMetrics:
                     values = result.get("Values", [])
                     if values:
                         label = result.get("Label") or chunk[int(result["Id"][1:])]
-                        found[label] = max(max(values), found.get(label, 0.0))
+                        found.setdefault(label, []).extend(float(v) for v in values)
                 if not page.get("NextToken"):
                     break
                 kwargs["NextToken"] = page["NextToken"]

@@ -11,6 +11,7 @@ from trainguard.domain.finding_actions import FindingDecision
 from trainguard.domain.message_kinds import MessageKind
 from trainguard.domain.messages import EVENT_TYPE_STALL, Notification, compose_notification
 from trainguard.domain.progress_findings import Finding, FindingKind
+from trainguard.domain.slow_hosts import NOT_KNOWN
 from trainguard.domain.wording import format_value, sentence
 
 _WHEN = "%Y-%m-%d %H:%M UTC"
@@ -18,16 +19,17 @@ _WHEN = "%Y-%m-%d %H:%M UTC"
 
 def compose_finding_notice(
     job_name: str, instance_type: str, host_count: int, finding: Finding, checkpoints: CheckpointState | None,
-    decision: FindingDecision, *, region: str, now: datetime,
+    decision: FindingDecision, *, region: str, now: datetime, which_host: str = NOT_KNOWN,
 ) -> Notification:  # fmt: skip
     """The notice of `finding` on the job; `checkpoints`: its checkpoint prefix as listed now (a divergence says
-    which checkpoint predates it); `decision`: whether it was stopped, and what the message says was done."""
+    which checkpoint predates it); `decision`: whether it was stopped, and what the message says was done;
+    `which_host`: what its hosts' GPU figures say of a slowdown's host (slow_hosts.py)."""
     sections: tuple[tuple[str, str], ...]
     stopped = ": stopped" if decision.stop else ""
     if finding.kind is FindingKind.SLOWDOWN:
         kind = MessageKind.SLOWDOWN_STOPPED if decision.stop else MessageKind.SLOWDOWN_FOUND
         headline = f"{{job}} runs {finding.ratio:.1f} times slower{stopped}"
-        sections = (("Cost", slowdown_cost(instance_type, host_count, finding.ratio)), ("Which host", _WHICH_HOST))
+        sections = (("Cost", slowdown_cost(instance_type, host_count, finding.ratio)), ("Which host", which_host))
         why = _SLOWDOWN_WHY
     else:
         kind = MessageKind.DIVERGENCE_STOPPED if decision.stop else MessageKind.DIVERGENCE_FOUND
@@ -80,11 +82,6 @@ def checkpoint_before(checkpoints: CheckpointState | None, finding: Finding) -> 
     )
 
 
-_WHICH_HOST = (
-    "Not known. In synchronous training every rank waits for the slowest, so the step lines slow down together, and "
-    "a GPU slowed by its own fault still reads 100% GPUUtilization. A relaunch puts the job on new instances, "
-    "which may or may not avoid the slow one."
-)
 _SLOWDOWN_WHY = (
     "The job's own step lines say its steps take longer than they did after its warm-up, for longer than its "
     "slowdown minutes. A host that degrades (a GPU, its memory, its network) slows every rank and keeps the job "

@@ -36,9 +36,10 @@ def handle(event: Any, ports: StallProberPorts | PortSet | None = None) -> dict[
 
 
 def build_ports(site: Site) -> StallProberPorts:
-    """The ledger, the topic, and in the job's account its jobs, stall alarms and checkpoints."""
+    """The ledger, the topic, and in the job's account its jobs, stall alarms, checkpoints and GPU figures."""
     from trainguard.adapters.alarms import StallAlarms
     from trainguard.adapters.checkpoints import CheckpointReader
+    from trainguard.adapters.job_activity import GpuMetrics
     from trainguard.adapters.ledger import Ledger
     from trainguard.adapters.notifier import Notifier
     from trainguard.adapters.sagemaker import SageMakerJobs
@@ -52,6 +53,7 @@ def build_ports(site: Site) -> StallProberPorts:
         stall_ledger=StallLedger(*site.ledger_table),
         alarms=StallAlarms(site.job_clients("cloudwatch")),
         checkpoints=CheckpointReader(site.job_clients("s3")),
+        gpu_metrics=GpuMetrics(site.job_clients("cloudwatch")),
     )
 
 

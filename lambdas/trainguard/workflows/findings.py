@@ -13,11 +13,13 @@ from datetime import datetime
 
 from trainguard.domain.finding_actions import FindingDecision, decide_on_finding
 from trainguard.domain.finding_messages import compose_finding_notice
+from trainguard.domain.instance_types import gpus_per_host
 from trainguard.domain.job_end import managing_parent
 from trainguard.domain.model import Decision
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.policy import read_job_policy
 from trainguard.domain.progress_findings import Finding, FindingKind, judge_loss, judge_pace
+from trainguard.domain.slow_hosts import NOT_KNOWN, name_slow_host
 from trainguard.domain.watched_job import WatchedJob
 from trainguard.workflows.function_ports import StallProberPorts
 from trainguard.workflows.once import once
@@ -46,6 +48,7 @@ def _handle(ports: StallProberPorts, job: WatchedJob, finding: Finding, now: dat
         stopped = decision.stop
         diverged = finding.kind is FindingKind.DIVERGED and job.checkpoint_uri
         checkpoints = ports.checkpoints.read(job.checkpoint_uri) if diverged else None
+        host = _which_host(ports, job, finding, now) if finding.kind is FindingKind.SLOWDOWN else NOT_KNOWN
         notice = compose_finding_notice(
             job.job_name,
             job.instance_type,
@@ -55,12 +58,19 @@ def _handle(ports: StallProberPorts, job: WatchedJob, finding: Finding, now: dat
             decision,
             region=ports.region,
             now=now,
+            which_host=host,
         )
         ports.notifier.publish(notice)
         kind = STOPPED[finding.kind] if stopped else FOUND[finding.kind]
         details = {"since": finding.since.isoformat(), "step": finding.step, "ratio": round(finding.ratio, 2)}
         decided = Decision.STOP if stopped else Decision.NOTIFY
         return step.record(Outcome(kind, job.job_name, finding.reason, decided, details=details))
+
+
+def _which_host(ports: StallProberPorts, job: WatchedJob, finding: Finding, now: datetime) -> str:
+    """What the hosts' mean GPUUtilization since the slowdown began says of its host (one GetMetricData call)."""
+    averages = ports.gpu_metrics.average_by_host(job.job_name, job.host_count, finding.since, now)
+    return name_slow_host(averages, gpus_per_host(job.instance_type))
 
 
 def _decide(ports: StallProberPorts, job_name: str, finding: Finding) -> FindingDecision:

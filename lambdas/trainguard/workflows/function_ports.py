@@ -19,6 +19,7 @@ from trainguard.workflows.ports import (
     AlarmRearmer,
     AlarmWatch,
     Checkpoints,
+    GpuAveragesPort,
     GpuMetricsPort,
     JobLauncher,
     JobLogsPort,
@@ -124,6 +125,7 @@ class StallProberPorts(Settled):
     stall_ledger: ProberWatchList
     alarms: ProberAlarms
     checkpoints: Checkpoints
+    gpu_metrics: GpuAveragesPort
 
 
 @dataclass(frozen=True, kw_only=True)

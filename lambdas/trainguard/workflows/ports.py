@@ -267,5 +267,11 @@ class GpuMetricsPort(Protocol):
     def busiest_by_host(self, job_name: str, host_count: int, since: datetime, now: datetime) -> dict[str, float]: ...
 
 
+class GpuAveragesPort(Protocol):
+    """Each host's mean GPUUtilization over a span: which host a slow job's slowness may be (domain/slow_hosts.py)."""
+
+    def average_by_host(self, job_name: str, host_count: int, since: datetime, now: datetime) -> dict[str, float]: ...
+
+
 class SchedulerPort(Protocol):
     def schedule_relaunch(self, failed_job: str, at: datetime, reason: str) -> str: ...
