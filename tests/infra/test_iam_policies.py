@@ -417,6 +417,7 @@ def test_each_function_gets_the_alarm_calls_its_workflows_make(synthesized: Any)
         "cloudwatch:PutMetricAlarm": STALL_ALARMS,
         "cloudwatch:TagResource": STALL_ALARMS,
         "cloudwatch:PutCompositeAlarm": ["*"],  # that job's idle-GPU composite, when it has more than 10 hosts
+        "cloudwatch:GetMetricData": ["*"],  # a slow job's hosts' GPU means: which host (workflows/findings.py)
     }
     for handler in (RETRY_LAUNCHER_HANDLER, QUOTA_WATCH_HANDLER, FAILED_LAUNCHES_HANDLER, LOG_ACTIVITY_HANDLER):
         assert on_alarms(handler) == {}, handler
@@ -436,6 +437,7 @@ def test_composite_alarms_and_metric_reads_are_alone_on_star(synthesized: Any) -
     for handler, action in (
         (JOB_EVENTS_HANDLER, "cloudwatch:PutCompositeAlarm"),
         (STALL_ALARMS_HANDLER, "cloudwatch:GetMetricData"),
+        (STALL_PROBER_HANDLER, "cloudwatch:GetMetricData"),
         (STALL_PROBER_HANDLER, "cloudwatch:DescribeAlarms"),
     ):
         (statement,) = _with_action(_role_statements(template, handler), action)

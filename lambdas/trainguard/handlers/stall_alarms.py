@@ -27,15 +27,11 @@ def handle(event: Any, ports: StallAlarmsPorts | PortSet | None = None) -> Outco
 
 
 def build_ports(site: Site) -> StallAlarmsPorts:
-    """The stall prober's adapters (its jobs, to stop one), with the job's logs and GPU metrics (the evidence)."""
-    from trainguard.adapters.job_activity import GpuMetrics, JobLogs
+    """The stall prober's adapters (its jobs, to stop one; its GPU metrics, the evidence), with the job's logs."""
+    from trainguard.adapters.job_activity import JobLogs
     from trainguard.handlers import stall_prober
 
-    return StallAlarmsPorts(
-        **vars(stall_prober.build_ports(site)),
-        job_logs=JobLogs(site.job_clients("logs")),
-        gpu_metrics=GpuMetrics(site.job_clients("cloudwatch")),
-    )
+    return StallAlarmsPorts(**vars(stall_prober.build_ports(site)), job_logs=JobLogs(site.job_clients("logs")))
 
 
 @metrics.log_metrics
