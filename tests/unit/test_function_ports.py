@@ -127,4 +127,5 @@ def test_the_reading_sees_a_call_and_would_see_a_port_left_unused() -> None:
         "stall_ledger",
         "alarms",
         "checkpoints",
+        "gpu_metrics",
     }
