@@ -4,18 +4,17 @@ or with --json one JSON object each (JSON Lines). A loss JSON cannot hold (NaN, 
 named in `loss_not_finite` ("nan", "inf" or "-inf").
 
 What the pace and loss rules see (docs/pace.md) goes to standard error with the tags' notes: the lines folded in
-order as the log subscription folds them, each at the time its own text gives (`line_time`: a log exported with
-its timestamps, or a framework's own prefix), so a log without times gives the loss rule only."""
+the file's order as the log subscription folds them, each at the time its own text gives (`line_time`: a log
+exported with its timestamps, or a framework's own prefix), so a log without times gives the loss rule only."""
 
 from __future__ import annotations
 
 import json
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from trainguard.domain.loss_watch import LossState, with_loss
 from trainguard.domain.policy import TagKeys, parse_tag_list
 from trainguard.domain.progress_findings import judge_loss, judge_pace
 from trainguard.domain.progress_lines import read_progress_line
@@ -99,16 +98,14 @@ def pace_seen(lines: list[str], readings: tuple[ProgressReading, ...], settings:
 
 
 def loss_seen(readings: tuple[ProgressReading, ...], settings: ProgressSettings) -> str:
-    """What the loss rule sees: the losses of advancing steps, in order (it needs no time)."""
-    loss, last_step, reports = LossState(), None, 0
+    """What the loss rule sees: the lines folded in order as the subscription folds them (a restart included), each
+    a second after the last, since the loss rule needs no time."""
+    state, reports = ProgressState(), 0
     for number, reading in enumerate(readings, start=1):
-        if reading.step is None or reading.loss is None or (last_step is not None and reading.step <= last_step):
-            continue
-        last_step, reports = reading.step, reports + 1
-        loss = with_loss(loss, reading.step, reading.loss, _NO_TIME, settings.divergence_jump)
-        finding = judge_loss(ProgressState(loss=loss), settings)
-        if finding is not None:
-            return f"loss: a divergence at line {number}: {finding.reason.split('; bad is')[0]}"
+        state = advance(state, reading, _NO_TIME + timedelta(seconds=number), settings)
+        reports += reading.step is not None and reading.loss is not None
+        if (finding := judge_loss(state, settings)) is not None:
+            return f"loss: a divergence at line {number}: {finding.summary}"
     return f"loss: {reports} reports, no divergence" if reports else "loss: no step line reports a loss"
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from trainguard.domain.checkpoint_health import judge_checkpoints
-from trainguard.domain.finding_actions import FindingDecision, decide_on_finding
+from trainguard.domain.finding_actions import DeployerSettings, FindingDecision, decide_on_finding
 from trainguard.domain.finding_messages import compose_finding_notice
 from trainguard.domain.log_rhythm import LogRhythm
 from trainguard.domain.messages import Notification
@@ -138,7 +138,7 @@ def _decision(kind: FindingKind, now: datetime, tags: dict[str, str] | None) -> 
     """What the prober decides for the sample job, training, with `tags` besides its opt-in."""
     job = sample_job("InProgress", "", now, tags)
     policy, _ = job_end(job)
-    return decide_on_finding(kind, job, policy, None, KEYS, global_dry_run=False, infra_check=True)
+    return decide_on_finding(kind, job, policy, None, KEYS, deployer=DeployerSettings(infra_check=True))
 
 
 def stuck_stopping(region: str, now: datetime) -> Notification:

@@ -173,3 +173,13 @@ def test_a_steady_log_and_a_log_without_times_say_so(capsys: pytest.CaptureFixtu
     log.write_text("trainguard:progress step=1 loss=2\ntrainguard:progress step=2 loss=2\n", encoding="utf-8")
     _, _, err = run(capsys, "explain", "--log-lines", str(log))
     assert "the step lines give no time of their own, so the pace rule cannot be shown" in err
+
+
+def test_the_loss_rule_forgets_its_bad_run_at_a_restart_as_the_subscription_does(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    log = tmp_path / "job.log"
+    steps = [(n, "2.0") for n in range(1, 11)] + [(11, "nan"), (12, "nan"), (5, "nan"), (13, "nan")]
+    log.write_text("".join(f"trainguard:progress step={n} loss={v}\n" for n, v in steps), encoding="utf-8")
+    _, _, err = run(capsys, "explain", "--log-lines", str(log))
+    assert "loss: 14 reports, no divergence" in err  # the restart at step 5 began a new run of reports

@@ -181,3 +181,37 @@ def test_the_tags_are_read_again_when_the_prober_acts(tags: dict[str, str], said
     [outcome] = probe(ports).outcomes
     assert outcome.kind is OutcomeKind.SLOWDOWN_FOUND and ports.jobs.stops == []
     assert said in told(ports, MessageKind.SLOWDOWN_FOUND)[0]
+
+
+def test_a_job_both_diverged_and_slow_is_stopped_as_diverged_and_never_relaunched() -> None:
+    ports = fake_ports()
+    both = {**SLOW_LEAVE, **DIVERGED_LEAVE}
+    training(ports, tags={**OPTED_IN, **both})
+    follow_training_state(ports, JOB)
+    gaps = [10.0] * 120 + [20.0] * 45
+    deliver(ports, lines(NOW - timedelta(seconds=sum(gaps)), gaps, losses=[2.0] * 160 + [float("nan")] * 6), 30)
+    kinds = [o.kind for o in probe(ports).outcomes]
+    assert kinds == [OutcomeKind.DIVERGENCE_STOPPED, OutcomeKind.SLOWDOWN_FOUND] and ports.jobs.stops == [JOB]
+    assert ports.stall_ledger.stall_record(JOB)["finding"] == "diverged"  # type: ignore[index]
+    assert ended_as_stopped(ports, both).category == "diverged" and ports.jobs.created == []
+
+
+def test_a_parents_diverged_job_is_only_told_when_the_deployer_keeps_parents_jobs_running() -> None:
+    ports = fake_ports(stop_stalled_parent_jobs=False)
+    tags = {**OPTED_IN, **DIVERGED_LEAVE, "sagemaker:pipeline-execution-arn": PIPELINE_ARN}
+    training(ports, tags=tags)
+    follow_training_state(ports, JOB)
+    deliver(ports, lines(NOW - timedelta(seconds=600), [10.0] * 60, losses=[2.0] * 55 + [float("nan")] * 6), 20)
+    [outcome] = probe(ports).outcomes
+    assert outcome.kind is OutcomeKind.DIVERGENCE_FOUND and ports.jobs.stops == []
+    assert "the setting stop_stalled_parent_jobs is off" in told(ports, MessageKind.DIVERGENCE_FOUND)[0]
+
+
+def test_a_stop_whose_answer_was_lost_is_trainguards_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """botocore's retry of a StopTrainingJob that SageMaker acted on finds the job Stopping: the stop stands."""
+    ports = slowed(SLOW_LEAVE)
+    stop = ports.jobs.stop
+    monkeypatch.setattr(ports.jobs, "stop", lambda name: stop(name) and False)
+    [outcome] = probe(ports).outcomes
+    assert outcome.kind is OutcomeKind.SLOWDOWN_STOPPED
+    assert ended_as_stopped(ports, SLOW_LEAVE).kind is OutcomeKind.RELAUNCHED

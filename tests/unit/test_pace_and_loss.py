@@ -191,3 +191,20 @@ def test_a_tag_rule_reads_the_batch_size_with_its_placeholder() -> None:
     reading = read_progress_line("[rank0] iter: 40 bs: 256 loss: 2.5", rule)
     assert (reading.step, reading.batch, reading.loss) == (40, 256, 2.5)
     assert compile_template("iter: @step bs: @batch @batch") == "@batch may appear once"
+
+
+def test_a_phase_no_line_closes_holds_the_pace_an_hour_at_most() -> None:
+    """A DeepSpeed save announces its begin only: its steps are not timed for the default phase minutes, then are."""
+    lines = steady([20.0] * 60)
+    at = lines[-1][0]
+    lines.append((at + timedelta(seconds=1), "[Torch] Checkpoint global_step61 is about to be saved!"))
+    lines.append((at + timedelta(seconds=2), "trainguard:phase begin=checkpoint"))  # begun, never ended
+    lines += [(at + timedelta(seconds=60 * i), step_line(61 + i)) for i in range(1, 120)]  # 3 times slower for good
+    found = first_finding_at(lines)
+    assert found is not None and found - at >= timedelta(minutes=60)
+
+
+def test_stored_step_times_too_small_to_be_real_are_dropped_and_the_noise_ratio_stays_finite() -> None:
+    stored = PaceState.from_json({"base": [1e-300, 20.0, 20.0], "seen": 3})
+    assert stored.baseline == (20.0, 20.0)
+    assert math.isfinite(noise_ratio((1e-4, 1e8) * 10))

@@ -5,7 +5,8 @@ act on it, re-checked on the job as it is at that moment (docs/pace.md, "What tr
   SageMaker's instance health checks (InfraCheckConfig) where the deployer turned them on for host faults; never for
   a job a parent owns (its parent relaunches).
 - A divergence, with `stop-if-diverged=true`: stop the job, never relaunch it (the same data and seed would diverge
-  again); a parent's job too, as a verified hang is: its parent decides what follows.
+  again); a parent's job too, as a verified hang is, unless the deployer turned stop_stalled_parent_jobs off: its
+  parent decides what follows. A job both slow and diverged is never stopped to be relaunched.
 Nothing without the leave, in dry run (the deployer's or the job's), when the job's `actions` tag leaves out what
 the action needs, or when the job no longer trains.
 """
@@ -18,6 +19,17 @@ from trainguard.domain.model import Category, Classification, Decision, Training
 from trainguard.domain.ownership import Parent
 from trainguard.domain.policy import JobPolicy, TagKeys
 from trainguard.domain.progress_findings import FindingKind
+
+
+@dataclass(frozen=True)
+class DeployerSettings:
+    """The deployer's settings a finding's action follows: `dry_run`, `infra_check_after_host_faults` (a slow job's
+    relaunch asks for the instance health checks) and `stop_stalled_parent_jobs` (a parent's diverged job is stopped,
+    as its verified hang is)."""
+
+    dry_run: bool = False
+    infra_check: bool = False
+    stop_parent_jobs: bool = True
 
 
 @dataclass(frozen=True)
@@ -35,11 +47,11 @@ def decide_on_finding(
     parent: Parent | None,
     keys: TagKeys,
     *,
-    global_dry_run: bool,
-    infra_check: bool,
+    deployer: DeployerSettings,
+    diverged_too: bool = False,
 ) -> FindingDecision:
     """The decision on a finding of `kind`, from the job as described now and its policy read from its tags now;
-    `infra_check`: the deployer's setting infra_check_after_host_faults, which a slow job's relaunch follows."""
+    `diverged_too`: a slowdown of a job whose loss has diverged as well (never relaunched)."""
     slowdown = kind is FindingKind.SLOWDOWN
     leave_key = keys.relaunch_if_slow if slowdown else keys.stop_if_diverged
     leave = policy.relaunch_if_slow if slowdown else policy.stop_if_diverged
@@ -50,19 +62,28 @@ def decide_on_finding(
     if not leave:
         return FindingDecision(False, f"{told}. With the tag {leave_key}=true, it would {_would(kind)}.")
     if job.status != "InProgress" or job.secondary_status != "Training":
-        return FindingDecision(False, f"{told}: the job no longer trains ({job.status}, {job.secondary_status}).")
-    if global_dry_run or policy.dry_run:
-        where = "the deployer's setting dry_run" if global_dry_run else f"its tag {keys.dry_run} or {keys.actions}"
+        return FindingDecision(
+            False,
+            f"Nothing: the job no longer trains ({job.status}, {job.secondary_status}). Told once for this launch.",
+        )
+    if deployer.dry_run or policy.dry_run:
+        where = "the deployer's setting dry_run" if deployer.dry_run else f"its tag {keys.dry_run} or {keys.actions}"
         return FindingDecision(False, f"{told}: the job is in dry run, by {where}; it would {_would(kind)}.")
     missing = [action for action in needs if not policy.allows(action)]
     if missing:
         return FindingDecision(False, f"{told}: its tag {keys.actions} does not allow {' or '.join(missing)}.")
+    if slowdown and diverged_too:
+        return FindingDecision(False, f"{told}: its loss has diverged too, and a diverged run is never relaunched.")
     if slowdown and parent is not None:
         return FindingDecision(False, f"{told}: {parent.kind.name} owns it, and relaunches it, not trainguard.")
+    if parent is not None and not deployer.stop_parent_jobs:
+        return FindingDecision(
+            False, f"{told}: {parent.kind.name} owns it, and the setting stop_stalled_parent_jobs is off."
+        )
     if slowdown:
         checks = (
             "with SageMaker's instance health checks on, InfraCheckConfig"
-            if infra_check
+            if deployer.infra_check
             else "without SageMaker's instance health checks: the setting infra_check_after_host_faults is off"
         )
         return FindingDecision(

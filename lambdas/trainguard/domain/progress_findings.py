@@ -36,6 +36,7 @@ class Finding:
     since: datetime
     reason: str
     ratio: float = 1.0
+    summary: str = ""  # the reason's first clause, for a one-line answer (explain --log-lines)
     step: int | None = None
     values: tuple[float, ...] = ()
 
@@ -73,11 +74,13 @@ def judge_loss(state: ProgressState, settings: ProgressSettings) -> Finding | No
     if median:
         jump = settings.divergence_jump
         bad = f"NaN, infinite or past {jump} times the median of its good reports, loss {_loss(median)}"
-    reason = (
+    summary = (
         f"its loss has been bad in {loss.bad_reports} reports in a row from step {loss.first_bad_step}, the first "
-        f"{values}; bad is {bad}"
+        f"{values}"
     )
-    return Finding(FindingKind.DIVERGED, loss.first_bad_at, reason, step=loss.first_bad_step, values=loss.bad_values)
+    reason = f"{summary}; bad is {bad}"
+    step, values_kept = loss.first_bad_step, loss.bad_values
+    return Finding(FindingKind.DIVERGED, loss.first_bad_at, reason, step=step, values=values_kept, summary=summary)
 
 
 def _seconds(value: float) -> str:

@@ -22,7 +22,8 @@ order of the lines' own timestamps (docs/progress.md, "How a reporting job is ju
 Hugging Face Trainer's lines carry no step (progress_markers.py), so its readings are left out: its start marker
 must not make a job wait for a first step that its lines will never show.
 
-The state is stored in the job's watch entry (a few hundred bytes as JSON: MAX_INTERVALS intervals at most).
+The state is stored in the job's watch entry (under a kilobyte as JSON: MAX_INTERVALS intervals, and the pace's
+and loss's bounded samples, at most).
 """
 
 from __future__ import annotations
@@ -199,17 +200,29 @@ def _with_health(
     phase was announced in it or is open; a restart learns both again."""
     if after.advanced_at is None or (after.advanced_at, after.last_step) == (before.advanced_at, before.last_step):
         return after  # no advance: a repeated step, or another host's late line
-    if before.last_step is None or before.advanced_at is None:
-        return replace(after, pace=restarted(reading.batch), loss=_with_loss(after, LossState(), reading, settings))
-    if after.last_step is not None and after.last_step < before.last_step:
+    last, began = before.last_step, before.advanced_at
+    if last is None or began is None or (after.last_step is not None and after.last_step < last):
         return replace(after, pace=restarted(reading.batch), loss=_with_loss(after, LossState(), reading, settings))
     pace = before.pace
     if reading.batch is not None and reading.batch != pace.batch:
         pace = restarted(reading.batch)  # a planned change: the new pace is learned from its warm-up on
-    elif not before.phased and before.phase is None and after.last_step is not None:
-        steps = after.last_step - before.last_step
-        pace = with_interval(pace, before.advanced_at, after.advanced_at, steps, settings.slowdown_factor)
+    elif not before.phased and not _phase_holds_pace(before, settings) and after.last_step is not None:
+        pace = with_interval(pace, began, after.advanced_at, after.last_step - last, settings.slowdown_factor)
     return replace(after, pace=pace, loss=_with_loss(after, before.loss, reading, settings))
+
+
+def _phase_holds_pace(state: ProgressState, settings: ProgressSettings) -> bool:
+    """Whether the steps now are inside an announced phase (an asynchronous save), which slows them on purpose: up to
+    the phase's expectation and its margin, or the default phase minutes for one announced without. A phase that no
+    line closes (a DeepSpeed save, NeMo's validation lines) then stops holding the pace."""
+    phase = state.phase
+    if phase is None or state.advanced_at is None:
+        return False
+    if phase.expect_seconds is not None:
+        allowance = phase.expect_seconds * (1 + settings.phase_margin_percent / 100)
+    else:
+        allowance = settings.phase_minutes * 60.0
+    return (state.advanced_at - phase.began).total_seconds() < allowance
 
 
 def _with_loss(

@@ -36,6 +36,7 @@ RECENT_INTERVALS = 5
 NOISE_Z = 3.0
 MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)
 MAD_TO_SIGMA = 0.6745
+MAX_LOG_RATIO = math.log(1000.0)  # a job noisier than this is never read as slow, and the ratio stays finite
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,7 @@ def noise_ratio(baseline: tuple[float, ...]) -> float:
     logs = [math.log(s) for s in baseline]
     centre = statistics.median(logs)
     sigma = statistics.median(abs(v - centre) for v in logs) / MAD_TO_SIGMA
-    return math.exp(NOISE_Z * MEDIAN_EFFICIENCY * sigma / math.sqrt(RECENT_INTERVALS))
+    return math.exp(min(MAX_LOG_RATIO, NOISE_Z * MEDIAN_EFFICIENCY * sigma / math.sqrt(RECENT_INTERVALS)))
 
 
 def required_ratio(baseline: tuple[float, ...], factor: float = 1.0) -> float:
@@ -151,7 +152,8 @@ def _list(value: object) -> list[Any]:
 
 
 def _positive(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < 10**9
+    """A stored step time: at least the 4 decimals it is stored with, at most 10**9 s (anything else is not one)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and 1e-4 <= value < 10**9
 
 
 def _count(value: object) -> TypeGuard[int]:
