@@ -18,9 +18,10 @@ import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, TypeGuard
+from typing import Any
 
 from trainguard.domain.log_rhythm import epoch_ms, from_epoch_ms
+from trainguard.domain.stored_values import stored_count, stored_list
 
 RECENT_LOSSES = 16  # the newest good losses kept: the median a jump is judged against
 RECENT_LOSSES_NEEDED = 8  # before this many, only NaN and infinities are bad
@@ -53,13 +54,13 @@ class LossState:
         """A state from its stored form; an empty one for anything that does not read as one."""
         if not isinstance(data, Mapping):
             return cls()
-        recent = [_loaded(v) for v in _list(data.get("recent"))]
-        values = [_loaded(v) for v in _list(data.get("bad_values"))]
+        recent = [_loaded(v) for v in stored_list(data.get("recent"))]
+        values = [_loaded(v) for v in stored_list(data.get("bad_values"))]
         bad, step = data.get("bad"), data.get("bad_step")
         return cls(
             recent=tuple(v for v in recent if v is not None and math.isfinite(v))[-RECENT_LOSSES:],
-            bad_reports=bad if _count(bad) else 0,
-            first_bad_step=step if _count(step) else None,
+            bad_reports=bad if stored_count(bad) else 0,
+            first_bad_step=step if stored_count(step) else None,
             first_bad_at=from_epoch_ms(data.get("bad_ms")),
             bad_values=tuple(v for v in values if v is not None)[:BAD_VALUES_KEPT],
         )
@@ -94,11 +95,3 @@ def _loaded(value: object) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     return None
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _count(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10**15

@@ -23,9 +23,10 @@ import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, TypeGuard
+from typing import Any
 
 from trainguard.domain.log_rhythm import epoch_ms, from_epoch_ms
+from trainguard.domain.stored_values import stored_count, stored_list
 
 WARMUP_INTERVALS = 5
 BASELINE_INTERVALS = 20  # enough to read a noisy job's spread, not only its median
@@ -77,11 +78,11 @@ class PaceState:
         """A state from its stored form; an empty one for anything that does not read as one."""
         if not isinstance(data, Mapping):
             return cls()
-        baseline = [s for s in _list(data.get("base")) if _positive(s)]
-        recent = [(from_epoch_ms(p[0]), p[1]) for p in _list(data.get("recent")) if _pair(p)]
+        baseline = [s for s in stored_list(data.get("base")) if _positive(s)]
+        recent = [(from_epoch_ms(p[0]), p[1]) for p in stored_list(data.get("recent")) if _pair(p)]
         return cls(
-            batch=data["batch"] if _count(data.get("batch")) else None,
-            seen=data["seen"] if _count(data.get("seen")) else 0,
+            batch=data["batch"] if stored_count(data.get("batch")) else None,
+            seen=data["seen"] if stored_count(data.get("seen")) else 0,
             baseline=tuple(float(s) for s in baseline[:BASELINE_INTERVALS]),
             recent=tuple((at, float(s)) for at, s in recent if at is not None)[-RECENT_INTERVALS:],
             slow_since=from_epoch_ms(data.get("slow_ms")),
@@ -147,17 +148,9 @@ def slow_for(state: PaceState) -> timedelta:
     return state.newest - state.slow_since
 
 
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def _positive(value: object) -> bool:
     """A stored step time: at least the 4 decimals it is stored with, at most 10**9 s (anything else is not one)."""
     return isinstance(value, int | float) and not isinstance(value, bool) and 1e-4 <= value < 10**9
-
-
-def _count(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10**15
 
 
 def _pair(value: object) -> bool:
