@@ -22,10 +22,11 @@ from trainguard.domain.progress_reading import ProgressReading, not_finite_name,
 from trainguard.domain.progress_rule import RuleTags, read_rule_tags
 from trainguard.domain.progress_settings import ProgressSettings, read_progress_settings
 from trainguard.domain.progress_watch import ProgressState, advance
+from trainguard.events.times import parse_aws_time
 
 # A line's own time, near its start: 2026-12-06T08:00:00.123Z, 2026-12-06 08:00:00,123 (Python's logging),
 # [2026-12-06 08:00:00] (Megatron-LM's step line); a time with no zone is UTC.
-_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,6}))?(Z|[+-]\d{2}:?\d{2})?(?![\d])")
+_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?(?:Z|[+-]\d{2}:?\d{2})?(?!\d)")
 _TIME_WITHIN = 64  # characters from a line's start
 
 
@@ -62,20 +63,9 @@ def explain_log_lines(text: str, tags: object, keys: TagKeys) -> LineReadings:
 
 
 def line_time(line: str) -> datetime | None:
-    """The time a line's own text gives near its start (None: none)."""
+    """The time a line's own text gives near its start (None: none, or no such date), read as AWS times are."""
     found = _TIME.search(visible_text(line)[:_TIME_WITHIN])
-    if found is None:
-        return None
-    year, month, day, hour, minute, second = (int(part) for part in found.groups()[:6])
-    micro = int((found[7] or "0").ljust(6, "0"))
-    try:
-        naive = datetime(year, month, day, hour, minute, second, micro)
-        zone = found[8]
-        if zone and zone != "Z":
-            return datetime.fromisoformat(naive.isoformat() + zone[:3] + ":" + zone[-2:])
-        return naive.replace(tzinfo=UTC)
-    except ValueError:  # 2026-13-45: no date
-        return None
+    return parse_aws_time(found[0]) if found else None
 
 
 def pace_seen(lines: list[str], readings: tuple[ProgressReading, ...], settings: ProgressSettings) -> str:

@@ -6,7 +6,7 @@ reason in words, or nothing.
 - DIVERGED: its loss NaN, an infinity or past the jump multiple of its recent median, in the divergence reports in a
   row (loss_watch.py).
 A finding is decided from the lines alone, at the moment its last line is folded in: what it costs and which host
-it may be are told with it (stall_messages.py), what to do about it is the job's leave (docs/tags.md).
+it may be are told with it (finding_messages.py), what to do about it is the job's leave (finding_actions.py).
 """
 
 from __future__ import annotations
