@@ -357,6 +357,8 @@ def test_concurrent_clients_and_a_callback_that_calls_back_do_not_deadlock(clock
 PLAYED = {
     Ending.TRAINS_ON: ["start_training"],
     Ending.HANGS: ["start_training"],
+    Ending.SLOWS: ["start_training"],
+    Ending.DIVERGES: ["start_training"],
     Ending.FAILS: ["start_training", "fail"],
     Ending.FAILS_AFTER_HANG: ["start_training", "fail"],
     Ending.INTERRUPTED: ["start_training", "interrupt_spot", "exceed_max_wait"],

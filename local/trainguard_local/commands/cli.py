@@ -29,6 +29,11 @@ def add_simulate_command(commands: Any) -> None:
         "--html", metavar="FILE", type=output_file, help="write the report as one self-contained HTML page"
     )
     sim.add_argument("--no-trainguard", action="store_true", help="run the anchors only")
+    sim.add_argument(
+        "--with-leave",
+        action="store_true",
+        help="run trainguard a second time, every job tagged relaunch-if-slow=true and stop-if-diverged=true",
+    )
     # The simulator is imported when the command runs: the CLI's other commands start without it.
     sim.set_defaults(json=False, run=lambda a: import_module("trainguard_local.fleet.simulate").run_command(a))
 

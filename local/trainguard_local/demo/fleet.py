@@ -1,9 +1,10 @@
 """`make demo`: a day in the life of a small fleet, under trainguard and without it.
 
-Fifteen training jobs over 24 hours of fleet time, one of each fault kind the simulator knows and one
+Seventeen training jobs over 24 hours of fleet time, one of each fault kind the simulator knows and one
 healthy job (the fleet simulator's own trace generator, seed `DEMO_SEED`), some of them reporting their progress
 (issue 27): a chatty job that prints trainguard's progress contract hangs, a healthy one announces long saves, and a
-framework's job keeps logging through a livelock. The production handlers and
+framework's job keeps logging through a livelock; a job on a degraded host slows down and its host is named, and a
+run whose loss turns NaN is stopped with its owner's leave (issue 28). The production handlers and
 adapters run over them on the in-process stand-in, on a virtual clock (fleet/trainguard_strategy.py);
 the same trace is also run without a guard, with SageMaker's RetryStrategy and with Debugger's
 StalledTrainingRule (models of their documentation). The demo prints the trace, what happened to each
@@ -37,7 +38,7 @@ from trainguard_local.simulation.rhythm import JobRhythm
 from trainguard_local.simulation.todays_sagemaker import ALTERNATIVES
 from trainguard_local.simulation.trace import Trace, generate_trace
 
-DEMO_JOBS, DEMO_HOURS, DEMO_SEED = 15, 24.0, 15
+DEMO_JOBS, DEMO_HOURS, DEMO_SEED = 17, 24.0, 15
 DEMO_SPOT_SHARE = 0.3  # enough spot jobs for a spot interruption
 Say = Callable[[str], None]
 # What a message says when a fallback changed the relaunch (domain/fallbacks.py): each is shown in full once.
@@ -50,11 +51,12 @@ def demo_trace() -> Trace:
     fallbacks of today's SageMaker, each on the job whose wall it meets (fallbacks_shown); two log rhythms at their
     extremes (rhythms_shown), a checkpoint sync that stops after trainguard has learned its interval
     (checkpoints_shown), and the jobs that show how a job that reports its progress is judged (progress_shown)."""
-    # The drawn kinds; of the four jobs left, the checkpoint sync stop, the livelock and the hang in a phase take
-    # three (later_faults.py), and one stays healthy.
-    faulty = (DEMO_JOBS - 4) / DEMO_JOBS
+    # The drawn kinds; of the six jobs left, the checkpoint sync stop, the livelock, the hang in a phase, the degraded
+    # host and the divergence take five (later_faults.py), and one stays healthy.
+    faulty = (DEMO_JOBS - 6) / DEMO_JOBS
     trace = generate_trace(DEMO_JOBS, DEMO_HOURS, DEMO_SEED, spot_share=DEMO_SPOT_SHARE, fault_share=faulty)
-    return progress_shown(checkpoints_shown(rhythms_shown(fallbacks_shown(trace))))
+    trace = replace(trace, jobs=tuple(replace(job, steps=None) for job in trace.jobs))  # every step at its cadence
+    return findings_shown(progress_shown(checkpoints_shown(rhythms_shown(fallbacks_shown(trace)))))
 
 
 CHATTY = JobRhythm(log_every_seconds=10.0, checkpoint_write_minutes=1.0, announces_phases=True)
@@ -67,7 +69,10 @@ def rhythms_shown(trace: Trace) -> Trace:
     epoch, silent far longer than the fixed 30 minutes, and is left alone."""
     shown = {FaultKind.HANG_IDLE_GPU: CHATTY, FaultKind.SLOW_BUT_HEALTHY: SLOW_EPOCHS}
     rhythm_of = {f.job_name: shown[f.kind] for f in trace.faults if f.kind in shown}
-    jobs = tuple(replace(job, rhythm=rhythm_of.get(job.name, job.rhythm)) for job in trace.jobs)
+    jobs = tuple(
+        replace(job, rhythm=rhythm_of[job.name], reporting=JobReporting()) if job.name in rhythm_of else job
+        for job in trace.jobs
+    )  # both report nothing: the log-silence rules judge them
     return replace(trace, jobs=jobs)
 
 
@@ -116,6 +121,31 @@ def progress_shown(trace: Trace) -> Trace:
             job = replace(job, rhythm=rhythm or job.rhythm, reporting=reporting)
         jobs.append(job)
     return replace(trace, jobs=tuple(jobs))
+
+
+DEGRADED_HOSTS, DEGRADED_FACTOR = 4, 2.2  # the issue's measurement on an H200: 2.2 times slower
+FINDING_RHYTHM = JobRhythm(log_every_seconds=20.0, checkpoint_write_minutes=1.0, announces_phases=True)
+
+
+def findings_shown(trace: Trace) -> Trace:
+    """Issue 28's scenes, on jobs that print the progress contract every 20 s: the degraded host's job runs on
+    DEGRADED_HOSTS hosts, the third waiting on its own input (its GPU reads low, the others wait on it), 2.2 times
+    slower from a point of its work: found and its host named; the diverged run's owner gave trainguard leave to stop
+    it (`trainguard:stop-if-diverged=true`): stopped minutes after its first NaN, and not relaunched."""
+    jobs = {job.name: job for job in trace.jobs}
+    faults = []
+    for fault in trace.faults:
+        job = jobs[fault.job_name]
+        if fault.kind in (FaultKind.DEGRADED_HOST, FaultKind.DIVERGED):
+            job = replace(job, rhythm=FINDING_RHYTHM, reporting=CONTRACT_REPORTING)
+        if fault.kind is FaultKind.DEGRADED_HOST:
+            job = replace(job, instance_count=DEGRADED_HOSTS)
+            fault = replace(fault, slowdown_factor=DEGRADED_FACTOR, slow_host=2)
+        if fault.kind is FaultKind.DIVERGED:
+            job = replace(job, owner_tags=(("trainguard:stop-if-diverged", "true"),))
+        jobs[job.name] = job
+        faults.append(fault)
+    return replace(trace, jobs=tuple(jobs[job.name] for job in trace.jobs), faults=tuple(faults))
 
 
 def fallbacks_shown(trace: Trace) -> Trace:

@@ -126,6 +126,15 @@ class AnchorAnswers:
             return
         yield from life.hang_left_to_the_person(fault.kind, struck, response)
 
+    def finding(self, life: JobLife, fault: Fault) -> Generator[Sleep | Park, Any, bool]:
+        """Nobody notices a slowdown (nothing fails, nothing is silent; Debugger's rules do not time steps): the
+        launch trains on at its pace to its end. The person notices a NaN loss a response time after it, as they
+        notice a hang (person.py). Debugger's loss rules are not modelled."""
+        if fault.kind is FaultKind.DEGRADED_HOST:
+            return False
+        yield from life.diverged_left_to_the_person(fault, life.person.response_hours(life.rng))
+        return True
+
     def ends(self, life: JobLife, how: How) -> None:
         """Nothing to write: the timeline keeps the newest checkpoint."""
 

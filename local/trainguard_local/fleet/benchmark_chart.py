@@ -1,12 +1,12 @@
 """The benchmark's picture, BENCHMARKS.png: the fleet report's two main figures per strategy, as bars.
 
 Top: wasted GPU-hours per strategy, each bar stacked from the parts the report splits them into (hung or idle
-time, work lost since the last checkpoint) and labelled with its total. Bottom: the completion delay by the
-kind of each job's fault, one bar per strategy in each group. Strategies and fault kinds are named in words
-(fleet/words.py). `benchmark_bars` reads the bars' values from
-the report; `benchmark_figure` draws them with matplotlib's Agg backend (no pyplot, so no global state);
-`benchmark_chart_png` gives the PNG's bytes at a fixed size, with no date or software version in them, so the
-same report gives the same bytes, and `write_benchmark_chart` writes them to a file.
+time, work lost since the last checkpoint, the time a degraded host slowed away) and labelled with its total.
+Bottom: the completion delay by the kind of each job's fault, one bar per strategy in each group. Strategies and
+fault kinds are named in words (fleet/words.py). `benchmark_bars` reads the bars' values from the report;
+`benchmark_figure` draws them with matplotlib's Agg backend (no pyplot, so no global state); `benchmark_chart_png`
+gives the PNG's bytes at a fixed size, with no date or software version in them, so the same report gives the same
+bytes, and `write_benchmark_chart` writes them to a file.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ WIDTH_INCHES, HEIGHT_INCHES, DPI = 12.0, 10.0, 100  # 1200 x 1000 pixels
 WASTED_PARTS = {
     "wasted_gpu_hours_hung_or_idle": ("hung or idle", "#dc1e1e"),
     "wasted_gpu_hours_lost_since_checkpoint": ("work lost since the last checkpoint", "#9a6700"),
+    "wasted_gpu_hours_slowed": ("slowed by a degraded host", "#7b3fa0"),
 }
 OTHER_PART = ("the rest of wasted GPU-hours", "tab:gray")
 # The report rounds each figure to 3 decimals: its parts may miss their total by this much, and that is no part.

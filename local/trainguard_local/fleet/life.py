@@ -88,6 +88,8 @@ class LifeAnswers(Protocol):
 
     def hang(self, life: JobLife, fault: Fault) -> Steps: ...
 
+    def finding(self, life: JobLife, fault: Fault) -> Generator[Sleep | Park, Any, bool]: ...
+
     def ends(self, life: JobLife, how: How) -> None: ...
 
     def after_end(self, life: JobLife, end: End) -> Steps: ...
@@ -158,6 +160,11 @@ class JobLife:
             return (yield from self.answers.sync_stopped(self, fault))
         if row.ending is Ending.TRAINS_ON:
             return (yield from self.answers.silence(self, fault))
+        if row.ending in (Ending.SLOWS, Ending.DIVERGES):
+            self.tl.struck(fault.kind, self.tl.now)  # recovered when a launch trains again, at its pace
+            if row.ending is Ending.SLOWS:
+                self.tl.pace_factor = fault.slowdown_factor
+            return (yield from self.answers.finding(self, fault))
         if row.ending in (Ending.HANGS, Ending.FAILS_AFTER_HANG):
             yield from self.answers.hang(self, fault)
         elif row.ending is Ending.INTERRUPTED:
@@ -176,7 +183,7 @@ class JobLife:
 
     def train_until(self, progress: float) -> Generator[Sleep | Park, Any, bool]:
         """Train to `progress` (hours of work), or until MaxRuntime stops the launch first (False)."""
-        yield from self._billed_for(progress - self.tl.progress)
+        yield from self._billed_for(self.tl.hours_to(progress))
         return self.tl.train_to(progress)
 
     def hang_until(self, at: float) -> Generator[Sleep | Park, Any, bool]:
@@ -237,6 +244,18 @@ class JobLife:
             self.tl.act(ActionKind.STOP, PERSON)
         self.tl.lose_work_since_checkpoint()  # stopped by the person, or by MaxRuntime before
         yield from self.person_relaunches(kind, struck, response=response)
+
+    def diverged_left_to_the_person(self, fault: Fault, response: float) -> Steps:
+        """The run trains on, its loss NaN, until the person stops it a response time after it diverged, unless its
+        work runs out first (it completes, worthless) or MaxRuntime stops it; they fix it and relaunch from the
+        newest checkpoint written before the divergence."""
+        tl, struck = self.tl, self.tl.now
+        noticed = struck + response
+        target = min(self.job.work_hours, tl.progress + (noticed - tl.now) / tl.pace_factor)
+        if (yield from self.train_until(target)) and target < self.job.work_hours - 1e-9:
+            tl.act(ActionKind.STOP, PERSON, note="its loss is NaN")
+        tl.lose_work_since_checkpoint(no_checkpoint_after=fault.at_work_hours)
+        yield from self.person_relaunches(fault.kind, struck, fix=True, response=max(noticed, tl.now) - struck)
 
     def person_relaunches(
         self,

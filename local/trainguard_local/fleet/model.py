@@ -2,7 +2,8 @@
 
 Event-driven: a strategy model moves a `JobTimeline` from event to event (launch, train to a
 progress, hang until, wait until), never minute by minute. The rules:
-- progress advances only while `training`, one hour of progress per hour;
+- progress advances only while `training`, one hour of progress per hour, or 1/factor of an hour on a degraded
+  host (issue 28): the rest of the hour is wasted, `slowed_hours`;
 - a checkpoint is written at every multiple of `checkpoint_every_minutes` of progress; a failure or a
   stop loses the work since the newest one, and a relaunch resumes from it;
 - every launch spends the job's `startup_minutes` in `starting` before training runs;
@@ -113,10 +114,12 @@ class JobOutcome:
     hung_hours: float  # billed, no progress
     billed_instance_hours: float
     completed_at: float | None  # None: the work was never done
+    slowed_hours: float = 0.0  # billed, the share of the time a degraded host made no progress in (1 - 1/factor)
+    findings: tuple[tuple[str, bool], ...] = ()  # a guard's notices of a slowdown or a divergence: (kind, right)
 
     @property
     def wasted_hours(self) -> float:
-        return self.hung_hours + self.lost_work_hours
+        return self.hung_hours + self.lost_work_hours + self.slowed_hours
 
     @property
     def wasted_gpu_hours(self) -> float:
@@ -165,11 +168,14 @@ class JobTimeline:
         self.runtime_used = 0.0  # billed hours of the current SageMaker job, against MaxRuntime
         self.lost_work = 0.0
         self.hung = 0.0
+        self.pace_factor = 1.0  # the running launch's steps take this many times as long (a degraded host)
+        self.slowed = 0.0
         self.completed_at: float | None = None
         self._segments: list[Segment] = []
         self._detections: list[Detection] = []
         self._actions: list[Action] = []
         self._recoveries: list[Recovery] = []
+        self._findings: list[tuple[str, bool]] = []
         self._awaiting_recovery: list[tuple[FaultKind, float]] = []
 
     @property
@@ -185,6 +191,7 @@ class JobTimeline:
         self.attempt += 1
         self.progress = self.kept
         self.sync_stopped_after = math.inf  # a new launch's checkpoint sync works again
+        self.pace_factor = 1.0  # and it runs on new instances
         if new_job:
             self.runtime_used = 0.0
 
@@ -207,12 +214,21 @@ class JobTimeline:
         self._recoveries += [Recovery(kind, struck, self.now) for kind, struck in self._awaiting_recovery]
         self._awaiting_recovery.clear()
 
+    def hours_to(self, progress: float) -> float:
+        """The hours of training it takes the running launch to reach `progress`, at its pace."""
+        return (progress - self.progress) * self.pace_factor
+
     def train_to(self, progress: float) -> bool:
         """Train until `progress`; False when MaxRuntime stops the job first."""
-        hours = min(progress - self.progress, max(self.runtime_left, 0.0))
-        self.spend(State.TRAINING, hours)
-        self.progress += max(hours, 0.0)
+        self.train_for(self.hours_to(progress))
         return self.progress >= progress - _EPSILON
+
+    def train_for(self, hours: float) -> None:
+        """Train for `hours`, or until MaxRuntime stops the job first."""
+        hours = max(min(hours, max(self.runtime_left, 0.0)), 0.0)
+        self.spend(State.TRAINING, hours)
+        self.progress += hours / self.pace_factor
+        self.slowed += hours * (1 - 1 / self.pace_factor)
 
     def hang_until(self, at: float) -> bool:
         """Hang, billed, until `at`; False when MaxRuntime stops the job first."""
@@ -248,6 +264,10 @@ class JobTimeline:
     ) -> None:
         self._actions.append(Action(kind, self.now, target or self.current, actor, right, succeeded, note))
 
+    def found(self, kind: str, *, right: bool) -> None:
+        """A guard told of a finding of `kind` ("slowdown", "diverged"); `right`: the launch had that fault."""
+        self._findings.append((kind, right))
+
     def complete(self) -> None:
         self.completed_at = self.now
 
@@ -263,6 +283,8 @@ class JobTimeline:
             kept_progress_hours=self.kept if self.completed_at is None else self.job.work_hours,
             lost_work_hours=self.lost_work,
             hung_hours=self.hung,
+            slowed_hours=self.slowed,
+            findings=tuple(self._findings),
             billed_instance_hours=billed * self.job.instance_count,
             completed_at=self.completed_at,
         )

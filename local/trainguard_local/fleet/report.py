@@ -3,7 +3,8 @@
 The figures, defined once (docs/local-tools.md copies these definitions):
 
 - **wasted GPU-hours**: GPU-hours billed that produced no kept progress, that is
-  (hung or idle time + the work lost since the last checkpoint at each failure or stop)
+  (hung or idle time + the share of a slowed launch's time it made no progress in + the work lost since the last
+  checkpoint at each failure or stop, a diverged run's work since its divergence included)
   x instances x GPUs per instance, summed over jobs. `wasted_dollars` is the same hours x instances
   x the on-demand price per instance-hour, split as the hours are (`wasted_dollars_hung_or_idle`,
   `wasted_dollars_lost_since_checkpoint`). The startup of a relaunch is billed too but is not counted
@@ -28,7 +29,9 @@ The figures, defined once (docs/local-tools.md copies these definitions):
 - `wasted_gpu_hours_hung_or_idle_not_parent_owned`: the hung or idle part of wasted GPU-hours, without the
   jobs a parent owns.
 - `wasted_gpu_hours_lost_since_checkpoint_by_fault`: the work lost since the last checkpoint, in GPU-hours,
-  by the kind of each job's fault (`none`: jobs without one).
+  by the kind of each job's fault (`none`: jobs without one). `wasted_gpu_hours_by_fault`: all of the wasted
+  GPU-hours, by the same kinds (report_findings.py).
+- `false_findings`: a guard's notices of a slowdown or a divergence on a launch without that fault, by kind.
 - `recover_minutes`: from the moment a transient fault shows (every kind except the user's own
   errors and the healthy job) to the moment training runs again. p50 and p95.
 - `actions_by_actor`: per actor (trainguard, the person on call, SageMaker, a parent), the actions it took
@@ -55,6 +58,7 @@ from trainguard_local.fleet.anchor_rules import StalledTrainingRule
 from trainguard_local.fleet.model import JobOutcome, Strategy
 from trainguard_local.fleet.percentiles import p50_p95, rounded
 from trainguard_local.fleet.report_by_reporting import detect_minutes_by_reporting, wrong_actions_by_reporting
+from trainguard_local.fleet.report_findings import false_findings, wasted_gpu_hours_by_fault
 from trainguard_local.simulation.fault_table import HUNG_KINDS, TRANSIENT_KINDS, USER_ERROR_KINDS, FaultKind
 from trainguard_local.simulation.rhythm import CADENCE_CLASSES
 from trainguard_local.simulation.trace import Fault, Trace
@@ -124,9 +128,11 @@ def strategy_figures(trace: Trace, outcomes: Sequence[JobOutcome]) -> dict[str, 
         "wasted_dollars_lost_since_checkpoint": rounded(
             sum(o.lost_work_hours * _dollars_per_hour(o) for o in outcomes)
         ),
-        # The two parts of wasted_gpu_hours: billed time that made no progress, and work lost since the last checkpoint.
+        # The parts of wasted_gpu_hours: billed time that made no progress, work lost since the last checkpoint, and
+        # the share of a slowed launch's time it made no progress in.
         "wasted_gpu_hours_hung_or_idle": rounded(sum(o.hung_hours * o.job.gpus for o in outcomes)),
         "wasted_gpu_hours_lost_since_checkpoint": rounded(sum(o.lost_work_hours * o.job.gpus for o in outcomes)),
+        "wasted_gpu_hours_slowed": rounded(sum(o.slowed_hours * o.job.gpus for o in outcomes)),
         "wasted_gpu_hours_hung_or_idle_not_parent_owned": rounded(
             sum(o.hung_hours * o.job.gpus for o in outcomes if not o.job.owner)
         ),
@@ -147,6 +153,8 @@ def strategy_figures(trace: Trace, outcomes: Sequence[JobOutcome]) -> dict[str, 
         "detect_minutes": detect_minutes(outcomes),
         "detect_minutes_by_cadence": detect_minutes_by_cadence(outcomes),
         "wasted_gpu_hours_lost_since_checkpoint_by_fault": lost_since_checkpoint_by_fault(trace, outcomes),
+        "wasted_gpu_hours_by_fault": wasted_gpu_hours_by_fault(trace, outcomes),
+        "false_findings": false_findings(outcomes),
         "recover_minutes": p50_p95(
             r.minutes for o in outcomes for r in o.recoveries if r.fault_kind in TRANSIENT_KINDS
         ),
@@ -264,5 +272,7 @@ def fault_record(fault: Fault) -> dict[str, Any]:
         "quota_name": fault.quota_name,
         "quota_approval_hours": fault.quota_approval_hours,
         "silent_minutes": fault.silent_minutes,
+        "slowdown_factor": fault.slowdown_factor if fault.slowdown_factor != 1.0 else None,
+        "slow_host": fault.slow_host,
     }
     return record | {key: value for key, value in extras.items() if value}

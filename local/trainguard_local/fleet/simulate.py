@@ -62,12 +62,13 @@ class _Timed:
         return cost() if cost is not None else None
 
 
-def strategies(*, trainguard: bool = True) -> list[Strategy]:
+def strategies(*, trainguard: bool = True, with_leave: bool = False) -> list[Strategy]:
+    """The anchors, trainguard unless not asked, and trainguard with its owners' leave to act on findings if asked."""
     chosen: list[Strategy] = list(anchor_strategies())
     if trainguard:
-        from trainguard_local.fleet.trainguard_strategy import TrainguardStrategy
+        from trainguard_local.fleet.trainguard_strategy import TrainguardStrategy, with_leave_to_act
 
-        chosen.append(TrainguardStrategy())
+        chosen += [TrainguardStrategy(), *([with_leave_to_act()] if with_leave else [])]
     return chosen
 
 
@@ -86,7 +87,7 @@ def run_command(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     if args.jobs < 1:
         raise ValueError("--jobs: at least 1")
     trace = generate_trace(args.jobs, args.hours, args.seed)
-    chosen = strategies(trainguard=not args.no_trainguard)
+    chosen = strategies(trainguard=not args.no_trainguard, with_leave=args.with_leave)
     report, outcomes = simulate_trace(trace, chosen, progress=sys.stderr)
     written: dict[str, str] = {}
     if args.json_out is not None:
@@ -99,6 +100,7 @@ def run_command(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     if args.html is not None:
         command = f"trainguard simulate --jobs {args.jobs} --hours {args.hours:g} --seed {args.seed}"
         command += " --no-trainguard" if args.no_trainguard else ""
+        command += " --with-leave" if args.with_leave else ""
         page = ReportPage(
             title=f"trainguard on a simulated fleet: {args.jobs} jobs, {args.hours:g} h, seed {args.seed}",
             command=command,

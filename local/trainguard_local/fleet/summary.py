@@ -13,8 +13,9 @@ from trainguard_local.simulation.rhythm import CADENCE_CLASSES
 
 # The figures, one line each (report.py defines them in full; docs/local-tools.md copies the definitions).
 FIGURE_DEFINITIONS: dict[str, str] = {
-    "wasted_gpu_hours": "GPU-hours billed that produced no kept progress: hung or idle time plus the work since "
-    "the last checkpoint lost at each failure or stop, x instances x GPUs per instance",
+    "wasted_gpu_hours": "GPU-hours billed that produced no kept progress: hung or idle time, the share of a slowed "
+    "launch's time it made no progress in, and the work since the last checkpoint lost at each failure or stop (a "
+    "diverged run's since its divergence), x instances x GPUs per instance",
     "wasted_dollars": "the same hours x instances x the on-demand price per instance-hour",
     "wasted_dollars_hung_or_idle": "the part of wasted_dollars that is hung or idle time: what a guard can save",
     "wasted_dollars_lost_since_checkpoint": "the part of wasted_dollars that is work lost since the last "
@@ -31,6 +32,11 @@ FIGURE_DEFINITIONS: dict[str, str] = {
     + " (p50, p95, hangs; not_parent_owned: the same without the jobs a parent owns)",
     "wasted_gpu_hours_lost_since_checkpoint_by_fault": "the work lost since the last checkpoint (GPU-hours), by the "
     "kind of each job's fault",
+    "wasted_gpu_hours_slowed": "the part of wasted_gpu_hours a degraded host slowed away: 1 - 1/factor of the slowed "
+    "launch's time",
+    "wasted_gpu_hours_by_fault": "all of the wasted GPU-hours (hung or idle, slowed, lost since the last checkpoint) "
+    "by the kind of each job's fault",
+    "false_findings": "a guard's notices of a slowdown or a divergence on a launch without that fault, by kind",
     "recover_minutes": "from the moment a transient fault shows to the moment training runs again",
     "actions_by_actor": "per actor (trainguard, the person on call, SageMaker, a parent), the actions it took and "
     "those refused, by kind",
@@ -54,7 +60,7 @@ def render_summary(answer: dict[str, Any]) -> str:
     lines += guard_cost_lines(answer.get("guard_cost"))
     lines.append("")
     lines += [f"{name}: {text}" for name, text in answer.get("definitions", FIGURE_DEFINITIONS).items()]
-    anchors = ", ".join(name for name in answer["strategies"] if name != "trainguard")
+    anchors = ", ".join(name for name in answer["strategies"] if not name.startswith("trainguard"))
     lines.append(f"the anchors ({anchors}) are models of their documentation; see 'sources'")
     if answer.get("written"):
         lines.append("")

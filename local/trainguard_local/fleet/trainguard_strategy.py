@@ -36,6 +36,7 @@ from trainguard_local.fleet.guard_cost import Deployment, UsageSummary, guard_co
 from trainguard_local.fleet.model import JobOutcome
 from trainguard_local.fleet.person import PersonOnCall, person_rng
 from trainguard_local.fleet.trainguard_run.answers import TrainguardAnswers
+from trainguard_local.fleet.trainguard_run.finding_windows import NOTICES
 from trainguard_local.fleet.trainguard_run.life_state import LifeSettings
 from trainguard_local.fleet.trainguard_run.schedules import QuotaChecks, Ticker
 from trainguard_local.fleet.trainguard_run.usage import Notification
@@ -46,6 +47,8 @@ from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.kernel import Kernel
 from trainguard_local.simulation.trace import Trace
 
+# The owners' leave to act on what their jobs' step lines show (docs/pace.md), in the strategy that gives it.
+LEAVE_TAGS = {"trainguard:relaunch-if-slow": "true", "trainguard:stop-if-diverged": "true"}
 # The deployment's settings that differ from the defaults (docs/deploying.md).
 CONFIG_OVERRIDES: dict[str, Any] = {
     # The trace's jobs have up to 64 instances; a quota wall asks for usage + delta, up to twice that.
@@ -82,6 +85,7 @@ class TrainguardStrategy:
     duplicate_delivery_share: float = 0.1  # events delivered twice (EventBridge: at least once)
     config_overrides: dict[str, Any] = field(default_factory=lambda: dict(CONFIG_OVERRIDES))
     name: str = "trainguard"
+    owner_tags: dict[str, str] = field(default_factory=dict)  # what every owner adds to the trace's tags
     last_run: RunRecord | None = None
     on_progress: Callable[[float], None] | None = field(default=None, repr=False, compare=False)  # trace hours
 
@@ -95,6 +99,7 @@ class TrainguardStrategy:
             trace.seed,
             initial_quota_values(trace),
         ) as world:
+            world.fleet.owner_tags = dict(self.owner_tags)
             kernel = Kernel(world.clock, on_resume=world.act_for)
             config = world.config
             ticker = Ticker(
@@ -113,6 +118,7 @@ class TrainguardStrategy:
                 kernel.spawn(life.process, life.job.submitted_at, acting=life.job.name)
             on_progress = self.on_progress
             kernel.run(None if on_progress is None else lambda: on_progress(kernel.now))
+            judge_findings(world, lives)
             outcomes = [lives[job.name].tl.outcome() for job in trace.jobs]
             self._record(record, world, lives, outcomes)
             record.ticks, record.quota_checks = ticker.ticks, checks.checks
@@ -160,7 +166,11 @@ class TrainguardStrategy:
                 # a healthy silence reads idle GPUs only as a first checkpoint load (simulation/fault_table.py)
                 "healthy_silence_idle_gpu": "first_load",
                 "config_overrides": self.config_overrides,
-                "job_tags": ["trainguard:enabled=true", "trainguard:restart-without-checkpoint=true"],
+                "job_tags": [
+                    "trainguard:enabled=true",
+                    "trainguard:restart-without-checkpoint=true",
+                    *(f"{key}={value}" for key, value in self.owner_tags.items()),
+                ],
             },
         }
         if self.last_run is not None:
@@ -193,6 +203,24 @@ def initial_quota_values(trace: Trace) -> dict[str, float]:
                 if job.spot:  # a spot job's launch meets the type's spot quota (domain/preflight.py)
                     values.setdefault(f"{kind} for spot training job usage", float(count))
     return values
+
+
+def with_leave_to_act() -> TrainguardStrategy:
+    """trainguard where every owner gave it leave to act on a slowdown and a divergence (issue 28)."""
+    return TrainguardStrategy(name="trainguard_with_leave", owner_tags=dict(LEAVE_TAGS))
+
+
+def judge_findings(world: FleetWorld, lives: dict[str, TrainguardAnswers]) -> None:
+    """Each notice of a finding trainguard published, right or false, in its job's timeline: right when the launch it
+    names had that fault (a degraded host for a slowdown, a divergence for a divergence)."""
+    for notice in world.usage.notifications:
+        fault = NOTICES.get(notice.attributes.get("outcome", ""))
+        name = notice.attributes.get("job_name", "")
+        life = lives.get(world.roots.get(name, ""))
+        if fault is None or life is None:
+            continue
+        kind = "slowdown" if fault is FaultKind.DEGRADED_HOST else "diverged"
+        life.tl.found(kind, right=life.wasting.get(name) is fault)
 
 
 def _route(lives: dict[str, TrainguardAnswers], call: GuardCall) -> None:

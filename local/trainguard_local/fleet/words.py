@@ -17,6 +17,7 @@ STRATEGY_NAMES: dict[str, str] = {
     "debugger_rule": "Debugger stall rule",
     "aws_batch": "AWS Batch",
     "trainguard": "trainguard",
+    "trainguard_with_leave": "trainguard, with leave to act on findings",
 }
 
 STRATEGY_WORDS: dict[str, str] = {
@@ -37,6 +38,9 @@ STRATEGY_WORDS: dict[str, str] = {
     "trainguard": "trainguard's own code (its Lambda handlers and adapters, unmodified) on a local stand-in for "
     "AWS, on a virtual clock: it relaunches transient failures from the last checkpoint, stops hung jobs, asks "
     "for quota increases and tells a person, through SNS, what it did and what it left to them.",
+    "trainguard_with_leave": "trainguard's own code as above, on jobs whose owners gave it leave to act on what their "
+    "step lines show (relaunch-if-slow=true, stop-if-diverged=true): it stops and relaunches a slow job, and stops a "
+    "diverged one for its owner to fix.",
 }
 
 FAULT_NAMES: dict[str, str] = {
@@ -54,6 +58,8 @@ FAULT_NAMES: dict[str, str] = {
     FaultKind.CHECKPOINT_SYNC_STOPPED: "checkpoint sync stopped",
     FaultKind.LIVELOCK: "wedged loop that keeps logging without progress",
     FaultKind.HANG_IN_PHASE: "hang in an announced phase",
+    FaultKind.DEGRADED_HOST: "degraded host, every step slower",
+    FaultKind.DIVERGED: "a run whose loss turned NaN",
 }
 
 

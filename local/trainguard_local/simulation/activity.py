@@ -16,9 +16,17 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from trainguard_local.simulation.fault_table import FAULT_TABLE, WORKING_PER_GPU, FaultKind, Logs
+from trainguard_local.simulation.fault_table import (
+    FAULT_TABLE,
+    SPINNING_PER_GPU,
+    WORKING_PER_GPU,
+    Ending,
+    FaultKind,
+    Logs,
+)
 from trainguard_local.simulation.reporting import LineKind, LineToken, word
 from trainguard_local.simulation.rhythm import SAVE_LINE, JobRhythm, Phase, line_offsets, phases
+from trainguard_local.simulation.steps import StepPlan
 
 if TYPE_CHECKING:
     from trainguard_local.simulation.trace import JobSpec
@@ -44,6 +52,16 @@ class Silence:
         return self.start <= at < self.end
 
 
+@dataclass(frozen=True)
+class Slowdown:
+    """A degraded host's: from `start` (hours) the launch's work runs at 1/`factor`; `host`: the one it waits on,
+    when its GPU shows it (None: a slow GPU, which reads as busy as the rest)."""
+
+    start: float
+    factor: float
+    host: int | None = None
+
+
 class LaunchActivity:
     def __init__(
         self,
@@ -52,22 +70,62 @@ class LaunchActivity:
         gpus_per_host: int,
         training_since: float,
         progress_at_start: float = 0.0,
+        steps: StepPlan | None = None,
     ) -> None:
         self.rhythm, self.checkpoint_every_minutes = rhythm, checkpoint_every_minutes
         self.gpus_per_host = gpus_per_host
         self.training_since = training_since
         self.progress_at_start = progress_at_start
+        self.steps = steps or StepPlan(rhythm.log_every_seconds)
         self.silences: list[Silence] = []
+        self.slowed: Slowdown | None = None  # a degraded host's, from its strike to the launch's end
+        self.diverged_from: float = math.inf  # hours: its loss is NaN in every line from then on
 
-    def strike(self, kind: FaultKind, at: float, minutes: float = math.inf) -> None:
-        """The fault `kind` strikes at `at`: quiet from then on, or for `minutes`, if its row says so. The
-        GPUs read its row's level (a healthy silence from the start of training is a first checkpoint load)."""
+    def strike(
+        self,
+        kind: FaultKind,
+        at: float,
+        minutes: float = math.inf,
+        *,
+        factor: float = 1.0,
+        slow_host: int | None = None,
+    ) -> None:
+        """The fault `kind` strikes at `at`: quiet from then on, or for `minutes`, if its row says so, the GPUs at
+        its row's level (a healthy silence from the start of training is a first checkpoint load); a degraded host
+        slows the launch by `factor` (`slow_host`: the host it waits on, when its GPU shows it); a divergence turns
+        its loss into NaN."""
         row = FAULT_TABLE[kind]
+        if row.ending is Ending.SLOWS:
+            self.slowed = Slowdown(at, factor, slow_host)
+            return
+        if row.ending is Ending.DIVERGES:
+            self.diverged_from = at
+            return
         if row.logs is Logs.GO_ON:
             return
         first_load = abs(at - self.training_since) < 1e-6
         talks = row.logs is Logs.HEARTBEAT
         self.silences.append(Silence(kind, at, at + minutes / 60, row.gpu_per_gpu(first_load=first_load), talks))
+
+    # ---- the launch's clock: its work runs at 1/factor from a degraded host's strike ---------------------------
+
+    def progress_at(self, at: float) -> float:
+        """The work done (hours) at `at`."""
+        slowed, since = self.slowed, self.training_since
+        if slowed is None or at <= slowed.start:
+            return self.progress_at_start + at - since
+        return self.progress_at_start + slowed.start - since + (at - slowed.start) / slowed.factor
+
+    def at_progress(self, progress: float) -> float:
+        """When the launch's work reaches `progress` (hours)."""
+        return self.at_work(progress - self.progress_at_start)
+
+    def at_work(self, hours: float) -> float:
+        """When the launch has worked `hours` since it started training."""
+        at, slowed = self.training_since + hours, self.slowed
+        if slowed is None or at <= slowed.start:
+            return at
+        return slowed.start + (at - slowed.start) * slowed.factor
 
     def silence_at(self, at: float) -> Silence | None:
         return next((silence for silence in self.silences if silence.holds_at(at)), None)
@@ -77,23 +135,29 @@ class LaunchActivity:
         silence = self.silence_at(at)
         return silence is not None and FAULT_TABLE[silence.kind].hung
 
-    def gpu_per_host(self, at: float) -> float | None:
-        """A host's GPUUtilization at `at` (100 per GPU); None before the launch trains."""
+    def gpu_per_host(self, at: float, host: int = 0) -> float | None:
+        """Host `host`'s GPUUtilization at `at` (100 per GPU); None before the launch trains. A host that slows a
+        launch by waiting on its own input computes 1/factor of the time, the others wait on it in a collective
+        (fault_table.py); a slow GPU shows nothing."""
         if at < self.training_since:
             return None
-        silence = self.silence_at(at)
-        return (WORKING_PER_GPU if silence is None else silence.gpu_per_gpu) * self.gpus_per_host
+        silence, slowed = self.silence_at(at), self.slowed
+        if silence is not None:
+            return silence.gpu_per_gpu * self.gpus_per_host
+        if slowed is None or at < slowed.start or slowed.host is None:
+            return WORKING_PER_GPU * self.gpus_per_host
+        level = WORKING_PER_GPU / slowed.factor if host == slowed.host else SPINNING_PER_GPU
+        return level * self.gpus_per_host
 
     def checkpoints(self, after: float, until: float) -> list[tuple[float, float]]:
         """The checkpoints that reach S3 after `after` and up to `until`, as (hours when the write ends, the
         progress it holds): one every `checkpoint_every_minutes` of work, each written in its rhythm's
         `checkpoint_write_minutes`; none while a fault holds (fault_table.py: none reaches S3 after a strike)."""
         every, write = self.checkpoint_every_minutes / 60, self.rhythm.checkpoint_write_minutes / 60
-        origin = self.training_since - self.progress_at_start  # when its work would have begun
         first = math.floor(self.progress_at_start / every + 1e-9) + 1  # the first beyond the work it resumed at
-        k = max(first, math.floor((max(after, self.training_since) - write - origin) / every + 1e-9) + 1)
+        k = max(first, math.floor((self.progress_at(max(after, self.training_since)) - write) / every + 1e-9) + 1)
         found = []
-        while (at := origin + k * every + write) <= until + 1e-9:
+        while (at := self.at_progress(k * every + write)) <= until + 1e-9:
             if at > after and self.silence_at(at) is None:
                 found.append((at, k * every))
             k += 1
@@ -101,19 +165,14 @@ class LaunchActivity:
 
     def lines(self, after: float, until: float) -> list[tuple[float, LineToken]]:
         """The lines after `after` and up to `until`, as (hours, what each is): reporting.py words them."""
-        since, progress = self.training_since, self.progress_at_start
-        silent = [
-            (since + p.at_progress - progress, p)
-            for p in phases(
-                self.rhythm,
-                self.checkpoint_every_minutes,
-                progress + (after - since) - 1.0,
-                progress + until - since,
-            )
-        ]
+        since = self.training_since
+        found_phases = phases(
+            self.rhythm, self.checkpoint_every_minutes, self.progress_at(after) - 1.0, self.progress_at(until)
+        )
+        silent = [(self.at_progress(p.at_progress), p) for p in found_phases]
         talking = [(s.start, s.end) for s in self.silences if s.talks]
         quiet = [(s.start, s.end) for s in self.silences if not s.talks]
-        quiet += [(start, start + p.minutes / 60) for start, p in silent]
+        quiet += [(start, self.at_progress(p.at_progress + p.minutes / 60)) for start, p in silent]
         endless = [(s.start, s.end) for s in self.silences if math.isinf(s.end)]
 
         def within(at: float, spans: list[tuple[float, float]]) -> bool:
@@ -124,39 +183,52 @@ class LaunchActivity:
             the job has hung by then (a phase that starts inside another silence still ends with a line)."""
             return after + EDGE < at <= until + EDGE and not within(at, endless if boundary else quiet)
 
-        offsets = line_offsets(self.rhythm, (after - since) * 3600, (until - since) * 3600)
-        moments = [since + offset / 3600 for offset in offsets if offset > 0]  # the start's line is added below
-        found = [
-            (at, LineToken(LineKind.HEARTBEAT if within(at, talking) else LineKind.STEP, self.step_at(at)))
-            for at in moments
-            if heard(at)
-        ]
+        moments = [at for at in self._step_moments(after, until) if heard(at)]  # the start's line is added below
+        found = [(at, self._token(LineKind.HEARTBEAT if within(at, talking) else LineKind.STEP, at)) for at in moments]
         found += [(since, LineToken(LineKind.START))] if heard(since) else []  # a line as training starts
         for start, phase in silent:
             found += [(at, token) for at, token in self._phase_tokens(start, phase) if heard(at, boundary=True)]
         for silence in self.silences:
             bounds = (silence.start - SECOND, silence.end)
-            found += [(at, LineToken(LineKind.STEP, self.step_at(at))) for at in bounds if heard(at, boundary=True)]
+            found += [(at, self._token(LineKind.STEP, at)) for at in bounds if heard(at, boundary=True)]
         return sorted(found, key=lambda line: line[0])
 
+    def _step_moments(self, after: float, until: float) -> list[float]:
+        """When the launch ends a step (hours), after `after` and up to `until`: an exact job every cadence of the
+        launch's work from its start, as before issue 28; another at its plan's steps (steps.py)."""
+        start = self.progress_at_start * 3600
+        first, last = (self.progress_at(at) * 3600 - start for at in (after, until))
+        if self.steps.exact:
+            offsets = line_offsets(self.rhythm, first, last)
+        else:
+            steps = range(self.steps.step_at(start + first) + 1, self.steps.step_at(start + last) + 1)
+            offsets = [self.steps.ends_at(step) - start for step in steps]
+        return [self.at_work(offset / 3600) for offset in offsets if offset > 0]
+
     def step_at(self, at: float) -> int:
-        """The job's step at `at`: one per cadence line of work done (a relaunch resumes at its checkpoint's)."""
-        work_seconds = (self.progress_at_start + at - self.training_since) * 3600
-        return math.floor(work_seconds / self.rhythm.log_every_seconds + 1e-6)
+        """The job's step at `at`: one per step line of work done (a relaunch resumes at its checkpoint's)."""
+        return self.steps.step_at(self.progress_at(at) * 3600)
+
+    def _token(self, kind: LineKind, at: float, phase: str = "", expect_seconds: int = 0) -> LineToken:
+        """A line's token at `at`: its step, the loss and batch size its step line prints."""
+        step = self.step_at(at)
+        loss = math.nan if at >= self.diverged_from else None
+        return LineToken(kind, step, phase, expect_seconds, loss=loss, batch=self.steps.batch_at(step))
 
     def _phase_tokens(self, start: float, phase: Phase) -> list[tuple[float, LineToken]]:
         """A phase's lines: its begin (a save, or an evaluation alone), the save's end when an evaluation follows,
         and its end."""
         save = min(self.rhythm.checkpoint_write_minutes, phase.minutes)
         evaluation = phase.minutes - save
-        step = self.step_at(start - SECOND)
+        saved, end = (self.at_progress(phase.at_progress + minutes / 60) for minutes in (save, phase.minutes))
         first = "checkpoint" if save > 0 else "evaluation"
-        tokens = [(start - SECOND, LineToken(LineKind.PHASE_BEGIN, step, first, round(60 * (save or evaluation))))]
+        expect = round(3600 * ((saved - start) if save > 0 else (end - start)))  # as long as it takes (reporting.py)
+        tokens = [(start - SECOND, self._token(LineKind.PHASE_BEGIN, start - SECOND, first, expect))]
         if save > 0 and evaluation > 1e-9:
-            tokens.append((start + save / 60, LineToken(LineKind.SAVE_END, step, "evaluation", round(60 * evaluation))))
+            rest = round(3600 * (end - saved))
+            tokens.append((saved, self._token(LineKind.SAVE_END, start - SECOND, "evaluation", rest)))
         last = "evaluation" if evaluation > 1e-9 else "checkpoint"
-        end = start + phase.minutes / 60
-        tokens.append((end, LineToken(LineKind.PHASE_END, self.step_at(end), last)))
+        tokens.append((end, self._token(LineKind.PHASE_END, end, last)))
         return tokens
 
     def newest_line(self, at: float) -> float | None:

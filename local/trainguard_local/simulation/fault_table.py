@@ -8,7 +8,12 @@ GPU levels, per GPU (GPUUtilization runs from 0 to 100 x the GPUs of a host, doc
 - a kernel waiting on the GPU, as a collective waiting for a dead peer does, reads 100%, as training does
   (measured on an H200 with torch 2.11, issue 27: 100% and 99.5%); a blocked host thread reads 0%;
 - a training loop reads `WORKING_PER_GPU`, 90 (an assumption: a little under a saturated loop, for the
-  data loading between steps).
+  data loading between steps);
+- a degraded host (issue 28): a slow GPU reads as busy as the others (measured on an H200: a loop slowed 2.2 times
+  by a competing process read 100% at the same power); a host that waits on its own input computes 1/factor of the
+  time and reads `WORKING_PER_GPU / factor` (the same measurement read 21% for a loop waiting on its data loader
+  half the time: the model reads higher, so naming the host is harder here than there), while the other hosts wait
+  for it in a collective and read `SPINNING_PER_GPU` (activity.py).
 """
 
 from __future__ import annotations
@@ -39,6 +44,12 @@ class FaultKind(StrEnum):
     # torch.save's is, issue 27's measurement).
     LIVELOCK = "livelock"
     HANG_IN_PHASE = "hang_in_phase"
+    # Issue 28's kinds, drawn from a stream of their own (later_faults.FINDING_FAULT_SHARES) among the jobs without
+    # another fault: a degraded host that slows every step of its launch by a drawn factor until the launch ends (in
+    # synchronous training one slow rank slows them all), and a run whose loss turns NaN from a drawn step and stays
+    # so: it trains on, busy, and nothing it does after is worth keeping.
+    DEGRADED_HOST = "degraded_host"
+    DIVERGED = "diverged"
 
 
 WORKING_PER_GPU = 90.0
@@ -67,6 +78,8 @@ class Ending(StrEnum):
     INTERRUPTED = "Interrupted until MaxWait, then Stopped"  # spot
     REFUSED_AT_LAUNCH = "fails in Starting, without instances"
     HANGS = "hangs until someone stops it or MaxRuntime does"
+    SLOWS = "trains on at 1/factor of its pace until the launch ends"  # a degraded host
+    DIVERGES = "trains on, its loss NaN: the work from then on is lost"
 
 
 @dataclass(frozen=True)
@@ -108,6 +121,8 @@ _STATUSES = {
     Ending.INTERRUPTED: ("InProgress/Interrupted", "Stopped/MaxWaitTimeExceeded"),
     Ending.REFUSED_AT_LAUNCH: ("InProgress/Starting", _FAILED),
     Ending.HANGS: (_TRAINING,),
+    Ending.SLOWS: (_TRAINING,),
+    Ending.DIVERGES: (_TRAINING,),
 }
 # No checkpoint reaches S3 after a strike: a hang and a healthy silence write none, a failure ends the launch, and
 # a stopped sync is the fault itself. A quota wall's job first fails on a hardware fault; its relaunch is then
@@ -129,6 +144,10 @@ FAULT_TABLE: dict[FaultKind, FaultRow] = {
     FaultKind.CHECKPOINT_SYNC_STOPPED: FaultRow(Logs.GO_ON, Gpus.WORKING, Ending.TRAINS_ON, None, True),
     FaultKind.LIVELOCK: FaultRow(Logs.HEARTBEAT, Gpus.SPINNING, Ending.HANGS, None, True),
     FaultKind.HANG_IN_PHASE: FaultRow(Logs.SILENT, Gpus.IDLE, Ending.HANGS, None, True),
+    # A relaunch puts a slow job on new instances (an assumption: SageMaker does not say which hosts it gives); a
+    # diverged run relaunched as it was would diverge again (same data, same seed): its owner fixes it first.
+    FaultKind.DEGRADED_HOST: FaultRow(Logs.GO_ON, Gpus.WORKING, Ending.SLOWS, None, True),
+    FaultKind.DIVERGED: FaultRow(Logs.GO_ON, Gpus.WORKING, Ending.DIVERGES, None, False),
 }
 
 HANG_KINDS = frozenset(kind for kind, row in FAULT_TABLE.items() if row.ending is Ending.HANGS)
@@ -141,5 +160,9 @@ SILENT_KINDS = frozenset(
 USER_ERROR_KINDS = frozenset(
     kind for kind, row in FAULT_TABLE.items() if row.ending is Ending.FAILS and not row.relaunch_recovers
 )
+# What the owner fixes before a relaunch: their own error, and a diverged run (it would diverge again).
+FIX_FIRST_KINDS = USER_ERROR_KINDS | {FaultKind.DIVERGED}
+# What a run's own step lines show while it trains on (issue 28): a finding, not a hang or a failure.
+FINDING_KINDS = frozenset(kind for kind, row in FAULT_TABLE.items() if row.ending in (Ending.SLOWS, Ending.DIVERGES))
 # What a guard should recover by relaunching: every fault but the user's own and the healthy job.
 TRANSIENT_KINDS = frozenset(kind for kind, row in FAULT_TABLE.items() if row.relaunch_recovers)

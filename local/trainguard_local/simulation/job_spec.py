@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.reporting import JobReporting
 from trainguard_local.simulation.rhythm import JobRhythm
+from trainguard_local.simulation.steps import StepPlan
 
 STARTUP_MINUTES = 10.0  # Starting + Downloading per launch, billed (assumption)
 
@@ -34,6 +35,17 @@ class JobSpec:
     on_demand_after: int | None = None  # spot jobs: trainguard:on-demand-after
     rhythm: JobRhythm = field(default_factory=JobRhythm)  # how often it logs, its silent phases (rhythm.py)
     reporting: JobReporting = field(default_factory=JobReporting)  # how its lines report progress (reporting.py)
+    steps: StepPlan | None = None  # how long its steps take (steps.py); None: exact, at its rhythm's cadence
+    owner_tags: tuple[tuple[str, str], ...] = ()  # tags its owner adds (the demo's leave to act on a divergence)
+
+    @property
+    def step_plan(self) -> StepPlan:
+        """Its steps' times, at its rhythm's cadence (a plan drawn for another cadence is refused)."""
+        if self.steps is None:
+            return StepPlan(self.rhythm.log_every_seconds)
+        if self.steps.every_seconds != self.rhythm.log_every_seconds:
+            raise ValueError(f"{self.name}: its step plan is for a step every {self.steps.every_seconds:g} s")
+        return self.steps
 
     @property
     def gpus(self) -> int:
@@ -61,3 +73,5 @@ class Fault:
     alternatives_with_capacity: tuple[str, ...] = ()  # capacity_error: listed alternatives that have capacity
     alternatives_with_quota_room: tuple[str, ...] = ()  # quota_wall: listed alternatives whose quota has room
     fails_at_work_hours: float = 0.0  # checkpoint_sync_stopped: the progress at which the hardware failure strikes
+    slowdown_factor: float = 1.0  # degraded_host: the launch's steps take this many times as long
+    slow_host: int | None = None  # degraded_host: the host it waits on, when its GPU shows it (None: a slow GPU)

@@ -1,6 +1,7 @@
 """The faults drawn after the others, each kind from a stream of its own among the jobs without another fault, so that
 the draws before them give the same trace: a checkpoint sync that stops (and the hardware failure that strikes
-later), and issue 27's livelocks and hangs in an announced phase. The shares are assumptions."""
+later), issue 27's livelocks and hangs in an announced phase, and issue 28's degraded hosts and diverged runs. The
+shares and ranges are assumptions; where a source says something of them, it is named."""
 
 from __future__ import annotations
 
@@ -19,6 +20,12 @@ SYNC_STOPPED_SHARE = 0.04  # of the jobs without another fault (assumption), at 
 SYNC_STOPPED_SPAN = (0.1, 0.5)  # the sync stops at this share of the work (assumption)
 SYNC_FAILURE_AFTER = (0.2, 1.0)  # the failure strikes this share of the rest of the work later (assumption)
 FAULT_PROGRESS_SPAN = (0.05, 0.95)  # a fault strikes between 5% and 95% of the work (assumption)
+# Issue 28. Meta's Llama 3 405B run lost about half of its 419 interruptions in 54 days to faulty GPUs and their
+# memory (The Llama 3 Herd of Models, 2024, table 5); how many first degrade, and how often a run diverges, nobody
+# publishes: the shares are assumptions, at least one of each.
+FINDING_FAULT_SHARES = {FaultKind.DEGRADED_HOST: 0.05, FaultKind.DIVERGED: 0.03}
+SLOWDOWN_FACTORS = (1.2, 3.0)  # uniform; the issue's measurement on an H200: 2.2 times
+HOST_BOUND_SHARE = 0.3  # of degraded hosts, those that wait on their own input (their GPU reads low: fault_table.py)
 
 
 def sync_failure(fault: Fault) -> Fault:
@@ -59,4 +66,20 @@ def draw_progress_faults(rng: random.Random, specs: tuple[JobSpec, ...], faulty:
                 continue  # no phase after that point: the job's work ends first
             at = found[0].at_progress
         faults.append(Fault(job.name, kind, at, job.submitted_at + job.startup_minutes / 60 + at, None))
+    return tuple(faults)
+
+
+def draw_finding_faults(rng: random.Random, specs: tuple[JobSpec, ...], faulty: set[str]) -> tuple[Fault, ...]:
+    """Degraded hosts and diverged runs on a share of the jobs without another fault, each from a point of the work:
+    a host slower by a drawn factor (one of the job's hosts, if it waits on its input) and a loss NaN from then on."""
+    faults: list[Fault] = []
+    for kind, share in FINDING_FAULT_SHARES.items():
+        healthy = [job for job in specs if job.name not in faulty | {f.job_name for f in faults}]
+        for job in rng.sample(healthy, min(len(healthy), max(1, round(share * len(specs))))):
+            at = round(rng.uniform(*FAULT_PROGRESS_SPAN) * job.work_hours, 4)
+            fault = Fault(job.name, kind, at, job.submitted_at + job.startup_minutes / 60 + at, None)
+            if kind is FaultKind.DEGRADED_HOST:
+                host = rng.randrange(job.instance_count) if rng.random() < HOST_BOUND_SHARE else None
+                fault = replace(fault, slowdown_factor=round(rng.uniform(*SLOWDOWN_FACTORS), 3), slow_host=host)
+            faults.append(fault)
     return tuple(faults)

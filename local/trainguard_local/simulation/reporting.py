@@ -59,11 +59,15 @@ class LineToken:
     step: int = 0  # the job's step at that moment
     phase: str = ""  # "checkpoint" or "evaluation" (PHASE_BEGIN)
     expect_seconds: int = 0  # the phase's length (PHASE_BEGIN; SAVE_END: the evaluation's that follows)
+    loss: float | None = None  # the loss its step line prints (None: loss_at(step); NaN once a run has diverged)
+    batch: int = 0  # the batch size its step line prints, where the dialect prints one
 
 
 @dataclass(frozen=True)
 class Dialect:
-    """The words of one way of reporting. Formats take `step`, `loss`, `expect` and `samples`; None: not printed."""
+    """The words of one way of reporting. Formats take `step`, `loss`, `batch`, `expect` and `samples`; None: not
+    printed. `batch`: the batch size its lines print at first (0: they print none, so its owner cannot change it
+    during a run without its pace being read as slower, docs/pace.md)."""
 
     name: str
     step: str
@@ -73,29 +77,32 @@ class Dialect:
     eval_begin: str | None = None
     eval_end: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
+    batch: int = 0
 
 
 _PREFIX_TITAN = "[rank0]:[titan] 2026-12-06 00:00:00,000 - root - INFO - "
 _PREFIX_DS = "[2026-12-06 00:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] "
 CONTRACT = Dialect(
     "contract",
-    step="trainguard:progress step={step} loss={loss:.4f}",
+    step="trainguard:progress step={step} loss={loss:.4f} batch={batch}",
     start="trainguard:start",
     save_begin="trainguard:phase begin=checkpoint expect={expect}",
     save_end="trainguard:phase end=checkpoint",
     eval_begin="trainguard:phase begin=evaluation expect={expect}",
     eval_end="trainguard:phase end=evaluation",
+    batch=256,
 )
 FRAMEWORKS: tuple[Dialect, ...] = (
     Dialect(  # megatron.json: training_log, print_datetime, save_checkpoint
         "megatron",
         step=" iteration {step:8d}/ 1000000 | consumed samples: {samples:12d} | "
-        "elapsed time per iteration (ms): 1000.0 | learning rate: 3.000E-04 | global batch size:  1024 | "
+        "elapsed time per iteration (ms): 1000.0 | learning rate: 3.000E-04 | global batch size: {batch:5d} | "
         "lm loss: {loss:.6E} | loss scale: 1.0 | "
         "grad norm: 0.811 | number of skipped iterations:   0 | number of nan iterations:   0 |",
         start="[before the start of training step] datetime: 2026-12-06 00:00:00",
         save_begin="saving checkpoint at iteration {step:7d} to /opt/ml/checkpoints in torch_dist format",
         save_end="  successfully saved checkpoint from iteration {step:7d} to /opt/ml/checkpoints [ t 1/1, p 1/1 ]",
+        batch=1024,
     ),
     Dialect(  # torchtitan.json
         "torchtitan",
@@ -112,10 +119,11 @@ FRAMEWORKS: tuple[Dialect, ...] = (
     ),
     Dialect(  # nemo.json: ProgressPrinter, iter_finalize_fn
         "nemo",
-        step="Training epoch 0, iteration {step}/1000000 | lr: 0.0001 | global_batch_size: 8 | global_step: {step} | "
-        "reduced_train_loss: {loss:.4g} | train_step_timing in s: 0.3964",
+        step="Training epoch 0, iteration {step}/1000000 | lr: 0.0001 | global_batch_size: {batch} | "
+        "global_step: {step} | reduced_train_loss: {loss:.4g} | train_step_timing in s: 0.3964",
         save_end="[NeMo I 2026-12-06 00:00:00 nemo_logging:393] Successfully saved checkpoint from iteration "
         "{step:7d} to /opt/ml/checkpoints/step={step}.ckpt",
+        batch=8,
     ),
 )
 # A loop's own step line, and the rule its owner declares (progress_rule.py's template; a TagValue may hold no '|').
@@ -160,12 +168,13 @@ def loss_at(step: int) -> float:
 def word(dialect: Dialect, token: LineToken, phase_line: str = "") -> list[str]:
     """The lines `token` is printed as (none, one or two). `phase_line`: a reporting-nothing job's own words before
     a phase (rhythm.py's Hugging Face lines), '' when it prints a step line there."""
-    step, loss = token.step, loss_at(token.step)
+    step, batch = token.step, token.batch or dialect.batch
+    loss = loss_at(step) if token.loss is None else token.loss
 
     def fill(text: str | None, expect: int = 0) -> str | None:
         if text is None:
             return None
-        return text.format(step=step, loss=loss, expect=expect, samples=step * 1024)
+        return text.format(step=step, loss=loss, batch=batch, expect=expect, samples=step * batch)
 
     if token.kind is LineKind.HEARTBEAT:
         return [HEARTBEAT_LINE]

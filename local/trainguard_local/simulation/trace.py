@@ -26,17 +26,19 @@ from trainguard_local.simulation.fault_table import FAULT_TABLE, FaultKind
 from trainguard_local.simulation.job_spec import STARTUP_MINUTES, Fault, JobSpec
 from trainguard_local.simulation.later_faults import (
     FAULT_PROGRESS_SPAN,
+    FINDING_FAULT_SHARES,
     PROGRESS_FAULT_KINDS,
+    draw_finding_faults,
     draw_progress_faults,
     draw_sync_stops,
 )
 from trainguard_local.simulation.reporting import draw_reporting
 from trainguard_local.simulation.rhythm import draw_rhythm
+from trainguard_local.simulation.steps import draw_step_plan
 from trainguard_local.simulation.todays_sagemaker import draw_alternatives, draw_parent_and_fallbacks
 
-DRAWN_KINDS = tuple(
-    kind for kind in FaultKind if kind is not FaultKind.CHECKPOINT_SYNC_STOPPED and kind not in PROGRESS_FAULT_KINDS
-)
+LATER_KINDS = (FaultKind.CHECKPOINT_SYNC_STOPPED, *PROGRESS_FAULT_KINDS, *FINDING_FAULT_SHARES)  # later_faults.py
+DRAWN_KINDS = tuple(kind for kind in FaultKind if kind not in LATER_KINDS)
 # Assumptions: there are no public failure statistics for SageMaker fleets. Meta's Llama 3 report
 # (arXiv 2407.21783, table 5) put most interruptions of a large run down to GPU and host hardware,
 # so hardware weighs most; the rest are even-handed guesses.
@@ -119,6 +121,21 @@ def generate_trace(
     reporting = random.Random(f"{seed}/reporting")
     specs = tuple(replace(spec, reporting=draw_reporting(reporting)) for spec in specs)
     faults += draw_progress_faults(random.Random(f"{seed}/progress faults"), specs, {f.job_name for f in faults})
+    faults += draw_finding_faults(random.Random(f"{seed}/finding faults"), specs, {f.job_name for f in faults})
+    steps = random.Random(f"{seed}/steps")
+    specs = tuple(
+        replace(
+            spec,
+            steps=draw_step_plan(
+                steps,
+                spec.rhythm.log_every_seconds,
+                spec.reporting.dialect.batch,
+                spec.work_hours,
+                f"{seed}/{spec.name}",
+            ),
+        )
+        for spec in specs
+    )
     parameters = TraceParameters(debugger_share, spot_share, vpc_share, fault_share)
     return Trace(seed, hours, parameters, specs, tuple(sorted(faults, key=lambda f: (f.strikes_at, f.job_name))))
 

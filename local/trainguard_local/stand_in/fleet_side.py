@@ -124,14 +124,17 @@ class FleetSide:
         logs.put_log_events(logGroupName=TRAINING_LOG_GROUP, logStreamName=stream, logEvents=events)
         return stream, events
 
-    def put_gpu_utilization(self, job_name: str, hosts: int, values: Sequence[tuple[datetime, float]]) -> None:
-        """SageMaker's GPUUtilization of every host of the job, one datapoint per (moment, value)."""
+    def put_gpu_utilization(
+        self, job_name: str, hosts: int, values: Sequence[tuple[datetime, float | Sequence[float]]]
+    ) -> None:
+        """SageMaker's GPUUtilization of every host of the job, one datapoint per (moment, value): one value for
+        every host, or one per host."""
         data = [
             {
                 "MetricName": "GPUUtilization",
                 "Dimensions": [{"Name": "Host", "Value": f"{job_name}/algo-{n}"}],
                 "Timestamp": moment,
-                "Value": value,
+                "Value": value if isinstance(value, int | float) else value[n - 1],
                 "Unit": "Percent",
             }
             for n in range(1, hosts + 1)

@@ -45,14 +45,16 @@ def test_wasted_gpu_hours_add_up_from_the_segments(standard):
         for outcome in outcomes[name]:
             hung = sum(s.hours for s in outcome.segments if s.state is State.HUNG)
             trained = sum(s.hours for s in outcome.segments if s.state is State.TRAINING)
-            lost = trained - outcome.job.work_hours  # every hour trained is kept or lost
+            # every hour trained is kept, lost since a checkpoint, or slowed away by a degraded host
+            lost_or_slowed = trained - outcome.job.work_hours
             gpus = outcome.job.instance_count * outcome.job.gpus_per_instance
             recomputed_hung += hung * gpus
-            recomputed_lost += lost * gpus
+            recomputed_lost += lost_or_slowed * gpus
         figures = report["strategies"][name]
-        assert figures["wasted_gpu_hours"] == pytest.approx(recomputed_hung + recomputed_lost, abs=1e-3)
+        assert figures["wasted_gpu_hours"] == pytest.approx(recomputed_hung + recomputed_lost, abs=1e-2)
         assert figures["wasted_gpu_hours_hung_or_idle"] == pytest.approx(recomputed_hung, abs=1e-3)
-        assert figures["wasted_gpu_hours_lost_since_checkpoint"] == pytest.approx(recomputed_lost, abs=1e-3)
+        lost, slowed = figures["wasted_gpu_hours_lost_since_checkpoint"], figures["wasted_gpu_hours_slowed"]
+        assert lost + slowed == pytest.approx(recomputed_lost, abs=1e-2)
 
 
 def test_delay_by_fault_kind_adds_up_to_the_total(standard):
@@ -100,8 +102,10 @@ def test_the_report_has_every_figure_and_is_json(standard):
         assert set(figures["completion_delay_hours"]) == {"p50", "p95", "total"}
         assert set(figures["recover_minutes"]) == {"p50", "p95"}
         # A healthy silence is no fault; nobody notices a checkpoint sync that stopped under an anchor (the failure
-        # that follows is detected, as a hardware fault).
-        real_faults = {f.kind.value for f in trace.faults} - {"slow_but_healthy", "checkpoint_sync_stopped"}
+        # that follows is detected, as a hardware fault), nor a degraded host's slowdown (anchor_life.py).
+        unnoticed = {"slow_but_healthy", "checkpoint_sync_stopped", "degraded_host"}
+        real_faults = {f.kind.value for f in trace.faults} - unnoticed
+        assert figures["false_findings"] == {"slowdown": 0, "diverged": 0}  # an anchor tells of no finding
         assert set(figures["detect_minutes"]) == real_faults
         assert figures["duplicate_actions"] == 0
     assert len(report["faults"]) == len(trace.faults)

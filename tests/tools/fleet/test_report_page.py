@@ -103,8 +103,8 @@ def test_every_header_is_in_words_with_its_definition_beside_it(page: ReportPage
     assert beside.count("</table>") == 1  # the definitions follow the table at once
     for header, definition in STRATEGY_COLUMNS:
         assert f"<dt>{header}</dt><dd>{definition.replace(chr(39), '&#x27;')}</dd>" in html
-    for name in STRATEGY_NAMES:  # every strategy named and described in words
-        assert f"<dt>{strategy_name(name)}</dt>" in html
+    for name in page.report["strategies"]:  # every strategy that ran named and described in words
+        assert name in STRATEGY_NAMES and f"<dt>{strategy_name(name)}</dt>" in html
 
 
 def test_each_missed_goal_is_said_plainly(page: ReportPage) -> None:

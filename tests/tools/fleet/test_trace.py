@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from trainguard_local.simulation.catalogue import FAILURE_TEXTS, INSTANCE_OFFERS
-from trainguard_local.simulation.fault_table import HANG_KINDS, FaultKind
+from trainguard_local.simulation.fault_table import FINDING_KINDS, HANG_KINDS, FaultKind
 from trainguard_local.simulation.rhythm import phases
 from trainguard_local.simulation.trace import generate_trace
 
@@ -60,8 +60,27 @@ def test_faults_fit_their_jobs_and_carry_their_parameters():
             assert fault.at_work_hours + fault.silent_minutes / 60 < job.work_hours
         if fault.kind is FaultKind.HANG_IN_PHASE:  # at the start of one of the job's phases
             assert phases(job.rhythm, job.checkpoint_every_minutes, fault.at_work_hours - 1e-6, fault.at_work_hours)
-        hang_or_healthy = fault.kind in (*HANG_KINDS, FaultKind.SLOW_BUT_HEALTHY)
+        if fault.kind is FaultKind.DEGRADED_HOST:
+            assert 1.2 <= fault.slowdown_factor <= 3.0
+            assert fault.slow_host is None or 0 <= fault.slow_host < job.instance_count
+        else:
+            assert fault.slowdown_factor == 1.0 and fault.slow_host is None
+        hang_or_healthy = fault.kind in (*HANG_KINDS, FaultKind.SLOW_BUT_HEALTHY, *FINDING_KINDS)
         assert (fault.failure_reason is None) == hang_or_healthy
+
+
+def test_some_jobs_are_noisy_and_only_those_whose_lines_say_their_batch_size_change_it():
+    trace = generate_trace(200, 72, seed=7)
+    plans = [job.step_plan for job in trace.jobs]
+    assert all(plan.every_seconds == job.rhythm.log_every_seconds for plan, job in zip(plans, trace.jobs, strict=True))
+    noisy = [plan.noise_sigma for plan in plans if plan.noise_sigma]
+    assert 0.1 < len(noisy) / len(plans) < 0.3 and all(0.1 <= sigma <= 0.4 for sigma in noisy)
+    changing = [job for job in trace.jobs if job.step_plan.batch_change_step is not None]
+    assert changing and all(job.reporting.dialect.batch for job in changing)
+    for job in changing:
+        plan = job.step_plan
+        assert plan.batch_at(plan.batch_change_step - 1) * 2 == plan.batch_at(plan.batch_change_step)
+        assert plan.ends_at(plan.batch_change_step) < job.work_hours * 3600  # within the work
 
 
 def test_the_shares_are_parameters_of_the_trace():

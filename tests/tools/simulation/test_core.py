@@ -11,6 +11,8 @@ from trainguard_local.simulation.activity import LaunchActivity
 from trainguard_local.simulation.clock import SimClock
 from trainguard_local.simulation.fault_table import (
     FAULT_TABLE,
+    FINDING_KINDS,
+    FIX_FIRST_KINDS,
     HANG_KINDS,
     SILENT_KINDS,
     SPINNING_PER_GPU,
@@ -73,7 +75,9 @@ def test_every_kind_has_a_row_and_the_kind_sets_come_from_the_rows() -> None:
     assert hangs == HANG_KINDS
     assert HANG_KINDS | {FaultKind.NCCL_TIMEOUT, FaultKind.SLOW_BUT_HEALTHY} == SILENT_KINDS
     assert {FaultKind.USER_CODE_ERROR, FaultKind.OUT_OF_MEMORY} == USER_ERROR_KINDS
-    assert set(FaultKind) - USER_ERROR_KINDS - {FaultKind.SLOW_BUT_HEALTHY} == TRANSIENT_KINDS
+    assert {FaultKind.DEGRADED_HOST, FaultKind.DIVERGED} == FINDING_KINDS
+    assert USER_ERROR_KINDS | {FaultKind.DIVERGED} == FIX_FIRST_KINDS  # a diverged run would diverge again
+    assert set(FaultKind) - USER_ERROR_KINDS - {FaultKind.SLOW_BUT_HEALTHY, FaultKind.DIVERGED} == TRANSIENT_KINDS
 
 
 def test_a_hang_silences_the_launch_for_good_and_is_the_truth_an_audit_reads() -> None:

@@ -28,6 +28,7 @@ from trainguard_local.fleet.life import End, How, JobLife, QuotaWall, Steps, Tra
 from trainguard_local.fleet.model import State
 from trainguard_local.fleet.trainguard_run.checkpoint_sync import watch_checkpoints
 from trainguard_local.fleet.trainguard_run.endings import after_end
+from trainguard_local.fleet.trainguard_run.finding_windows import watch_finding
 from trainguard_local.fleet.trainguard_run.life_state import LifeState
 from trainguard_local.fleet.trainguard_run.schedules import StallWindow, StopNews
 from trainguard_local.fleet.trainguard_run.stall_windows import LEAD_MINUTES, open_stall_window
@@ -111,12 +112,12 @@ class TrainguardAnswers(LifeState):
         in those minutes (a job that reports progress is judged within minutes), a wrong stop: ENDED."""
         tl = self.tl
         assert self.window is not None
-        news = yield Park(tl.now + min(progress - tl.progress, max(tl.runtime_left, 0.0)))
-        reached = tl.train_to(tl.progress + (self.kernel.now - tl.now))
+        news = yield Park(tl.now + min(tl.hours_to(progress), max(tl.runtime_left, 0.0)))
+        tl.train_for(self.kernel.now - tl.now)
         if isinstance(news, StopNews):
             yield from stopped_before_the_fault(self, news)
             return Trained.ENDED
-        if not reached or tl.progress < progress - 1e-9:
+        if tl.progress < progress - 1e-9:
             self.ticker.close(self.window.job_name)
             return Trained.MAX_RUNTIME
         return Trained.REACHED
@@ -161,6 +162,9 @@ class TrainguardAnswers(LifeState):
     def hang(self, life: JobLife, fault: Fault) -> Steps:
         assert self.window is not None
         yield from hangs(self, fault, self.window)
+
+    def finding(self, life: JobLife, fault: Fault) -> Generator[Sleep | Park, Any, bool]:
+        return (yield from watch_finding(self, fault))
 
     def ends(self, life: JobLife, how: How) -> None:
         """The launch's newest checkpoint reaches S3 (where the job's own sync puts it) before its instances go."""

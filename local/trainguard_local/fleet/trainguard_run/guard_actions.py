@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from trainguard_local.fleet.model import ActionKind, JobTimeline
 from trainguard_local.fleet.trainguard_run.world import GuardCall
-from trainguard_local.simulation.fault_table import USER_ERROR_KINDS, FaultKind
+from trainguard_local.simulation.fault_table import FIX_FIRST_KINDS, FaultKind
 from trainguard_local.stand_in.service_quotas import SimulatedServiceQuotas
 
 TRAINGUARD = "trainguard"  # the actor of trainguard's detections and actions in a timeline
@@ -25,7 +25,7 @@ class GuardActions:
     def flush(self, end_kind: dict[str, FaultKind | None], hung: set[str]) -> None:
         """trainguard's calls on this lineage so far, as actions in the timeline (at their time: the
         timeline has been brought to the present before). `end_kind`: the fault each SageMaker job's end
-        came from; `hung`: the SageMaker jobs that were hung when stopped."""
+        came from; `hung`: the SageMaker jobs that were hung when stopped, or slowed or diverged (issue 28)."""
         calls, self.pending = self.pending, []
         for call in calls:
             if call.operation == "CreateTrainingJob":
@@ -35,7 +35,7 @@ class GuardActions:
                     self.repeated_refusals += 1  # the quota check's launch, refused again: one action is enough
                     continue
                 self._refused[failed] = call.error_code
-                user_error = end_kind.get(failed) in USER_ERROR_KINDS
+                user_error = end_kind.get(failed) in FIX_FIRST_KINDS  # a diverged run too
                 self.tl.act(
                     ActionKind.RELAUNCH,
                     TRAINGUARD,

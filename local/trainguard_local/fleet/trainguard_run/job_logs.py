@@ -27,13 +27,15 @@ class JobLogs:
     def __init__(self, job: JobSpec, world: FleetWorld, running: Callable[[], str]) -> None:
         self.job, self.world = job, world
         self.running = running  # the SageMaker job of the running launch ('' before the first)
-        self.activity = LaunchActivity(job.rhythm, job.checkpoint_every_minutes, job.gpus_per_instance, 0.0)
+        self.activity = LaunchActivity(
+            job.rhythm, job.checkpoint_every_minutes, job.gpus_per_instance, 0.0, steps=job.step_plan
+        )
         self.delivered_until = 0.0  # trace hours: every line up to here has been delivered
 
     def start_launch(self, training_since: float, progress: float) -> None:
         job = self.job
         self.activity = LaunchActivity(
-            job.rhythm, job.checkpoint_every_minutes, job.gpus_per_instance, training_since, progress
+            job.rhythm, job.checkpoint_every_minutes, job.gpus_per_instance, training_since, progress, job.step_plan
         )
         self.delivered_until = training_since
 

@@ -59,6 +59,7 @@ class LifeState:
         self.training_since = 0.0
         self.end_kind: dict[str, FaultKind | None] = {}  # SageMaker job -> the fault its end came from
         self.hung: set[str] = set()  # SageMaker jobs hung when stopped
+        self.wasting: dict[str, FaultKind] = {}  # SageMaker jobs a degraded host slowed or whose loss diverged
         self.person_launches = 0
         self.notes: list[str] = []  # what did not go as the drive expects (a refused launch, a stray state)
         self.modelled: list[str] = []  # where the drive fell back to a model, and why
@@ -128,4 +129,4 @@ class LifeState:
         self.guard_actions.take(call)
 
     def flush_guard_calls(self) -> None:
-        self.guard_actions.flush(self.end_kind, self.hung)
+        self.guard_actions.flush(self.end_kind, self.hung | set(self.wasting))

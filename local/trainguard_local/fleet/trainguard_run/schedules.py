@@ -34,10 +34,10 @@ AFTER_LAST_TICK_HOURS = 1e-6
 
 @dataclass(frozen=True)
 class StopNews:
-    """What a windowed job's life learns when trainguard stopped it: the stall outcome and the
-    deliveries of the job's events that followed (its Stopped event among them)."""
+    """What a windowed job's life learns when trainguard stopped it: the stall outcome (None: the prober stopped
+    it on a finding) and the deliveries of the job's events that followed (its Stopped event among them)."""
 
-    stall: Outcome
+    stall: Outcome | None
     delivered: list[tuple[dict[str, Any], Outcome | None]]
 
 
@@ -46,13 +46,16 @@ class StallWindow:
     job_name: str  # the SageMaker job
     last_tick: int  # minute index after which the window closes by itself
     life: Process
-    evaluator: LocalAlarmEvaluator
+    evaluator: LocalAlarmEvaluator | None  # the job's alarms (None: a finding window evaluates none)
     deliver: Callable[[datetime], None]  # the job's own lines up to a moment (job_logs.py)
     ticks: int = 0
     # A hang's window, at its last tick: the tick the guard's own deadline now falls on, when it is later (None: no
     # later one). Asked once: a deadline still ahead of a hung job (an announced phase's allowance, set when the
     # window opened before the phase was announced) is kept, one that moves with every line is not followed.
     later_deadline: Callable[[datetime], int | None] | None = None
+    # A finding window's (finding_windows.py): what the prober's cycle did to the job, as news for its life (None:
+    # nothing yet).
+    probe_news: Callable[[], object | None] | None = None
 
     @property
     def closes_at(self) -> float:
@@ -104,6 +107,10 @@ class Ticker:
             for window in list(self.windows.values()):
                 window.deliver(now)
             self.world.call("stall_prober", "", stall_prober.handle, {})
+            for window in [w for w in self.windows.values() if w.probe_news is not None]:
+                if (news := window.probe_news()) is not None:  # type: ignore[misc]
+                    self.close(window.job_name)
+                    self.kernel.wake(window.life, news)
             for window in list(self.windows.values()):
                 window.ticks += 1
                 if window.ticks > 1:  # the first tick warms up (see the module's docstring)
@@ -127,6 +134,8 @@ class Ticker:
         return True
 
     def _evaluate(self, window: StallWindow) -> None:
+        if window.evaluator is None:
+            return
         for event in window.evaluator.evaluate_all():
             outcome = self.world.deliver_alarm(event)
             if outcome is None or outcome.kind is not OutcomeKind.STALL_STOPPED:

@@ -61,11 +61,11 @@ def silent_but_healthy(life: LifeState, fault: Fault, window: StallWindow) -> Ge
     """The job trains on, silent; True when trainguard stopped it (a wrong stop), False when the silence passed."""
     tl = life.tl
     started = tl.now
-    job_end = tl.now + (life.job.work_hours - tl.progress)
+    job_end = tl.now + tl.hours_to(life.job.work_hours)
     runtime_end = tl.now + max(tl.runtime_left, 0.0)
     news = yield Park(min(window.closes_at, job_end, runtime_end))
     life.ticker.close(window.job_name)
-    tl.train_to(tl.progress + (life.kernel.now - tl.now))
+    tl.train_for(life.kernel.now - tl.now)
     if not isinstance(news, StopNews):
         return False
     tl.detect(fault.kind, started, TRAINGUARD)

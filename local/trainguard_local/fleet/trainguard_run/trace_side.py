@@ -31,6 +31,7 @@ class TraceSide(FleetSide):
         super().__init__(clients.__getitem__)
         self.clock, self.plane, self.quotas = clock, plane, quotas
         self._checkpoints_written: set[str] = set()
+        self.owner_tags: dict[str, str] = {}  # tags every owner puts on their jobs besides the trace's
 
     def launch_spec(self, spec: JobSpec, name: str, *, root: str) -> str:
         """A user's (or a person's) CreateTrainingJob for `spec`, named `name`; '' or the error text."""
@@ -43,6 +44,8 @@ class TraceSide(FleetSide):
             "fleet:root": root,
         }
         tags.update(spec.reporting.tags)  # a job that declares its progress rule by tags (simulation/reporting.py)
+        tags.update(self.owner_tags)  # what every owner adds (the leave to act on findings, in one strategy)
+        tags.update(spec.owner_tags)
         if spec.fallback_types:
             tags["trainguard:fallback-types"] = "+".join(f"{kind}:{count}" for kind, count in spec.fallback_types)
         if spec.on_demand_after is not None:
