@@ -19,6 +19,7 @@ from trainguard.domain.progress_watch import ProgressState, with_lines
 from trainguard.domain.step_pace import (
     BASELINE_INTERVALS,
     RECENT_INTERVALS,
+    SPREAD_INTERVALS,
     WARMUP_INTERVALS,
     PaceState,
     noise_ratio,
@@ -113,6 +114,28 @@ def test_announced_phases_and_a_silent_evaluation_now_and_then_are_no_slowdown()
     assert first_finding_at(lines) is None
 
 
+def test_a_slowdown_is_held_for_its_slow_steps_and_a_phase_among_them_adds_nothing() -> None:
+    lines = steady([20.0] * 40 + [40.0] * 6)  # slow from the 41st interval: 4 min of slow steps
+    at, step = lines[-1][0], 47
+    lines.append((at + timedelta(seconds=1), "trainguard:phase begin=evaluation expect=1200"))
+    at += timedelta(minutes=20)
+    lines.append((at, "trainguard:phase end=evaluation"))
+    for _ in range(3):  # the first interval held the phase: 80 s more of slow steps, 5.3 min in all
+        at, step = at + timedelta(seconds=40), step + 1
+        lines.append((at, step_line(step)))
+    assert first_finding_at(lines) is None
+    for _ in range(7):  # 280 s more: 10 min of slow steps
+        at, step = at + timedelta(seconds=40), step + 1
+        lines.append((at, step_line(step)))
+    found = first_finding_at(lines)
+    assert found == at and judge_pace(fold(lines), SETTINGS) is not None
+
+
+def test_an_interval_stored_before_its_length_was_reads_its_seconds_per_step_as_its_length() -> None:
+    stored = PaceState.from_json({"recent": [[1_700_000_000_000, 20.5]], "slow_ms": None})
+    assert [(seconds, length) for _, seconds, length in stored.recent] == [(20.5, 20.5)]
+
+
 def test_steps_inside_an_open_phase_are_no_step_time() -> None:
     lines = steady([20.0] * 60)
     at = lines[-1][0]
@@ -133,7 +156,7 @@ def test_a_noisy_job_is_never_slow_by_chance_and_must_be_slower_to_be_found(seed
     rng = random.Random(seed)
     noisy = [20.0 * rng.lognormvariate(0, 0.3) for _ in range(3 * 24 * 180)]  # 3 days of 20-s steps, spread 30%
     assert first_finding_at(steady(noisy)) is None
-    baseline = fold(steady(noisy[:100])).pace.baseline
+    baseline = fold(steady(noisy[:100])).pace.spread
     assert noise_ratio(baseline) > SETTINGS.slowdown_factor  # its own noise passes 1.4 times by chance
     finding = judge_pace(fold(steady(noisy[:500] + [3.0 * s for s in noisy[500:700]])), SETTINGS)
     assert finding is not None and "its own steps vary so much that only" in finding.reason
@@ -164,7 +187,8 @@ def test_pace_and_loss_are_kept_between_deliveries_as_json_nan_included() -> Non
     lines = steady([20.0] * 40 + [40.0] * 10)
     lines.append((lines[-1][0] + timedelta(seconds=40), step_line(52, loss=math.inf)))
     state = fold(lines)
-    assert len(state.pace.baseline) == BASELINE_INTERVALS and len(state.pace.recent) == RECENT_INTERVALS
+    # the newest 30 it was not slow in: the baseline's 20, 15 more at its pace, 2 slower ones before it turned slow
+    assert len(state.pace.spread) == SPREAD_INTERVALS and len(state.pace.recent) == RECENT_INTERVALS
     stored = ProgressState.from_json(json.loads(json.dumps(state.to_json(), allow_nan=False)))
     assert stored.pace == state.pace and stored.loss.bad_values == (math.inf,)
     assert PaceState.from_json({"base": "x", "recent": [[1, -2]], "seen": True}) == PaceState()
@@ -205,6 +229,8 @@ def test_a_phase_no_line_closes_holds_the_pace_an_hour_at_most() -> None:
 
 
 def test_stored_step_times_too_small_to_be_real_are_dropped_and_the_noise_ratio_stays_finite() -> None:
-    stored = PaceState.from_json({"base": [1e-300, 20.0, 20.0], "seen": 3})
-    assert stored.baseline == (20.0, 20.0)
+    stored = PaceState.from_json({"spread": [1e-300, 20.0, 20.0], "seen": 3})
+    assert stored.spread == (20.0, 20.0) and stored.base_seconds is None
+    legacy = PaceState.from_json({"base": [20.0] * 10 + [30.0] * 10, "seen": 25})  # stored before the spread was
+    assert legacy.base_seconds == 25.0 and len(legacy.spread) == BASELINE_INTERVALS
     assert math.isfinite(noise_ratio((1e-4, 1e8) * 10))

@@ -42,18 +42,20 @@ class Finding:
 
 
 def judge_pace(state: ProgressState, settings: ProgressSettings) -> Finding | None:
-    """A slowdown, when the job's steps have been slower than it allows for the slowdown minutes; else None."""
+    """A slowdown, when the job's steps have been slower than it allows for the slowdown minutes, and still are as the
+    newest median reads: a median that stayed slow only within the margin that keeps a slowdown going (step_pace.py)
+    is no finding yet; else None."""
     pace = state.pace
     base, recent = pace.baseline_seconds, pace.recent_seconds
     if pace.slow_since is None or base is None or recent is None:
         return None
     held = slow_for(pace)
-    if held.total_seconds() < settings.slowdown_minutes * 60:
-        return None
     ratio = recent / base
-    required = required_ratio(pace.baseline, settings.slowdown_factor)
+    required = required_ratio(pace.spread, settings.slowdown_factor)
+    if held.total_seconds() < settings.slowdown_minutes * 60 or ratio < required:
+        return None
     noisy = ""
-    if noise_ratio(pace.baseline) > settings.slowdown_factor:
+    if noise_ratio(pace.spread) > settings.slowdown_factor:
         noisy = f" (its own steps vary so much that only {required:.2f} times is read as a slowdown)"
     reason = (
         f"its steps take {ratio:.2f} times as long as its baseline: {_seconds(recent)} a step over its newest "

@@ -20,6 +20,9 @@ from trainguard.domain.progress_reading import NUMBER, STEP, Phase, ProgressRead
 CHECKPOINT = "checkpoint"  # the phase name of a checkpoint save
 CHECKPOINT_LOAD = "checkpoint_load"
 EVALUATION = "evaluation"
+# The phases a reader announces and no line of it ever ends (DeepSpeed's save; NeMo's validation lines, which only say
+# it goes on): the job's next advancing step ends them, its steps stop between a save's begin and that step.
+PHASES_NO_LINE_ENDS = frozenset({(Reader.DEEPSPEED, CHECKPOINT), (Reader.NEMO, EVALUATION)})
 
 
 def _pattern(text: str) -> re.Pattern[str]:

@@ -36,6 +36,7 @@ from typing import Any
 from trainguard.domain.log_rhythm import epoch_ms, from_epoch_ms
 from trainguard.domain.loss_watch import LossState, with_loss
 from trainguard.domain.progress_lines import LineRule, read_progress_line
+from trainguard.domain.progress_markers import PHASES_NO_LINE_ENDS
 from trainguard.domain.progress_reading import Phase, ProgressReading, Reader
 from trainguard.domain.progress_settings import ProgressSettings
 from trainguard.domain.step_pace import PaceState, restarted, with_interval
@@ -213,10 +214,11 @@ def _with_health(
 
 def _phase_holds_pace(state: ProgressState, settings: ProgressSettings) -> bool:
     """Whether the steps now are inside an announced phase (an asynchronous save), which slows them on purpose: up to
-    the phase's expectation and its margin, or the default phase minutes for one announced without. A phase that no
-    line closes (a DeepSpeed save, NeMo's validation lines) then stops holding the pace."""
+    the phase's expectation and its margin, or the default phase minutes for one announced without. A phase no line
+    of its reader ever ends (a DeepSpeed save, NeMo's validation: PHASES_NO_LINE_ENDS) holds no step after it: the
+    interval that held it is no step's time (`phased`), and the steps after it are the job's own pace."""
     phase = state.phase
-    if phase is None or state.advanced_at is None:
+    if phase is None or state.advanced_at is None or (state.reader, phase.name) in PHASES_NO_LINE_ENDS:
         return False
     if phase.expect_seconds is not None:
         allowance = phase.expect_seconds * (1 + settings.phase_margin_percent / 100)

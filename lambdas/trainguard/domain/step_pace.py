@@ -9,9 +9,13 @@ advances), in the order of the lines' own timestamps:
   lines print it), are warm-up (a compile, caches, a new shape), and the BASELINE_INTERVALS after them are the
   baseline: their median. A restart or a change of batch learns it again, never across them;
 - past the baseline, the job is slow while the median of its newest RECENT_INTERVALS is past the ratio it must
-  pass (`required_ratio`: the slowdown factor, or more for a job whose steps are noisy by nature), and then while it
+  pass (`required_ratio`: the slowdown factor, or more for a job whose steps are noisy by nature, its spread read
+  from the newest SPREAD_INTERVALS it was not slow in, the baseline's first: 20 alone can read a noisy job as
+  steady by chance, a third of the time 25% or more below its spread), and then while it
   stays past half of it; slow since the first of the slow intervals that carried the median past it. A slowdown
-  held for the slowdown minutes is a finding (`judge_pace`).
+  held for the slowdown minutes is a finding (`judge_pace`): minutes of slow steps, the slow intervals' own time from
+  its first on; a phase among them (no step's time) and an interval at the usual pace add nothing, so a noisy job's
+  chance slow median before a long evaluation does not become a finding by the evaluation's length.
 What the pace cannot say: which host is slow (every rank waits for the slowest, and rank 0 writes the lines), nor a
 slowdown before its baseline is learned, nor one that was already there when it was.
 """
@@ -31,10 +35,14 @@ from trainguard.domain.stored_values import stored_count, stored_list
 WARMUP_INTERVALS = 5
 BASELINE_INTERVALS = 20  # enough to read a noisy job's spread, not only its median
 RECENT_INTERVALS = 5
+SPREAD_INTERVALS = 30
 # How far the median of RECENT_INTERVALS noisy step times strays from the job's own median by chance: NOISE_Z of its
 # standard errors (the median of n samples has sqrt(pi/2) / sqrt(n) of the samples' spread, MEDIAN_EFFICIENCY), the
-# spread read robustly from the baseline (the median absolute deviation of the logarithms, over MAD_TO_SIGMA).
-NOISE_Z = 3.0
+# spread read robustly from its intervals (the median absolute deviation of the logarithms, over MAD_TO_SIGMA). Four,
+# not three: a job asks the question at every step, a thousand times in six hours at 20 s a step, and 3 standard
+# errors are passed by chance once in 740 medians (4: once in 31,600). Measured on the simulator's noisy jobs
+# (docs/pace.md): with 3, 4 false findings on 20 traces of 200 jobs; with 4, none.
+NOISE_Z = 4.0
 MEDIAN_EFFICIENCY = math.sqrt(math.pi / 2)
 MAD_TO_SIGMA = 0.6745
 MAX_LOG_RATIO = math.log(1000.0)  # a job noisier than this is never read as slow, and the ratio stays finite
@@ -46,30 +54,39 @@ class PaceState:
 
     batch: int | None = None  # what a step holds, as the lines print it (None: they do not say)
     seen: int = 0  # step intervals since the (re)start or the change of batch, the warm-up's included
-    baseline: tuple[float, ...] = ()  # seconds per step of the baseline's intervals
-    recent: tuple[tuple[datetime, float], ...] = ()  # (the interval's start, seconds per step), the newest
+    # seconds per step of the newest intervals it was not slow in, the baseline's first (its 20 are learned from them)
+    spread: tuple[float, ...] = ()
+    base_seconds: float | None = None  # the baseline's median, once learned
+    # (the interval's start, seconds per step, its seconds), the newest
+    recent: tuple[tuple[datetime, float, float], ...] = ()
     slow_since: datetime | None = None  # the start of the slowdown the newest medians show (None: not slow)
+    slow_seconds: float = 0.0  # the slow intervals' own seconds since then
     newest: datetime | None = None  # the end of the newest interval
 
     @property
     def baseline_seconds(self) -> float | None:
         """The baseline's seconds per step, once learned."""
-        return statistics.median(self.baseline) if len(self.baseline) == BASELINE_INTERVALS else None
+        return self.base_seconds
 
     @property
     def recent_seconds(self) -> float | None:
         """The median seconds per step of the newest RECENT_INTERVALS, once the baseline is learned."""
         if self.baseline_seconds is None or len(self.recent) < RECENT_INTERVALS:
             return None
-        return statistics.median(seconds for _, seconds in self.recent)
+        return statistics.median(seconds for _, seconds, _ in self.recent)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "batch": self.batch,
             "seen": self.seen,
-            "base": [round(s, 4) for s in self.baseline],
-            "recent": [[epoch_ms(at), round(s, 4)] for at, s in self.recent],
+            "base_s": None if self.base_seconds is None else round(self.base_seconds, 4),
+            # thousandths of the baseline once it is learned, a few digits each (the state stays under a kilobyte)
+            "spread": [round(s, 4) for s in self.spread]
+            if self.base_seconds is None
+            else [round(1000 * s / self.base_seconds) for s in self.spread],
+            "recent": [[epoch_ms(at), round(s, 4), round(length, 3)] for at, s, length in self.recent],
             "slow_ms": epoch_ms(self.slow_since),
+            "slow_s": round(self.slow_seconds, 3),
             "newest_ms": epoch_ms(self.newest),
         }
 
@@ -78,14 +95,23 @@ class PaceState:
         """A state from its stored form; an empty one for anything that does not read as one."""
         if not isinstance(data, Mapping):
             return cls()
-        baseline = [s for s in stored_list(data.get("base")) if _positive(s)]
-        recent = [(from_epoch_ms(p[0]), p[1]) for p in stored_list(data.get("recent")) if _pair(p)]
+        # a state stored before the spread was keeps its baseline's intervals as "base"
+        spread = [s for s in stored_list(data.get("spread")) or stored_list(data.get("base")) if _positive(s)]
+        base = _stored_seconds(data.get("base_s"))
+        if base is not None and "spread" in data:
+            spread = [s * base / 1000 for s in spread]  # stored in thousandths of it
+        elif len(spread) >= BASELINE_INTERVALS:
+            base = statistics.median(spread[:BASELINE_INTERVALS])  # learned before it was stored on its own
+        # an interval stored before its length was (two values) counts its seconds per step as its length
+        recent = [(from_epoch_ms(p[0]), p[1], p[-1]) for p in stored_list(data.get("recent")) if _stored_interval(p)]
         return cls(
             batch=data["batch"] if stored_count(data.get("batch")) else None,
             seen=data["seen"] if stored_count(data.get("seen")) else 0,
-            baseline=tuple(float(s) for s in baseline[:BASELINE_INTERVALS]),
-            recent=tuple((at, float(s)) for at, s in recent if at is not None)[-RECENT_INTERVALS:],
+            spread=tuple(float(s) for s in spread[-SPREAD_INTERVALS:]),
+            base_seconds=base,
+            recent=tuple((at, float(s), float(n)) for at, s, n in recent if at is not None)[-RECENT_INTERVALS:],
             slow_since=from_epoch_ms(data.get("slow_ms")),
+            slow_seconds=_stored_seconds(data.get("slow_s")) or 0.0,
             newest=from_epoch_ms(data.get("newest_ms")),
         )
 
@@ -104,10 +130,21 @@ def with_interval(state: PaceState, began: datetime, ended: datetime, steps: int
     state = replace(state, seen=state.seen + 1, newest=ended)
     if state.seen <= WARMUP_INTERVALS:
         return state
-    if len(state.baseline) < BASELINE_INTERVALS:
-        return replace(state, baseline=(*state.baseline, seconds / steps))
-    state = replace(state, recent=(*state.recent, (began, seconds / steps))[-RECENT_INTERVALS:])
-    return replace(state, slow_since=_slow_since(state, factor))
+    per_step = seconds / steps
+    if state.base_seconds is None:
+        spread = (*state.spread, per_step)
+        learned = statistics.median(spread) if len(spread) == BASELINE_INTERVALS else None
+        return replace(state, spread=spread, base_seconds=learned)
+    state = replace(state, recent=(*state.recent, (began, per_step, seconds))[-RECENT_INTERVALS:])
+    since = _slow_since(state, factor)
+    if since is None:
+        spread = (*state.spread, per_step)[-SPREAD_INTERVALS:]
+        return replace(state, slow_since=None, slow_seconds=0.0, spread=spread)
+    slow = _slow_enough(state, factor)
+    if since == state.slow_since:
+        return replace(state, slow_seconds=state.slow_seconds + (seconds if per_step >= slow else 0.0))
+    held = sum(length for at, each, length in state.recent if at >= since and each >= slow)
+    return replace(state, slow_since=since, slow_seconds=held)
 
 
 def _slow_since(state: PaceState, factor: float) -> datetime | None:
@@ -117,41 +154,55 @@ def _slow_since(state: PaceState, factor: float) -> datetime | None:
     base, median = state.baseline_seconds, state.recent_seconds
     if base is None or median is None:
         return None
-    required = required_ratio(state.baseline, factor)
-    if state.slow_since is not None and median >= (1 + required) / 2 * base:
+    if state.slow_since is not None and median >= _slow_enough(state, factor):
         return state.slow_since
-    if median < required * base:
+    required = required_ratio(state.spread, factor) * base
+    if median < required:
         return None
-    return min(began for began, seconds in state.recent if seconds >= required * base)
+    return min(began for began, seconds, _ in state.recent if seconds >= required)
 
 
-def noise_ratio(baseline: tuple[float, ...]) -> float:
+def _slow_enough(state: PaceState, factor: float) -> float:
+    """The seconds per step that keep a slowdown going, half way from the baseline to the required ratio: a slow
+    interval's own time counts towards the slowdown minutes, another's (a quick step, a long gap of many steps at the
+    usual pace) does not."""
+    base = state.baseline_seconds or 0.0
+    return (1 + required_ratio(state.spread, factor)) / 2 * base
+
+
+def noise_ratio(spread: tuple[float, ...]) -> float:
     """The ratio the median of RECENT_INTERVALS step times passes by chance, NOISE_Z standard errors above the
-    baseline's median (1.0 for a steady job)."""
-    if len(baseline) < 2 or min(baseline) <= 0:
+    job's own median, its spread read from `spread`'s step times (1.0 for a steady job)."""
+    if len(spread) < 2 or min(spread) <= 0:
         return 1.0
-    logs = [math.log(s) for s in baseline]
+    logs = [math.log(s) for s in spread]
     centre = statistics.median(logs)
     sigma = statistics.median(abs(v - centre) for v in logs) / MAD_TO_SIGMA
     return math.exp(min(MAX_LOG_RATIO, NOISE_Z * MEDIAN_EFFICIENCY * sigma / math.sqrt(RECENT_INTERVALS)))
 
 
-def required_ratio(baseline: tuple[float, ...], factor: float = 1.0) -> float:
+def required_ratio(spread: tuple[float, ...], factor: float = 1.0) -> float:
     """The slowdown a job's recent median must pass: the factor, or its own noise's ratio if larger."""
-    return max(factor, noise_ratio(baseline))
+    return max(factor, noise_ratio(spread))
 
 
 def slow_for(state: PaceState) -> timedelta:
-    """How long the job's lines have shown it slow (zero when they do not)."""
-    if state.slow_since is None or state.newest is None:
+    """How long the job's lines have shown it slow: its slow intervals' own time (zero when they do not)."""
+    if state.slow_since is None:
         return timedelta(0)
-    return state.newest - state.slow_since
+    return timedelta(seconds=state.slow_seconds)
+
+
+def _stored_seconds(value: object) -> float | None:
+    """A stored step time: at least the 4 decimals it is stored with, at most 10**9 s (None: anything else)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and 1e-4 <= value < 10**9:
+        return float(value)
+    return None
 
 
 def _positive(value: object) -> bool:
-    """A stored step time: at least the 4 decimals it is stored with, at most 10**9 s (anything else is not one)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and 1e-4 <= value < 10**9
+    return _stored_seconds(value) is not None
 
 
-def _pair(value: object) -> bool:
-    return isinstance(value, list) and len(value) == 2 and _positive(value[1])
+def _stored_interval(value: object) -> bool:
+    return isinstance(value, list) and len(value) in (2, 3) and all(_positive(v) for v in value[1:])

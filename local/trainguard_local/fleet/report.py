@@ -30,7 +30,10 @@ The figures, defined once (docs/local-tools.md copies these definitions):
   jobs a parent owns.
 - `wasted_gpu_hours_lost_since_checkpoint_by_fault`: the work lost since the last checkpoint, in GPU-hours,
   by the kind of each job's fault (`none`: jobs without one). `wasted_gpu_hours_by_fault`: all of the wasted
-  GPU-hours, by the same kinds (report_findings.py).
+  GPU-hours, by the same kinds (report_findings.py), and `wasted_gpu_hours_by_fault_of_reporting_jobs` the same
+  for the jobs that report their progress (the rules for a slowdown and a divergence read their lines only).
+- `findings_audit` (top level): the slowdown and divergence rules on every reporting job's healthy lines, judged after
+  every line (report_findings.py).
 - `false_findings`: a guard's notices of a slowdown or a divergence on a launch without that fault, by kind.
 - `recover_minutes`: from the moment a transient fault shows (every kind except the user's own
   errors and the healthy job) to the moment training runs again. p50 and p95.
@@ -58,8 +61,9 @@ from trainguard_local.fleet.anchor_rules import StalledTrainingRule
 from trainguard_local.fleet.model import JobOutcome, Strategy
 from trainguard_local.fleet.percentiles import p50_p95, rounded
 from trainguard_local.fleet.report_by_reporting import detect_minutes_by_reporting, wrong_actions_by_reporting
-from trainguard_local.fleet.report_findings import false_findings, wasted_gpu_hours_by_fault
+from trainguard_local.fleet.report_findings import false_findings, findings_audit, wasted_gpu_hours_by_fault
 from trainguard_local.simulation.fault_table import HUNG_KINDS, TRANSIENT_KINDS, USER_ERROR_KINDS, FaultKind
+from trainguard_local.simulation.reporting import Reporting
 from trainguard_local.simulation.rhythm import CADENCE_CLASSES
 from trainguard_local.simulation.trace import Fault, Trace
 
@@ -100,6 +104,7 @@ def build_report(
             for s in strategies
         },
         "faults": [fault_record(fault) for fault in trace.faults],
+        "findings_audit": findings_audit(trace),
     }
     costs = [cost for s in strategies if isinstance(s, Costed) and (cost := s.guard_cost()) is not None]
     if costs:
@@ -154,6 +159,9 @@ def strategy_figures(trace: Trace, outcomes: Sequence[JobOutcome]) -> dict[str, 
         "detect_minutes_by_cadence": detect_minutes_by_cadence(outcomes),
         "wasted_gpu_hours_lost_since_checkpoint_by_fault": lost_since_checkpoint_by_fault(trace, outcomes),
         "wasted_gpu_hours_by_fault": wasted_gpu_hours_by_fault(trace, outcomes),
+        "wasted_gpu_hours_by_fault_of_reporting_jobs": wasted_gpu_hours_by_fault(
+            trace, [o for o in outcomes if o.job.reporting.reporting is not Reporting.NONE]
+        ),
         "false_findings": false_findings(outcomes),
         "recover_minutes": p50_p95(
             r.minutes for o in outcomes for r in o.recoveries if r.fault_kind in TRANSIENT_KINDS

@@ -1,17 +1,37 @@
 """The report's figures for issue 28's faults, a degraded host and a diverged run: what every kind of fault wastes
-(a slow launch wastes the share of its time it makes no progress in), and the notices of a slowdown or a divergence
-on a launch that had no such fault."""
+(a slow launch wastes the share of its time it makes no progress in), the notices of a slowdown or a divergence
+on a launch that had no such fault, and the rules' audit of every healthy stretch of the trace.
+
+The audit (`findings_audit`) folds each reporting job's lines of its first launch, up to its fault's strike (the whole
+work for a job without one, a healthy silence included), through the product's own reader and rules
+(progress_lines.read_progress_line, progress_watch.advance) and asks the product's judges after every line, where the
+prober asks once a minute: a finding it would make anywhere on those lines is counted. The run's own
+`false_findings` count what trainguard told, on the lines it was delivered when it judged (a healthy job's lines
+reach it at its phases and in other jobs' windows: fleet/trainguard_run/job_logs.py), so the audit is the stricter of
+the two."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
+from trainguard.domain.progress_findings import judge_loss, judge_pace
+from trainguard.domain.progress_lines import read_progress_line
+from trainguard.domain.progress_rule import compile_template
+from trainguard.domain.progress_settings import ProgressSettings
+from trainguard.domain.progress_watch import ProgressState, advance
 from trainguard_local.fleet.model import JobOutcome
 from trainguard_local.fleet.percentiles import rounded
-from trainguard_local.simulation.trace import Trace
+from trainguard_local.simulation.activity import LaunchActivity, worded
+from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.reporting import Reporting
+from trainguard_local.simulation.trace import JobSpec, Trace
 
 FINDINGS = ("slowdown", "diverged")
+_ORIGIN = datetime(2026, 1, 1, tzinfo=UTC)  # any: the rules read the time between lines
+_SETTINGS = ProgressSettings()  # the product's defaults: the trace's jobs carry no threshold tags
 
 
 def wasted_gpu_hours_by_fault(trace: Trace, outcomes: Iterable[JobOutcome]) -> dict[str, float | None]:
@@ -29,3 +49,46 @@ def false_findings(outcomes: Iterable[JobOutcome]) -> dict[str, int]:
     """Notices of a slowdown or a divergence on a launch without that fault, by kind."""
     counted = Counter(kind for outcome in outcomes for kind, right in outcome.findings if not right)
     return {kind: counted[kind] for kind in FINDINGS}
+
+
+def findings_audit(trace: Trace) -> dict[str, Any]:
+    """The rules on every reporting job's healthy lines (the module's docstring): how many jobs and lines, how many of
+    them noisy or changing their batch size, and the findings the rules would make, with the jobs."""
+    audited = [job for job in trace.jobs if job.reporting.reporting is not Reporting.NONE]
+    found: dict[str, list[str]] = {kind: [] for kind in FINDINGS}
+    lines = 0
+    for job in audited:
+        judged, kinds = _judged(trace, job)
+        lines += judged
+        for kind in kinds:
+            found[kind].append(job.name)
+    return {
+        "jobs": len(audited),
+        "lines": lines,
+        "noisy_jobs": sum(1 for job in audited if job.step_plan.noise_sigma),
+        "batch_change_jobs": sum(1 for job in audited if job.step_plan.batch_change_step is not None),
+        "false_findings": {kind: len(names) for kind, names in found.items()},
+        "jobs_with_false_findings": {kind: names for kind, names in found.items() if names},
+    }
+
+
+def _judged(trace: Trace, job: JobSpec) -> tuple[int, set[str]]:
+    """How many of the job's healthy lines were judged, and the kinds of finding the rules made on them."""
+    fault = trace.fault_of(job.name)
+    launch = LaunchActivity(job.rhythm, job.checkpoint_every_minutes, job.gpus_per_instance, 0.0, steps=job.step_plan)
+    until = job.work_hours
+    if fault is not None and fault.kind is FaultKind.SLOW_BUT_HEALTHY:
+        launch.strike(fault.kind, fault.at_work_hours, fault.silent_minutes)
+    elif fault is not None and fault.kind is not FaultKind.CAPACITY_ERROR:
+        until = fault.at_work_hours  # healthy up to its fault (a finding's fault included)
+    pattern = job.reporting.tags.get("trainguard:progress-pattern")
+    rule = compile_template(pattern) if pattern else None
+    if isinstance(rule, str):
+        raise ValueError(f"{job.name}: its progress pattern is refused: {rule}")
+    state, kinds, judged = ProgressState(), set[str](), 0
+    for at, text in worded(launch.lines(-1e-6, until - 1e-9), job):
+        state = advance(state, read_progress_line(text, rule), _ORIGIN + timedelta(hours=at))
+        judged += 1
+        kinds |= {"slowdown"} if judge_pace(state, _SETTINGS) else set()
+        kinds |= {"diverged"} if judge_loss(state, _SETTINGS) else set()
+    return judged, kinds

@@ -36,6 +36,8 @@ FIGURE_DEFINITIONS: dict[str, str] = {
     "launch's time",
     "wasted_gpu_hours_by_fault": "all of the wasted GPU-hours (hung or idle, slowed, lost since the last checkpoint) "
     "by the kind of each job's fault",
+    "wasted_gpu_hours_by_fault_of_reporting_jobs": "wasted_gpu_hours_by_fault for the jobs that report their "
+    "progress: the slowdown and divergence rules read their lines only",
     "false_findings": "a guard's notices of a slowdown or a divergence on a launch without that fault, by kind",
     "recover_minutes": "from the moment a transient fault shows to the moment training runs again",
     "actions_by_actor": "per actor (trainguard, the person on call, SageMaker, a parent), the actions it took and "

@@ -22,6 +22,7 @@ tests/fixtures/progress_lines/, with its source there):
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -78,6 +79,9 @@ class Dialect:
     eval_end: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
     batch: int = 0
+    # The part of its step line it leaves out when the loss is NaN or infinite (Megatron-LM prints a loss only `if
+    # avg > 0.0`, training_log): '' when it prints the NaN.
+    loss_part: str = ""
 
 
 _PREFIX_TITAN = "[rank0]:[titan] 2026-12-06 00:00:00,000 - root - INFO - "
@@ -103,6 +107,7 @@ FRAMEWORKS: tuple[Dialect, ...] = (
         save_begin="saving checkpoint at iteration {step:7d} to /opt/ml/checkpoints in torch_dist format",
         save_end="  successfully saved checkpoint from iteration {step:7d} to /opt/ml/checkpoints [ t 1/1, p 1/1 ]",
         batch=1024,
+        loss_part=" lm loss: {loss:.6E} |",
     ),
     Dialect(  # torchtitan.json
         "torchtitan",
@@ -174,6 +179,8 @@ def word(dialect: Dialect, token: LineToken, phase_line: str = "") -> list[str]:
     def fill(text: str | None, expect: int = 0) -> str | None:
         if text is None:
             return None
+        if dialect.loss_part and not math.isfinite(loss):
+            text = text.replace(dialect.loss_part, "")
         return text.format(step=step, loss=loss, batch=batch, expect=expect, samples=step * batch)
 
     if token.kind is LineKind.HEARTBEAT:
