@@ -43,6 +43,7 @@ class State(StrEnum):
 
 
 BILLED_STATES = frozenset({State.STARTING, State.TRAINING, State.HUNG})
+TRAINGUARD = "trainguard"  # the actor of trainguard's detections and actions in a timeline
 
 
 class ActionKind(StrEnum):

@@ -32,6 +32,8 @@ The figures, defined once (docs/local-tools.md copies these definitions):
   by the kind of each job's fault (`none`: jobs without one). `wasted_gpu_hours_by_fault`: all of the wasted
   GPU-hours, by the same kinds (report_findings.py), and `wasted_gpu_hours_by_fault_of_reporting_jobs` the same
   for the jobs that report their progress (the rules for a slowdown and a divergence read their lines only).
+- `findings_found`: per finding kind, on the jobs that report progress (a slowdown of 1.5 times or more), how many
+  trainguard found, and its minutes to the finding (p50, p95 of those found), with the jobs missed.
 - `findings_audit` (top level): the slowdown and divergence rules on every reporting job's healthy lines, judged after
   every line (report_findings.py).
 - `false_findings`: a guard's notices of a slowdown or a divergence on a launch without that fault, by kind.
@@ -58,10 +60,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from trainguard_local.fleet.anchor_rules import StalledTrainingRule
-from trainguard_local.fleet.model import JobOutcome, Strategy
+from trainguard_local.fleet.model import TRAINGUARD, JobOutcome, Strategy
 from trainguard_local.fleet.percentiles import p50_p95, rounded
 from trainguard_local.fleet.report_by_reporting import detect_minutes_by_reporting, wrong_actions_by_reporting
-from trainguard_local.fleet.report_findings import false_findings, findings_audit, wasted_gpu_hours_by_fault
+from trainguard_local.fleet.report_findings import (
+    false_findings,
+    findings_audit,
+    findings_found,
+    wasted_gpu_hours_by_fault,
+)
 from trainguard_local.simulation.fault_table import HUNG_KINDS, TRANSIENT_KINDS, USER_ERROR_KINDS, FaultKind
 from trainguard_local.simulation.reporting import Reporting
 from trainguard_local.simulation.rhythm import CADENCE_CLASSES
@@ -163,6 +170,7 @@ def strategy_figures(trace: Trace, outcomes: Sequence[JobOutcome]) -> dict[str, 
             trace, [o for o in outcomes if o.job.reporting.reporting is not Reporting.NONE]
         ),
         "false_findings": false_findings(outcomes),
+        "findings_found": findings_found(trace, outcomes, TRAINGUARD),
         "recover_minutes": p50_p95(
             r.minutes for o in outcomes for r in o.recoveries if r.fault_kind in TRANSIENT_KINDS
         ),

@@ -23,7 +23,7 @@ from trainguard.domain.progress_rule import compile_template
 from trainguard.domain.progress_settings import ProgressSettings
 from trainguard.domain.progress_watch import ProgressState, advance
 from trainguard_local.fleet.model import JobOutcome
-from trainguard_local.fleet.percentiles import rounded
+from trainguard_local.fleet.percentiles import p50_p95, rounded
 from trainguard_local.simulation.activity import LaunchActivity, worded
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.reporting import Reporting
@@ -92,3 +92,27 @@ def _judged(trace: Trace, job: JobSpec) -> tuple[int, set[str]]:
         kinds |= {"slowdown"} if judge_pace(state, _SETTINGS) else set()
         kinds |= {"diverged"} if judge_loss(state, _SETTINGS) else set()
     return judged, kinds
+
+
+GOAL_FACTOR = 1.5  # the issue's goal: a slowdown of 1.5 times or more found within 20 minutes (p95)
+
+
+def findings_found(trace: Trace, outcomes: Iterable[JobOutcome], guard: str) -> dict[str, dict[str, Any]]:
+    """Per finding kind, on the jobs that report their progress (a slowdown only from GOAL_FACTOR times): how many,
+    how many `guard` found, and its minutes from the strike (a divergence's first NaN line) to the finding, p50 and
+    p95 of those found; `missed` names the others."""
+    by_job = {outcome.job.name: outcome for outcome in outcomes}
+    found: dict[str, dict[str, Any]] = {}
+    for kind in (FaultKind.DEGRADED_HOST, FaultKind.DIVERGED):
+        minutes, missed = [], []
+        for fault in trace.faults:
+            job = next(j for j in trace.jobs if j.name == fault.job_name)
+            if fault.kind is not kind or job.reporting.reporting is Reporting.NONE:
+                continue
+            if kind is FaultKind.DEGRADED_HOST and fault.slowdown_factor < GOAL_FACTOR:
+                continue
+            first = [d.minutes for d in by_job[job.name].detections if d.detector == guard and d.fault_kind is kind]
+            (minutes.append(min(first)) if first else missed.append(job.name))
+        found[kind.value] = {"jobs": len(minutes) + len(missed), "found": len(minutes), **p50_p95(minutes)}
+        found[kind.value]["missed"] = missed
+    return found

@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 
 from tests.tools.fleet.cases import PERSON, STARTUP, fault, hours_in, job, trace_of
-from trainguard_local.fleet.model import JobOutcome, State
+from trainguard_local.fleet.model import TRAINGUARD, JobOutcome, State
+from trainguard_local.fleet.percentiles import p50_p95
+from trainguard_local.fleet.report_findings import findings_found
 from trainguard_local.fleet.trainguard_strategy import LEAVE_TAGS, RunRecord, TrainguardStrategy
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.reporting import CONTRACT, JobReporting, Reporting
@@ -52,6 +54,9 @@ def test_a_degraded_host_is_found_within_minutes_its_host_named_and_the_person_r
     slowed = stop.at - (detection.at - detection.minutes / 60)  # from the strike to the person's stop
     assert outcome.slowed_hours == pytest.approx(slowed / 2, abs=0.01)  # half of every hour at 2 times slower
     assert outcome.findings == (("slowdown", True),)
+    found = findings_found(degraded(slow_host=2), [outcome], TRAINGUARD)
+    assert found["degraded_host"] == {"jobs": 1, "found": 1, **p50_p95([detection.minutes]), "missed": []}
+    assert found["diverged"]["jobs"] == 0
 
 
 def test_a_slow_gpu_is_found_and_its_host_said_not_known() -> None:

@@ -18,8 +18,8 @@ from typing import Any
 
 from trainguard.domain.checkpoint_health import CHECK_EVERY_MINUTES, checked_now
 from trainguard_local.fleet.life import Trained
+from trainguard_local.fleet.model import TRAINGUARD
 from trainguard_local.fleet.trainguard_run.endings import person_relaunches, person_stops
-from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD
 from trainguard_local.fleet.trainguard_run.life_state import LifeState
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.kernel import Park, Sleep

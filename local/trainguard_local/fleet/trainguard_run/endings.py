@@ -12,9 +12,8 @@ from typing import Any
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard_local.fleet.anchor_rules import parent_retries
 from trainguard_local.fleet.life import Steps
-from trainguard_local.fleet.model import ActionKind, State
+from trainguard_local.fleet.model import TRAINGUARD, ActionKind, State
 from trainguard_local.fleet.person import PERSON
-from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD
 from trainguard_local.fleet.trainguard_run.life_state import LifeState
 from trainguard_local.simulation.fault_table import USER_ERROR_KINDS, FaultKind
 from trainguard_local.simulation.kernel import Park, Sleep

@@ -20,9 +20,8 @@ from typing import Any
 from trainguard.domain.message_kinds import MessageKind
 from trainguard.domain.progress_settings import ProgressSettings
 from trainguard.domain.step_pace import BASELINE_INTERVALS, RECENT_INTERVALS, WARMUP_INTERVALS
-from trainguard_local.fleet.model import State
+from trainguard_local.fleet.model import TRAINGUARD, State
 from trainguard_local.fleet.trainguard_run.endings import after_end, person_relaunches, person_stops
-from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD
 from trainguard_local.fleet.trainguard_run.life_state import LifeState
 from trainguard_local.fleet.trainguard_run.schedules import StallWindow, StopNews, minute_index
 from trainguard_local.simulation.fault_table import FaultKind

@@ -3,12 +3,10 @@ timeline: the way the report counts them, right or wrong, once each."""
 
 from __future__ import annotations
 
-from trainguard_local.fleet.model import ActionKind, JobTimeline
+from trainguard_local.fleet.model import TRAINGUARD, ActionKind, JobTimeline
 from trainguard_local.fleet.trainguard_run.world import GuardCall
 from trainguard_local.simulation.fault_table import FIX_FIRST_KINDS, FaultKind
 from trainguard_local.stand_in.service_quotas import SimulatedServiceQuotas
-
-TRAINGUARD = "trainguard"  # the actor of trainguard's detections and actions in a timeline
 
 
 class GuardActions:

@@ -15,9 +15,9 @@ from typing import Any
 from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard.domain.stalls import StallThresholds
 from trainguard_local.fleet.life import JobLife
-from trainguard_local.fleet.model import JobTimeline, newest_checkpoint
+from trainguard_local.fleet.model import TRAINGUARD, JobTimeline, newest_checkpoint
 from trainguard_local.fleet.person import PersonOnCall
-from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD, GuardActions
+from trainguard_local.fleet.trainguard_run.guard_actions import GuardActions
 from trainguard_local.fleet.trainguard_run.job_logs import JobLogs
 from trainguard_local.fleet.trainguard_run.schedules import QuotaChecks, Ticker
 from trainguard_local.fleet.trainguard_run.world import FleetWorld, GuardCall

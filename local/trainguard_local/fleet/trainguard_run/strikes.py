@@ -8,9 +8,8 @@ from collections.abc import Generator
 from typing import Any
 
 from trainguard_local.fleet.life import Steps
-from trainguard_local.fleet.model import State
+from trainguard_local.fleet.model import TRAINGUARD, State
 from trainguard_local.fleet.trainguard_run.endings import after_end, hang_left_to_the_person
-from trainguard_local.fleet.trainguard_run.guard_actions import TRAINGUARD
 from trainguard_local.fleet.trainguard_run.life_state import LifeState
 from trainguard_local.fleet.trainguard_run.schedules import StallWindow, StopNews
 from trainguard_local.simulation.catalogue import FAILURE_TEXTS
