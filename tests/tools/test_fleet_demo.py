@@ -29,7 +29,7 @@ from trainguard_local.simulation.fault_table import FAULT_TABLE, Ending, FaultKi
 from trainguard_local.simulation.job_spec import JobSpec
 from trainguard_local.simulation.later_faults import sync_failure
 from trainguard_local.simulation.reporting import HEARTBEAT_LINE, Reporting
-from trainguard_local.simulation.trace import Trace
+from trainguard_local.simulation.trace import Fault, Trace
 
 pytestmark = pytest.mark.slow
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -298,3 +298,30 @@ def test_the_demo_report_opens_in_headless_chromium_with_its_pictures_and_table(
 
 def urlsplit_scheme(url: str) -> str:
     return url.split(":", 1)[0]
+
+
+def test_the_demo_shows_a_degraded_host_named_and_a_diverged_run_stopped_with_leave(demo_run: DemoRun) -> None:
+    """Issue 28's Done-when: "`make demo` shows a degraded host found and named, and a diverged run stopped with the
+    owner's leave", read from the report the demo wrote and what it printed."""
+    trace, out = demo_trace(), "\n".join(demo_run.lines)
+    written = json.loads(Path(demo_run.shown["written"]["json"]).read_text())
+    [slow] = [f for f in trace.faults if f.kind is FaultKind.DEGRADED_HOST]
+    [diverged] = [f for f in trace.faults if f.kind is FaultKind.DIVERGED]
+
+    def told(fault: Fault) -> list[dict[str, Any]]:
+        return [n for n in written["notifications"] if n["attributes"]["job_name"] == fault.job_name]
+
+    [found] = told(slow)
+    assert (
+        found["attributes"]["outcome"] == "slowdown-found"
+        and f"algo-{slow.slow_host + 1}, most likely" in found["message"]
+    )
+    assert f"runs {slow.slowdown_factor:.1f} times slower" in found["subject"]
+    [stopped, *_] = told(diverged)
+    assert stopped["attributes"]["outcome"] == "divergence-stopped" and "stopped" in stopped["subject"]
+    assert not [n for n in told(diverged) if n["attributes"]["outcome"] == "relaunched"]  # never relaunched
+    found_in = written["strategies"]["trainguard"]["findings_found"]
+    assert found_in["degraded_host"]["found"] == 1 and found_in["degraded_host"]["p95"] <= 20
+    assert found_in["diverged"]["found"] == 1 and found_in["diverged"]["p95"] <= 5
+    story = out.split(f"\n  {diverged.job_name}: ")[1].split("\n\n")[0]
+    assert "trainguard: stop" in story and "person: relaunch: after a fix" in story
