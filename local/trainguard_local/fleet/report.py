@@ -63,14 +63,8 @@ from trainguard_local.fleet.anchor_rules import StalledTrainingRule
 from trainguard_local.fleet.model import TRAINGUARD, JobOutcome, Strategy
 from trainguard_local.fleet.percentiles import p50_p95, rounded
 from trainguard_local.fleet.report_by_reporting import detect_minutes_by_reporting, wrong_actions_by_reporting
-from trainguard_local.fleet.report_findings import (
-    false_findings,
-    findings_audit,
-    findings_found,
-    wasted_gpu_hours_by_fault,
-)
+from trainguard_local.fleet.report_findings import finding_figures, findings_audit
 from trainguard_local.simulation.fault_table import HUNG_KINDS, TRANSIENT_KINDS, USER_ERROR_KINDS, FaultKind
-from trainguard_local.simulation.reporting import Reporting
 from trainguard_local.simulation.rhythm import CADENCE_CLASSES
 from trainguard_local.simulation.trace import Fault, Trace
 
@@ -165,12 +159,7 @@ def strategy_figures(trace: Trace, outcomes: Sequence[JobOutcome]) -> dict[str, 
         "detect_minutes": detect_minutes(outcomes),
         "detect_minutes_by_cadence": detect_minutes_by_cadence(outcomes),
         "wasted_gpu_hours_lost_since_checkpoint_by_fault": lost_since_checkpoint_by_fault(trace, outcomes),
-        "wasted_gpu_hours_by_fault": wasted_gpu_hours_by_fault(trace, outcomes),
-        "wasted_gpu_hours_by_fault_of_reporting_jobs": wasted_gpu_hours_by_fault(
-            trace, [o for o in outcomes if o.job.reporting.reporting is not Reporting.NONE]
-        ),
-        "false_findings": false_findings(outcomes),
-        "findings_found": findings_found(trace, outcomes, TRAINGUARD),
+        **finding_figures(trace, outcomes, TRAINGUARD),
         "recover_minutes": p50_p95(
             r.minutes for o in outcomes for r in o.recoveries if r.fault_kind in TRANSIENT_KINDS
         ),

@@ -13,7 +13,7 @@ the two."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -32,6 +32,18 @@ from trainguard_local.simulation.trace import JobSpec, Trace
 FINDINGS = ("slowdown", "diverged")
 _ORIGIN = datetime(2026, 1, 1, tzinfo=UTC)  # any: the rules read the time between lines
 _SETTINGS = ProgressSettings()  # the product's defaults: the trace's jobs carry no threshold tags
+
+
+def finding_figures(trace: Trace, outcomes: Sequence[JobOutcome], guard: str) -> dict[str, Any]:
+    """A strategy's figures for these faults: every kind's waste, of all jobs and of those that report progress, its
+    false findings, and what `guard` (the actor of trainguard's detections) found."""
+    reporting = [o for o in outcomes if o.job.reporting.reporting is not Reporting.NONE]
+    return {
+        "wasted_gpu_hours_by_fault": wasted_gpu_hours_by_fault(trace, outcomes),
+        "wasted_gpu_hours_by_fault_of_reporting_jobs": wasted_gpu_hours_by_fault(trace, reporting),
+        "false_findings": false_findings(outcomes),
+        "findings_found": findings_found(trace, outcomes, guard),
+    }
 
 
 def wasted_gpu_hours_by_fault(trace: Trace, outcomes: Iterable[JobOutcome]) -> dict[str, float | None]:
