@@ -54,7 +54,7 @@ def _batch(pattern: re.Pattern[str], text: str) -> int | None:
 # --- Megatron-LM: megatron/training/training.py (training_log; print_datetime), megatron/training/checkpointing.py
 # (save_checkpoint; load_checkpoint), NVIDIA/Megatron-LM at d98e8a64ddf34856e74b24714e3bedb2f5a39553. ---
 _MEGATRON_STEP = _pattern(r"(?<!Validation: )(?<!Testing: )\biteration\s{1,20}({STEP})/\s{0,20}[0-9]{1,15}\s{0,4}\|")
-# A NaN loss is left out of the line (`if avg >= 0.0`): the step is read, the loss is not.
+# A NaN loss is left out of the line (`if avg > 0.0`): the step is read, the loss is not.
 _MEGATRON_LOSS = _pattern(r"\|\s{0,4}lm[ _]loss:\s{0,4}({NUMBER})\s{0,4}\|")
 _MEGATRON_BATCH = _pattern(r"\|\s{0,4}global batch size:\s{0,12}({STEP})\s{0,4}\|")
 _MEGATRON_MARKS = (

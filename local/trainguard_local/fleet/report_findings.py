@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from trainguard.domain.progress_findings import judge_loss, judge_pace
+from trainguard.domain.progress_findings import FindingKind, judge_loss, judge_pace
 from trainguard.domain.progress_lines import read_progress_line
 from trainguard.domain.progress_rule import compile_template
 from trainguard.domain.progress_settings import ProgressSettings
@@ -29,7 +29,7 @@ from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.reporting import Reporting
 from trainguard_local.simulation.trace import JobSpec, Trace
 
-FINDINGS = ("slowdown", "diverged")
+FINDINGS = tuple(kind.value for kind in FindingKind)
 _ORIGIN = datetime(2026, 1, 1, tzinfo=UTC)  # any: the rules read the time between lines
 _SETTINGS = ProgressSettings()  # the product's defaults: the trace's jobs carry no threshold tags
 
@@ -101,8 +101,9 @@ def _judged(trace: Trace, job: JobSpec) -> tuple[int, set[str]]:
     for at, text in worded(launch.lines(-1e-6, until - 1e-9), job):
         state = advance(state, read_progress_line(text, rule), _ORIGIN + timedelta(hours=at))
         judged += 1
-        kinds |= {"slowdown"} if judge_pace(state, _SETTINGS) else set()
-        kinds |= {"diverged"} if judge_loss(state, _SETTINGS) else set()
+        kinds |= {
+            finding.kind.value for finding in (judge_pace(state, _SETTINGS), judge_loss(state, _SETTINGS)) if finding
+        }
     return judged, kinds
 
 

@@ -32,6 +32,7 @@ from typing import Any
 
 from infra.settings import Settings
 from trainguard.domain.outcome import Outcome
+from trainguard.domain.progress_findings import FindingKind
 from trainguard_local.fleet.guard_cost import Deployment, UsageSummary, guard_cost
 from trainguard_local.fleet.model import JobOutcome
 from trainguard_local.fleet.person import PersonOnCall, person_rng
@@ -219,8 +220,8 @@ def judge_findings(world: FleetWorld, lives: dict[str, TrainguardAnswers]) -> No
         life = lives.get(world.roots.get(name, ""))
         if fault is None or life is None:
             continue
-        kind = "slowdown" if fault is FaultKind.DEGRADED_HOST else "diverged"
-        life.tl.found(kind, right=life.wasting.get(name) is fault)
+        kind = FindingKind.SLOWDOWN if fault is FaultKind.DEGRADED_HOST else FindingKind.DIVERGED
+        life.tl.found(kind.value, right=life.wasting.get(name) is fault)
 
 
 def _route(lives: dict[str, TrainguardAnswers], call: GuardCall) -> None:

@@ -79,13 +79,14 @@ class Dialect:
     eval_end: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
     batch: int = 0
-    # The part of its step line it leaves out when the loss is NaN or infinite (Megatron-LM prints a loss only `if
-    # avg > 0.0`, training_log): '' when it prints the NaN.
+    # The part of its step line it leaves out when the loss is NaN or infinite (Megatron-LM's training_log prints a
+    # loss only `if avg > 0.0`, as most of its versions and forks do): '' when it prints the NaN.
     loss_part: str = ""
 
 
 _PREFIX_TITAN = "[rank0]:[titan] 2026-12-06 00:00:00,000 - root - INFO - "
 _PREFIX_DS = "[2026-12-06 00:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] "
+_MEGATRON_LOSS = " lm loss: {loss:.6E} |"
 CONTRACT = Dialect(
     "contract",
     step="trainguard:progress step={step} loss={loss:.4f} batch={batch}",
@@ -100,14 +101,15 @@ FRAMEWORKS: tuple[Dialect, ...] = (
     Dialect(  # megatron.json: training_log, print_datetime, save_checkpoint
         "megatron",
         step=" iteration {step:8d}/ 1000000 | consumed samples: {samples:12d} | "
-        "elapsed time per iteration (ms): 1000.0 | learning rate: 3.000E-04 | global batch size: {batch:5d} | "
-        "lm loss: {loss:.6E} | loss scale: 1.0 | "
+        "elapsed time per iteration (ms): 1000.0 | learning rate: 3.000E-04 | global batch size: {batch:5d} |"
+        + _MEGATRON_LOSS
+        + " loss scale: 1.0 | "
         "grad norm: 0.811 | number of skipped iterations:   0 | number of nan iterations:   0 |",
         start="[before the start of training step] datetime: 2026-12-06 00:00:00",
         save_begin="saving checkpoint at iteration {step:7d} to /opt/ml/checkpoints in torch_dist format",
         save_end="  successfully saved checkpoint from iteration {step:7d} to /opt/ml/checkpoints [ t 1/1, p 1/1 ]",
         batch=1024,
-        loss_part=" lm loss: {loss:.6E} |",
+        loss_part=_MEGATRON_LOSS,
     ),
     Dialect(  # torchtitan.json
         "torchtitan",
