@@ -109,18 +109,21 @@ def main() -> int:
     from trainguard_local.bench.measure_stalls import measure
     from trainguard_local.fleet.anchors import anchor_strategies
     from trainguard_local.fleet.report import run_all
-    from trainguard_local.fleet.trainguard_strategy import TrainguardStrategy
+    from trainguard_local.fleet.trainguard_strategy import TrainguardStrategy, with_leave_to_act
     from trainguard_local.simulation.trace import generate_trace
 
     began = time.perf_counter()
     trace = generate_trace(200, 72, 7)
     anchors = anchor_strategies()
-    steps = len(anchors) + 5  # the anchors, trainguard, the scale, the import times, the handler's CPU, the files
+    steps = len(anchors) + 6  # the anchors, trainguard twice, the scale, the import times, the handler's CPU, the files
     progress = Progress("bench", steps)
     guard = TrainguardStrategy(
         on_progress=progress.fleet_clock(len(anchors) + 1, "standard trace, trainguard", trace.hours)
     )
-    strategies: list[Any] = [*anchors, guard]
+    with_leave = with_leave_to_act(
+        on_progress=progress.fleet_clock(len(anchors) + 2, "standard trace, trainguard with leave", trace.hours)
+    )
+    strategies: list[Any] = [*anchors, guard, with_leave]
     step_of = {strategy.name: n for n, strategy in enumerate(strategies, start=1)}
 
     def strategy_started(name: str) -> None:

@@ -9,14 +9,18 @@ from trainguard.config import GuardConfig
 from trainguard_local.fleet.goal_floors import floor_lines
 from trainguard_local.fleet.goals import (
     CHATTY,
+    DEGRADED,
     DELAY_BELOW,
     DETECT_SLACK_MINUTES,
+    DIVERGED,
     HUNG_AT_MOST,
     SYNC_LOSS_AT_MOST,
     WASTE_BELOW,
+    finding_goals,
     progress_goals,
     sync_stopped_loss,
 )
+from trainguard_local.fleet.model import GUARDS
 
 
 def goals_markdown(report: dict[str, Any]) -> list[str]:
@@ -28,7 +32,7 @@ def goals_markdown(report: dict[str, Any]) -> list[str]:
         mine, theirs = guard[field], strategies[other][field]
         return f"{1 - mine / theirs:.1%}" if theirs else "n/a"
 
-    delays = {name: f["completion_delay_hours"]["total"] for name, f in strategies.items() if name != "trainguard"}
+    delays = {name: f["completion_delay_hours"]["total"] for name, f in strategies.items() if name not in GUARDS}
     best_other = min(delays, key=lambda name: delays[name])
     best_delay, own_delay = delays[best_other], guard["completion_delay_hours"]["total"]
     where_rule = "wasted_gpu_hours_where_debugger_rule_applies"
@@ -51,6 +55,7 @@ def goals_markdown(report: dict[str, Any]) -> list[str]:
         *_today_goal(strategies),
         "",
         *_rhythm_goals(strategies, report.get("goal_floors")),
+        *finding_goals_markdown(report),
         "Of trainguard's wasted GPU-hours, "
         f"{guard.get('wasted_gpu_hours_hung_or_idle', 0):,.1f} are hung or idle time and "
         f"{guard.get('wasted_gpu_hours_lost_since_checkpoint', 0):,.1f} are work lost since the last checkpoint "
@@ -115,6 +120,33 @@ def _rhythm_goals(strategies: dict[str, Any], floors: dict[str, Any] | None) -> 
     ]
 
 
+def finding_goals_markdown(report: dict[str, Any]) -> list[str]:
+    """Issue 28's goals, and the GPU-hours a degraded host and a diverged run waste under each strategy."""
+    checks = finding_goals(report)
+    if not checks:
+        return []
+    kinds = (DEGRADED, DIVERGED)
+    cells = "wasted_gpu_hours_by_fault", "wasted_gpu_hours_by_fault_of_reporting_jobs"
+    return [
+        "Against issue 28's goals (a degraded host and a diverged run, found from the jobs' progress lines; "
+        "`trainguard_with_leave` is trainguard on jobs whose owners tagged `trainguard:relaunch-if-slow=true` and "
+        "`trainguard:stop-if-diverged=true`; the figures are the JSON report's `findings_found`, `false_findings`, "
+        "`findings_audit` and `wasted_gpu_hours_by_fault`):",
+        *(f"- {check.goal}: {check.measured} ({_met(check.met)});" for check in checks),
+        "",
+        "GPU-hours these faults waste (all jobs / the jobs that report progress):",
+        "",
+        *_header("strategy", kinds),
+        *(
+            f"| {name} | "
+            + " | ".join(" / ".join(f"{f[cell].get(kind) or 0.0:,.1f}" for cell in cells) for kind in kinds)
+            + " |"
+            for name, f in report["strategies"].items()
+        ),
+        "",
+    ]
+
+
 def _cadence_table(strategies: dict[str, Any]) -> list[str]:
     classes = list(strategies["trainguard"]["detect_minutes_by_cadence"])
 
@@ -175,7 +207,7 @@ def _today_goal(strategies: dict[str, Any]) -> list[str]:
     (AWS Batch included), with the actions on parents' jobs counted as wrong."""
     field = "completion_delay_hours_not_own_code"
     guard = strategies["trainguard"][field]
-    others = {name: f[field] for name, f in strategies.items() if name != "trainguard"}
+    others = {name: f[field] for name, f in strategies.items() if name not in GUARDS}
     best = min(others, key=lambda name: others[name])
     by_fault = strategies["trainguard"].get("completion_delay_hours_by_fault", {})
     largest = sorted(

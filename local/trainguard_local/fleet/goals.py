@@ -1,4 +1,4 @@
-"""trainguard against its own goals (issues 5, 11 and 14, and its own cost's), as checks a page shows: each goal
+"""trainguard against its own goals (issues 5, 11, 14, 27 and 28, and its own cost's), as checks a page shows: each goal
 in words, what the run measured, and whether it is met. The goals' numbers are written here once;
 BENCHMARKS.md says the same of the standard trace in sentences (bench/against_goals.py reads them from here).
 """
@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainguard.config import GuardConfig
-from trainguard_local.fleet.words import strategy_name
+from trainguard_local.fleet.model import GUARDS, TRAINGUARD, TRAINGUARD_WITH_LEAVE
+from trainguard_local.fleet.words import fault_name, strategy_name
+from trainguard_local.simulation.fault_table import FaultKind
 
 WASTE_BELOW = 0.90  # issue 5: wasted GPU-hours this share below no guard's and RetryStrategy's
 DELAY_BELOW = 0.80  # issues 5 and 11: total completion delay this share below the best other strategy's
@@ -20,6 +22,11 @@ INTERVALS_AT_MOST = 3  # issue 27: the other reporting jobs' hangs stopped withi
 LIVELOCK_STOP_MINUTES = 10  # issue 27: a livelock of a job that reports progress, stopped within this (p95)
 SILENT_CHATTY_MINUTES = 30  # issue 27: a job that reports nothing keeps the 30-minute judgement (plus the slack)
 SYNC_LOSS_AT_MOST = 0.50  # issue 14: work lost to a stopped checkpoint sync at most this share of no guard's
+SLOWDOWN_GOAL_FACTOR = 1.5  # issue 28: a slowdown of this factor or more found within SLOWDOWN_FOUND_MINUTES (p95)
+SLOWDOWN_FOUND_MINUTES = 20
+DIVERGENCE_FOUND_MINUTES = 5  # issue 28: a divergence found within this of its first NaN line (p95)
+FINDINGS_WASTE_AT_MOST = 0.25  # issue 28: with leave to act, each such fault's waste at most this share of no guard's
+DEGRADED, DIVERGED = FaultKind.DEGRADED_HOST.value, FaultKind.DIVERGED.value
 CHATTY = "under 1 min"  # the cadence class of jobs logging more than once a minute (simulation/rhythm.py)
 
 
@@ -50,6 +57,7 @@ def goal_checks(report: dict[str, Any]) -> list[GoalCheck]:
             guard["wrong_actions"] == 0,
         ),
         *_rhythm_goals(strategies),
+        *finding_goals(report),
     ]
     if (cost := report.get("guard_cost")) is not None and cost.get("share_of_guarded_compute_percent") is not None:
         share, goal = cost["share_of_guarded_compute_percent"], cost["goal_share_percent"]
@@ -101,7 +109,7 @@ def _delay_goals(strategies: dict[str, Any]) -> list[GoalCheck]:
     checks = []
     own_code = "completion delay of the jobs that did not fail in their own code"
     for issue, what, read in ((5, "total completion delay", total), (11, own_code, not_own_code)):
-        others = {name: read(f) for name, f in strategies.items() if name != "trainguard"}
+        others = {name: read(f) for name, f in strategies.items() if name not in GUARDS}
         if others:
             best = min(others, key=lambda name: others[name])
             goal = f"{what} at least {DELAY_BELOW:.0%} below the best other strategy's ({strategy_name(best)})"
@@ -182,6 +190,53 @@ def progress_goals(guard: dict[str, Any]) -> list[GoalCheck]:
                   f"{quiet_limit} min, p95 (the 30-minute judgement, no regression)", _minutes(silent),
                   within(silent, quiet_limit)),
     ]  # fmt: skip
+
+
+def finding_goals(report: dict[str, Any]) -> list[GoalCheck]:
+    """Issue 28's: a slowdown and a divergence found within minutes (a job missed counts as never found), no finding on
+    a healthy job in the run or in the audit, and with leave to act, each fault's waste at most a quarter of no
+    guard's (over all jobs; the jobs that report progress, the only ones the rules can see, in the measured text)."""
+    strategies = report["strategies"]
+    found = strategies[TRAINGUARD].get("findings_found")
+    if not found:
+        return []
+    checks = []
+    for kind, words, limit in (
+        (DEGRADED, f"a slowdown of {SLOWDOWN_GOAL_FACTOR:g} times or more found within", SLOWDOWN_FOUND_MINUTES),
+        (DIVERGED, "a divergence found, from its first NaN line, within", DIVERGENCE_FOUND_MINUTES),
+    ):
+        figures, p95 = found[kind], found[kind]["p95"]
+        measured = "none found" if p95 is None else f"{p95:,.1f} min"
+        measured += f", {figures['found']} of {figures['jobs']} jobs that report progress found"
+        measured += f" (missed: {', '.join(figures['missed'])})" if figures["missed"] else ""
+        met = p95 is not None and p95 <= limit and len(figures["missed"]) <= 0.05 * figures["jobs"]
+        checks.append(GoalCheck(28, f"{words} {limit} min, p95", measured, met if figures["jobs"] else None))
+    run = sum(strategies[TRAINGUARD]["false_findings"].values())
+    audit = report["findings_audit"]
+    audited = sum(audit["false_findings"].values())
+    measured = (
+        f"{run} in the run, {audited} in the audit ({audit['jobs']} jobs, {audit['lines']:,} lines judged; "
+        f"{audit['noisy_jobs']} noisy, {audit['batch_change_jobs']} changing their batch size)"
+    )
+    checks.append(GoalCheck(28, "no finding on a healthy job", measured, run == 0 and audited == 0))
+    return checks + [_finding_waste(strategies, kind) for kind in (DEGRADED, DIVERGED)]
+
+
+def _finding_waste(strategies: dict[str, Any], kind: str) -> GoalCheck:
+    goal = f"with leave to act, GPU-hours wasted ({fault_name(kind)}) at most {FINDINGS_WASTE_AT_MOST:.0%} "
+    goal += "of no guard's"
+    leave, none = strategies.get(TRAINGUARD_WITH_LEAVE), strategies.get("none")
+    if leave is None or none is None:
+        return GoalCheck(28, goal, "not run (`trainguard simulate --with-leave` runs it)", None)
+
+    def waste(figures: dict[str, Any], field: str = "wasted_gpu_hours_by_fault") -> float:
+        return float(figures[field].get(kind) or 0.0)
+
+    check = _at_most(28, goal, waste(leave), waste(none), FINDINGS_WASTE_AT_MOST, "GPU-h")
+    field = "wasted_gpu_hours_by_fault_of_reporting_jobs"
+    mine, theirs = waste(leave, field), waste(none, field)
+    reporting = f"{mine / theirs:.1%} ({mine:,.1f} against {theirs:,.1f})" if theirs else "none of them"
+    return GoalCheck(28, goal, f"{check.measured}; of the jobs that report progress: {reporting}", check.met)
 
 
 def sync_stopped_loss(figures: dict[str, Any]) -> float:

@@ -44,6 +44,8 @@ class State(StrEnum):
 
 BILLED_STATES = frozenset({State.STARTING, State.TRAINING, State.HUNG})
 TRAINGUARD = "trainguard"  # the actor of trainguard's detections and actions in a timeline
+TRAINGUARD_WITH_LEAVE = "trainguard_with_leave"  # trainguard where every owner gave it leave to act on findings
+GUARDS = frozenset({TRAINGUARD, TRAINGUARD_WITH_LEAVE})  # strategies that run trainguard; the rest are anchors
 
 
 class ActionKind(StrEnum):

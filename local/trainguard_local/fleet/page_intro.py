@@ -13,6 +13,7 @@ from html import escape
 from typing import Any
 
 from trainguard_local.fleet.html_parts import source
+from trainguard_local.fleet.model import GUARDS
 from trainguard_local.fleet.words import fault_name, strategy_name
 from trainguard_local.simulation import job_spec, reporting
 from trainguard_local.simulation import later_faults as later
@@ -39,7 +40,7 @@ def simulation_intro(report: dict[str, Any], command: str) -> list[str]:
     trace = report["trace"]
     kinds = {kind: count for kind, count in trace["faults_by_kind"].items() if count}
     faults = "; ".join(f"{fault_name(kind)} ({count})" for kind, count in kinds.items())
-    anchors = [strategy_name(name) for name in report["strategies"] if name != "trainguard"]
+    anchors = [strategy_name(name) for name in report["strategies"] if name not in GUARDS]
     return [
         '<div class="simulation" id="simulation">',
         "<p><strong>This page is a simulation, not a measurement of a real fleet.</strong> "

@@ -22,6 +22,7 @@ from trainguard.domain.progress_lines import read_progress_line
 from trainguard.domain.progress_rule import compile_template
 from trainguard.domain.progress_settings import ProgressSettings
 from trainguard.domain.progress_watch import ProgressState, advance
+from trainguard_local.fleet.goals import SLOWDOWN_GOAL_FACTOR
 from trainguard_local.fleet.model import JobOutcome
 from trainguard_local.fleet.percentiles import p50_p95, rounded
 from trainguard_local.simulation.activity import LaunchActivity, worded
@@ -107,13 +108,10 @@ def _judged(trace: Trace, job: JobSpec) -> tuple[int, set[str]]:
     return judged, kinds
 
 
-GOAL_FACTOR = 1.5  # the issue's goal: a slowdown of 1.5 times or more found within 20 minutes (p95)
-
-
 def findings_found(trace: Trace, outcomes: Iterable[JobOutcome], guard: str) -> dict[str, dict[str, Any]]:
-    """Per finding kind, on the jobs that report their progress (a slowdown only from GOAL_FACTOR times): how many,
-    how many `guard` found, and its minutes from the strike (a divergence's first NaN line) to the finding, p50 and
-    p95 of those found; `missed` names the others."""
+    """Per finding kind, on the jobs that report their progress (a slowdown only from SLOWDOWN_GOAL_FACTOR times): how
+    many, how many `guard` found, and its minutes from the strike (a divergence's first NaN line) to the finding, p50
+    and p95 of those found; `missed` names the others."""
     by_job = {outcome.job.name: outcome for outcome in outcomes}
     found: dict[str, dict[str, Any]] = {}
     for kind in (FaultKind.DEGRADED_HOST, FaultKind.DIVERGED):
@@ -122,7 +120,7 @@ def findings_found(trace: Trace, outcomes: Iterable[JobOutcome], guard: str) -> 
             job = next(j for j in trace.jobs if j.name == fault.job_name)
             if fault.kind is not kind or job.reporting.reporting is Reporting.NONE:
                 continue
-            if kind is FaultKind.DEGRADED_HOST and fault.slowdown_factor < GOAL_FACTOR:
+            if kind is FaultKind.DEGRADED_HOST and fault.slowdown_factor < SLOWDOWN_GOAL_FACTOR:
                 continue
             first = [d.minutes for d in by_job[job.name].detections if d.detector == guard and d.fault_kind is kind]
             (minutes.append(min(first)) if first else missed.append(job.name))

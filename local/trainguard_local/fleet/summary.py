@@ -8,6 +8,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from trainguard_local.fleet.model import GUARDS
 from trainguard_local.fleet.words import strategy_name
 from trainguard_local.simulation.rhythm import CADENCE_CLASSES
 
@@ -62,7 +63,7 @@ def render_summary(answer: dict[str, Any]) -> str:
     lines += guard_cost_lines(answer.get("guard_cost"))
     lines.append("")
     lines += [f"{name}: {text}" for name, text in answer.get("definitions", FIGURE_DEFINITIONS).items()]
-    anchors = ", ".join(name for name in answer["strategies"] if not name.startswith("trainguard"))
+    anchors = ", ".join(name for name in answer["strategies"] if name not in GUARDS)
     lines.append(f"the anchors ({anchors}) are models of their documentation; see 'sources'")
     if answer.get("written"):
         lines.append("")

@@ -34,7 +34,7 @@ from infra.settings import Settings
 from trainguard.domain.outcome import Outcome
 from trainguard.domain.progress_findings import FindingKind
 from trainguard_local.fleet.guard_cost import Deployment, UsageSummary, guard_cost
-from trainguard_local.fleet.model import JobOutcome
+from trainguard_local.fleet.model import TRAINGUARD_WITH_LEAVE, JobOutcome
 from trainguard_local.fleet.person import PersonOnCall, person_rng
 from trainguard_local.fleet.trainguard_run.answers import TrainguardAnswers
 from trainguard_local.fleet.trainguard_run.finding_windows import NOTICES
@@ -206,9 +206,9 @@ def initial_quota_values(trace: Trace) -> dict[str, float]:
     return values
 
 
-def with_leave_to_act() -> TrainguardStrategy:
+def with_leave_to_act(on_progress: Callable[[float], None] | None = None) -> TrainguardStrategy:
     """trainguard where every owner gave it leave to act on a slowdown and a divergence (issue 28)."""
-    return TrainguardStrategy(name="trainguard_with_leave", owner_tags=dict(LEAVE_TAGS))
+    return TrainguardStrategy(name=TRAINGUARD_WITH_LEAVE, owner_tags=dict(LEAVE_TAGS), on_progress=on_progress)
 
 
 def judge_findings(world: FleetWorld, lives: dict[str, TrainguardAnswers]) -> None:
