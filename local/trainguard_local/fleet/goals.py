@@ -209,6 +209,10 @@ def finding_goals(report: dict[str, Any]) -> list[GoalCheck]:
         measured = "none found" if p95 is None else f"{p95:,.1f} min"
         measured += f", {figures['found']} of {figures['jobs']} jobs that report progress found"
         measured += f" (missed: {', '.join(figures['missed'])})" if figures["missed"] else ""
+        chatty = figures.get("by_cadence", {}).get(CHATTY)
+        if chatty and chatty["jobs"]:
+            measured += f"; jobs that log more than once a minute: {chatty['found']} of {chatty['jobs']} found"
+            measured += f", p95 {chatty['p95']:,.1f} min" if chatty["p95"] is not None else ""
         met = p95 is not None and p95 <= limit and len(figures["missed"]) <= 0.05 * figures["jobs"]
         checks.append(GoalCheck(28, f"{words} {limit} min, p95", measured, met if figures["jobs"] else None))
     run = sum(strategies[TRAINGUARD]["false_findings"].values())

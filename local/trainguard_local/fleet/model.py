@@ -72,7 +72,7 @@ class AfterFault:
     """Something that came `at` (hours on the trace clock) after a fault struck: a detection, a recovery."""
 
     fault_kind: FaultKind
-    struck_at: float  # when the fault showed: a failed or stopped job, a hang's start, a refused launch
+    struck_at: float  # when the fault showed: a failed or stopped job, a hang's start, a refused launch, a NaN line
     at: float
 
     @property

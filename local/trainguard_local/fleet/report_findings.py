@@ -28,6 +28,7 @@ from trainguard_local.fleet.percentiles import p50_p95, rounded
 from trainguard_local.simulation.activity import LaunchActivity, worded
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.reporting import Reporting
+from trainguard_local.simulation.rhythm import CADENCE_CLASSES
 from trainguard_local.simulation.trace import JobSpec, Trace
 
 FINDINGS = tuple(kind.value for kind in FindingKind)
@@ -111,11 +112,11 @@ def _judged(trace: Trace, job: JobSpec) -> tuple[int, set[str]]:
 def findings_found(trace: Trace, outcomes: Iterable[JobOutcome], guard: str) -> dict[str, dict[str, Any]]:
     """Per finding kind, on the jobs that report their progress (a slowdown only from SLOWDOWN_GOAL_FACTOR times): how
     many, how many `guard` found, and its minutes from the strike (a divergence's first NaN line) to the finding, p50
-    and p95 of those found; `missed` names the others."""
+    and p95 of those found; `missed` names the others; `by_cadence` the same by how often each job logs."""
     by_job = {outcome.job.name: outcome for outcome in outcomes}
     found: dict[str, dict[str, Any]] = {}
     for kind in (FaultKind.DEGRADED_HOST, FaultKind.DIVERGED):
-        minutes, missed = [], []
+        minutes: list[tuple[str, str, float | None]] = []  # a job, its cadence class, its minutes (None: missed)
         for fault in trace.faults:
             job = next(j for j in trace.jobs if j.name == fault.job_name)
             if fault.kind is not kind or job.reporting.reporting is Reporting.NONE:
@@ -123,7 +124,15 @@ def findings_found(trace: Trace, outcomes: Iterable[JobOutcome], guard: str) -> 
             if kind is FaultKind.DEGRADED_HOST and fault.slowdown_factor < SLOWDOWN_GOAL_FACTOR:
                 continue
             first = [d.minutes for d in by_job[job.name].detections if d.detector == guard and d.fault_kind is kind]
-            (minutes.append(min(first)) if first else missed.append(job.name))
-        found[kind.value] = {"jobs": len(minutes) + len(missed), "found": len(minutes), **p50_p95(minutes)}
-        found[kind.value]["missed"] = missed
+            minutes.append((job.name, job.rhythm.cadence_class, min(first) if first else None))
+        found[kind.value] = {
+            **_found_of(minutes),
+            "missed": [name for name, _, taken in minutes if taken is None],
+            "by_cadence": {cls: _found_of([m for m in minutes if m[1] == cls]) for cls, _, _ in CADENCE_CLASSES},
+        }
     return found
+
+
+def _found_of(minutes: Sequence[tuple[str, str, float | None]]) -> dict[str, Any]:
+    taken = [m for _, _, m in minutes if m is not None]
+    return {"jobs": len(minutes), "found": len(taken), **p50_p95(taken)}

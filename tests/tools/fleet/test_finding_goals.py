@@ -9,8 +9,11 @@ from trainguard_local.bench.against_goals import finding_goals_markdown
 from trainguard_local.fleet.goals import finding_goals
 
 
-def _found(p95: float | None, jobs: int, missed: list[str]) -> dict[str, Any]:
-    return {"jobs": jobs, "found": jobs - len(missed), "p50": p95, "p95": p95, "missed": missed}
+def _found(p95: float | None, jobs: int, missed: list[str], chatty_p95: float | None = None) -> dict[str, Any]:
+    figures = {"jobs": jobs, "found": jobs - len(missed), "p50": p95, "p95": p95, "missed": missed}
+    if chatty_p95 is not None:  # one job that logs more than once a minute, found
+        figures["by_cadence"] = {"under 1 min": {"jobs": 1, "found": 1, "p50": chatty_p95, "p95": chatty_p95}}
+    return figures
 
 
 def _report(
@@ -73,6 +76,12 @@ def test_a_missed_job_is_named_and_a_kind_without_jobs_has_nothing_to_measure():
     assert checks[0].met is None
     assert checks[1].met is False
     assert checks[1].measured == "none found, 0 of 2 jobs that report progress found (missed: a, b)"
+
+
+def test_the_jobs_that_log_more_than_once_a_minute_are_measured_apart():
+    checks = finding_goals(_report(diverged=_found(14.0, 3, [], chatty_p95=1.5)))
+    assert checks[1].met is False
+    assert checks[1].measured.endswith("; jobs that log more than once a minute: 1 of 1 found, p95 1.5 min")
 
 
 def test_without_the_leave_strategy_the_waste_goals_say_how_to_measure_them():

@@ -55,7 +55,10 @@ def test_a_degraded_host_is_found_within_minutes_its_host_named_and_the_person_r
     assert outcome.slowed_hours == pytest.approx(slowed / 2, abs=0.01)  # half of every hour at 2 times slower
     assert outcome.findings == (("slowdown", True),)
     found = findings_found(degraded(slow_host=2), [outcome], TRAINGUARD)
-    assert found["degraded_host"] == {"jobs": 1, "found": 1, **p50_p95([detection.minutes]), "missed": []}
+    once = {"jobs": 1, "found": 1, **p50_p95([detection.minutes])}
+    none = {"jobs": 0, "found": 0, **p50_p95([])}
+    by_cadence = {"under 1 min": once, "1 to 10 min": none, "10 min and over": none}  # it logs every 20 s
+    assert found["degraded_host"] == {**once, "missed": [], "by_cadence": by_cadence}
     assert found["diverged"]["jobs"] == 0
 
 
@@ -86,3 +89,16 @@ def test_with_leave_a_diverged_run_is_stopped_never_relaunched_and_the_person_fi
     assert outcome.completed_at == pytest.approx(
         spec.fault_free_completion_at + 0.2 + detection.minutes / 60 + 5.0 + STARTUP, abs=0.05
     )
+
+
+def test_a_divergence_is_timed_from_its_first_nan_line_not_from_its_strike() -> None:
+    """A job logging every 5 minutes diverges at 132.6 min of work: its first NaN line is the 135-minute one, and the
+    minutes to the finding count from it (the issue's goal): three reports 5 minutes apart, then the prober's minute."""
+    every_5_min = JobRhythm(log_every_seconds=300.0, checkpoint_write_minutes=1.0, announces_phases=True)
+    spec = job(rhythm=every_5_min, reporting=REPORTING, uses_debugger_hook=False)
+    divergence = fault(spec, FaultKind.DIVERGED, 2.21)
+    outcome, record = run(trace_of(spec, divergence))
+    assert told(record)[0][0] == "divergence-found"
+    [detection] = outcome.detections
+    assert (detection.struck_at - divergence.strikes_at) * 60 == pytest.approx(2.4, abs=0.01)
+    assert detection.minutes == pytest.approx(10, abs=1)  # the third report 10 min after the first, the minute

@@ -24,8 +24,10 @@ from trainguard_local.fleet.model import TRAINGUARD, State
 from trainguard_local.fleet.trainguard_run.endings import after_end, person_relaunches, person_stops
 from trainguard_local.fleet.trainguard_run.life_state import LifeState
 from trainguard_local.fleet.trainguard_run.schedules import StallWindow, StopNews, minute_index
+from trainguard_local.simulation.activity import SECOND
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.kernel import Park, Sleep
+from trainguard_local.simulation.reporting import LineKind
 from trainguard_local.simulation.trace import Fault
 
 MARGIN_MINUTES = 15  # past the latest moment the rules could find it
@@ -56,14 +58,16 @@ def watch_finding(life: LifeState, fault: Fault) -> Steps:
     life.wasting[life.name] = fault.kind
     response = life.settings.person.response_hours(life.rng)
     window = _open_window(life, fault)
+    shown = _shown_at(life, fault, struck)
     news = yield Park(min(window.closes_at, _launch_end(life)))
     life.ticker.close(window.job_name)
     tl.train_for(life.kernel.now - tl.now)
     if isinstance(news, StopNews):
+        tl.detect(fault.kind, shown, TRAINGUARD)
         yield from _stopped_by_trainguard(life, fault, struck, news, response)
         return True
     if isinstance(news, FoundNews):
-        tl.detect(fault.kind, struck, TRAINGUARD)
+        tl.detect(fault.kind, shown, TRAINGUARD)
         return (yield from _left_to_the_person(life, fault, struck, life.kernel.now + response, told=True))
     if fault.kind is FaultKind.DIVERGED:
         return (yield from _left_to_the_person(life, fault, struck, struck + response, told=False))
@@ -83,6 +87,16 @@ def window_minutes(life: LifeState, fault: Fault) -> float:
     else:
         finding = 2 * (settings.divergence_reports + 1) * interval
     return learning + finding + phase + MARGIN_MINUTES
+
+
+def _shown_at(life: LifeState, fault: Fault, struck: float) -> float:
+    """When the fault shows in the job's lines, what the minutes to trainguard's finding count from: a divergence at
+    its first step line from the strike (its loss NaN: the issue's "first NaN line"), a slowdown at its strike."""
+    if fault.kind is not FaultKind.DIVERGED:
+        return struck
+    ahead = struck + window_minutes(life, fault) / 60
+    lines = life.logs.activity.lines(struck - SECOND, ahead)
+    return next((at for at, token in lines if token.kind is LineKind.STEP and at >= struck), struck)
 
 
 def _open_window(life: LifeState, fault: Fault) -> StallWindow:
@@ -139,7 +153,6 @@ def _stopped_by_trainguard(life: LifeState, fault: Fault, struck: float, news: S
     """trainguard stopped the job with the owner's leave: a slow one is relaunched by trainguard (its end, job_end.py),
     a diverged one is left to the person, who fixes it and relaunches it a response time after the notice."""
     tl, diverged = life.tl, fault.kind is FaultKind.DIVERGED
-    tl.detect(fault.kind, struck, TRAINGUARD)
     life.end_kind[life.name] = fault.kind
     life.flush_guard_calls()
     kept_before = fault.at_work_hours if diverged else math.inf
