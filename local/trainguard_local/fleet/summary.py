@@ -24,7 +24,9 @@ FIGURE_DEFINITIONS: dict[str, str] = {
     "completion_delay_hours": "the extra wall-clock hours until a job's work is done, compared with a fault-free "
     "run (p50, p95 over jobs that completed, and the total)",
     "jobs_completed": "jobs whose work is done by the end of the trace's window",
-    "detect_minutes": "per fault kind, from the moment the fault shows to its first detection, by anyone",
+    "detect_minutes": "per fault kind, from the moment the fault shows to its first detection, by anyone (a "
+    "divergence shows in its first NaN line under trainguard, at its strike in the anchors, a log interval at most "
+    "before it)",
     "detect_minutes_by_cadence": "the hangs' (idle GPU, busy GPU, NCCL) detect_minutes by the cadence class of the "
     "job's own median log gap: "
     + "; ".join(
