@@ -234,3 +234,35 @@ def test_stored_step_times_too_small_to_be_real_are_dropped_and_the_noise_ratio_
     legacy = PaceState.from_json({"base": [20.0] * 10 + [30.0] * 10, "seen": 25})  # stored before the spread was
     assert legacy.base_seconds == 25.0 and len(legacy.spread) == BASELINE_INTERVALS
     assert math.isfinite(noise_ratio((1e-4, 1e8) * 10))
+
+
+# Megatron-LM's training_log (progress_markers.py): a skipped iteration adds nothing to the loss and counts as a nan
+# iteration when its loss was NaN or infinite; the loss is printed only `if avg > 0.0`.
+MEGATRON_HEAD = (
+    " iteration      300/ 1000000 | consumed samples: 307200 | elapsed time per iteration (ms): 1000.0 | "
+    "learning rate: 3.000E-04 | global batch size:  1024 |"
+)
+
+
+@pytest.mark.parametrize(
+    ("tail", "loss", "why"),
+    [
+        (" loss scale: 1.0 | number of skipped iterations:  10 | number of nan iterations:  10 |", math.nan,
+         "fp16, every iteration skipped on a NaN loss"),
+        (" lm loss: 2.373574E+00 | loss scale: 1.0 | number of skipped iterations:   1 | "
+         "number of nan iterations:   1 |",
+         2.373574, "one skipped on a NaN, the others advanced: the loss the line prints"),
+        (" loss scale: 65536.0 | number of skipped iterations:  10 | number of nan iterations:   0 |", None,
+         "the loss scale finding its level at the start: skipped on overflowing gradients, the losses finite"),
+        (" mlm loss: 7.1E+00 | loss scale: 1.0 | number of skipped iterations:   1 | number of nan iterations:   1 |",
+         None, "another model's loss printed: some iterations advanced, and the lm loss is not there to read"),
+        (" loss scale: 1.0 | grad norm: 0.811 | number of skipped iterations:   0 | number of nan iterations:   0 |",
+         None, "bf16: a NaN leaves the loss out and counts nothing"),
+    ],
+)  # fmt: skip
+def test_a_megatron_line_reads_a_nan_loss_from_its_nan_iterations(tail: str, loss: float | None, why: str) -> None:
+    read = read_progress_line(MEGATRON_HEAD + tail)
+    assert read.step == 300, why
+    assert read.loss == loss or (
+        loss is not None and math.isnan(loss) and read.loss is not None and math.isnan(read.loss)
+    ), why

@@ -12,6 +12,7 @@ to MAX_LINE_CHARS first.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 
@@ -46,7 +47,7 @@ def _loss(pattern: re.Pattern[str], text: str) -> float | None:
     return read_number(found[1]) if found else None
 
 
-def _batch(pattern: re.Pattern[str], text: str) -> int | None:
+def _integer(pattern: re.Pattern[str], text: str) -> int | None:
     found = pattern.search(text)
     return int(found[1]) if found else None
 
@@ -54,8 +55,13 @@ def _batch(pattern: re.Pattern[str], text: str) -> int | None:
 # --- Megatron-LM: megatron/training/training.py (training_log; print_datetime), megatron/training/checkpointing.py
 # (save_checkpoint; load_checkpoint), NVIDIA/Megatron-LM at d98e8a64ddf34856e74b24714e3bedb2f5a39553. ---
 _MEGATRON_STEP = _pattern(r"(?<!Validation: )(?<!Testing: )\biteration\s{1,20}({STEP})/\s{0,20}[0-9]{1,15}\s{0,4}\|")
-# A NaN loss is left out of the line (`if avg > 0.0`): the step is read, the loss is not.
+# A NaN loss is left out of the line (`if avg > 0.0`). An iteration the loss scale skipped (fp16) adds nothing to the
+# loss and counts in `number of nan iterations` when its loss was NaN or infinite (training_log's `got_nan`): a line
+# with no loss of any name whose count is above 0 skipped every iteration since the last, on a NaN among them, and
+# reads as a NaN loss. A bf16 run skips nothing and counts nothing: its NaN leaves only the loss out (no loss read).
 _MEGATRON_LOSS = _pattern(r"\|\s{0,4}lm[ _]loss:\s{0,4}({NUMBER})\s{0,4}\|")
+_MEGATRON_ANY_LOSS = _pattern(r"\|\s{0,4}[A-Za-z0-9 _-]{0,40}loss:\s{0,4}{NUMBER}\s{0,4}\|")
+_MEGATRON_NAN_ITERATIONS = _pattern(r"\|\s{0,4}number of nan iterations:\s{0,12}({STEP})\s{0,4}\|")
 _MEGATRON_BATCH = _pattern(r"\|\s{0,4}global batch size:\s{0,12}({STEP})\s{0,4}\|")
 _MEGATRON_MARKS = (
     (re.compile(r"\bsaving checkpoint at iteration\s"), _phase(Reader.MEGATRON, Phase.BEGIN, CHECKPOINT)),
@@ -71,7 +77,9 @@ _MEGATRON_MARKS = (
 
 def _megatron(text: str) -> ProgressReading | None:
     if step := _MEGATRON_STEP.search(text):
-        loss, batch = _loss(_MEGATRON_LOSS, text), _batch(_MEGATRON_BATCH, text)
+        loss, batch = _loss(_MEGATRON_LOSS, text), _integer(_MEGATRON_BATCH, text)
+        if not _MEGATRON_ANY_LOSS.search(text) and (_integer(_MEGATRON_NAN_ITERATIONS, text) or 0) > 0:
+            loss = math.nan
         return ProgressReading(step=int(step[1]), loss=loss, batch=batch, source=Reader.MEGATRON)
     return _first(text, _MEGATRON_MARKS)
 
@@ -96,7 +104,7 @@ def _nemo(text: str) -> ProgressReading | None:
     if step := _NEMO_STEP.search(text):
         global_step = _NEMO_GLOBAL_STEP.search(text)
         number = int(global_step[1]) if global_step else int(step[1])
-        loss, batch = _loss(_NEMO_LOSS, text), _batch(_NEMO_BATCH, text)
+        loss, batch = _loss(_NEMO_LOSS, text), _integer(_NEMO_BATCH, text)
         return ProgressReading(step=number, loss=loss, batch=batch, source=Reader.NEMO)
     return _first(text, _NEMO_MARKS)
 
