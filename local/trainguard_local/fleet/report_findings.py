@@ -112,16 +112,22 @@ def _judged(trace: Trace, job: JobSpec) -> tuple[int, set[str]]:
 def findings_found(trace: Trace, outcomes: Iterable[JobOutcome], guard: str) -> dict[str, dict[str, Any]]:
     """Per finding kind, on the jobs that report their progress (a slowdown only from SLOWDOWN_GOAL_FACTOR times): how
     many, how many `guard` found, and its minutes from the strike (a divergence's first NaN line) to the finding, p50
-    and p95 of those found; `missed` names the others; `by_cadence` the same by how often each job logs."""
+    and p95 of those found; `missed` names the others; `by_cadence` the same by how often each job logs. A divergence
+    counts where the job's lines print its NaN loss; `no_nan_line` names those whose lines never do (the rule cannot
+    see them)."""
     by_job = {outcome.job.name: outcome for outcome in outcomes}
     found: dict[str, dict[str, Any]] = {}
     for kind in (FaultKind.DEGRADED_HOST, FaultKind.DIVERGED):
         minutes: list[tuple[str, str, float | None]] = []  # a job, its cadence class, its minutes (None: missed)
+        unseen = []
         for fault in trace.faults:
             job = next(j for j in trace.jobs if j.name == fault.job_name)
             if fault.kind is not kind or job.reporting.reporting is Reporting.NONE:
                 continue
             if kind is FaultKind.DEGRADED_HOST and fault.slowdown_factor < SLOWDOWN_GOAL_FACTOR:
+                continue
+            if kind is FaultKind.DIVERGED and not job.reporting.dialect.shows_a_nan_loss:
+                unseen.append(job.name)
                 continue
             first = [d.minutes for d in by_job[job.name].detections if d.detector == guard and d.fault_kind is kind]
             minutes.append((job.name, job.rhythm.cadence_class, min(first) if first else None))
@@ -129,6 +135,7 @@ def findings_found(trace: Trace, outcomes: Iterable[JobOutcome], guard: str) -> 
             **_found_of(minutes),
             "missed": [name for name, _, taken in minutes if taken is None],
             "by_cadence": {cls: _found_of([m for m in minutes if m[1] == cls]) for cls, _, _ in CADENCE_CLASSES},
+            **({"no_nan_line": unseen} if kind is FaultKind.DIVERGED else {}),
         }
     return found
 

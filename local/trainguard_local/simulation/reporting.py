@@ -83,6 +83,12 @@ class Dialect:
     # loss only `if avg > 0.0`, as most of its versions and forks do): '' when it prints the NaN.
     loss_part: str = ""
 
+    @property
+    def shows_a_nan_loss(self) -> bool:
+        """Whether a diverged run's step lines print its NaN loss (DeepSpeed's print no loss, Megatron-LM's leave it
+        out): the only sign of a divergence in its lines."""
+        return "{loss" in self.step and not self.loss_part
+
 
 _PREFIX_TITAN = "[rank0]:[titan] 2026-12-06 00:00:00,000 - root - INFO - "
 _PREFIX_DS = "[2026-12-06 00:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] "

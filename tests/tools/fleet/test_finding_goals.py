@@ -1,12 +1,18 @@
 """Issue 28's goals as the report page and BENCHMARKS.md judge them (fleet/goals.py: finding_goals), on reports
 written by hand: each goal met, missed or not measurable for the reason the figures give."""
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from tests.tools.fleet.cases import PERSON, fault, job, trace_of_many
 from trainguard_local.bench.against_goals import finding_goals_markdown
+from trainguard_local.fleet.anchors import no_guard
 from trainguard_local.fleet.goals import finding_goals
+from trainguard_local.fleet.report_findings import findings_found
+from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.reporting import CONTRACT, FRAMEWORKS, JobReporting, Reporting
 
 
 def _found(p95: float | None, jobs: int, missed: list[str], chatty_p95: float | None = None) -> dict[str, Any]:
@@ -102,3 +108,27 @@ def test_benchmarks_md_lists_the_goals_and_the_waste_of_each_strategy():
     assert sum(line.startswith("- ") for line in lines) == 5
     assert "| trainguard_with_leave | 20.0 / 10.0 | 5.0 / 2.5 |" in lines
     assert "| none | 100.0 / 50.0 | 40.0 / 20.0 |" in lines
+
+
+def test_divergences_whose_lines_print_no_nan_are_named_apart_and_said() -> None:
+    """A diverged DeepSpeed run (its step lines print no loss) and a Megatron-LM one (a NaN loss left out) have no first
+    NaN line for the goal to count from: findings_found names them in `no_nan_line`, the goal's line says how many."""
+    dialects = {dialect.name: dialect for dialect in FRAMEWORKS}
+    assert [d.shows_a_nan_loss for d in (CONTRACT, dialects["megatron"], dialects["deepspeed"], dialects["nemo"])] == [
+        True,
+        False,
+        False,
+        True,
+    ]
+    specs = [
+        replace(job(), name=name, reporting=JobReporting(Reporting.FRAMEWORK, dialects[dialect]))
+        for name, dialect in (("job-ds", "deepspeed"), ("job-mlm", "megatron"), ("job-nemo", "nemo"))
+    ]
+    trace = trace_of_many(*((spec, fault(spec, FaultKind.DIVERGED, 2.0)) for spec in specs))
+    found = findings_found(trace, no_guard(PERSON).run(trace), "trainguard")["diverged"]
+    assert (found["jobs"], found["found"], found["missed"]) == (1, 0, ["job-nemo"])
+    assert found["no_nan_line"] == ["job-ds", "job-mlm"]
+    report = _report(diverged={**_found(None, 1, ["job-nemo"]), "no_nan_line": ["job-ds", "job-mlm"]})
+    assert finding_goals(report)[1].measured.endswith(
+        "; besides, 2 whose lines print no NaN loss, which no rule on them can see"
+    )
