@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -115,11 +116,35 @@ def findings_found(trace: Trace, outcomes: Iterable[JobOutcome], guard: str) -> 
     and p95 of those found; `missed` names the others; `by_cadence` the same by how often each job logs. A divergence
     counts where the job's lines print its NaN loss; `no_nan_line` names those whose lines never do (the rule cannot
     see them)."""
-    by_job = {outcome.job.name: outcome for outcome in outcomes}
     found: dict[str, dict[str, Any]] = {}
+    for kind, (minutes, unseen) in finding_minutes(trace, outcomes, guard).items():
+        found[kind.value] = {
+            **found_of(minutes),
+            "missed": [taken.job_name for taken in minutes if taken.minutes is None],
+            "by_cadence": {cls: found_of([m for m in minutes if m.cadence == cls]) for cls, _, _ in CADENCE_CLASSES},
+            **({"no_nan_line": unseen} if kind is FaultKind.DIVERGED else {}),
+        }
+    return found
+
+
+@dataclass(frozen=True)
+class Taken:
+    """How long `guard` took to find one job's fault (None: never), and how often the job logs."""
+
+    job_name: str
+    cadence: str  # its cadence class (simulation/rhythm.py)
+    minutes: float | None
+
+
+def finding_minutes(
+    trace: Trace, outcomes: Iterable[JobOutcome], guard: str
+) -> dict[FaultKind, tuple[list[Taken], list[str]]]:
+    """Per finding kind, what findings_found counts: each job's minutes, and the divergences whose lines print no
+    NaN."""
+    by_job = {outcome.job.name: outcome for outcome in outcomes}
+    result: dict[FaultKind, tuple[list[Taken], list[str]]] = {}
     for kind in (FaultKind.DEGRADED_HOST, FaultKind.DIVERGED):
-        minutes: list[tuple[str, str, float | None]] = []  # a job, its cadence class, its minutes (None: missed)
-        unseen = []
+        minutes, unseen = [], []
         for fault in trace.faults:
             job = next(j for j in trace.jobs if j.name == fault.job_name)
             if fault.kind is not kind or job.reporting.reporting is Reporting.NONE:
@@ -130,16 +155,12 @@ def findings_found(trace: Trace, outcomes: Iterable[JobOutcome], guard: str) -> 
                 unseen.append(job.name)
                 continue
             first = [d.minutes for d in by_job[job.name].detections if d.detector == guard and d.fault_kind is kind]
-            minutes.append((job.name, job.rhythm.cadence_class, min(first) if first else None))
-        found[kind.value] = {
-            **_found_of(minutes),
-            "missed": [name for name, _, taken in minutes if taken is None],
-            "by_cadence": {cls: _found_of([m for m in minutes if m[1] == cls]) for cls, _, _ in CADENCE_CLASSES},
-            **({"no_nan_line": unseen} if kind is FaultKind.DIVERGED else {}),
-        }
-    return found
+            minutes.append(Taken(job.name, job.rhythm.cadence_class, min(first) if first else None))
+        result[kind] = (minutes, unseen)
+    return result
 
 
-def _found_of(minutes: Sequence[tuple[str, str, float | None]]) -> dict[str, Any]:
-    taken = [m for _, _, m in minutes if m is not None]
+def found_of(minutes: Sequence[Taken]) -> dict[str, Any]:
+    """How many jobs, how many found, and p50 and p95 of the minutes of those found."""
+    taken = [m.minutes for m in minutes if m.minutes is not None]
     return {"jobs": len(minutes), "found": len(taken), **p50_p95(taken)}
