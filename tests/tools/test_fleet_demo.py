@@ -99,6 +99,7 @@ def test_the_fleet_demo_shows_what_trainguard_did_and_writes_its_files(demo_run:
         demo_trace(), json.loads(Path(shown["written"]["json"]).read_text()), FaultKind.HANG_IDLE_GPU
     )
     assert idle_hang.job.reporting.reporting is Reporting.NONE and idle_hang.job.rhythm.log_every_seconds < 60
+    # minutes of the fleet's virtual clock from the hang's strike to trainguard's stop (the report's), not wall time
     assert 0 <= idle_hang.fleet_clock_minutes <= 10, idle_hang.fleet_clock_minutes
     assert "its lines come up to 40 min apart, past the fixed 30 min: left alone" in out
     assert any("checkpoints have stopped reaching S3" in n["subject"] for n in notifications)

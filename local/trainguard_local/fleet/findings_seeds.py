@@ -20,21 +20,15 @@ from trainguard_local.fleet.anchors import no_guard
 from trainguard_local.fleet.goals import DIVERGENCE_FOUND_MINUTES, SLOWDOWN_FOUND_MINUTES
 from trainguard_local.fleet.model import TRAINGUARD, TRAINGUARD_WITH_LEAVE
 from trainguard_local.fleet.percentiles import percentile
-from trainguard_local.fleet.report_findings import (
-    Taken,
-    false_findings,
-    finding_minutes,
-    findings_audit,
-    wasted_gpu_hours_by_fault,
-)
+from trainguard_local.fleet.report_findings import Taken, finding_figures, finding_minutes, findings_audit
 from trainguard_local.fleet.trainguard_strategy import with_leave_to_act
 from trainguard_local.simulation.fault_table import FaultKind
-from trainguard_local.simulation.reporting import Reporting
 from trainguard_local.simulation.rhythm import CADENCE_CLASSES
 from trainguard_local.simulation.trace import generate_trace
 
 KINDS = {FaultKind.DEGRADED_HOST: SLOWDOWN_FOUND_MINUTES, FaultKind.DIVERGED: DIVERGENCE_FOUND_MINUTES}
 STRATEGIES = ("none", TRAINGUARD_WITH_LEAVE)
+_REPORTING_WASTE = "wasted_gpu_hours_by_fault_of_reporting_jobs"
 
 
 @dataclass(frozen=True)
@@ -55,18 +49,19 @@ def seed_figures(seed: int, jobs: int, hours: float) -> SeedFigures:
     trace = generate_trace(jobs, hours, seed)
     outcomes = {strategy.name: strategy.run(trace) for strategy in (no_guard(), with_leave_to_act())}
     found = finding_minutes(trace, outcomes[TRAINGUARD_WITH_LEAVE], TRAINGUARD)
-    waste = {}
-    for name, outs in outcomes.items():
-        reporting = [o for o in outs if o.job.reporting.reporting is not Reporting.NONE]
-        for only_reporting, chosen in ((False, outs), (True, reporting)):
-            for kind, hours_wasted in wasted_gpu_hours_by_fault(trace, chosen).items():
-                waste[(name, kind, only_reporting)] = hours_wasted or 0.0
+    figures = {name: finding_figures(trace, outs, TRAINGUARD) for name, outs in outcomes.items()}
+    waste = {
+        (name, kind, only_reporting): hours or 0.0
+        for name, each in figures.items()
+        for only_reporting, field in ((False, "wasted_gpu_hours_by_fault"), (True, _REPORTING_WASTE))
+        for kind, hours in each[field].items()
+    }
     return SeedFigures(
         seed,
         {kind: minutes for kind, (minutes, _) in found.items()},
         len(found[FaultKind.DIVERGED][1]),
         waste,
-        sum(false_findings(outcomes[TRAINGUARD_WITH_LEAVE]).values()),
+        sum(figures[TRAINGUARD_WITH_LEAVE]["false_findings"].values()),
         findings_audit(trace),
     )
 
