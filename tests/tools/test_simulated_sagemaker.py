@@ -17,9 +17,13 @@ from moto import mock_aws
 from tests.tools.simulated_services import START, error_of, post_raw
 from trainguard_local.simulation.clock import SimClock
 from trainguard_local.simulation.fault_table import FAULT_TABLE, Ending, FaultKind
+from trainguard_local.stand_in.json_api import ApiError, JsonApiModel
+from trainguard_local.stand_in.sagemaker_api_model import SAGEMAKER_API
 from trainguard_local.stand_in.sagemaker_control_plane import InvalidTransition, SimulatedSageMaker
 from trainguard_local.stand_in.sagemaker_events import eventbridge_forwarder
 from trainguard_local.stand_in.sagemaker_server import SageMakerServer
+from trainguard_local.stand_in.service_quotas import SimulatedServiceQuotas
+from trainguard_local.stand_in.service_quotas_catalogue import SERVICE_QUOTAS_API
 
 # About 2.5 s with imports: a real HTTP server per test and moto's EventBridge.
 pytestmark = pytest.mark.slow
@@ -133,6 +137,46 @@ def test_operations_not_simulated_fail_with_their_name(sagemaker: Any, server: S
     status, body = post_raw(server, "SageMaker.LaunchRockets", {})
     assert (status, body["__type"]) == (400, "UnknownOperationException")
     assert "LaunchRockets" in body["message"]
+
+
+def test_the_operations_simulated_are_the_methods_named_after_them_and_no_other() -> None:
+    """Each operation is answered by the stand-in's method of its name in snake case (json_api.answer_of): a private
+    helper named like an operation would answer it, so the set is pinned."""
+    services = [
+        (SAGEMAKER_API, SimulatedSageMaker(clock=SimClock(START).now)),
+        (SERVICE_QUOTAS_API, SimulatedServiceQuotas(clock=SimClock(START).now)),
+    ]
+    answered = {
+        api.service_name: sorted(op for op in api.service_model.operation_names if _answers(api, server, op))
+        for api, server in services
+    }
+    assert answered == {
+        "sagemaker": [
+            "AddTags",
+            "CreateTrainingJob",
+            "DeleteTags",
+            "DescribeTrainingJob",
+            "ListTags",
+            "ListTrainingJobs",
+            "StopTrainingJob",
+        ],
+        "service-quotas": [
+            "GetRequestedServiceQuotaChange",
+            "GetServiceQuota",
+            "ListRequestedServiceQuotaChangeHistory",
+            "ListRequestedServiceQuotaChangeHistoryByQuota",
+            "ListServiceQuotas",
+            "RequestServiceQuotaIncrease",
+        ],
+    }
+
+
+def _answers(api: JsonApiModel, server: object, operation: str) -> bool:
+    try:
+        api.answer_of(server, operation, {})
+    except ApiError as error:
+        return error.code != "UnknownOperationException"
+    return True
 
 
 def test_duplicate_name_is_resource_in_use(sagemaker: Any) -> None:

@@ -3,12 +3,10 @@ prober publishes the silence over the job's own limit, the verdict uses it, and 
 
 from __future__ import annotations
 
-import base64
-import gzip
-import json
 from datetime import datetime, timedelta
 
 from tests.fakes import NOW, FakePorts, fake_ports, narrowed
+from tests.unit.test_progress_workflows import delivery as delivery_of
 from tests.unit.test_stall_workflows import alarm, at, training
 from trainguard.domain.log_rhythm import FLOOR_MINUTES, LimitSource
 from trainguard.domain.outcome import OutcomeKind
@@ -24,19 +22,8 @@ JOB = "llama-pretrain"
 
 
 def delivery(job: str, times: list[datetime], message: str = "step loss 1.9", host: int = 1) -> dict[str, object]:
-    """A CloudWatch Logs subscription delivery of one stream's lines (events/log_subscription.py)."""
-    payload = {
-        "messageType": "DATA_MESSAGE",
-        "owner": "123456789012",
-        "logGroup": "/aws/sagemaker/TrainingJobs",
-        "logStream": f"{job}/algo-{host}-1764583200",
-        "subscriptionFilters": ["trainguard"],
-        "logEvents": [
-            {"id": str(i), "timestamp": int(t.timestamp() * 1000), "message": f"{message} {i}"}
-            for i, t in enumerate(times)
-        ],
-    }
-    return {"awslogs": {"data": base64.b64encode(gzip.compress(json.dumps(payload).encode())).decode()}}
+    """A CloudWatch Logs subscription delivery of one stream's lines (events/log_subscription.py), numbered."""
+    return delivery_of([(t, f"{message} {i}") for i, t in enumerate(times)], host=host, job=job)
 
 
 def logs_every(ports: FakePorts, seconds: int, *, from_: datetime, to: datetime, per_delivery: int = 6) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
@@ -71,6 +71,19 @@ class JsonApiModel:
             return frozenset()
         return frozenset(op.output_shape.members)
 
+    def answer_of(self, server: object, operation: str, params: dict[str, Any]) -> Callable[[dict[str, Any]], Any]:
+        """The method of `server` that answers `operation` once `params` are checked: `_` and the operation's name
+        in snake case (`_create_training_job`), as moto's responses name theirs. ``ApiError`` for an operation the
+        server does not simulate (UnknownOperationException) and for a request that does not fit its input."""
+        known = self.operation_model(operation) is not None
+        answer = getattr(server, "_" + _snake_case(operation), None) if known else None
+        if answer is None:
+            service = self.service_model.metadata["serviceId"]
+            kind = "is not simulated here" if known else f"is not a {service} operation"
+            raise ApiError("UnknownOperationException", f"Operation {operation} {kind}.")
+        self.validate_request(operation, params)
+        return answer  # type: ignore[no-any-return]
+
     def validate_request(self, operation: str, params: dict[str, Any]) -> None:
         """Raise ``ApiError(validation_error_code)`` when ``params`` do not fit the operation's input."""
         op = self.operation_model(operation)
@@ -92,6 +105,10 @@ class JsonApiModel:
         """The request as the plane sees it: timestamps sent as epoch numbers become aware datetimes."""
         op = self.operation_model(operation)
         return decode_wire_timestamps(params, op.input_shape if op else None)  # type: ignore[no-any-return]
+
+
+def _snake_case(operation: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", operation).lower()
 
 
 def decode_wire_timestamps(value: Any, shape: Shape | None) -> Any:

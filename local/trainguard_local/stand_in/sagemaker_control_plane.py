@@ -26,16 +26,6 @@ from trainguard_local.stand_in.sagemaker_training_job import FAILURE_REASON_LIMI
 Clock = Callable[[], datetime]
 FailedCallListener = Callable[[str, dict[str, Any], SageMakerApiError], None]
 
-SUPPORTED_OPERATIONS = (
-    "CreateTrainingJob",
-    "DescribeTrainingJob",
-    "StopTrainingJob",
-    "ListTrainingJobs",
-    "ListTags",
-    "AddTags",
-    "DeleteTags",
-)
-
 # Real error texts, with their sources:
 NOT_FOUND = "Requested resource not found."  # aws/amazon-sagemaker-examples#2360 (DescribeTrainingJob)
 UNKNOWN_RESOURCE = "Resource does not exist"  # boto3/boto3#4606 (ListTags on an unknown ARN)
@@ -82,21 +72,7 @@ class SimulatedSageMaker:
         """Answer one API call, or raise ``SageMakerApiError``. Every call is logged first, valid or not."""
         with self._lock:
             self.calls.append((operation, copy.deepcopy(params)))
-        if operation not in SUPPORTED_OPERATIONS:
-            kind = (
-                "is not simulated here" if SAGEMAKER_API.operation_model(operation) else "is not a SageMaker operation"
-            )
-            raise SageMakerApiError("UnknownOperationException", f"Operation {operation} {kind}.")
-        SAGEMAKER_API.validate_request(operation, params)
-        answer = {
-            "CreateTrainingJob": self._create_training_job,
-            "DescribeTrainingJob": self._describe_training_job,
-            "StopTrainingJob": self._stop_training_job,
-            "ListTrainingJobs": self._list_training_jobs,
-            "ListTags": self._list_tags,
-            "AddTags": self._add_tags,
-            "DeleteTags": self._delete_tags,
-        }[operation]
+        answer = SAGEMAKER_API.answer_of(self, operation, params)
         try:
             with self._lock:
                 return answer(params)

@@ -42,14 +42,6 @@ from trainguard_local.stand_in.service_quotas_catalogue import (
 
 Clock = Callable[[], datetime]
 
-SUPPORTED_OPERATIONS = (
-    "ListServiceQuotas",
-    "GetServiceQuota",
-    "RequestServiceQuotaIncrease",
-    "ListRequestedServiceQuotaChangeHistoryByQuota",
-    "ListRequestedServiceQuotaChangeHistory",
-    "GetRequestedServiceQuotaChange",
-)
 # "defaults to a value appropriate to the operation" (the API reference): 100, the model's maximum, guessed.
 LIST_DEFAULT_MAX_RESULTS = 100
 
@@ -103,19 +95,7 @@ class SimulatedServiceQuotas:
         """Answer one API call, or raise ``ApiError``. Every call is logged first, valid or not."""
         with self._lock:
             self.calls.append((operation, copy.deepcopy(params)))
-        if operation not in SUPPORTED_OPERATIONS:
-            known = SERVICE_QUOTAS_API.operation_model(operation) is not None
-            kind = "is not simulated here" if known else "is not a Service Quotas operation"
-            raise ApiError("UnknownOperationException", f"Operation {operation} {kind}.")
-        SERVICE_QUOTAS_API.validate_request(operation, params)
-        answer = {
-            "ListServiceQuotas": self._list_service_quotas,
-            "GetServiceQuota": self._get_service_quota,
-            "RequestServiceQuotaIncrease": self._request_service_quota_increase,
-            "ListRequestedServiceQuotaChangeHistoryByQuota": self._list_history_by_quota,
-            "ListRequestedServiceQuotaChangeHistory": self._list_history,
-            "GetRequestedServiceQuotaChange": self._get_requested_change,
-        }[operation]
+        answer = SERVICE_QUOTAS_API.answer_of(self, operation, params)
         with self._lock:
             self._apply_due(settle=False)
             return answer(params)
@@ -159,16 +139,16 @@ class SimulatedServiceQuotas:
         self._apply_due(settle=False)  # an outcome due at once (after=0) shows in this answer
         return {"RequestedQuota": request.describe()}
 
-    def _list_history_by_quota(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _list_requested_service_quota_change_history_by_quota(self, params: dict[str, Any]) -> dict[str, Any]:
         quota = self._quota(params["ServiceCode"], params["QuotaCode"])
         return self._history(self._requests_for(quota), params)
 
-    def _list_history(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _list_requested_service_quota_change_history(self, params: dict[str, Any]) -> dict[str, Any]:
         if "ServiceCode" in params:
             self._check_service(params["ServiceCode"])
         return self._history(self._requests, params)
 
-    def _get_requested_change(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _get_requested_service_quota_change(self, params: dict[str, Any]) -> dict[str, Any]:
         for request in self._requests:
             if request.id == params["RequestId"]:
                 return {"RequestedQuota": request.describe()}
