@@ -153,8 +153,9 @@ def guard_cost(
         "api_calls_in_run": dict(sorted(sum((h.calls for h in summary.handlers.values()), Counter()).items())),
         "invocations_in_run": {name: h.invocations for name, h in sorted(summary.handlers.items())},
         "deployment": _deployment(summary, deployment),
-        "unpriced_calls": "API calls not in PRICED_CALLS (SageMaker, Service Quotas, DescribeAlarms, "
-        "PutMetricAlarm, DeleteAlarms, SetAlarmState, FilterLogEvents, CreateSchedule) have no per-call price",
+        "unpriced_calls": "API calls other than CloudWatch's PutMetricData and GetMetricData, S3's ListObjectsV2, "
+        "SNS's Publish and DynamoDB's reads and writes (trainguard_run/usage.py) have no per-call price (SageMaker, "
+        "Service Quotas, DescribeAlarms, PutMetricAlarm, DeleteAlarms, SetAlarmState, FilterLogEvents, CreateSchedule)",
         "not_counted": NOT_COUNTED,
         "sources": "local/trainguard_local/fleet/prices.py",
     }
