@@ -13,9 +13,12 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import boto3
 import pytest
-from botocore.exceptions import ClientError, ConnectTimeoutError
+from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
+from moto import mock_aws
 
+from tests.tools.test_simulated_sagemaker import job_request
 from trainguard.config import GuardConfig
 from trainguard.handlers import job_events, stall_alarms, stall_prober
 from trainguard.handlers.wiring import PortSet, boto3_ports
@@ -24,6 +27,7 @@ from trainguard_local.chaos.call_faults import (
     CONNECT_TIMEOUT,
     FAULT_KINDS,
     PROCESS_DEATH,
+    READ_TIMEOUT,
     FaultInjector,
     FaultRates,
     chaos_session,
@@ -33,9 +37,12 @@ from trainguard_local.chaos.error_responses import INTERNAL_FAILURE, SERVICE_UNA
 from trainguard_local.chaos.jobs_truth import JobTruth
 from trainguard_local.chaos.replay import ChaosSettings, run_chaos
 from trainguard_local.chaos.replayed_fleet import RHYTHM
+from trainguard_local.fleet.trainguard_run.in_process_clients import answer_locally, fleet_client
 from trainguard_local.simulation.activity import LaunchActivity
 from trainguard_local.simulation.clock import SimClock
 from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.stand_in.sagemaker_api_model import SAGEMAKER_API
+from trainguard_local.stand_in.sagemaker_control_plane import SimulatedSageMaker
 
 pytestmark = pytest.mark.slow
 
@@ -249,6 +256,60 @@ def test_an_injected_fault_is_retried_by_the_production_config_then_raised(
         assert isinstance(raised, ClientError)
         code = EXPECTED_CODES[kind].get(service, DEFAULT_CODES[kind])
         assert raised.response["Error"]["Code"] == code and "reached max retries: 5" in str(raised)
+
+
+def in_process_sagemaker(plane: SimulatedSageMaker, kind: str) -> tuple[Any, FaultInjector]:
+    """A SageMaker client of the fleet's world (answered in process by `plane`) under an injector of `kind` only."""
+    client = fleet_client(boto3.session.Session(region_name="us-east-1"), "sagemaker")
+    answer_locally(client, plane, SAGEMAKER_API, lambda *_: None)
+    injector = FaultInjector(FaultRates(per_attempt=1.0, storm_start=0.0, process_death=0.0, weights={kind: 1.0}), 1)
+    injector.install(client.meta.events, in_process=True)
+    return client, injector
+
+
+def test_faults_meet_an_in_process_service_before_it_answers_and_a_read_timeout_after_it_acted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The fleet's world answers SageMaker in process, from a before-send handler (in_process_clients.py): installed
+    in process, the injector throttles before the service sees a request, and a lost answer is lost after it acted."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+    plane = SimulatedSageMaker(clock=lambda: START)
+    throttled, injector = in_process_sagemaker(plane, THROTTLING)
+    with virtual_backoff(), pytest.raises(ClientError) as excinfo:
+        throttled.describe_training_job(TrainingJobName="llama-finetune-1")
+    assert excinfo.value.response["Error"]["Code"] == "ThrottlingException"
+    assert injector.attempts == 6 and plane.calls == []  # no attempt reached the service
+    timing_out, injector = in_process_sagemaker(plane, READ_TIMEOUT)
+    with virtual_backoff(), pytest.raises(ReadTimeoutError):
+        timing_out.create_training_job(**job_request())
+    assert injector.injected == {READ_TIMEOUT: 6}
+    # Every attempt reached the service: the first created the job, the retries met its name in use.
+    assert [operation for operation, _ in plane.calls] == ["CreateTrainingJob"] * 6
+    assert plane.describe("llama-finetune-1")["TrainingJobStatus"] == "InProgress"
+
+
+@pytest.mark.parametrize(("kind", "written"), [(THROTTLING, False), (READ_TIMEOUT, True)])
+def test_moto_in_process_acts_on_a_request_only_when_its_answer_alone_was_lost(
+    monkeypatch: pytest.MonkeyPatch, kind: str, written: bool
+) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+    with mock_aws():
+        session = boto3.session.Session(region_name="us-east-1")
+        ledger = session.client("dynamodb")
+        ledger.create_table(
+            TableName="ledger",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        faulted = fleet_client(session, "dynamodb")
+        rates = FaultRates(per_attempt=1.0, storm_start=0.0, process_death=0.0, weights={kind: 1.0})
+        FaultInjector(rates, 1).install(faulted.meta.events, in_process=True)
+        with virtual_backoff(), pytest.raises((ClientError, ReadTimeoutError)):
+            faulted.put_item(TableName="ledger", Item={"pk": {"S": "job-a"}})
+        assert ("Item" in ledger.get_item(TableName="ledger", Key={"pk": {"S": "job-a"}})) is written
 
 
 def test_an_unlistable_checkpoint_prefix_is_reported_after_the_retries(unreachable_aws: None) -> None:

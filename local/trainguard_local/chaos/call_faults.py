@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +38,7 @@ from trainguard_local.chaos.error_responses import (
 )
 
 READ_TIMEOUT = "read-timeout"
+NOWHERE = "https://answered-by-an-injected-fault.invalid/"  # no in-process service serves it
 CONNECT_TIMEOUT = "connect-timeout"
 PROCESS_DEATH = "process-death"
 FAULT_KINDS = (THROTTLING, INTERNAL_FAILURE, SERVICE_UNAVAILABLE, READ_TIMEOUT, CONNECT_TIMEOUT)
@@ -80,8 +81,17 @@ class FaultInjector:
         self.by_service: Counter[str] = Counter()
         self.deaths: list[tuple[str, str]] = []  # (operation, what it named)
 
-    def install(self, events: Any) -> None:
-        events.register("before-send", self._before_send)
+    def install(self, events: Any, *, in_process: bool = False) -> None:
+        """On a session's or a client's events. `in_process`: its services answer without HTTP, from a `before-send`
+        handler of their own (moto's `mock_aws`, the fleet's in-process SageMaker and Service Quotas): the injector
+        runs before them, on a name deeper than theirs (botocore runs the handlers of the name furthest from the
+        root first: hooks.py, _PrefixTrie.prefix_search), and a read timeout lets them answer before it raises."""
+        if in_process:
+            before_send, after_send = self._in_process(events)
+            events.register_first("before-send.*.*", before_send)
+            events.register_last("before-send", after_send)
+        else:
+            events.register("before-send", self._before_send)
         events.register("provide-client-params", self._remember_params)
         events.register("after-call", self._maybe_die)
 
@@ -96,7 +106,38 @@ class FaultInjector:
     def total(self) -> int:
         return sum(self.injected.values())
 
-    def _before_send(self, request: Any, event_name: str, **_: Any) -> Any:
+    def _in_process(self, events: Any) -> tuple[Callable[..., Any], Callable[..., Any]]:
+        """botocore emits `before-send` to every handler and takes the first answer (endpoint.py, _do_get_response):
+        an in-process service after the injector would act on a request it answered with a fault. So that request
+        is addressed nowhere while the rest of the chain runs (moto serves the URLs of its backends,
+        `answer_locally` its own endpoint's), and its address given back by the chain's last handler: botocore sends
+        the same request object again on a retry."""
+        passing: list[bool] = []  # set while the rest of the chain answers a request whose answer is lost
+        addresses: list[str] = []
+
+        def answer_in_process(request: Any, event_name: str) -> None:
+            passing.append(True)
+            try:
+                events.emit_until_response(event_name, request=request)  # the service receives it and acts
+            finally:
+                passing.pop()
+
+        def before_send(request: Any, event_name: str, **_: Any) -> Any:
+            answer = None if passing else self._before_send(request, event_name, answer_in_process)
+            if answer is not None:
+                addresses.append(request.url)
+                request.url = NOWHERE
+            return answer
+
+        def after_send(request: Any, **_: Any) -> None:
+            if addresses:
+                request.url = addresses.pop()
+
+        return before_send, after_send
+
+    def _before_send(
+        self, request: Any, event_name: str, send: Callable[[Any, str], None] | None = None, **_: Any
+    ) -> Any:
         service = event_name.split(".")[1]
         self.attempts += 1
         if self._poisoned and service == "sagemaker" and _names_poisoned_job(request, self._poisoned):
@@ -109,7 +150,10 @@ class FaultInjector:
             raise ConnectTimeoutError(endpoint_url=request.url)
         if kind == READ_TIMEOUT:
             self._count(kind, service)
-            _ = self._http.send(request).content  # the service receives it and acts; its answer is lost
+            if send is None:
+                _ = self._http.send(request).content  # the service receives it and acts; its answer is lost
+            else:
+                send(request, event_name)
             raise ReadTimeoutError(endpoint_url=request.url)
         return self._answer(kind, service, request)
 
