@@ -126,8 +126,9 @@ class TrainguardAnswers(LifeState):
         """Train to progress `until` through the job's silent phases (simulation/rhythm.py). A phase long enough
         to reach the limit trainguard holds for the job then (read from its ledger: the limit cannot move while
         no line comes; for a job that reports progress, its step limit or its phase's allowance) gets a stall
-        window, like a healthy silence of the trace's own; the others cannot fire an alarm. ENDED: trainguard
-        stopped the job in a phase (a wrong stop)."""
+        window, like a healthy silence of the trace's own, up to `until` at the most (a fault whose moment falls in a
+        phase strikes there, as in the anchors); the others cannot fire an alarm. ENDED: trainguard stopped the job
+        in a phase (a wrong stop)."""
         tl, job = self.tl, self.job
         for phase in phases(job.rhythm, job.checkpoint_every_minutes, tl.progress, until):
             if phase.minutes < min(FLOOR_MINUTES, PROGRESS_FLOOR_MINUTES) - PHASE_MARGIN_MINUTES:
@@ -143,7 +144,8 @@ class TrainguardAnswers(LifeState):
             silence = Fault(
                 job.name, FaultKind.SLOW_BUT_HEALTHY, phase.at_progress, tl.now, None, silent_minutes=phase.minutes
             )
-            if (yield from silent_but_healthy(self, silence, open_stall_window(self, silence, tl.now))):
+            window = open_stall_window(self, silence, tl.now)
+            if (yield from silent_but_healthy(self, silence, window, until=until)):
                 return Trained.ENDED
         if not (yield from self.job_life.train_until(until)):
             return Trained.MAX_RUNTIME

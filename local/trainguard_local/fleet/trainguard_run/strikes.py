@@ -56,11 +56,14 @@ def hangs(life: LifeState, fault: Fault, window: StallWindow) -> Steps:
     yield from hang_left_to_the_person(life, kind, struck, runtime_end)
 
 
-def silent_but_healthy(life: LifeState, fault: Fault, window: StallWindow) -> Generator[Sleep | Park, Any, bool]:
-    """The job trains on, silent; True when trainguard stopped it (a wrong stop), False when the silence passed."""
+def silent_but_healthy(
+    life: LifeState, fault: Fault, window: StallWindow, *, until: float | None = None
+) -> Generator[Sleep | Park, Any, bool]:
+    """The job trains on, silent; True when trainguard stopped it (a wrong stop), False when the silence passed or
+    the job reached progress `until` in it (hours of work: where its fault strikes, silent phase or not)."""
     tl = life.tl
     started = tl.now
-    job_end = tl.now + tl.hours_to(life.job.work_hours)
+    job_end = tl.now + tl.hours_to(life.job.work_hours if until is None else min(until, life.job.work_hours))
     runtime_end = tl.now + max(tl.runtime_left, 0.0)
     news = yield Park(min(window.closes_at, job_end, runtime_end))
     life.ticker.close(window.job_name)
