@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from trainguard.handlers import job_events, retry_launcher
 from trainguard.handlers.wiring import reset_production_ports
 from trainguard_local.demo.acts import JOBS, launch, run_demo
+from trainguard_local.demo.quotas import user_launch
 from trainguard_local.stand_in.local_aws import LambdaContext, LocalAWS, local_aws
 
 pytestmark = pytest.mark.slow
@@ -158,3 +160,12 @@ def test_a_relaunch_of_a_relaunch_keeps_the_lineage(aws: LocalAWS) -> None:
         "trainguard:attempt": "2",
         "trainguard:retry-of": "llama-pretrain-retry1",
     }
+
+
+def test_a_launch_refused_by_a_quota_reaches_the_stack_at_the_stand_ins_time(aws: LocalAWS) -> None:
+    """CloudTrail records the refused call when it was made: on the stand-in, its virtual clock (not the wall's)."""
+    aws.clock.skip(timedelta(hours=-30))
+    called_at = aws.clock()
+    assert user_launch(aws, "gpt-finetune", "ml.p4d.24xlarge", 2).startswith("ResourceLimitExceeded")
+    [event] = aws.receive_failed_launches()
+    assert event["detail"]["eventTime"] == called_at.strftime("%Y-%m-%dT%H:%M:%SZ")

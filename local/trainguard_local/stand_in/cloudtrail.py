@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from botocore.model import ListShape, MapShape, Shape, StructureShape
@@ -67,13 +67,16 @@ def failed_call_event(
     }
 
 
-def cloudtrail_forwarder(events_client: Any, *, account: str, region: str) -> Callable[[str, dict, ApiError], None]:
-    """An `on_failed_call` for the simulated SageMaker: failed CreateTrainingJob calls reach EventBridge."""
+def cloudtrail_forwarder(
+    events_client: Any, *, account: str, region: str, clock: Callable[[], datetime]
+) -> Callable[[str, dict, ApiError], None]:
+    """An `on_failed_call` for the simulated SageMaker: failed CreateTrainingJob calls reach EventBridge, stamped
+    with the stand-in's clock (the virtual time the call was made at)."""
 
     def forward(operation: str, params: dict[str, Any], error: ApiError) -> None:
         if operation != "CreateTrainingJob":
             return
-        event = failed_call_event(operation, params, error, account=account, region=region, now=datetime.now(UTC))
+        event = failed_call_event(operation, params, error, account=account, region=region, now=clock())
         events_client.put_events(
             Entries=[
                 {

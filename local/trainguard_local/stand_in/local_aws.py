@@ -175,7 +175,7 @@ def local_aws(**config_overrides: Any) -> Iterator[LocalAWS]:
         plane = SimulatedSageMaker(
             clock=clock,
             on_event=eventbridge_forwarder(events),
-            on_failed_call=cloudtrail_forwarder(events, account=ACCOUNT, region=REGION),
+            on_failed_call=cloudtrail_forwarder(events, account=ACCOUNT, region=REGION, clock=clock),
             instance_limits=lambda instance_type: training_limit(quotas, instance_type),
             account_id=ACCOUNT,
             region=REGION,
