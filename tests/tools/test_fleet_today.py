@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tests.tools.fleet.cases import PERSON, STARTUP, fault, hours_in, job, trace_of
-from trainguard_local.fleet.anchor_rules import CAPACITY_REFUSAL_MINUTES
 from trainguard_local.fleet.anchors import aws_batch, no_guard
+from trainguard_local.fleet.life import CAPACITY_REFUSAL_MINUTES
 from trainguard_local.fleet.model import JobOutcome, State
 from trainguard_local.fleet.trainguard_strategy import RunRecord, TrainguardStrategy
 from trainguard_local.simulation.fault_table import FaultKind

@@ -9,8 +9,8 @@ from dataclasses import replace
 import pytest
 
 from tests.tools.fleet.cases import PERSON, STARTUP, fault, hours_in, job, trace_of
-from trainguard_local.fleet.anchor_rules import CAPACITY_REFUSAL_MINUTES
 from trainguard_local.fleet.anchors import no_guard
+from trainguard_local.fleet.life import CAPACITY_REFUSAL_MINUTES
 from trainguard_local.fleet.model import JobOutcome, State
 from trainguard_local.fleet.report import build_report, duplicate_actions
 from trainguard_local.fleet.trainguard_strategy import RunRecord, TrainguardStrategy

@@ -15,7 +15,7 @@ from typing import Any
 
 from trainguard.domain.instance_types import gpus_per_host
 from trainguard_local.chaos.jobs_truth import HEALTHY, REPEATING, JobTruth
-from trainguard_local.fleet.anchor_rules import CAPACITY_REFUSAL_MINUTES
+from trainguard_local.fleet.life import CAPACITY_REFUSAL_MINUTES
 from trainguard_local.simulation.activity import LaunchActivity
 from trainguard_local.simulation.catalogue import training_quota_name
 from trainguard_local.simulation.fault_table import FAULT_TABLE, Ending, FaultKind, Logs

@@ -9,8 +9,6 @@ from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.trace import Fault, JobSpec
 
 SAGEMAKER_RETRY, DEBUGGER_RULE, AWS_BATCH = "sagemaker_retry", "debugger_rule", "aws_batch"
-CAPACITY_REFUSAL_MINUTES = 5.0  # a launch refused for capacity fails after this long, without instances (assumption)
-PARENT_RETRY_MINUTES = 1.0  # a parent's retry starts the new job this long after the failure (assumption)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from infra.settings import Settings
 from trainguard_local.fleet import prices
 
 GOAL_SHARE_PERCENT = 0.05  # issue 5: guard cost at most 0.05% of the guarded compute
@@ -73,7 +74,7 @@ class Deployment:
     """How the stack runs what the simulator runs only part of the time, and the duration model."""
 
     prober_runs_per_hour: float = 60.0  # rate(1 minute)
-    quota_checks_per_hour: float = 4.0  # every quota_check_minutes (15)
+    quota_checks_per_hour: float = 60 / Settings.quota_check_minutes  # the stack's default schedule
     log_deliveries_per_watched_job_hour: float = 60.0  # assumption: one line a minute, one delivery each
     lambda_memory_gb: float = 0.25  # 256 MB (infra/guard_function.py)
     handler_ms: float = 5.0  # assumption: the handler's own work per invocation (bench: 0.09 ms CPU per event)

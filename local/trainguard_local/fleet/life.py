@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol
 
-from trainguard_local.fleet.anchor_rules import CAPACITY_REFUSAL_MINUTES, PARENT_RETRY_MINUTES
 from trainguard_local.fleet.model import ActionKind, JobTimeline, State
 from trainguard_local.fleet.person import PERSON, PersonOnCall
 from trainguard_local.simulation.fault_table import FAULT_TABLE, Ending, FaultKind
@@ -27,6 +26,8 @@ from trainguard_local.simulation.kernel import Kernel, Park, Sleep
 from trainguard_local.simulation.later_faults import sync_failure
 
 MAX_LAUNCHES = 100  # a guard against a model that never ends
+CAPACITY_REFUSAL_MINUTES = 5.0  # a launch refused for capacity fails after this long, without instances (assumption)
+PARENT_RETRY_MINUTES = 1.0  # a parent's retry starts the new job this long after the failure (assumption)
 Steps = Generator[Sleep | Park, Any, None]
 
 

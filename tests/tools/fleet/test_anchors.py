@@ -5,7 +5,7 @@ from dataclasses import replace
 import pytest
 
 from tests.tools.fleet.cases import PERSON, STARTUP, fault, hours_in, job, trace_of
-from trainguard_local.fleet.anchor_rules import CAPACITY_REFUSAL_MINUTES, DEBUGGER_RULE, SAGEMAKER_RETRY
+from trainguard_local.fleet.anchor_rules import DEBUGGER_RULE, SAGEMAKER_RETRY
 from trainguard_local.fleet.anchors import (
     anchor_strategies,
     aws_batch,
@@ -13,6 +13,7 @@ from trainguard_local.fleet.anchors import (
     no_guard,
     sagemaker_retry,
 )
+from trainguard_local.fleet.life import CAPACITY_REFUSAL_MINUTES
 from trainguard_local.fleet.model import ActionKind, JobOutcome, State
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.trace import JobSpec, Trace
