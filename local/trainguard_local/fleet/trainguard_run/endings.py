@@ -9,29 +9,22 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from trainguard.domain.outcome import Outcome, OutcomeKind
+from trainguard.domain.outcome import OutcomeKind
 from trainguard_local.fleet.anchor_rules import parent_retries
 from trainguard_local.fleet.life import Steps
 from trainguard_local.fleet.model import TRAINGUARD, ActionKind, State
 from trainguard_local.fleet.person import PERSON
-from trainguard_local.fleet.trainguard_run.life_state import LifeState
+from trainguard_local.fleet.trainguard_run.life_state import GuardAnswer, LifeState
 from trainguard_local.simulation.fault_table import USER_ERROR_KINDS, FaultKind
 from trainguard_local.simulation.kernel import Park, Sleep
 
 QUOTA_WAIT_MARGIN_HOURS = 1.0
-TOLD = (  # trainguard's outcomes of a launch's end that tell someone
-    OutcomeKind.RELAUNCHED,
-    OutcomeKind.RELAUNCH_SCHEDULED,
-    OutcomeKind.QUOTA_WALL,
-    OutcomeKind.NOTIFIED,
-    OutcomeKind.NOT_RELAUNCHED,
-)
 
 
-def after_end(life: LifeState, end: Outcome | None, kind: FaultKind | None, struck: float, waiting: State) -> Steps:
-    """trainguard's answer to the launch's end, then what follows it."""
+def after_end(life: LifeState, end: GuardAnswer | None, kind: FaultKind | None, struck: float, waiting: State) -> Steps:
+    """trainguard's answer to the launch's end (as the world shows it: life_state.answer_to_end), then what follows."""
     tl = life.tl
-    told = end is not None and end.kind in TOLD
+    told = end is not None  # answer_to_end: only what told the job's owner
     if told and kind is not None:
         tl.detect(kind, struck, TRAINGUARD)
     life.flush_guard_calls()
@@ -66,25 +59,23 @@ def parent_relaunches(life: LifeState, kind: FaultKind, struck: float) -> Steps:
 
 
 def scheduled_relaunch(life: LifeState, waiting: State) -> Generator[Sleep | Park, Any, bool]:
-    """The one-time schedule trainguard created fires: the retry launcher's relaunch (True when it launched)."""
-    from trainguard.handlers import retry_launcher
-
+    """The one-time schedule trainguard created fires (EventBridge Scheduler invokes the retry launcher): True when
+    trainguard relaunched the job then, as its CreateTrainingJob shows."""
     world, failed = life.world, life.name
     schedule = world.schedule_of(failed)
     if schedule is None:
         life.notes.append(f"{failed}: relaunch scheduled, but no schedule found")
         return False
-    at, payload = schedule
-    yield Sleep(world.clock.hours_of(at))
+    yield Sleep(world.clock.hours_of(schedule[0]))
     life.tl.wait_until(waiting, life.kernel.now)
-    fired = world.call("retry_launcher", failed, retry_launcher.handle, payload)
-    world.schedule_fired(failed)
-    world.pump()
+    told = len(world.usage.notifications)
+    world.fire_schedule(failed, schedule[1])
     life.flush_guard_calls()
-    if isinstance(fired, Outcome) and fired.kind is OutcomeKind.RELAUNCHED:
-        life.next_name = fired.new_job_name
+    if relaunch := world.relaunch_of(failed):
+        life.next_name = relaunch
         return True
-    life.tl.act(ActionKind.NOTIFY, TRAINGUARD, target=failed, note=fired.kind.value if fired else "error")
+    said = [n.attributes.get("outcome", "") for n in world.usage.notifications[told:]]
+    life.tl.act(ActionKind.NOTIFY, TRAINGUARD, target=failed, note=said[0] if said else "nothing told")
     return False
 
 
@@ -92,15 +83,16 @@ def wait_for_quota(life: LifeState) -> Generator[Sleep | Park, Any, bool]:
     """The launch waits in trainguard's ledger until the quota check launches it (True) or gives it up."""
     failed = life.name
     life.quota_checks.wait(failed, life.process)
-    news = yield Park(life.kernel.now + life.settings.quota_wait_hours + QUOTA_WAIT_MARGIN_HOURS)
+    relaunch = yield Park(life.kernel.now + life.settings.quota_wait_hours + QUOTA_WAIT_MARGIN_HOURS)
     life.quota_checks.forget(failed)
     life.tl.wait_until(State.WAITING_FOR_QUOTA, life.kernel.now)
     life.flush_guard_calls()
-    if news is not None and news[0].get("kind") == OutcomeKind.RELAUNCHED.value:
+    if relaunch:  # the quota check's CreateTrainingJob
         life.job_life.quota_wall = None
-        life.next_name = str(news[0]["new_job_name"])
+        life.next_name = relaunch
         return True
-    life.tl.act(ActionKind.NOTIFY, TRAINGUARD, target=failed, note=str(news[0]["kind"]) if news else "no answer")
+    given_up = OutcomeKind.NOT_RELAUNCHED.value if relaunch == "" else "no answer"  # None: woken by the deadline
+    life.tl.act(ActionKind.NOTIFY, TRAINGUARD, target=failed, note=given_up)
     return False
 
 

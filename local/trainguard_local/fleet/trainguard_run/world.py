@@ -195,9 +195,9 @@ class FleetWorld:
 
     # ---- deliveries to the production handlers -------------------------------------------------------
 
-    def call(self, handler: str, job: str, function: Callable[..., Any], *args: Any) -> Any:
-        """One handler invocation, as Lambda makes it. An exception is recorded (and None returned):
-        Lambda would retry the event, then park it in the dead-letter queue."""
+    def call(self, handler: str, job: str, function: Callable[..., Any], *args: Any) -> None:
+        """One handler invocation, as Lambda makes it. An exception is recorded: Lambda would retry the event, then
+        park it in the dead-letter queue. What it returns is recorded for the report, never read by a job's life."""
         from trainguard.handlers.observability import metrics
 
         self.acting = self.roots.get(job, self.acting)
@@ -206,13 +206,12 @@ class FleetWorld:
             result = function(*args, self.ports)
         except Exception:
             self.problems.append(f"{self.hours:.3f} h {handler} ({job}): {traceback.format_exc(limit=6)}")
-            return None
+            return
         finally:
             self.usage.returned(list(metrics.metric_set))
             metrics.clear_metrics()  # handle() adds metrics that only the Lambda decorator would flush
         if isinstance(result, Outcome):
             self.outcomes.append((self.hours, handler, result))
-        return result
 
     def log_lines(self, job_name: str, lines: list[tuple[datetime, str]], log_activity: Any) -> None:
         """Lines in the job's first host's stream, and the subscription's one delivery of them."""
@@ -220,33 +219,45 @@ class FleetWorld:
         delivered = [{"id": str(uuid.uuid4().int)[:20], **event} for event in events]
         self.call("log_activity", job_name, log_activity.handle, log_delivery(stream, delivered))
 
-    def pump(self) -> list[tuple[dict[str, Any], Outcome | None]]:
+    def pump(self) -> None:
         """Deliver what the plane emitted to the job-events handler, in order, through the stack's rule;
-        some events twice (at least once delivery), the copy after the events that follow it."""
+        some events twice (at least once delivery), the copy after the events that follow it. What the handler
+        returns is not read: the job's life learns what trainguard did from the world (life_state.answer_to_end)."""
         from trainguard.handlers import job_events
 
-        delivered: list[tuple[dict[str, Any], Outcome | None]] = []
         copies: list[dict[str, Any]] = []
         while self.outbox or copies:
             event = self.outbox.pop(0) if self.outbox else copies.pop(0)
             if not _JOB_EVENTS.matches_event(cast(Any, event)):
                 continue
-            name = event["detail"]["TrainingJobName"]
-            delivered.append((event, self.call("job_events", name, job_events.handle, event)))
+            self.call("job_events", event["detail"]["TrainingJobName"], job_events.handle, event)
             if event.get("_copy") is None and self._duplicates.random() < self._duplicate_share:
                 copies.append({**event, "_copy": True})
-        return delivered
 
-    def deliver_alarm(self, event: dict[str, Any]) -> Outcome | None:
+    def deliver_alarm(self, event: dict[str, Any]) -> None:
+        """An alarm's state change, through the stack's rule, to the stall-alarms handler."""
         from trainguard.handlers import stall_alarms
 
-        if not _STALL_ALARMS.matches_event(cast(Any, event)):
-            return None
-        result = self.call("stall_alarms", event["detail"]["alarmName"], stall_alarms.handle, event)
-        return result if isinstance(result, Outcome) else None
+        if _STALL_ALARMS.matches_event(cast(Any, event)):
+            self.call("stall_alarms", event["detail"]["alarmName"], stall_alarms.handle, event)
 
     def evaluator(self, alarm_names: list[str]) -> JobAlarmEvaluator:
         return JobAlarmEvaluator(alarm_names, self.world["cloudwatch"], self.world["events"], self.clock)
+
+    def waiting_launches(self) -> set[str]:
+        """The launches trainguard's ledger holds waiting for a quota, by the job each would replace."""
+        from trainguard.adapters.quota_ledger import QuotaLedger
+
+        return {waiting.blocked_job for waiting in QuotaLedger(self.world["dynamodb"], TABLE).waiting()}
+
+    def relaunch_of(self, ended: str) -> str:
+        """The job trainguard created last in place of launch `ended` (tagged retry-of or blocked-launch), or ''."""
+        for call in reversed(self.guard_log):
+            if call.operation == "CreateTrainingJob" and call.succeeded:
+                tags = {t["Key"]: t["Value"] for t in call.params.get("Tags", [])}
+                if ended in (tags.get("trainguard:retry-of"), tags.get("trainguard:blocked-launch")):
+                    return str(call.params["TrainingJobName"])
+        return ""
 
     def schedule_of(self, failed_job: str) -> tuple[datetime, dict[str, Any]] | None:
         """The one-time schedule trainguard created for a delayed relaunch: when it fires, and its input."""
@@ -260,11 +271,15 @@ class FleetWorld:
         at = datetime.fromisoformat(expression[3:-1]).replace(tzinfo=UTC)
         return at, json.loads(found["Target"]["Input"])
 
-    def schedule_fired(self, failed_job: str) -> None:
-        """ActionAfterCompletion=DELETE: the scheduler deletes a one-time schedule after it fires."""
+    def fire_schedule(self, failed_job: str, payload: dict[str, Any]) -> None:
+        """The scheduler invokes the retry launcher with the schedule's input, then deletes the one-time schedule
+        (ActionAfterCompletion=DELETE); the launch's events follow."""
         from trainguard.adapters.scheduler import schedule_name
+        from trainguard.handlers import retry_launcher
 
+        self.call("retry_launcher", failed_job, retry_launcher.handle, payload)
         self.world["scheduler"].delete_schedule(Name=schedule_name(failed_job), GroupName=SCHEDULE_GROUP)
+        self.pump()
 
 
 @contextmanager
