@@ -14,11 +14,13 @@ from trainguard_local.fleet.anchor_rules import parent_retries
 from trainguard_local.fleet.life import Steps
 from trainguard_local.fleet.model import TRAINGUARD, ActionKind, State
 from trainguard_local.fleet.person import PERSON
+from trainguard_local.fleet.trainguard_run.guard_actions import relaunch_of
 from trainguard_local.fleet.trainguard_run.life_state import GuardAnswer, LifeState
 from trainguard_local.simulation.fault_table import USER_ERROR_KINDS, FaultKind
 from trainguard_local.simulation.kernel import Park, Sleep
 
 QUOTA_WAIT_MARGIN_HOURS = 1.0
+LATE_ANSWER_HOURS = 1.0  # how long a life waits for an answer whose event is known to be on its way
 
 
 def after_end(life: LifeState, end: GuardAnswer | None, kind: FaultKind | None, struck: float, waiting: State) -> Steps:
@@ -43,8 +45,32 @@ def after_end(life: LifeState, end: GuardAnswer | None, kind: FaultKind | None, 
     if kind is not None and parent_retries(life.job, kind):
         yield from parent_relaunches(life, kind, struck)
         return
-    fix = kind in USER_ERROR_KINDS
-    yield from person_relaunches(life, None if told else kind, life.kernel.now, struck_at=struck, fix=fix)
+    fix, since = kind in USER_ERROR_KINDS, life.kernel.now
+    if told:
+        yield from person_relaunches(life, None, since, struck_at=struck, fix=fix)
+        return
+    response = life.settings.person.response_hours(life.rng)
+    late = yield from answered_late(life, since + response, waiting)
+    if late is not None:
+        yield from after_end(life, late, kind, struck, waiting)
+        return
+    yield from person_relaunches(life, kind, since, struck_at=struck, fix=fix, response=response)
+
+
+def answered_late(life: LifeState, deadline: float, waiting: State) -> Generator[Sleep | Park, Any, GuardAnswer | None]:
+    """trainguard has told nothing of the launch's end yet: its answer may still come (a delivery late, chaos/), and
+    the life waits for it, in `waiting`, until the person acts at `deadline` (None: it did not come by then)."""
+    ended, process = life.name, life.process
+    while life.kernel.now < deadline:
+        life.world.awaiting[ended] = lambda: life.kernel.wake(process, True)
+        if (yield Park(deadline)) is None:
+            break
+        if (answer := life.answer_to_end()) is not None:
+            life.world.awaiting.pop(ended, None)
+            life.tl.wait_until(waiting, life.kernel.now)
+            return answer
+    life.world.awaiting.pop(ended, None)
+    return None
 
 
 def parent_relaunches(life: LifeState, kind: FaultKind, struck: float) -> Steps:
@@ -68,14 +94,15 @@ def scheduled_relaunch(life: LifeState, waiting: State) -> Generator[Sleep | Par
         return False
     yield Sleep(world.clock.hours_of(schedule[0]))
     life.tl.wait_until(waiting, life.kernel.now)
-    told = len(world.usage.notifications)
     world.fire_schedule(failed, schedule[1])
+    answer = life.answer_to_end()  # the retry launcher's message
+    if answer is None and world.on_its_way(failed):  # its invocation is late
+        answer = yield from answered_late(life, life.kernel.now + LATE_ANSWER_HOURS, waiting)
     life.flush_guard_calls()
-    if relaunch := world.relaunch_of(failed):
+    if relaunch := relaunch_of(world.guard_log, failed):
         life.next_name = relaunch
         return True
-    said = [n.attributes.get("outcome", "") for n in world.usage.notifications[told:]]
-    life.tl.act(ActionKind.NOTIFY, TRAINGUARD, target=failed, note=said[0] if said else "nothing told")
+    life.tl.act(ActionKind.NOTIFY, TRAINGUARD, target=failed, note=answer.kind.value if answer else "nothing told")
     return False
 
 
@@ -118,12 +145,19 @@ def hang_left_to_the_person(life: LifeState, kind: FaultKind, struck: float, run
 
 
 def person_stops(life: LifeState, note: str = "") -> None:
-    """The person stops the running launch (StopTrainingJob), and the stop takes effect."""
+    """The person stops the running launch (StopTrainingJob), and the stop takes effect. One trainguard stopped after
+    the life stopped waiting for it (a stop delivered late) is left as it is, and noted."""
     world = life.world
-    world.world["sagemaker"].stop_training_job(TrainingJobName=life.name)
-    world.plane.settle(life.name)
+    status = world.plane.describe(life.name)["TrainingJobStatus"]
+    if status == "InProgress":
+        world.world["sagemaker"].stop_training_job(TrainingJobName=life.name)
+    else:
+        life.notes.append(f"{life.name}: {status} when the person came to stop it")
+    if status != "Stopped":
+        world.plane.settle(life.name)
     world.pump()
-    life.tl.act(ActionKind.STOP, PERSON, note=note)
+    if status == "InProgress":
+        life.tl.act(ActionKind.STOP, PERSON, note=note)
 
 
 def person_relaunches(

@@ -22,10 +22,10 @@ from trainguard.domain.stalls import StallThresholds
 from trainguard_local.fleet.life import JobLife
 from trainguard_local.fleet.model import TRAINGUARD, JobTimeline, newest_checkpoint
 from trainguard_local.fleet.person import PersonOnCall
-from trainguard_local.fleet.trainguard_run.guard_actions import GuardActions
+from trainguard_local.fleet.trainguard_run.guard_actions import GuardActions, GuardCall, relaunch_of
 from trainguard_local.fleet.trainguard_run.job_logs import JobLogs
 from trainguard_local.fleet.trainguard_run.schedules import QuotaChecks, Ticker
-from trainguard_local.fleet.trainguard_run.world import FleetWorld, GuardCall
+from trainguard_local.fleet.trainguard_run.world import FleetWorld
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.kernel import Kernel, Park, Sleep
 from trainguard_local.simulation.trace import JobSpec
@@ -87,6 +87,7 @@ class LifeState:
         self.hung: set[str] = set()  # SageMaker jobs hung when stopped
         self.wasting: dict[str, FaultKind] = {}  # SageMaker jobs a degraded host slowed or whose loss diverged
         self.person_launches = 0
+        self.told_upto = 0  # the world's notifications up to which trainguard's answers have been taken
         self.notes: list[str] = []  # what did not go as the drive expects (a refused launch, a stray state)
         self.modelled: list[str] = []  # where the drive fell back to a model, and why
         self.logs = JobLogs(
@@ -130,22 +131,20 @@ class LifeState:
         self.world.pump()
         return self.answer_to_end()
 
-    def answer_to_end(self, ended: str = "") -> GuardAnswer | None:
-        """What trainguard did about the end of launch `ended` (default: the running one), as the world shows it,
-        never from a handler's return value: its message about the launch (SNS, as the job's owner reads it), and
-        for a relaunch its CreateTrainingJob (retry-of the launch). None: it told nobody."""
-        ended = ended or self.name
-        told = next(
-            (
-                OutcomeKind(n.attributes["outcome"])
-                for n in self.world.usage.notifications
-                if n.attributes.get("job_name") == ended and n.attributes.get("outcome") in TOLD_OF_AN_END
-            ),
-            None,
-        )
-        if told is None:
-            return None
-        return GuardAnswer(told, self.world.relaunch_of(ended) if told is OutcomeKind.RELAUNCHED else "")
+    def answer_to_end(self) -> GuardAnswer | None:
+        """What trainguard did about the end of the running launch, as the world shows it, never from a handler's
+        return value: its message about the launch (SNS, as the job's owner reads it), the first since the last
+        one the life took, and for a relaunch its CreateTrainingJob (retry-of the launch). None: nobody told yet."""
+        notifications = self.world.usage.notifications
+        for index in range(self.told_upto, len(notifications)):
+            attributes = notifications[index].attributes
+            if attributes.get("job_name") == self.name and attributes.get("outcome") in TOLD_OF_AN_END:
+                self.told_upto = index + 1
+                told = OutcomeKind(attributes["outcome"])
+                return GuardAnswer(
+                    told, relaunch_of(self.world.guard_log, self.name) if told is OutcomeKind.RELAUNCHED else ""
+                )
+        return None
 
     def write_checkpoint(self, no_checkpoint_after: float = math.inf) -> None:
         """Write the newest checkpoint of the running launch to S3 (where the job's own sync puts it)."""

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from trainguard_local.fleet.trainguard_run.guard_actions import relaunch_of
 from trainguard_local.fleet.trainguard_run.world import FleetWorld
 from trainguard_local.simulation.kernel import Kernel, Process, Sleep
 from trainguard_local.stand_in.alarm_evaluator import LocalAlarmEvaluator
@@ -129,17 +130,23 @@ class Ticker:
         return True
 
     def _evaluate(self, window: StallWindow) -> None:
-        if window.evaluator is None:
+        """The window's alarms, each change delivered; the job's life is woken when the job shows stopped, by an
+        alarm's delivery now or by one since the last tick (a delivery that came late)."""
+        if window.evaluator is None or self._stopped(window):
             return
         for event in window.evaluator.evaluate_all():
             self.world.deliver_alarm(event)
-            if self.world.plane.describe(window.job_name)["TrainingJobStatus"] != "Stopping":
-                continue  # not a verified stall (yet): the job trains on
-            self.world.plane.settle(window.job_name)  # trainguard stopped it: the stop takes effect within the minute
-            self.world.pump()
-            self.close(window.job_name)
-            self.kernel.wake(window.life, StopNews())
-            return
+            if self._stopped(window):
+                return
+
+    def _stopped(self, window: StallWindow) -> bool:
+        if self.world.plane.describe(window.job_name)["TrainingJobStatus"] != "Stopping":
+            return False  # not a verified stall (yet): the job trains on
+        self.world.plane.settle(window.job_name)  # trainguard stopped it: the stop takes effect within the minute
+        self.world.pump()
+        self.close(window.job_name)
+        self.kernel.wake(window.life, StopNews())
+        return True
 
 
 class QuotaChecks:
@@ -174,13 +181,23 @@ class QuotaChecks:
             self.world.clock.now = self.world.clock.base + timedelta(minutes=minute)
             self.checks += 1
             self.world.call("quota_watch", "", quota_watch.handle, {"source": "aws.events"})
-            still = self.world.waiting_launches()
+            still = waiting_launches(self.world)
             ended = [failed for failed in self.waiting if failed in self.held and failed not in still]
             self.held |= still
             if ended:
                 self.world.pump()
             for failed in ended:
-                self.kernel.wake(self.waiting.pop(failed), self.world.relaunch_of(failed))
+                self.kernel.wake(self.waiting.pop(failed), relaunch_of(self.world.guard_log, failed))
             minute += self.every
             yield Sleep(minute / 60)
         self._running = False
+
+
+def waiting_launches(world: FleetWorld) -> set[str]:
+    """The launches trainguard's ledger holds waiting for a quota, by the job each would replace."""
+    from trainguard.adapters.quota_ledger import QuotaLedger
+
+    return {
+        waiting.blocked_job
+        for waiting in QuotaLedger(world.world["dynamodb"], world.config.ledger_table_name).waiting()
+    }

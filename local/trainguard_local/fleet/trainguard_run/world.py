@@ -9,9 +9,8 @@
   AWS bills); and the world's (`world`): users and persons launching jobs, SageMaker writing logs and GPU metrics, S3
   receiving checkpoints, CloudWatch evaluating alarms, the scheduler deleting a schedule that fired
   (trace_side.py, on stand_in/fleet_side.py). Only the first set is trainguard's cost.
-- The state-change events the plane emits are kept in an outbox and handed to `job_events.handle`
-  in order (`pump`), as the stack's rule would deliver them: filtered by the stack's own event
-  pattern, some delivered twice, the second copy after the events that follow it.
+- The plane's state-change events wait in an outbox for `job_events.handle` (`pump`), as the stack's rule delivers
+  them: its own pattern, some twice (the copy after the events that follow), at once or late (event_delivery.py).
 
 What differs from AWS is listed where it is done: moto lacks PutCompositeAlarm (in_process_clients.py);
 moto's FilterLogEvents ignores logStreamNamePrefix (the stand-in's patch); S3 stamps and moto's metric
@@ -28,7 +27,6 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -39,6 +37,8 @@ from moto.events.models import EventPattern
 from trainguard.config import GuardConfig
 from trainguard.domain.outcome import Outcome
 from trainguard.handlers.wiring import PortSet
+from trainguard_local.fleet.trainguard_run.event_delivery import AtOnce, LateDelivery, no_one
+from trainguard_local.fleet.trainguard_run.guard_actions import GuardCall
 from trainguard_local.fleet.trainguard_run.in_process_clients import (
     CompositeAlarmsInMoto,
     OnAnswer,
@@ -50,6 +50,7 @@ from trainguard_local.fleet.trainguard_run.trace_side import CHECKPOINT_BUCKET, 
 from trainguard_local.fleet.trainguard_run.usage import GuardUsage
 from trainguard_local.simulation.catalogue import INSTANCE_OFFERS
 from trainguard_local.simulation.clock import SimClock
+from trainguard_local.simulation.kernel import Kernel
 from trainguard_local.stand_in.fleet_side import log_delivery
 from trainguard_local.stand_in.local_aws import _teach_moto_stream_prefixes
 from trainguard_local.stand_in.sagemaker_api_model import SAGEMAKER_API
@@ -76,22 +77,6 @@ _WORLD_SERVICES = ("sagemaker", "s3", "dynamodb", "sns", "scheduler", "service-q
 # The stack's rules, matched in process (local_aws puts the same rules on moto's EventBridge).
 _JOB_EVENTS = EventPattern.load(rule_pattern(_JOB_EVENTS_RULE))
 _STALL_ALARMS = EventPattern.load(rule_pattern(STALL_ALARMS_RULE))
-
-
-@dataclass(frozen=True)
-class GuardCall:
-    """One of trainguard's calls that acts (creates, stops, requests), with what it was answered."""
-
-    at: float  # hours on the trace clock
-    root: str  # the trace job whose lineage it acts on ('' when unknown)
-    operation: str
-    params: dict[str, Any]
-    error_code: str = ""
-    error_message: str = ""
-
-    @property
-    def succeeded(self) -> bool:
-        return not self.error_code
 
 
 class FleetWorld:
@@ -132,6 +117,9 @@ class FleetWorld:
             answer_locally(clients["service-quotas"], self.quotas, SERVICE_QUOTAS_API, answered)
         for service, client in self.guard.items():
             self.usage.attach(service, client)
+        self._deliver: AtOnce | LateDelivery = AtOnce()
+        self.awaiting: dict[str, Callable[[], None]] = {}  # SageMaker job -> wakes the life awaiting word of it
+        self.usage.on_notification = lambda notice: self.awaiting.pop(notice.attributes.get("job_name", ""), no_one)()
         CompositeAlarmsInMoto(self.guard["cloudwatch"], ACCOUNT, REGION)
         self.config = GuardConfig(
             ledger_table_name=TABLE,
@@ -195,7 +183,19 @@ class FleetWorld:
 
     # ---- deliveries to the production handlers -------------------------------------------------------
 
+    def deliver_late(self, kernel: Kernel, at_most_minutes: float, seed: int) -> None:
+        """From now on, events reach their handlers up to `at_most_minutes` late (event_delivery.py)."""
+        self._deliver = LateDelivery(kernel, at_most_minutes, seed)
+
+    def on_its_way(self, job: str) -> bool:
+        """Whether an event about SageMaker job `job` is still on its way to trainguard."""
+        return self._deliver.in_flight[job] > 0
+
     def call(self, handler: str, job: str, function: Callable[..., Any], *args: Any) -> None:
+        """One handler invocation, now or late (deliver_late)."""
+        self._deliver(handler, job, lambda: self._invoke(handler, job, function, *args))
+
+    def _invoke(self, handler: str, job: str, function: Callable[..., Any], *args: Any) -> None:
         """One handler invocation, as Lambda makes it. An exception is recorded: Lambda would retry the event, then
         park it in the dead-letter queue. What it returns is recorded for the report, never read by a job's life."""
         from trainguard.handlers.observability import metrics
@@ -243,21 +243,6 @@ class FleetWorld:
 
     def evaluator(self, alarm_names: list[str]) -> JobAlarmEvaluator:
         return JobAlarmEvaluator(alarm_names, self.world["cloudwatch"], self.world["events"], self.clock)
-
-    def waiting_launches(self) -> set[str]:
-        """The launches trainguard's ledger holds waiting for a quota, by the job each would replace."""
-        from trainguard.adapters.quota_ledger import QuotaLedger
-
-        return {waiting.blocked_job for waiting in QuotaLedger(self.world["dynamodb"], TABLE).waiting()}
-
-    def relaunch_of(self, ended: str) -> str:
-        """The job trainguard created last in place of launch `ended` (tagged retry-of or blocked-launch), or ''."""
-        for call in reversed(self.guard_log):
-            if call.operation == "CreateTrainingJob" and call.succeeded:
-                tags = {t["Key"]: t["Value"] for t in call.params.get("Tags", [])}
-                if ended in (tags.get("trainguard:retry-of"), tags.get("trainguard:blocked-launch")):
-                    return str(call.params["TrainingJobName"])
-        return ""
 
     def schedule_of(self, failed_job: str) -> tuple[datetime, dict[str, Any]] | None:
         """The one-time schedule trainguard created for a delayed relaunch: when it fires, and its input."""
