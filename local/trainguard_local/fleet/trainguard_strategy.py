@@ -38,10 +38,11 @@ from trainguard_local.fleet.model import TRAINGUARD_WITH_LEAVE, JobOutcome
 from trainguard_local.fleet.person import PersonOnCall, person_rng
 from trainguard_local.fleet.trainguard_run.answers import TrainguardAnswers
 from trainguard_local.fleet.trainguard_run.finding_windows import NOTICES
+from trainguard_local.fleet.trainguard_run.guard_actions import GuardCall
 from trainguard_local.fleet.trainguard_run.life_state import LifeSettings
 from trainguard_local.fleet.trainguard_run.schedules import QuotaChecks, Ticker
 from trainguard_local.fleet.trainguard_run.usage import Notification
-from trainguard_local.fleet.trainguard_run.world import FleetWorld, GuardCall, fleet_world
+from trainguard_local.fleet.trainguard_run.world import FleetWorld, fleet_world
 from trainguard_local.simulation.catalogue import training_quota_name
 from trainguard_local.simulation.clock import run_started_at
 from trainguard_local.simulation.fault_table import FaultKind
@@ -87,6 +88,9 @@ class TrainguardStrategy:
     config_overrides: dict[str, Any] = field(default_factory=lambda: dict(CONFIG_OVERRIDES))
     name: str = "trainguard"
     owner_tags: dict[str, str] = field(default_factory=dict)  # what every owner adds to the trace's tags
+    # Events (job state changes, alarms, the scheduler's firings) delivered up to this late, uniformly (the chaos
+    # suite's delivery fault, issue 25); 0: at once, as the benchmark measures.
+    late_delivery_minutes: float = 0.0
     last_run: RunRecord | None = None
     on_progress: Callable[[float], None] | None = field(default=None, repr=False, compare=False)  # trace hours
 
@@ -102,6 +106,8 @@ class TrainguardStrategy:
         ) as world:
             world.fleet.owner_tags = dict(self.owner_tags)
             kernel = Kernel(world.clock, on_resume=world.act_for)
+            if self.late_delivery_minutes:
+                world.deliver_late(kernel, self.late_delivery_minutes, trace.seed)
             config = world.config
             ticker = Ticker(
                 kernel, world, look_back_minutes=2 * max(config.stall_minutes, config.gpu_idle_minutes) + 30

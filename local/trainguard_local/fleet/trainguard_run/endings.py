@@ -9,29 +9,24 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
-from trainguard.domain.outcome import Outcome, OutcomeKind
+from trainguard.domain.outcome import OutcomeKind
 from trainguard_local.fleet.anchor_rules import parent_retries
 from trainguard_local.fleet.life import Steps
 from trainguard_local.fleet.model import TRAINGUARD, ActionKind, State
 from trainguard_local.fleet.person import PERSON
-from trainguard_local.fleet.trainguard_run.life_state import LifeState
+from trainguard_local.fleet.trainguard_run.guard_actions import relaunch_of
+from trainguard_local.fleet.trainguard_run.life_state import GuardAnswer, LifeState
 from trainguard_local.simulation.fault_table import USER_ERROR_KINDS, FaultKind
 from trainguard_local.simulation.kernel import Park, Sleep
 
 QUOTA_WAIT_MARGIN_HOURS = 1.0
-TOLD = (  # trainguard's outcomes of a launch's end that tell someone
-    OutcomeKind.RELAUNCHED,
-    OutcomeKind.RELAUNCH_SCHEDULED,
-    OutcomeKind.QUOTA_WALL,
-    OutcomeKind.NOTIFIED,
-    OutcomeKind.NOT_RELAUNCHED,
-)
+LATE_ANSWER_HOURS = 1.0  # how long a life waits for an answer whose event is known to be on its way
 
 
-def after_end(life: LifeState, end: Outcome | None, kind: FaultKind | None, struck: float, waiting: State) -> Steps:
-    """trainguard's answer to the launch's end, then what follows it."""
+def after_end(life: LifeState, end: GuardAnswer | None, kind: FaultKind | None, struck: float, waiting: State) -> Steps:
+    """trainguard's answer to the launch's end (as the world shows it: life_state.answer_to_end), then what follows."""
     tl = life.tl
-    told = end is not None and end.kind in TOLD
+    told = end is not None  # answer_to_end: only what told the job's owner
     if told and kind is not None:
         tl.detect(kind, struck, TRAINGUARD)
     life.flush_guard_calls()
@@ -50,8 +45,32 @@ def after_end(life: LifeState, end: Outcome | None, kind: FaultKind | None, stru
     if kind is not None and parent_retries(life.job, kind):
         yield from parent_relaunches(life, kind, struck)
         return
-    fix = kind in USER_ERROR_KINDS
-    yield from person_relaunches(life, None if told else kind, life.kernel.now, struck_at=struck, fix=fix)
+    fix, since = kind in USER_ERROR_KINDS, life.kernel.now
+    if told:
+        yield from person_relaunches(life, None, since, struck_at=struck, fix=fix)
+        return
+    response = life.settings.person.response_hours(life.rng)
+    late = yield from answered_late(life, since + response, waiting)
+    if late is not None:
+        yield from after_end(life, late, kind, struck, waiting)
+        return
+    yield from person_relaunches(life, kind, since, struck_at=struck, fix=fix, response=response)
+
+
+def answered_late(life: LifeState, deadline: float, waiting: State) -> Generator[Sleep | Park, Any, GuardAnswer | None]:
+    """trainguard has told nothing of the launch's end yet: its answer may still come (a delivery late, chaos/), and
+    the life waits for it, in `waiting`, until the person acts at `deadline` (None: it did not come by then)."""
+    ended, process = life.name, life.process
+    while life.kernel.now < deadline:
+        life.world.awaiting[ended] = lambda: life.kernel.wake(process, True)
+        if (yield Park(deadline)) is None:
+            break
+        if (answer := life.answer_to_end()) is not None:
+            life.world.awaiting.pop(ended, None)
+            life.tl.wait_until(waiting, life.kernel.now)
+            return answer
+    life.world.awaiting.pop(ended, None)
+    return None
 
 
 def parent_relaunches(life: LifeState, kind: FaultKind, struck: float) -> Steps:
@@ -66,25 +85,24 @@ def parent_relaunches(life: LifeState, kind: FaultKind, struck: float) -> Steps:
 
 
 def scheduled_relaunch(life: LifeState, waiting: State) -> Generator[Sleep | Park, Any, bool]:
-    """The one-time schedule trainguard created fires: the retry launcher's relaunch (True when it launched)."""
-    from trainguard.handlers import retry_launcher
-
+    """The one-time schedule trainguard created fires (EventBridge Scheduler invokes the retry launcher): True when
+    trainguard relaunched the job then, as its CreateTrainingJob shows."""
     world, failed = life.world, life.name
     schedule = world.schedule_of(failed)
     if schedule is None:
         life.notes.append(f"{failed}: relaunch scheduled, but no schedule found")
         return False
-    at, payload = schedule
-    yield Sleep(world.clock.hours_of(at))
+    yield Sleep(world.clock.hours_of(schedule[0]))
     life.tl.wait_until(waiting, life.kernel.now)
-    fired = world.call("retry_launcher", failed, retry_launcher.handle, payload)
-    world.schedule_fired(failed)
-    world.pump()
+    world.fire_schedule(failed, schedule[1])
+    answer = life.answer_to_end()  # the retry launcher's message
+    if answer is None and world.on_its_way(failed):  # its invocation is late
+        answer = yield from answered_late(life, life.kernel.now + LATE_ANSWER_HOURS, waiting)
     life.flush_guard_calls()
-    if isinstance(fired, Outcome) and fired.kind is OutcomeKind.RELAUNCHED:
-        life.next_name = fired.new_job_name
+    if relaunch := relaunch_of(world.guard_log, failed):
+        life.next_name = relaunch
         return True
-    life.tl.act(ActionKind.NOTIFY, TRAINGUARD, target=failed, note=fired.kind.value if fired else "error")
+    life.tl.act(ActionKind.NOTIFY, TRAINGUARD, target=failed, note=answer.kind.value if answer else "nothing told")
     return False
 
 
@@ -92,15 +110,16 @@ def wait_for_quota(life: LifeState) -> Generator[Sleep | Park, Any, bool]:
     """The launch waits in trainguard's ledger until the quota check launches it (True) or gives it up."""
     failed = life.name
     life.quota_checks.wait(failed, life.process)
-    news = yield Park(life.kernel.now + life.settings.quota_wait_hours + QUOTA_WAIT_MARGIN_HOURS)
+    relaunch = yield Park(life.kernel.now + life.settings.quota_wait_hours + QUOTA_WAIT_MARGIN_HOURS)
     life.quota_checks.forget(failed)
     life.tl.wait_until(State.WAITING_FOR_QUOTA, life.kernel.now)
     life.flush_guard_calls()
-    if news is not None and news[0].get("kind") == OutcomeKind.RELAUNCHED.value:
+    if relaunch:  # the quota check's CreateTrainingJob
         life.job_life.quota_wall = None
-        life.next_name = str(news[0]["new_job_name"])
+        life.next_name = relaunch
         return True
-    life.tl.act(ActionKind.NOTIFY, TRAINGUARD, target=failed, note=str(news[0]["kind"]) if news else "no answer")
+    given_up = OutcomeKind.NOT_RELAUNCHED.value if relaunch == "" else "no answer"  # None: woken by the deadline
+    life.tl.act(ActionKind.NOTIFY, TRAINGUARD, target=failed, note=given_up)
     return False
 
 
@@ -126,12 +145,19 @@ def hang_left_to_the_person(life: LifeState, kind: FaultKind, struck: float, run
 
 
 def person_stops(life: LifeState, note: str = "") -> None:
-    """The person stops the running launch (StopTrainingJob), and the stop takes effect."""
+    """The person stops the running launch (StopTrainingJob), and the stop takes effect. One trainguard stopped after
+    the life stopped waiting for it (a stop delivered late) is left as it is, and noted."""
     world = life.world
-    world.world["sagemaker"].stop_training_job(TrainingJobName=life.name)
-    world.plane.settle(life.name)
+    status = world.plane.describe(life.name)["TrainingJobStatus"]
+    if status == "InProgress":
+        world.world["sagemaker"].stop_training_job(TrainingJobName=life.name)
+    else:
+        life.notes.append(f"{life.name}: {status} when the person came to stop it")
+    if status != "Stopped":
+        world.plane.settle(life.name)
     world.pump()
-    life.tl.act(ActionKind.STOP, PERSON, note=note)
+    if status == "InProgress":
+        life.tl.act(ActionKind.STOP, PERSON, note=note)
 
 
 def person_relaunches(

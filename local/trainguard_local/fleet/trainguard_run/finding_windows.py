@@ -111,7 +111,8 @@ def _open_window(life: LifeState, fault: Fault) -> StallWindow:
         if status in ("Stopping", "Stopped"):
             if status == "Stopping":
                 world.plane.settle(name)  # the stop takes effect within the minute
-            return StopNews(None, world.pump())
+            world.pump()
+            return StopNews()
         published, seen = world.usage.notifications[seen:], len(world.usage.notifications)
         for notice in published:
             if notice.attributes.get("job_name") == name and notice.attributes.get("outcome") in NOTICES:
@@ -158,7 +159,7 @@ def _stopped_by_trainguard(life: LifeState, fault: Fault, struck: float, news: S
     kept_before = fault.at_work_hours if diverged else math.inf
     life.write_checkpoint(no_checkpoint_after=kept_before)
     tl.lose_work_since_checkpoint(no_checkpoint_after=kept_before)
-    outcome = life.outcome_of(news.delivered)
+    outcome = life.answer_to_end()
     if not diverged:
         yield from after_end(life, outcome, None, struck, State.STOPPED)
         return True

@@ -3,10 +3,28 @@ timeline: the way the report counts them, right or wrong, once each."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from trainguard_local.fleet.model import TRAINGUARD, ActionKind, JobTimeline
-from trainguard_local.fleet.trainguard_run.world import GuardCall
 from trainguard_local.simulation.fault_table import FIX_FIRST_KINDS, FaultKind
 from trainguard_local.stand_in.service_quotas import SimulatedServiceQuotas
+
+
+@dataclass(frozen=True)
+class GuardCall:
+    """One of trainguard's calls that acts (creates, stops, requests), with what it was answered."""
+
+    at: float  # hours on the trace clock
+    root: str  # the trace job whose lineage it acts on ('' when unknown)
+    operation: str
+    params: dict[str, Any]
+    error_code: str = ""
+    error_message: str = ""
+
+    @property
+    def succeeded(self) -> bool:
+        return not self.error_code
 
 
 class GuardActions:
@@ -80,3 +98,13 @@ class GuardActions:
         if job.spot and params.get("EnableManagedSpotTraining") is not True:
             changed += " on on-demand instances"
         return changed
+
+
+def relaunch_of(calls: list[GuardCall], ended: str) -> str:
+    """The job trainguard created last in place of launch `ended` (tagged retry-of or blocked-launch), or ''."""
+    for call in reversed(calls):
+        if call.operation == "CreateTrainingJob" and call.succeeded:
+            tags = {t["Key"]: t["Value"] for t in call.params.get("Tags", [])}
+            if ended in (tags.get("trainguard:retry-of"), tags.get("trainguard:blocked-launch")):
+                return str(call.params["TrainingJobName"])
+    return ""

@@ -2,7 +2,12 @@
 timeline, the running launch and what the person did. The job's life itself is the one every strategy plays
 (fleet/life.py); trainguard's answers to it (answers.py), the steps from a hang's or a silence's strike
 (strikes.py), the steps after a launch's end (endings.py) and the stall windows (stall_windows.py) take this
-state, so that none imports the answers."""
+state, so that none imports the answers.
+
+A life learns what trainguard did from the world, never from a handler's return value, as the job's owner would:
+its messages (SNS), its CreateTrainingJob and StopTrainingJob calls (the job's status), its ledger (a launch
+waiting for a quota); so that a delivery that comes late, twice or never (the chaos suite's faults, issue 25)
+changes what trainguard does, not what the life believes it did."""
 
 from __future__ import annotations
 
@@ -12,21 +17,42 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
-from trainguard.domain.outcome import Outcome, OutcomeKind
+from trainguard.domain.outcome import OutcomeKind
 from trainguard.domain.stalls import StallThresholds
 from trainguard_local.fleet.life import JobLife
 from trainguard_local.fleet.model import TRAINGUARD, JobTimeline, newest_checkpoint
 from trainguard_local.fleet.person import PersonOnCall
-from trainguard_local.fleet.trainguard_run.guard_actions import GuardActions
+from trainguard_local.fleet.trainguard_run.guard_actions import GuardActions, GuardCall, relaunch_of
 from trainguard_local.fleet.trainguard_run.job_logs import JobLogs
 from trainguard_local.fleet.trainguard_run.schedules import QuotaChecks, Ticker
-from trainguard_local.fleet.trainguard_run.world import FleetWorld, GuardCall
+from trainguard_local.fleet.trainguard_run.world import FleetWorld
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.kernel import Kernel, Park, Sleep
 from trainguard_local.simulation.trace import JobSpec
 from trainguard_local.stand_in.sagemaker_control_plane import InvalidTransition
 
 Life = Generator[Sleep | Park, Any, None]
+
+
+# trainguard's outcomes of a launch's end that tell the job's owner (an SNS message whose `outcome` attribute names it)
+TOLD_OF_AN_END = frozenset(
+    kind.value
+    for kind in (
+        OutcomeKind.RELAUNCHED,
+        OutcomeKind.RELAUNCH_SCHEDULED,
+        OutcomeKind.QUOTA_WALL,
+        OutcomeKind.NOTIFIED,
+        OutcomeKind.NOT_RELAUNCHED,
+    )
+)
+
+
+@dataclass(frozen=True)
+class GuardAnswer:
+    """trainguard's answer to a launch's end: what it told, and the launch it created (a relaunch)."""
+
+    kind: OutcomeKind
+    new_job_name: str = ""
 
 
 @dataclass(frozen=True)
@@ -61,6 +87,7 @@ class LifeState:
         self.hung: set[str] = set()  # SageMaker jobs hung when stopped
         self.wasting: dict[str, FaultKind] = {}  # SageMaker jobs a degraded host slowed or whose loss diverged
         self.person_launches = 0
+        self.told_upto = 0  # the world's notifications up to which trainguard's answers have been taken
         self.notes: list[str] = []  # what did not go as the drive expects (a refused launch, a stray state)
         self.modelled: list[str] = []  # where the drive fell back to a model, and why
         self.logs = JobLogs(
@@ -95,24 +122,28 @@ class LifeState:
             self.notes.append(f"{self.name}: {err}")
         self.world.pump()
 
-    def end_launch(self, move: Any, *args: Any) -> Outcome | None:
-        """End the launch on SageMaker's side; trainguard's outcome for its Failed or Stopped event."""
+    def end_launch(self, move: Any, *args: Any) -> GuardAnswer | None:
+        """End the launch on SageMaker's side; trainguard's answer to its Failed or Stopped event."""
         try:
             move(self.name, *args)
         except InvalidTransition as err:
             self.notes.append(f"{self.name}: {err}")
-        return self.outcome_of(self.world.pump())
+        self.world.pump()
+        return self.answer_to_end()
 
-    def outcome_of(self, delivered: list[tuple[dict[str, Any], Outcome | None]]) -> Outcome | None:
-        for event, outcome in delivered:
-            detail = event["detail"]
-            if (
-                detail["TrainingJobName"] == self.name
-                and detail["TrainingJobStatus"] in ("Failed", "Stopped")
-                and outcome is not None
-                and outcome.kind is not OutcomeKind.ALREADY_HANDLED
-            ):
-                return outcome
+    def answer_to_end(self) -> GuardAnswer | None:
+        """What trainguard did about the end of the running launch, as the world shows it, never from a handler's
+        return value: its message about the launch (SNS, as the job's owner reads it), the first since the last
+        one the life took, and for a relaunch its CreateTrainingJob (retry-of the launch). None: nobody told yet."""
+        notifications = self.world.usage.notifications
+        for index in range(self.told_upto, len(notifications)):
+            attributes = notifications[index].attributes
+            if attributes.get("job_name") == self.name and attributes.get("outcome") in TOLD_OF_AN_END:
+                self.told_upto = index + 1
+                told = OutcomeKind(attributes["outcome"])
+                return GuardAnswer(
+                    told, relaunch_of(self.world.guard_log, self.name) if told is OutcomeKind.RELAUNCHED else ""
+                )
         return None
 
     def write_checkpoint(self, no_checkpoint_after: float = math.inf) -> None:

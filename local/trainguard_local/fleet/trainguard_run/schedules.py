@@ -22,9 +22,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
-from trainguard.domain.outcome import Outcome, OutcomeKind
+from trainguard_local.fleet.trainguard_run.guard_actions import relaunch_of
 from trainguard_local.fleet.trainguard_run.world import FleetWorld
 from trainguard_local.simulation.kernel import Kernel, Process, Sleep
 from trainguard_local.stand_in.alarm_evaluator import LocalAlarmEvaluator
@@ -34,11 +33,8 @@ AFTER_LAST_TICK_HOURS = 1e-6
 
 @dataclass(frozen=True)
 class StopNews:
-    """What a windowed job's life learns when trainguard stopped it: the stall outcome (None: the prober stopped
-    it on a finding) and the deliveries of the job's events that followed (its Stopped event among them)."""
-
-    stall: Outcome | None
-    delivered: list[tuple[dict[str, Any], Outcome | None]]
+    """What a windowed job's life learns when the world shows the job stopped (Stopping, then Stopped): trainguard
+    stopped it, on a stall or on a finding; its events followed (life_state.answer_to_end reads what came next)."""
 
 
 @dataclass
@@ -134,28 +130,36 @@ class Ticker:
         return True
 
     def _evaluate(self, window: StallWindow) -> None:
-        if window.evaluator is None:
+        """The window's alarms, each change delivered; the job's life is woken when the job shows stopped, by an
+        alarm's delivery now or by one since the last tick (a delivery that came late)."""
+        if window.evaluator is None or self._stopped(window):
             return
         for event in window.evaluator.evaluate_all():
-            outcome = self.world.deliver_alarm(event)
-            if outcome is None or outcome.kind is not OutcomeKind.STALL_STOPPED:
-                continue
-            if self.world.plane.describe(window.job_name)["TrainingJobStatus"] == "Stopping":
-                self.world.plane.settle(window.job_name)  # the stop takes effect within the minute
-            delivered = self.world.pump()
-            self.close(window.job_name)
-            self.kernel.wake(window.life, StopNews(outcome, delivered))
-            return
+            self.world.deliver_alarm(event)
+            if self._stopped(window):
+                return
+
+    def _stopped(self, window: StallWindow) -> bool:
+        if self.world.plane.describe(window.job_name)["TrainingJobStatus"] != "Stopping":
+            return False  # not a verified stall (yet): the job trains on
+        self.world.plane.settle(window.job_name)  # trainguard stopped it: the stop takes effect within the minute
+        self.world.pump()
+        self.close(window.job_name)
+        self.kernel.wake(window.life, StopNews())
+        return True
 
 
 class QuotaChecks:
-    """The quota check's schedule (every `quota_check_minutes`), run while some launch waits for a quota."""
+    """The quota check's schedule (every `quota_check_minutes`), run while some launch waits for a quota. A wait ends
+    when trainguard's ledger, which held it, no longer does (launched, or given up): the life learns which from the
+    world (a CreateTrainingJob in place of the failed job, or none). One the ledger never held waits to its deadline."""
 
     def __init__(self, kernel: Kernel, world: FleetWorld, every_minutes: int) -> None:
         self.kernel = kernel
         self.world = world
         self.every = every_minutes
         self.waiting: dict[str, Process] = {}  # failed job -> the life that waits for its relaunch
+        self.held: set[str] = set()  # the failed jobs whose launch the ledger has held waiting
         self.checks = 0
         self._running = False
 
@@ -176,12 +180,24 @@ class QuotaChecks:
         while self.waiting:
             self.world.clock.now = self.world.clock.base + timedelta(minutes=minute)
             self.checks += 1
-            settled = self.world.call("quota_watch", "", quota_watch.handle, {"source": "aws.events"}) or []
-            delivered = self.world.pump() if settled else []
-            for outcome in settled:
-                life = self.waiting.pop(str(outcome.get("job_name", "")), None)
-                if life is not None:
-                    self.kernel.wake(life, (outcome, delivered))
+            self.world.call("quota_watch", "", quota_watch.handle, {"source": "aws.events"})
+            still = waiting_launches(self.world)
+            ended = [failed for failed in self.waiting if failed in self.held and failed not in still]
+            self.held |= still
+            if ended:
+                self.world.pump()
+            for failed in ended:
+                self.kernel.wake(self.waiting.pop(failed), relaunch_of(self.world.guard_log, failed))
             minute += self.every
             yield Sleep(minute / 60)
         self._running = False
+
+
+def waiting_launches(world: FleetWorld) -> set[str]:
+    """The launches trainguard's ledger holds waiting for a quota, by the job each would replace."""
+    from trainguard.adapters.quota_ledger import QuotaLedger
+
+    return {
+        waiting.blocked_job
+        for waiting in QuotaLedger(world.world["dynamodb"], world.config.ledger_table_name).waiting()
+    }

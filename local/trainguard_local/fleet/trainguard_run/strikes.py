@@ -46,7 +46,7 @@ def hangs(life: LifeState, fault: Fault, window: StallWindow) -> Steps:
         tl.detect(kind, struck, TRAINGUARD)
         life.flush_guard_calls()
         tl.lose_work_since_checkpoint()
-        yield from after_end(life, life.outcome_of(news.delivered), None, struck, State.STOPPED)
+        yield from after_end(life, life.answer_to_end(), None, struck, State.STOPPED)
         return
     if nccl and life.kernel.now < runtime_end - 1e-9:  # the watchdog fails the job
         yield from life.job_life.fails(fault, struck)
@@ -74,7 +74,7 @@ def silent_but_healthy(
     life.flush_guard_calls()
     life.write_checkpoint(no_checkpoint_after=fault.at_work_hours)
     tl.lose_work_since_checkpoint(no_checkpoint_after=fault.at_work_hours)  # none is written while silent
-    yield from after_end(life, life.outcome_of(news.delivered), None, started, State.STOPPED)
+    yield from after_end(life, life.answer_to_end(), None, started, State.STOPPED)
     return True
 
 
@@ -83,4 +83,4 @@ def stopped_before_the_fault(life: LifeState, news: StopNews) -> Steps:
     life.flush_guard_calls()
     life.write_checkpoint()
     life.tl.lose_work_since_checkpoint()
-    yield from after_end(life, life.outcome_of(news.delivered), None, life.tl.now, State.STOPPED)
+    yield from after_end(life, life.answer_to_end(), None, life.tl.now, State.STOPPED)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +47,7 @@ class GuardUsage:
         self.calls: Counter[str] = Counter()  # trainguard's calls, "service:Operation"
         self.handlers: dict[str, HandlerUsage] = {}
         self.notifications: list[Notification] = []
+        self.on_notification: Callable[[Notification], None] | None = None
         self.metric_hours: set[tuple[str, str, int]] = set()  # (handler, EMF metric name, hour since the epoch)
         self._open: dict[str, tuple[float, int, bool, str | None]] = {}  # alarm -> (start, metrics, composite, job)
         self._lives: list[AlarmLife] = []
@@ -143,9 +144,12 @@ class GuardUsage:
         attributes = {k: str(v.get("StringValue", "")) for k, v in params.get("MessageAttributes", {}).items()}
         size = len(str(params.get("Message", "")).encode()) + len(json.dumps(params.get("MessageAttributes", {})))
         usage.add("sns_publish_requests", max(1, math.ceil(size / SNS_PUBLISH_CHUNK_BYTES)))
-        self.notifications.append(
-            Notification(self.hours, str(params.get("Subject", "")), str(params.get("Message", "")), attributes)
+        notification = Notification(
+            self.hours, str(params.get("Subject", "")), str(params.get("Message", "")), attributes
         )
+        self.notifications.append(notification)
+        if self.on_notification is not None:
+            self.on_notification(notification)
 
     def _dynamodb_answer(self, parsed: dict[str, Any], model: Any, **_: Any) -> None:
         operation, params = self._request

@@ -9,9 +9,8 @@
   AWS bills); and the world's (`world`): users and persons launching jobs, SageMaker writing logs and GPU metrics, S3
   receiving checkpoints, CloudWatch evaluating alarms, the scheduler deleting a schedule that fired
   (trace_side.py, on stand_in/fleet_side.py). Only the first set is trainguard's cost.
-- The state-change events the plane emits are kept in an outbox and handed to `job_events.handle`
-  in order (`pump`), as the stack's rule would deliver them: filtered by the stack's own event
-  pattern, some delivered twice, the second copy after the events that follow it.
+- The plane's state-change events wait in an outbox for `job_events.handle` (`pump`), as the stack's rule delivers
+  them: its own pattern, some twice (the copy after the events that follow), at once or late (event_delivery.py).
 
 What differs from AWS is listed where it is done: moto lacks PutCompositeAlarm (in_process_clients.py);
 moto's FilterLogEvents ignores logStreamNamePrefix (the stand-in's patch); S3 stamps and moto's metric
@@ -28,7 +27,6 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -39,6 +37,8 @@ from moto.events.models import EventPattern
 from trainguard.config import GuardConfig
 from trainguard.domain.outcome import Outcome
 from trainguard.handlers.wiring import PortSet
+from trainguard_local.fleet.trainguard_run.event_delivery import AtOnce, LateDelivery, no_one
+from trainguard_local.fleet.trainguard_run.guard_actions import GuardCall
 from trainguard_local.fleet.trainguard_run.in_process_clients import (
     CompositeAlarmsInMoto,
     OnAnswer,
@@ -50,6 +50,7 @@ from trainguard_local.fleet.trainguard_run.trace_side import CHECKPOINT_BUCKET, 
 from trainguard_local.fleet.trainguard_run.usage import GuardUsage
 from trainguard_local.simulation.catalogue import INSTANCE_OFFERS
 from trainguard_local.simulation.clock import SimClock
+from trainguard_local.simulation.kernel import Kernel
 from trainguard_local.stand_in.fleet_side import log_delivery
 from trainguard_local.stand_in.local_aws import _teach_moto_stream_prefixes
 from trainguard_local.stand_in.sagemaker_api_model import SAGEMAKER_API
@@ -76,22 +77,6 @@ _WORLD_SERVICES = ("sagemaker", "s3", "dynamodb", "sns", "scheduler", "service-q
 # The stack's rules, matched in process (local_aws puts the same rules on moto's EventBridge).
 _JOB_EVENTS = EventPattern.load(rule_pattern(_JOB_EVENTS_RULE))
 _STALL_ALARMS = EventPattern.load(rule_pattern(STALL_ALARMS_RULE))
-
-
-@dataclass(frozen=True)
-class GuardCall:
-    """One of trainguard's calls that acts (creates, stops, requests), with what it was answered."""
-
-    at: float  # hours on the trace clock
-    root: str  # the trace job whose lineage it acts on ('' when unknown)
-    operation: str
-    params: dict[str, Any]
-    error_code: str = ""
-    error_message: str = ""
-
-    @property
-    def succeeded(self) -> bool:
-        return not self.error_code
 
 
 class FleetWorld:
@@ -132,6 +117,9 @@ class FleetWorld:
             answer_locally(clients["service-quotas"], self.quotas, SERVICE_QUOTAS_API, answered)
         for service, client in self.guard.items():
             self.usage.attach(service, client)
+        self._deliver: AtOnce | LateDelivery = AtOnce()
+        self.awaiting: dict[str, Callable[[], None]] = {}  # SageMaker job -> wakes the life awaiting word of it
+        self.usage.on_notification = lambda notice: self.awaiting.pop(notice.attributes.get("job_name", ""), no_one)()
         CompositeAlarmsInMoto(self.guard["cloudwatch"], ACCOUNT, REGION)
         self.config = GuardConfig(
             ledger_table_name=TABLE,
@@ -195,9 +183,21 @@ class FleetWorld:
 
     # ---- deliveries to the production handlers -------------------------------------------------------
 
-    def call(self, handler: str, job: str, function: Callable[..., Any], *args: Any) -> Any:
-        """One handler invocation, as Lambda makes it. An exception is recorded (and None returned):
-        Lambda would retry the event, then park it in the dead-letter queue."""
+    def deliver_late(self, kernel: Kernel, at_most_minutes: float, seed: int) -> None:
+        """From now on, events reach their handlers up to `at_most_minutes` late (event_delivery.py)."""
+        self._deliver = LateDelivery(kernel, at_most_minutes, seed)
+
+    def on_its_way(self, job: str) -> bool:
+        """Whether an event about SageMaker job `job` is still on its way to trainguard."""
+        return self._deliver.in_flight[job] > 0
+
+    def call(self, handler: str, job: str, function: Callable[..., Any], *args: Any) -> None:
+        """One handler invocation, now or late (deliver_late)."""
+        self._deliver(handler, job, lambda: self._invoke(handler, job, function, *args))
+
+    def _invoke(self, handler: str, job: str, function: Callable[..., Any], *args: Any) -> None:
+        """One handler invocation, as Lambda makes it. An exception is recorded: Lambda would retry the event, then
+        park it in the dead-letter queue. What it returns is recorded for the report, never read by a job's life."""
         from trainguard.handlers.observability import metrics
 
         self.acting = self.roots.get(job, self.acting)
@@ -206,13 +206,12 @@ class FleetWorld:
             result = function(*args, self.ports)
         except Exception:
             self.problems.append(f"{self.hours:.3f} h {handler} ({job}): {traceback.format_exc(limit=6)}")
-            return None
+            return
         finally:
             self.usage.returned(list(metrics.metric_set))
             metrics.clear_metrics()  # handle() adds metrics that only the Lambda decorator would flush
         if isinstance(result, Outcome):
             self.outcomes.append((self.hours, handler, result))
-        return result
 
     def log_lines(self, job_name: str, lines: list[tuple[datetime, str]], log_activity: Any) -> None:
         """Lines in the job's first host's stream, and the subscription's one delivery of them."""
@@ -220,30 +219,27 @@ class FleetWorld:
         delivered = [{"id": str(uuid.uuid4().int)[:20], **event} for event in events]
         self.call("log_activity", job_name, log_activity.handle, log_delivery(stream, delivered))
 
-    def pump(self) -> list[tuple[dict[str, Any], Outcome | None]]:
+    def pump(self) -> None:
         """Deliver what the plane emitted to the job-events handler, in order, through the stack's rule;
-        some events twice (at least once delivery), the copy after the events that follow it."""
+        some events twice (at least once delivery), the copy after the events that follow it. What the handler
+        returns is not read: the job's life learns what trainguard did from the world (life_state.answer_to_end)."""
         from trainguard.handlers import job_events
 
-        delivered: list[tuple[dict[str, Any], Outcome | None]] = []
         copies: list[dict[str, Any]] = []
         while self.outbox or copies:
             event = self.outbox.pop(0) if self.outbox else copies.pop(0)
             if not _JOB_EVENTS.matches_event(cast(Any, event)):
                 continue
-            name = event["detail"]["TrainingJobName"]
-            delivered.append((event, self.call("job_events", name, job_events.handle, event)))
+            self.call("job_events", event["detail"]["TrainingJobName"], job_events.handle, event)
             if event.get("_copy") is None and self._duplicates.random() < self._duplicate_share:
                 copies.append({**event, "_copy": True})
-        return delivered
 
-    def deliver_alarm(self, event: dict[str, Any]) -> Outcome | None:
+    def deliver_alarm(self, event: dict[str, Any]) -> None:
+        """An alarm's state change, through the stack's rule, to the stall-alarms handler."""
         from trainguard.handlers import stall_alarms
 
-        if not _STALL_ALARMS.matches_event(cast(Any, event)):
-            return None
-        result = self.call("stall_alarms", event["detail"]["alarmName"], stall_alarms.handle, event)
-        return result if isinstance(result, Outcome) else None
+        if _STALL_ALARMS.matches_event(cast(Any, event)):
+            self.call("stall_alarms", event["detail"]["alarmName"], stall_alarms.handle, event)
 
     def evaluator(self, alarm_names: list[str]) -> JobAlarmEvaluator:
         return JobAlarmEvaluator(alarm_names, self.world["cloudwatch"], self.world["events"], self.clock)
@@ -260,11 +256,15 @@ class FleetWorld:
         at = datetime.fromisoformat(expression[3:-1]).replace(tzinfo=UTC)
         return at, json.loads(found["Target"]["Input"])
 
-    def schedule_fired(self, failed_job: str) -> None:
-        """ActionAfterCompletion=DELETE: the scheduler deletes a one-time schedule after it fires."""
+    def fire_schedule(self, failed_job: str, payload: dict[str, Any]) -> None:
+        """The scheduler invokes the retry launcher with the schedule's input, then deletes the one-time schedule
+        (ActionAfterCompletion=DELETE); the launch's events follow."""
         from trainguard.adapters.scheduler import schedule_name
+        from trainguard.handlers import retry_launcher
 
+        self.call("retry_launcher", failed_job, retry_launcher.handle, payload)
         self.world["scheduler"].delete_schedule(Name=schedule_name(failed_job), GroupName=SCHEDULE_GROUP)
+        self.pump()
 
 
 @contextmanager
