@@ -99,8 +99,7 @@ class FleetWorld:
         self.roots: dict[str, str] = {}  # SageMaker job name -> the trace job of its lineage
         self.acting = ""  # the trace job whose event a handler is handling now
         self.on_guard_call: Callable[[GuardCall], None] | None = None
-        self._duplicates = random.Random(f"{seed}/deliveries")
-        self._duplicate_share = duplicate_share
+        self._duplicates, self._duplicate_share = random.Random(f"{seed}/deliveries"), duplicate_share
         types = tuple(dict.fromkeys((*DEFAULT_INSTANCE_TYPES, *(o.instance_type for o in INSTANCE_OFFERS))))
         self.quotas = SimulatedServiceQuotas(
             clock=self.clock, instance_types=types, values=quota_values, account_id=ACCOUNT, region=REGION
@@ -111,16 +110,10 @@ class FleetWorld:
         session = boto3.session.Session(region_name=REGION)
         self.world = {s: fleet_client(session, s) for s in _WORLD_SERVICES}
         self.guard = {s: fleet_client(session, s) for s in _GUARD_SERVICES}
-        for clients, logged in ((self.world, False), (self.guard, True)):
-            answered = self._answered(logged)
-            answer_locally(clients["sagemaker"], self.plane, SAGEMAKER_API, answered)
-            answer_locally(clients["service-quotas"], self.quotas, SERVICE_QUOTAS_API, answered)
-        for service, client in self.guard.items():
-            self.usage.attach(service, client)
+        self._wire_clients()
         self._deliver: AtOnce | LateDelivery = AtOnce()
         self.awaiting: dict[str, Callable[[], None]] = {}  # SageMaker job -> wakes the life awaiting word of it
         self.usage.on_notification = lambda notice: self.awaiting.pop(notice.attributes.get("job_name", ""), no_one)()
-        CompositeAlarmsInMoto(self.guard["cloudwatch"], ACCOUNT, REGION)
         self.config = GuardConfig(
             ledger_table_name=TABLE,
             topic_arn=f"arn:aws:sns:{REGION}:{ACCOUNT}:{TOPIC}",
@@ -137,6 +130,16 @@ class FleetWorld:
         self._create_resources()
 
     # ---- wiring ---------------------------------------------------------------------------------
+
+    def _wire_clients(self) -> None:
+        """Both sets reach the simulated services in process; trainguard's calls are counted (usage.py)."""
+        for clients, logged in ((self.world, False), (self.guard, True)):
+            answered = self._answered(logged)
+            answer_locally(clients["sagemaker"], self.plane, SAGEMAKER_API, answered)
+            answer_locally(clients["service-quotas"], self.quotas, SERVICE_QUOTAS_API, answered)
+        for service, client in self.guard.items():
+            self.usage.attach(service, client)
+        CompositeAlarmsInMoto(self.guard["cloudwatch"], ACCOUNT, REGION)
 
     def _answered(self, logged: bool) -> OnAnswer:
         """What the world notes of the simulated services' answers: the lineage of every job created, and
