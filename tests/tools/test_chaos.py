@@ -289,6 +289,22 @@ def test_faults_meet_an_in_process_service_before_it_answers_and_a_read_timeout_
     assert plane.describe("llama-finetune-1")["TrainingJobStatus"] == "InProgress"
 
 
+def test_a_request_throttled_in_process_reaches_the_service_on_its_retry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """botocore sends the same request object again on a retry: the address the injector took from it for its fault
+    is given back, and the retry reaches the service."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+    plane = SimulatedSageMaker(clock=lambda: START)
+    plane.handle("CreateTrainingJob", job_request())
+    client, injector = in_process_sagemaker(plane, THROTTLING)
+    faults = iter([THROTTLING, None])
+    monkeypatch.setattr(injector, "_draw", lambda service: next(faults))
+    with virtual_backoff() as backoff:
+        described = client.describe_training_job(TrainingJobName="llama-finetune-1")
+    assert described["TrainingJobName"] == "llama-finetune-1" and backoff.sleeps == 1
+    assert injector.injected == {THROTTLING: 1} and [op for op, _ in plane.calls][-1] == "DescribeTrainingJob"
+
+
 @pytest.mark.parametrize(("kind", "written"), [(THROTTLING, False), (READ_TIMEOUT, True)])
 def test_moto_in_process_acts_on_a_request_only_when_its_answer_alone_was_lost(
     monkeypatch: pytest.MonkeyPatch, kind: str, written: bool

@@ -309,3 +309,15 @@ def test_events_delivered_late_move_when_trainguard_acts_not_who_acts() -> None:
     assert strategy.last_run is not None and strategy.last_run.problems == [] and strategy.last_run.notes == {}
     assert [[a[:3] for a in actions(o)] for o in late] == [[a[:3] for a in actions(o)] for o in on_time]
     assert [a.at for o in late for a in o.actions] != [a.at for o in on_time for a in o.actions]  # they came late
+
+
+def test_a_quota_approved_before_the_first_check_is_relaunched_by_that_check() -> None:
+    """The quota check that launches the waiting job is the first one: the life learns it from the ledger, which held
+    the launch just before (not from a later check that never sees it)."""
+    spec = job()
+    quota = "ml.p4d.24xlarge for training job usage"
+    outcome, _ = run(
+        trace_of(spec, fault(spec, FaultKind.QUOTA_WALL, 2.0, quota_name=quota, quota_approval_hours=0.01))
+    )
+    assert [(a.kind.value, a.actor, a.succeeded) for a in outcome.actions][-1] == ("relaunch", "trainguard", True)
+    assert hours_in(outcome, State.WAITING_FOR_QUOTA) <= 15 / 60  # the next 15-minute check

@@ -113,7 +113,7 @@ class FaultInjector:
         `answer_locally` its own endpoint's), and its address given back by the chain's last handler: botocore sends
         the same request object again on a retry."""
         passing: list[bool] = []  # set while the rest of the chain answers a request whose answer is lost
-        addresses: list[str] = []
+        addresses: dict[int, str] = {}  # id of a request addressed nowhere -> its address
 
         def answer_in_process(request: Any, event_name: str) -> None:
             passing.append(True)
@@ -123,15 +123,17 @@ class FaultInjector:
                 passing.pop()
 
         def before_send(request: Any, event_name: str, **_: Any) -> Any:
+            if id(request) in addresses:  # not given back by the chain's last handler (a handler raised)
+                request.url = addresses.pop(id(request))
             answer = None if passing else self._before_send(request, event_name, answer_in_process)
             if answer is not None:
-                addresses.append(request.url)
+                addresses[id(request)] = request.url
                 request.url = NOWHERE
             return answer
 
         def after_send(request: Any, **_: Any) -> None:
-            if addresses:
-                request.url = addresses.pop()
+            if id(request) in addresses:
+                request.url = addresses.pop(id(request))
 
         return before_send, after_send
 

@@ -73,8 +73,9 @@ class JsonApiModel:
 
     def answer_of(self, server: object, operation: str, params: dict[str, Any]) -> Callable[[dict[str, Any]], Any]:
         """The method of `server` that answers `operation` once `params` are checked: `_` and the operation's name
-        in snake case (`_create_training_job`), as moto's responses name theirs. ``ApiError`` for an operation the
-        server does not simulate (UnknownOperationException) and for a request that does not fit its input."""
+        in snake case (`_create_training_job`). Only an operation of the service's model reaches one (a test pins
+        which do). ``ApiError`` for an operation the server does not simulate (UnknownOperationException) and for a
+        request that does not fit its input."""
         known = self.operation_model(operation) is not None
         answer = getattr(server, "_" + _snake_case(operation), None) if known else None
         if answer is None:

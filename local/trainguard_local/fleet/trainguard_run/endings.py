@@ -86,7 +86,8 @@ def parent_relaunches(life: LifeState, kind: FaultKind, struck: float) -> Steps:
 
 def scheduled_relaunch(life: LifeState, waiting: State) -> Generator[Sleep | Park, Any, bool]:
     """The one-time schedule trainguard created fires (EventBridge Scheduler invokes the retry launcher): True when
-    trainguard relaunched the job then, as its CreateTrainingJob shows."""
+    trainguard relaunched the job then, as its CreateTrainingJob shows. A firing delivered later than
+    LATE_ANSWER_HOURS finds the job left to the person, who relaunches it too."""
     world, failed = life.world, life.name
     schedule = world.schedule_of(failed)
     if schedule is None:

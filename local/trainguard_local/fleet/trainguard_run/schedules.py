@@ -180,6 +180,7 @@ class QuotaChecks:
         while self.waiting:
             self.world.clock.now = self.world.clock.base + timedelta(minutes=minute)
             self.checks += 1
+            self.held |= waiting_launches(self.world)  # a launch this check relaunches was held before it
             self.world.call("quota_watch", "", quota_watch.handle, {"source": "aws.events"})
             still = waiting_launches(self.world)
             ended = [failed for failed in self.waiting if failed in self.held and failed not in still]
