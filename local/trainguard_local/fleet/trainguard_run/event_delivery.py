@@ -11,12 +11,12 @@ from datetime import timedelta
 
 from trainguard_local.simulation.kernel import Kernel
 
-Delivery = Callable[[str, str, Callable[[], None]], None]  # (the handler's name, the job, its invocation)
 LATE_HANDLERS = frozenset({"job_events", "stall_alarms", "retry_launcher"})  # what an event invokes
 
 
 class AtOnce:
-    in_flight: Counter[str] = Counter()  # nothing is ever on its way
+    def __init__(self) -> None:
+        self.in_flight: Counter[str] = Counter()  # nothing is ever on its way
 
     def __call__(self, handler: str, job: str, invoke: Callable[[], None]) -> None:
         invoke()
@@ -42,7 +42,3 @@ class LateDelivery:
             invoke()
 
         self.kernel.after(timedelta(minutes=self._delays.uniform(0.0, self.at_most_minutes)), arrive)
-
-
-def no_one() -> None:
-    """Nobody awaits word of that job."""

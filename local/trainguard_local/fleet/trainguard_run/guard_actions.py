@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from trainguard.domain.policy import parse_tag_list
 from trainguard_local.fleet.model import TRAINGUARD, ActionKind, JobTimeline
 from trainguard_local.simulation.fault_table import FIX_FIRST_KINDS, FaultKind
 from trainguard_local.stand_in.service_quotas import SimulatedServiceQuotas
@@ -45,8 +46,7 @@ class GuardActions:
         calls, self.pending = self.pending, []
         for call in calls:
             if call.operation == "CreateTrainingJob":
-                tags = {t["Key"]: t["Value"] for t in call.params.get("Tags", [])}
-                failed = tags.get("trainguard:retry-of", tags.get("trainguard:blocked-launch", ""))
+                failed = replaced_job(call.params)
                 if not call.succeeded and self._refused.get(failed) == call.error_code:
                     self.repeated_refusals += 1  # the quota check's launch, refused again: one action is enough
                     continue
@@ -103,8 +103,13 @@ class GuardActions:
 def relaunch_of(calls: list[GuardCall], ended: str) -> str:
     """The job trainguard created last in place of launch `ended` (tagged retry-of or blocked-launch), or ''."""
     for call in reversed(calls):
-        if call.operation == "CreateTrainingJob" and call.succeeded:
-            tags = {t["Key"]: t["Value"] for t in call.params.get("Tags", [])}
-            if ended in (tags.get("trainguard:retry-of"), tags.get("trainguard:blocked-launch")):
-                return str(call.params["TrainingJobName"])
+        if call.operation == "CreateTrainingJob" and call.succeeded and replaced_job(call.params) == ended:
+            return str(call.params["TrainingJobName"])
     return ""
+
+
+def replaced_job(create: dict[str, Any]) -> str:
+    """The job a CreateTrainingJob of trainguard's launches in place of: the failed job it relaunches, or the user's
+    launch a quota blocked ('' when neither tag is there)."""
+    tags = parse_tag_list(create.get("Tags"))
+    return tags.get("trainguard:retry-of", tags.get("trainguard:blocked-launch", ""))

@@ -37,7 +37,7 @@ from moto.events.models import EventPattern
 from trainguard.config import GuardConfig
 from trainguard.domain.outcome import Outcome
 from trainguard.handlers.wiring import PortSet
-from trainguard_local.fleet.trainguard_run.event_delivery import AtOnce, LateDelivery, no_one
+from trainguard_local.fleet.trainguard_run.event_delivery import AtOnce, LateDelivery
 from trainguard_local.fleet.trainguard_run.guard_actions import GuardCall
 from trainguard_local.fleet.trainguard_run.in_process_clients import (
     CompositeAlarmsInMoto,
@@ -47,7 +47,7 @@ from trainguard_local.fleet.trainguard_run.in_process_clients import (
 )
 from trainguard_local.fleet.trainguard_run.simulated_services import FleetSageMaker, JobAlarmEvaluator
 from trainguard_local.fleet.trainguard_run.trace_side import CHECKPOINT_BUCKET, TraceSide
-from trainguard_local.fleet.trainguard_run.usage import GuardUsage
+from trainguard_local.fleet.trainguard_run.usage import GuardUsage, Notification
 from trainguard_local.simulation.catalogue import INSTANCE_OFFERS
 from trainguard_local.simulation.clock import SimClock
 from trainguard_local.simulation.kernel import Kernel
@@ -113,7 +113,7 @@ class FleetWorld:
         self._wire_clients()
         self._deliver: AtOnce | LateDelivery = AtOnce()
         self.awaiting: dict[str, Callable[[], None]] = {}  # SageMaker job -> wakes the life awaiting word of it
-        self.usage.on_notification = lambda notice: self.awaiting.pop(notice.attributes.get("job_name", ""), no_one)()
+        self.usage.on_notification = self._wake_who_awaits
         self.config = GuardConfig(
             ledger_table_name=TABLE,
             topic_arn=f"arn:aws:sns:{REGION}:{ACCOUNT}:{TOPIC}",
@@ -140,6 +140,11 @@ class FleetWorld:
         for service, client in self.guard.items():
             self.usage.attach(service, client)
         CompositeAlarmsInMoto(self.guard["cloudwatch"], ACCOUNT, REGION)
+
+    def _wake_who_awaits(self, notice: Notification) -> None:
+        wake = self.awaiting.pop(notice.attributes.get("job_name", ""), None)
+        if wake is not None:
+            wake()
 
     def _answered(self, logged: bool) -> OnAnswer:
         """What the world notes of the simulated services' answers: the lineage of every job created, and
