@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from tests.tools.fleet.cases import PERSON, STARTUP, fault, hours_in, job, trace_of, trace_of_many
+from tests.tools.fleet.cases import PERSON, STARTUP, fault, four_faults, hours_in, job, trace_of
 from trainguard_local.fleet.anchors import no_guard
 from trainguard_local.fleet.life import CAPACITY_REFUSAL_MINUTES
 from trainguard_local.fleet.model import JobOutcome, State
 from trainguard_local.fleet.report import build_report, duplicate_actions
-from trainguard_local.fleet.trainguard_strategy import RunRecord, TrainguardStrategy
+from trainguard_local.fleet.trainguard_strategy import RunRecord, TrainguardStrategy, late_by
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.reporting import CONTRACT, JobReporting, Reporting
 from trainguard_local.simulation.rhythm import JobRhythm
@@ -269,7 +269,7 @@ def test_a_jobs_life_learns_what_trainguard_did_from_the_world_not_from_what_its
 ) -> None:
     """The chaos suite delivers events late, twice or never (issue 25): a life that read a handler's return value
     would believe what did not happen. Every handler made to return nothing, the lives are the same."""
-    trace = _four_faults()
+    trace = four_faults()
     answered = [(o.job.name, o.actions, o.detections, o.segments) for o in TrainguardStrategy(person=PERSON).run(trace)]
     for name in ("job_events", "retry_launcher", "quota_watch", "stall_alarms", "stall_prober"):
         handler = importlib.import_module(f"trainguard.handlers.{name}")
@@ -277,18 +277,6 @@ def test_a_jobs_life_learns_what_trainguard_did_from_the_world_not_from_what_its
     silent = [(o.job.name, o.actions, o.detections, o.segments) for o in TrainguardStrategy(person=PERSON).run(trace)]
     assert silent == answered
     assert [len(actions) for _, actions, _, _ in answered] == [1, 2, 3, 2]  # each job's relaunches, stops, requests
-
-
-def _four_faults() -> Trace:
-    """A relaunch, a scheduled relaunch, a quota wall and a hang stopped."""
-    relaunched, scheduled, walled, hung = (job(name=f"job-{n}") for n in "abcd")
-    quota = "ml.p4d.24xlarge for training job usage"
-    return trace_of_many(
-        (relaunched, fault(relaunched, FaultKind.INTERNAL_ERROR, 2.2)),
-        (scheduled, fault(scheduled, FaultKind.CAPACITY_ERROR, 0.0, repeats=1)),
-        (walled, fault(walled, FaultKind.QUOTA_WALL, 2.0, quota_name=quota, quota_approval_hours=6.0)),
-        (hung, fault(hung, FaultKind.HANG_IDLE_GPU, 3.0)),
-    )
 
 
 def _returning_nothing(handle: Any) -> Any:
@@ -302,9 +290,9 @@ def test_events_delivered_late_move_when_trainguard_acts_not_who_acts() -> None:
     """The chaos suite's delivery fault on the fleet's world (issue 25): every job event, alarm and schedule firing up
     to 10 minutes late. A life waits for trainguard's answer as the job's owner would (until the person would act),
     so trainguard still relaunches, stops and requests, and no person acts in its place."""
-    trace = _four_faults()
+    trace = four_faults()
     on_time = TrainguardStrategy(person=PERSON).run(trace)
-    strategy = TrainguardStrategy(person=PERSON, late_delivery_minutes=10.0)
+    strategy = TrainguardStrategy(person=PERSON, delivery=late_by(10.0))
     late = strategy.run(trace)
     assert strategy.last_run is not None and strategy.last_run.problems == [] and strategy.last_run.notes == {}
     assert [[a[:3] for a in actions(o)] for o in late] == [[a[:3] for a in actions(o)] for o in on_time]

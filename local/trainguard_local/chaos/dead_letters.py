@@ -18,7 +18,6 @@ from trainguard_local.chaos.lambda_runtime import FUNCTIONS, function_of_arn
 from trainguard_local.chaos.stack_wiring import StackWiring
 from trainguard_local.stand_in.alarm_definitions import alarm_rule_of
 from trainguard_local.stand_in.alarm_evaluation import INSUFFICIENT_DATA, evaluate_alarm, period_starts
-from trainguard_local.stand_in.local_aws import LocalAWS
 
 # Which queue takes each function's failed invocations: the construct that owns the function (infra/).
 QUEUE_OF_FUNCTION = {
@@ -27,28 +26,29 @@ QUEUE_OF_FUNCTION = {
     "failed-launches": "TrainGuard/QuotaWalls/DeadLetterQueue",
     "quota-watch": "TrainGuard/QuotaWalls/DeadLetterQueue",
     "stall-alarms": "TrainGuard/StallDetection/DeadLetterQueue",
+    "log-activity": "TrainGuard/StallDetection/DeadLetterQueue",
+    "stall-prober": "TrainGuard/StallDetection/DeadLetterQueue",
 }
 SQS_PUBLISHES_EVERY = timedelta(minutes=1)
 
 
 @dataclass
 class DeadLetterQueues:
-    aws: LocalAWS
+    sqs: Any  # an SQS client of the stand-in
     urls: dict[str, str]  # construct path -> queue URL
 
     @classmethod
-    def create(cls, aws: LocalAWS) -> DeadLetterQueues:
-        sqs = aws.client("sqs")
+    def create(cls, sqs: Any) -> DeadLetterQueues:
         names = {
             path: f"trainguard-{path.split('/')[1].lower()}-dlq" for path in sorted(set(QUEUE_OF_FUNCTION.values()))
         }
-        return cls(aws, {path: sqs.create_queue(QueueName=name)["QueueUrl"] for path, name in names.items()})
+        return cls(sqs, {path: sqs.create_queue(QueueName=name)["QueueUrl"] for path, name in names.items()})
 
     def url_of_function(self) -> dict[str, str]:
         return {function: self.urls[path] for function, path in QUEUE_OF_FUNCTION.items()}
 
     def depth(self, path: str) -> int:
-        attributes = self.aws.client("sqs").get_queue_attributes(
+        attributes = self.sqs.get_queue_attributes(
             QueueUrl=self.urls[path], AttributeNames=["ApproximateNumberOfMessages"]
         )["Attributes"]
         return int(attributes["ApproximateNumberOfMessages"])
@@ -98,7 +98,7 @@ def redrive(queues: DeadLetterQueues, path: str, invoke: Callable[[Redriven], No
     and the function in `requestContext.functionArn`; an EventBridge rule target's dead letter is the event
     itself, with the target in the TARGET_ARN message attribute
     (https://docs.aws.amazon.com/eventbridge/latest/userguide/rule-dlq.html)."""
-    sqs = queues.aws.client("sqs")
+    sqs = queues.sqs
     count = 0
     while True:
         batch = sqs.receive_message(

@@ -6,7 +6,8 @@ retries after a function error, 1 then 2 minutes apart
 record of the documented shape to the function's dead-letter queue
 (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html); stack_wiring.py checks
 these settings against the template. An attempt runs the production handler's `handle(event, ports)` with
-the ports handlers/wiring.py builds, through the fault injector; a `ProcessDeath` forces a cold start.
+ports (the replay's `BuiltPorts`: what handlers/wiring.py builds, through the fault injector; the fleet's world:
+chaos/fleet_deliveries.py); a `ProcessDeath` forces a cold start.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ import json
 import logging
 import random
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from trainguard.handlers.wiring import PortSet, boto3_ports
 from trainguard_local.chaos.call_faults import FaultInjector, ProcessDeath, chaos_session
@@ -35,7 +36,15 @@ COPIES, COPY_WEIGHTS = (1, 2, 3), (0.5, 0.3, 0.2)
 # trainguard.handlers.<name with underscores>.handler, as in the template's Handler property.
 FUNCTIONS = {
     name: f"trainguard.handlers.{name.replace('-', '_')}.handler"
-    for name in ("job-events", "retry-launcher", "stall-alarms", "failed-launches", "quota-watch")
+    for name in (
+        "job-events",
+        "retry-launcher",
+        "stall-alarms",
+        "failed-launches",
+        "quota-watch",
+        "log-activity",
+        "stall-prober",
+    )
 }
 
 
@@ -45,6 +54,7 @@ class Invocation:
     payload: Any
     event_key: str  # the event this is a delivery of (one event, several deliveries)
     delivery: int
+    subject: str = ""  # the SageMaker job (or alarm) the event is about, if one
     attempt: int = 1
     request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
 
@@ -63,27 +73,33 @@ class AttemptResult:
         return not self.error
 
 
-class LambdaRuntime:
-    def __init__(self, injector: FaultInjector, clock: Callable[[], datetime], sqs: Any, queues: dict[str, str]):
-        """`queues`: each function's dead-letter queue URL."""
-        self._injector, self._clock, self._sqs, self._dead_letter_queues = injector, clock, sqs, queues
+class FunctionProcess(Protocol):
+    """Where an attempt runs: the function's execution environment, built again after a process died."""
+
+    cold_starts: int
+
+    def invoke(self, invocation: Invocation) -> Any: ...
+
+    def cold_start(self) -> None: ...
+
+
+class BuiltPorts:
+    """The replay's: each attempt runs `handle(event, ports)` with the ports handlers/wiring.py builds from the
+    environment, on sessions that carry the fault injector."""
+
+    def __init__(self, injector: FaultInjector, clock: Callable[[], datetime]) -> None:
+        self._injector, self._clock = injector, clock
         self._ports: PortSet | None = None
         self.cold_starts = 0
-        self.dead_letters: list[tuple[datetime, str, Invocation]] = []  # (when, function, invocation)
 
-    def run(self, invocation: Invocation) -> AttemptResult:
-        now = self._clock()
-        handle = _handle_of(invocation.function)
+    def invoke(self, invocation: Invocation) -> Any:
         try:
-            result = handle(invocation.payload, self._environment())
-        except ProcessDeath as death:
-            self._ports = None  # the execution environment is gone
-            return self._failed(invocation, now, "ProcessDeath", str(death))
-        except Exception as error:  # a function error: Lambda retries, then the destination
-            return self._failed(invocation, now, type(error).__name__, str(error))
+            return handle_of(invocation.function)(invocation.payload, self._environment())
         finally:
             _clear_metrics()
-        return AttemptResult(invocation, now, result=result)
+
+    def cold_start(self) -> None:
+        self._ports = None  # the execution environment is gone: the next attempt builds it
 
     def _environment(self) -> PortSet:
         if self._ports is None:
@@ -91,6 +107,28 @@ class LambdaRuntime:
                 self._ports = boto3_ports(clock=self._clock)
             self.cold_starts += 1
         return self._ports
+
+
+class LambdaRuntime:
+    def __init__(self, process: FunctionProcess, clock: Callable[[], datetime], sqs: Any, queues: dict[str, str]):
+        """`queues`: each function's dead-letter queue URL."""
+        self.process, self._clock, self._sqs, self._dead_letter_queues = process, clock, sqs, queues
+        self.dead_letters: list[tuple[datetime, str, Invocation]] = []  # (when, function, invocation)
+
+    @property
+    def cold_starts(self) -> int:
+        return self.process.cold_starts
+
+    def run(self, invocation: Invocation) -> AttemptResult:
+        now = self._clock()
+        try:
+            result = self.process.invoke(invocation)
+        except ProcessDeath as death:
+            self.process.cold_start()  # the execution environment is gone
+            return self._failed(invocation, now, "ProcessDeath", str(death))
+        except Exception as error:  # a function error: Lambda retries, then the destination
+            return self._failed(invocation, now, type(error).__name__, str(error))
+        return AttemptResult(invocation, now, result=result)
 
     def _failed(self, invocation: Invocation, now: datetime, error_type: str, message: str) -> AttemptResult:
         error = f"{error_type}: {message}"
@@ -131,23 +169,41 @@ class Deliveries:
         self._rng = random.Random(f"deliveries-{seed}")
         self.log = DeliveryLog()
         self._keys = 0
+        self.in_flight: Counter[str] = Counter()  # by subject: the attempts on their way (copies, retries)
 
-    def deliver(self, function: str, payload: Any, label: str) -> str:
+    def deliver(self, function: str, payload: Any, label: str, subject: str = "") -> str:
         """Hand one event to `function`, 1-3 times, after random delays; returns the event's key."""
-        self._keys += 1
-        key = f"{function}#{self._keys}:{label}"
-        self.log.events[key] = function
+        key = self._key(function, label)
         copies = self._rng.choices(COPIES, weights=COPY_WEIGHTS)[0]
         for copy in range(copies):
             delay = timedelta(seconds=self._rng.uniform(0, self._max_delay.total_seconds()))
-            invocation = Invocation(function, payload, key, delivery=copy + 1)
-            self._timeline.after(delay, lambda invocation=invocation: self._attempt(invocation))  # type: ignore[misc]
+            self._later(delay, Invocation(function, payload, key, delivery=copy + 1, subject=subject))
         self.log.copies += copies
         return key
 
-    def redeliver(self, function: str, payload: Any, event_key: str) -> None:
+    def invoke_now(self, function: str, payload: Any, label: str, subject: str = "") -> None:
+        """One delivery at once (a log subscription's batch, a schedule's tick), with Lambda's retries."""
+        self.log.copies += 1
+        self._attempt(Invocation(function, payload, self._key(function, label), delivery=1, subject=subject))
+
+    def redeliver(self, function: str, payload: Any, event_key: str, subject: str = "") -> None:
         """A redrive from the dead-letter queue: one new asynchronous invocation of the same event."""
-        self._timeline.after(timedelta(0), lambda: self._attempt(Invocation(function, payload, event_key, delivery=0)))
+        self._later(timedelta(0), Invocation(function, payload, event_key, delivery=0, subject=subject))
+
+    def _key(self, function: str, label: str) -> str:
+        self._keys += 1
+        key = f"{function}#{self._keys}:{label}"
+        self.log.events[key] = function
+        return key
+
+    def _later(self, delay: timedelta, invocation: Invocation) -> None:
+        self.in_flight[invocation.subject] += 1
+
+        def arrive() -> None:
+            self.in_flight[invocation.subject] -= 1
+            self._attempt(invocation)
+
+        self._timeline.after(delay, arrive)
 
     def _attempt(self, invocation: Invocation) -> None:
         self._before_attempt(invocation)
@@ -155,8 +211,7 @@ class Deliveries:
         self.log.attempts.append(result)
         self.log.by_event[invocation.event_key].append(result)
         if result.retry_at is not None:
-            retry = next_attempt(result)
-            self._timeline.at(result.retry_at, lambda: self._attempt(retry))
+            self._later(result.retry_at - self._timeline.clock(), next_attempt(result))
 
 
 def next_attempt(result: AttemptResult) -> Invocation:
@@ -190,7 +245,7 @@ def function_of_arn(arn: str) -> str:
     return name.removeprefix("trainguard-")
 
 
-def _handle_of(function: str) -> Callable[[Any, Any], Any]:
+def handle_of(function: str) -> Callable[[Any, Any], Any]:
     module = importlib.import_module(FUNCTIONS[function].rsplit(".", 1)[0])
     handle: Callable[[Any, Any], Any] = module.handle
     return handle

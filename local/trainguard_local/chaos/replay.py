@@ -22,7 +22,7 @@ from infra.settings import Settings
 from trainguard_local.chaos.call_faults import FaultInjector, FaultRates, virtual_backoff
 from trainguard_local.chaos.dead_letters import QUEUE_OF_FUNCTION, DeadLetterQueues, Redriven, alarm_state, redrive
 from trainguard_local.chaos.evidence import Evidence
-from trainguard_local.chaos.lambda_runtime import Deliveries, Invocation, LambdaRuntime, quiet_handler_logs
+from trainguard_local.chaos.lambda_runtime import BuiltPorts, Deliveries, Invocation, LambdaRuntime, quiet_handler_logs
 from trainguard_local.chaos.replayed_fleet import ReplayedFleet
 from trainguard_local.chaos.stack_wiring import StackWiring, finish_synth, known_wiring, start_synth
 from trainguard_local.simulation.clock import run_started_at
@@ -117,9 +117,9 @@ def _prepare(aws: LocalAWS, settings: ChaosSettings) -> ChaosRun:
     hours_needed = fleet_phase_hours(settings) + (OPERATOR_RESPONSE + settings.redrive_rounds * REDRIVE_TAIL) / HOUR
     aws.clock.start_at(run_started_at(hours_needed))
     timeline = Kernel(aws.clock)
-    queues = DeadLetterQueues.create(aws)
+    queues = DeadLetterQueues.create(aws.client("sqs"))
     injector = FaultInjector(settings.rates, settings.seed)
-    runtime = LambdaRuntime(injector, aws.clock, aws.client("sqs"), queues.url_of_function())
+    runtime = LambdaRuntime(BuiltPorts(injector, aws.clock), aws.clock, aws.client("sqs"), queues.url_of_function())
     fleet = ReplayedFleet(aws, timeline, settings.seed, aws.config)
     evidence = Evidence(aws, fleet, aws.config.stall_defaults, settings.seed)
     fleet.on_training.append(evidence.training_started)

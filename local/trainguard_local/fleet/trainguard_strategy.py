@@ -15,7 +15,8 @@ What is modelled rather than run:
   only during stall windows (see trainguard_run/schedules.py); the prober and the quota check run on their
   schedules only while something can come of them. Their calls in the rest of the time are estimated
   in `guard_calls.schedules`, not run, and priced in `guard_cost` (guard_cost.py);
-- the delivery of events: in order, at once, some twice (`duplicate_delivery_share`).
+- the delivery of events: in order, at once, some twice (`duplicate_delivery_share`); or as `delivery` chooses
+  (up to some minutes late, `late_by`; the chaos suite's copies, retries and faults, chaos/fleet_deliveries.py).
 
 The fleet's jobs opt in with `trainguard:enabled=true` and `trainguard:restart-without-checkpoint=true`
 (their scripts resume from the newest checkpoint, or start afresh when there is none); the deployment's
@@ -26,7 +27,8 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +39,7 @@ from trainguard_local.fleet.guard_cost import Deployment, UsageSummary, guard_co
 from trainguard_local.fleet.model import TRAINGUARD_WITH_LEAVE, JobOutcome
 from trainguard_local.fleet.person import PersonOnCall, person_rng
 from trainguard_local.fleet.trainguard_run.answers import TrainguardAnswers
+from trainguard_local.fleet.trainguard_run.event_delivery import Delivery, LateDelivery
 from trainguard_local.fleet.trainguard_run.finding_windows import NOTICES
 from trainguard_local.fleet.trainguard_run.guard_actions import GuardCall
 from trainguard_local.fleet.trainguard_run.life_state import LifeSettings
@@ -57,6 +60,18 @@ CONFIG_OVERRIDES: dict[str, Any] = {
     "default_quota_ceiling": 256,
 }
 DEPLOYMENT = Deployment()  # how often the deployed stack runs the prober and the quota check (guard_cost.py)
+# How events reach trainguard in a run, given the world, its kernel and the trace's seed (event_delivery.py).
+DeliveryChoice = Callable[[FleetWorld, Kernel, int], AbstractContextManager[Delivery]]
+
+
+def late_by(minutes: float) -> DeliveryChoice:
+    """Every job event, alarm and schedule firing up to `minutes` late, uniformly (a delivery fault, issue 25)."""
+
+    @contextmanager
+    def late(world: FleetWorld, kernel: Kernel, seed: int) -> Iterator[Delivery]:
+        yield LateDelivery(world.run_once, kernel, minutes, seed)
+
+    return late
 
 
 @dataclass
@@ -88,26 +103,27 @@ class TrainguardStrategy:
     config_overrides: dict[str, Any] = field(default_factory=lambda: dict(CONFIG_OVERRIDES))
     name: str = "trainguard"
     owner_tags: dict[str, str] = field(default_factory=dict)  # what every owner adds to the trace's tags
-    # Events (job state changes, alarms, the scheduler's firings) delivered up to this late, uniformly (the chaos
-    # suite's delivery fault, issue 25); 0: at once, as the benchmark measures.
-    late_delivery_minutes: float = 0.0
+    delivery: DeliveryChoice | None = field(default=None, repr=False)  # None: at once, as the benchmark measures
     last_run: RunRecord | None = None
     on_progress: Callable[[float], None] | None = field(default=None, repr=False, compare=False)  # trace hours
 
     def run(self, trace: Trace) -> list[JobOutcome]:
         started = time.perf_counter()
         record = RunRecord()
-        with fleet_world(
-            run_started_at(trace.hours),
-            self.config_overrides,
-            self.duplicate_delivery_share,
-            trace.seed,
-            initial_quota_values(trace),
-        ) as world:
+        with ExitStack() as run_lasts:
+            world = run_lasts.enter_context(
+                fleet_world(
+                    run_started_at(trace.hours),
+                    self.config_overrides,
+                    self.duplicate_delivery_share,
+                    trace.seed,
+                    initial_quota_values(trace),
+                )
+            )
             world.fleet.owner_tags = dict(self.owner_tags)
             kernel = Kernel(world.clock, on_resume=world.act_for)
-            if self.late_delivery_minutes:
-                world.deliver_late(kernel, self.late_delivery_minutes, trace.seed)
+            if self.delivery is not None:
+                world.delivery = run_lasts.enter_context(self.delivery(world, kernel, trace.seed))
             config = world.config
             ticker = Ticker(
                 kernel, world, look_back_minutes=2 * max(config.stall_minutes, config.gpu_idle_minutes) + 30

@@ -49,3 +49,15 @@ def trace_of_many(*pairs: tuple[JobSpec, Fault]) -> Trace:
 
 def hours_in(outcome: JobOutcome, state: State) -> float:
     return sum(s.hours for s in outcome.segments if s.state is state)
+
+
+def four_faults() -> Trace:
+    """A relaunch, a scheduled relaunch, a quota wall and a hang stopped."""
+    relaunched, scheduled, walled, hung = (job(name=f"job-{n}") for n in "abcd")
+    quota = "ml.p4d.24xlarge for training job usage"
+    return trace_of_many(
+        (relaunched, fault(relaunched, FaultKind.INTERNAL_ERROR, 2.2)),
+        (scheduled, fault(scheduled, FaultKind.CAPACITY_ERROR, 0.0, repeats=1)),
+        (walled, fault(walled, FaultKind.QUOTA_WALL, 2.0, quota_name=quota, quota_approval_hours=6.0)),
+        (hung, fault(hung, FaultKind.HANG_IDLE_GPU, 3.0)),
+    )

@@ -35,6 +35,8 @@ class GuardActions:
         self.pending: list[GuardCall] = []  # trainguard's calls on this lineage, not yet in the timeline
         self._refused: dict[str, str] = {}  # failed job -> the error of trainguard's last launch for it
         self.repeated_refusals = 0  # trainguard's launches refused again the same way (not counted as actions)
+        self._done: set[tuple[str, str]] = set()  # (operation, job) of trainguard's creates and stops that succeeded
+        self.retries_of_done = 0  # a create or stop refused because an earlier attempt had done it (not actions)
 
     def take(self, call: GuardCall) -> None:
         self.pending.append(call)
@@ -45,6 +47,8 @@ class GuardActions:
         came from; `hung`: the SageMaker jobs that were hung when stopped, or slowed or diverged (issue 28)."""
         calls, self.pending = self.pending, []
         for call in calls:
+            if self._already_done(call):
+                continue
             if call.operation == "CreateTrainingJob":
                 failed = replaced_job(call.params)
                 if not call.succeeded and self._refused.get(failed) == call.error_code:
@@ -83,6 +87,20 @@ class GuardActions:
                     right=not self.owned,
                     succeeded=call.succeeded,
                 )
+
+    def _already_done(self, call: GuardCall) -> bool:
+        """A call refused because an earlier attempt of the same action succeeded: the retry of a request whose answer
+        was lost (a read timeout), or of an invocation whose process died after it (Lambda's retry). SageMaker refuses
+        a second create of a name with ResourceInUse, a second stop with ValidationException; both are the one action
+        (the product's create takes its own job as done: adapters/sagemaker.py, `_check_existing`)."""
+        action = (call.operation, str(call.params.get("TrainingJobName", "")))
+        if call.succeeded:
+            self._done.add(action)
+            return False
+        if action in self._done and call.error_code in ("ResourceInUse", "ValidationException"):
+            self.retries_of_done += 1
+            return True
+        return False
 
     def _what_it_asks_for(self, params: dict) -> str:
         """Where a relaunch differs from the job's own launch: InstancePreferences, another type, on-demand."""

@@ -37,7 +37,7 @@ from moto.events.models import EventPattern
 from trainguard.config import GuardConfig
 from trainguard.domain.outcome import Outcome
 from trainguard.handlers.wiring import PortSet
-from trainguard_local.fleet.trainguard_run.event_delivery import AtOnce, LateDelivery
+from trainguard_local.fleet.trainguard_run.event_delivery import AtOnce, Delivery, HandlerCall
 from trainguard_local.fleet.trainguard_run.guard_actions import GuardCall
 from trainguard_local.fleet.trainguard_run.in_process_clients import (
     CompositeAlarmsInMoto,
@@ -50,7 +50,6 @@ from trainguard_local.fleet.trainguard_run.trace_side import CHECKPOINT_BUCKET, 
 from trainguard_local.fleet.trainguard_run.usage import GuardUsage, Notification
 from trainguard_local.simulation.catalogue import INSTANCE_OFFERS
 from trainguard_local.simulation.clock import SimClock
-from trainguard_local.simulation.kernel import Kernel
 from trainguard_local.stand_in.fleet_side import log_delivery
 from trainguard_local.stand_in.local_aws import _teach_moto_stream_prefixes
 from trainguard_local.stand_in.sagemaker_api_model import SAGEMAKER_API
@@ -111,7 +110,7 @@ class FleetWorld:
         self.world = {s: fleet_client(session, s) for s in _WORLD_SERVICES}
         self.guard = {s: fleet_client(session, s) for s in _GUARD_SERVICES}
         self._wire_clients()
-        self._deliver: AtOnce | LateDelivery = AtOnce()
+        self.delivery: Delivery = AtOnce(self.run_once)  # how events reach trainguard (event_delivery.py)
         self.awaiting: dict[str, Callable[[], None]] = {}  # SageMaker job -> wakes the life awaiting word of it
         self.usage.on_notification = self._wake_who_awaits
         self.config = GuardConfig(
@@ -124,8 +123,7 @@ class FleetWorld:
             schedule_group_name=SCHEDULE_GROUP,
             **config_overrides,
         )
-        # trainguard's functions, each with the ports handlers/wiring.py builds, on the in-process clients.
-        self.ports = PortSet(self.guard.__getitem__, self.config, REGION, self.clock)
+        self.cold_start()
         self.fleet = TraceSide(self.world, self.clock, self.plane, self.quotas)
         self._create_resources()
 
@@ -191,35 +189,39 @@ class FleetWorld:
 
     # ---- deliveries to the production handlers -------------------------------------------------------
 
-    def deliver_late(self, kernel: Kernel, at_most_minutes: float, seed: int) -> None:
-        """From now on, events reach their handlers up to `at_most_minutes` late (event_delivery.py)."""
-        self._deliver = LateDelivery(kernel, at_most_minutes, seed)
-
     def on_its_way(self, job: str) -> bool:
         """Whether an event about SageMaker job `job` is still on its way to trainguard."""
-        return self._deliver.in_flight[job] > 0
+        return self.delivery.in_flight[job] > 0
 
-    def call(self, handler: str, job: str, function: Callable[..., Any], *args: Any) -> None:
-        """One handler invocation, now or late (deliver_late)."""
-        self._deliver(handler, job, lambda: self._invoke(handler, job, function, *args))
+    def call(self, handler: str, job: str, handle: Callable[[Any, Any], Any], payload: Any) -> None:
+        """An event for one of trainguard's functions, handed to its delivery (at once, late, or chaos's)."""
+        self.delivery(HandlerCall(handler, job, handle, payload))
 
-    def _invoke(self, handler: str, job: str, function: Callable[..., Any], *args: Any) -> None:
-        """One handler invocation, as Lambda makes it. An exception is recorded: Lambda would retry the event, then
-        park it in the dead-letter queue. What it returns is recorded for the report, never read by a job's life."""
+    def cold_start(self) -> None:
+        """The functions' ports as handlers/wiring.py builds them, on the in-process clients; anew after a death."""
+        self.ports = PortSet(self.guard.__getitem__, self.config, REGION, self.clock)
+
+    def run_once(self, call: HandlerCall) -> None:
+        """One invocation; what it raises is recorded as a problem of the run."""
+        try:
+            self.attempt(call)
+        except Exception:
+            self.problems.append(f"{self.hours:.3f} h {call.handler} ({call.job}): {traceback.format_exc(limit=6)}")
+
+    def attempt(self, call: HandlerCall) -> None:
+        """One handler invocation, as Lambda makes it; it raises what the handler raised. What it returns is recorded
+        for the report, never read by a job's life."""
         from trainguard.handlers.observability import metrics
 
-        self.acting = self.roots.get(job, self.acting)
-        self.usage.invoked(handler)
+        self.acting = self.roots.get(call.job, self.acting)
+        self.usage.invoked(call.handler)
         try:
-            result = function(*args, self.ports)
-        except Exception:
-            self.problems.append(f"{self.hours:.3f} h {handler} ({job}): {traceback.format_exc(limit=6)}")
-            return
+            result = call.handle(call.payload, self.ports)
         finally:
             self.usage.returned(list(metrics.metric_set))
             metrics.clear_metrics()  # handle() adds metrics that only the Lambda decorator would flush
         if isinstance(result, Outcome):
-            self.outcomes.append((self.hours, handler, result))
+            self.outcomes.append((self.hours, call.handler, result))
 
     def log_lines(self, job_name: str, lines: list[tuple[datetime, str]], log_activity: Any) -> None:
         """Lines in the job's first host's stream, and the subscription's one delivery of them."""

@@ -1,0 +1,86 @@
+"""The chaos suite's faults on the fleet's world (docs/design-chaos-on-the-fleet-world.md, step 4): a delivery for
+`TrainguardStrategy(delivery=...)` that hands each event to its function as EventBridge, Scheduler and Lambda do
+(lambda_runtime.py: 1-3 copies after random delays, two retries after a function error, then an invocation record
+in the function's dead-letter queue), with the fault injector on trainguard's in-process clients (call_faults.py:
+throttling, 500s, 503s, timeouts, storms, a process dying after a side effect, which rebuilds the function's ports:
+a cold start). botocore's backoff sleeps are added up, not slept.
+
+Events (a job's state change, an alarm's, a schedule's firing, the quota check's tick) come as copies; a log
+subscription's batch and the prober's tick are invoked at once, with Lambda's retries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from trainguard_local.chaos.call_faults import FaultInjector, FaultRates, VirtualBackoff, virtual_backoff
+from trainguard_local.chaos.dead_letters import DeadLetterQueues
+from trainguard_local.chaos.lambda_runtime import Deliveries, Invocation, LambdaRuntime, handle_of
+from trainguard_local.fleet.trainguard_run.event_delivery import HandlerCall
+from trainguard_local.fleet.trainguard_run.world import FleetWorld
+from trainguard_local.simulation.kernel import Kernel
+
+EVENTS = frozenset({"job_events", "stall_alarms", "retry_launcher", "quota_watch"})  # delivered by a rule or schedule
+
+
+class FleetFunctions:
+    """Where the fleet's attempts run: the world's handlers on its guard clients; a cold start rebuilds their ports."""
+
+    def __init__(self, world: FleetWorld) -> None:
+        self._world = world
+        self.cold_starts = 1
+
+    def invoke(self, invocation: Invocation) -> Any:
+        function = invocation.function
+        call = HandlerCall(function.replace("-", "_"), invocation.subject, handle_of(function), invocation.payload)
+        self._world.attempt(call)
+
+    def cold_start(self) -> None:
+        self._world.cold_start()
+        self.cold_starts += 1
+
+
+class ChaosDelivery:
+    """The world's `delivery`: each handler call goes through `Deliveries` and the Lambda runtime."""
+
+    def __init__(self, deliveries: Deliveries) -> None:
+        self.deliveries = deliveries
+        self.in_flight = deliveries.in_flight
+
+    def __call__(self, call: HandlerCall) -> None:
+        function, label = call.handler.replace("_", "-"), f"{call.job} {call.handler}".strip()
+        if call.handler in EVENTS:
+            self.deliveries.deliver(function, call.payload, label, subject=call.job)
+        else:
+            self.deliveries.invoke_now(function, call.payload, label, subject=call.job)
+
+
+@dataclass
+class ChaosOnTheFleet:
+    """A delivery choice for the fleet's trainguard run; after the run it holds what the chaos did."""
+
+    rates: FaultRates = field(default_factory=FaultRates)
+    max_delivery_delay: timedelta = timedelta(minutes=10)
+    injector: FaultInjector | None = None
+    runtime: LambdaRuntime | None = None
+    deliveries: Deliveries | None = None
+    queues: DeadLetterQueues | None = None
+    backoff: VirtualBackoff | None = None
+
+    @contextmanager
+    def __call__(self, world: FleetWorld, kernel: Kernel, seed: int) -> Iterator[ChaosDelivery]:
+        import boto3
+
+        self.injector = FaultInjector(self.rates, seed)
+        for client in world.guard.values():
+            self.injector.install(client.meta.events, in_process=True)
+        sqs = boto3.client("sqs", region_name=world.plane.region)
+        self.queues = DeadLetterQueues.create(sqs)
+        self.runtime = LambdaRuntime(FleetFunctions(world), world.clock, sqs, self.queues.url_of_function())
+        self.deliveries = Deliveries(kernel, self.runtime, seed, self.max_delivery_delay, before=lambda _: None)
+        with virtual_backoff() as self.backoff:
+            yield ChaosDelivery(self.deliveries)
