@@ -7,6 +7,10 @@ a cold start). botocore's backoff sleeps are added up, not slept.
 
 Events (a job's state change, an alarm's, a schedule's firing, the quota check's tick) come as copies; a log
 subscription's batch and the prober's tick are invoked at once, with Lambda's retries.
+
+A poison: every SageMaker call of trainguard's naming one job is refused (AccessDeniedException) until the operator,
+who reads the dead-letter queue's alarm, grants the permission `OPERATOR_RESPONSE` after a dead letter arrives and
+redrives every queue (dead_letters.redrive: each record's event invoked again), as docs/operations.md tells.
 """
 
 from __future__ import annotations
@@ -18,13 +22,14 @@ from datetime import timedelta
 from typing import Any
 
 from trainguard_local.chaos.call_faults import FaultInjector, FaultRates, VirtualBackoff, virtual_backoff
-from trainguard_local.chaos.dead_letters import DeadLetterQueues
+from trainguard_local.chaos.dead_letters import DeadLetterQueues, Redriven, redrive
 from trainguard_local.chaos.lambda_runtime import Deliveries, Invocation, LambdaRuntime, handle_of
 from trainguard_local.fleet.trainguard_run.event_delivery import HandlerCall
 from trainguard_local.fleet.trainguard_run.world import FleetWorld
 from trainguard_local.simulation.kernel import Kernel
 
 EVENTS = frozenset({"job_events", "stall_alarms", "retry_launcher", "quota_watch"})  # delivered by a rule or schedule
+OPERATOR_RESPONSE = timedelta(minutes=30)  # from a dead letter to the operator's fix and redrive (an assumption)
 
 
 class FleetFunctions:
@@ -60,16 +65,56 @@ class ChaosDelivery:
 
 
 @dataclass
+class Operator:
+    """The person the dead-letter queues' alarm tells: `OPERATOR_RESPONSE` after a dead letter, fixes its cause (the
+    poison is cured) and redrives every queue; at most `rounds` times."""
+
+    kernel: Kernel
+    injector: FaultInjector
+    queues: DeadLetterQueues
+    deliveries: Deliveries
+    runtime: LambdaRuntime
+    poisoned: str
+    rounds: int
+    redriven: int = 0
+    responses: list[float] = field(default_factory=list)  # when the operator fixed and redrove (kernel hours)
+    _coming: bool = False
+
+    def dead_letter(self, _: Invocation) -> None:
+        if not self._coming and len(self.responses) < self.rounds:
+            self._coming = True
+            self.kernel.after(OPERATOR_RESPONSE, self._respond)
+
+    def _respond(self) -> None:
+        self._coming = False
+        self.responses.append(self.kernel.now)
+        self.injector.cure(self.poisoned)  # the operator read the records and granted the permission
+        # A record names its invocation (requestId); the runtime knows which event that was a delivery of.
+        invocations = {invocation.request_id: invocation for _, _, invocation in self.runtime.dead_letters}
+
+        def invoke(target: Redriven) -> None:
+            original = invocations.get(target.request_id)
+            key, subject = (original.event_key, original.subject) if original else ("redrive", "")
+            self.deliveries.redeliver(target.function, target.payload, key, subject)
+
+        self.redriven += sum(redrive(self.queues, path, invoke) for path in self.queues.urls)
+
+
+@dataclass
 class ChaosOnTheFleet:
     """A delivery choice for the fleet's trainguard run; after the run it holds what the chaos did."""
 
     rates: FaultRates = field(default_factory=FaultRates)
     max_delivery_delay: timedelta = timedelta(minutes=10)
+    poisoned: str = ""  # the SageMaker job whose calls are refused until the operator's fix ('': none)
+    redrive_rounds: int = 3
     injector: FaultInjector | None = None
     runtime: LambdaRuntime | None = None
     deliveries: Deliveries | None = None
     queues: DeadLetterQueues | None = None
     backoff: VirtualBackoff | None = None
+    operator: Operator | None = None
+    left_in_queues: dict[str, int] = field(default_factory=dict)  # each dead-letter queue's depth at the run's end
 
     @contextmanager
     def __call__(self, world: FleetWorld, kernel: Kernel, seed: int) -> Iterator[ChaosDelivery]:
@@ -82,5 +127,12 @@ class ChaosOnTheFleet:
         self.queues = DeadLetterQueues.create(sqs)
         self.runtime = LambdaRuntime(FleetFunctions(world), world.clock, sqs, self.queues.url_of_function())
         self.deliveries = Deliveries(kernel, self.runtime, seed, self.max_delivery_delay, before=lambda _: None)
+        self.operator = Operator(
+            kernel, self.injector, self.queues, self.deliveries, self.runtime, self.poisoned, self.redrive_rounds
+        )
+        self.runtime.on_dead_letter = self.operator.dead_letter
+        if self.poisoned:
+            self.injector.poison(self.poisoned)
         with virtual_backoff() as self.backoff:
             yield ChaosDelivery(self.deliveries)
+        self.left_in_queues = {path: self.queues.depth(path) for path in self.queues.urls}  # while moto stands in
