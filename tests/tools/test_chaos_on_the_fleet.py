@@ -117,3 +117,23 @@ def test_a_poisoned_jobs_events_wait_in_the_dead_letter_queue_until_the_operator
     assert chaos.operator.redriven == len(dead_letters)
     assert all(chaos.deliveries.log.handled(invocation.event_key) for _, _, invocation in dead_letters)
     assert set(chaos.left_in_queues.values()) == {0}
+
+
+def test_a_false_alarm_is_judged_on_what_the_job_logged_and_ran_and_stops_nothing() -> None:
+    """Every launch that trains gets a log-silence ALARM while it logs; before each verdict the job shows its lines
+    and GPUs up to then (as CloudWatch would hold them), so trainguard finds it logging and leaves it alone: the same
+    actions as on time, and no stop that was not a hang's. Without the job's evidence shown, trainguard reads a
+    silence the job never had and stops healthy jobs."""
+    trace = four_faults()
+    on_time = TrainguardStrategy(person=PERSON).run(trace)
+    chaos = ChaosOnTheFleet(
+        rates=FaultRates(per_attempt=0.0, storm_start=0.0, process_death=0.0), false_alarm_share=1.0
+    )
+    strategy = TrainguardStrategy(person=PERSON, delivery=chaos)
+    under_chaos = strategy.run(trace)
+
+    assert chaos.false_alarms is not None and len(chaos.false_alarms.sent) >= 4  # each launch that trained long enough
+    assert strategy.last_run is not None and strategy.last_run.problems == [] and strategy.last_run.notes == {}
+    assert actions(under_chaos) == actions(on_time)
+    verdicts = [o.reason for _, handler, o in strategy.last_run.handler_outcomes if handler == "stall_alarms"]
+    assert sum("within its limit" in reason for reason in verdicts) >= len(chaos.false_alarms.sent)
