@@ -4,13 +4,19 @@ trainguard makes, and processes dying right after their side effects."""
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import replace
+
 import pytest
 
-from tests.tools.fleet.cases import PERSON, four_faults
+from tests.tools.fleet.cases import PERSON, fault, four_faults, job, trace_of_many
 from trainguard_local.chaos.call_faults import FAULT_KINDS, PROCESS_DEATH, FaultRates
 from trainguard_local.chaos.fleet_deliveries import ChaosOnTheFleet
+from trainguard_local.chaos.user_tags import UserChoice, with_user_tags
 from trainguard_local.fleet.model import JobOutcome
 from trainguard_local.fleet.trainguard_strategy import TrainguardStrategy
+from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.trace import generate_trace
 
 pytestmark = pytest.mark.slow
 
@@ -39,3 +45,95 @@ def test_under_call_and_delivery_faults_trainguard_acts_as_on_time_once_per_acti
     assert log.copies > len(log.events)  # some events came more than once
     assert any(not attempt.ok and attempt.retry_at for attempt in log.attempts)  # Lambda retried a failed attempt
     assert all(log.handled(event) for event in log.events) and chaos.runtime.dead_letters == []
+
+
+def test_the_users_tags_take_each_path_of_the_opt_in_on_the_fleets_world() -> None:
+    """Not opted in: trainguard does nothing and the person relaunches; dry run: trainguard only tells; max-retries
+    1 on a capacity error that repeats: one relaunch, then the limit's notice (the person's relaunch is a new job)."""
+    a, b, c = (job(name=f"job-{n}") for n in "abc")
+    choices = {
+        "job-a": UserChoice(enabled=False),
+        "job-b": UserChoice(dry_run=True),
+        "job-c": UserChoice(max_retries="1"),
+    }
+    trace = trace_of_many(
+        (a, fault(a, FaultKind.INTERNAL_ERROR, 2.2)),
+        (b, fault(b, FaultKind.INTERNAL_ERROR, 2.2)),
+        (c, fault(c, FaultKind.CAPACITY_ERROR, 0.0, repeats=3)),
+    )
+    tagged = replace(
+        trace, jobs=tuple(replace(s, owner_tags=tuple(choices[s.name].tags().items())) for s in trace.jobs)
+    )
+    strategy = TrainguardStrategy(person=PERSON)
+    not_opted_in, dry_run, limited = strategy.run(tagged)
+
+    assert strategy.last_run is not None and strategy.last_run.problems == [] and strategy.last_run.notes == {}
+    assert [(a.kind.value, a.actor) for a in not_opted_in.actions] == [("relaunch", "person")]
+    assert [(a.kind.value, a.actor, a.note) for a in dry_run.actions] == [
+        ("notify", "trainguard", "not-relaunched"),
+        ("relaunch", "person", "from the newest checkpoint"),
+    ]
+    assert [(a.kind.value, a.actor, a.note) for a in limited.actions][:3] == [
+        ("relaunch", "trainguard", "job-c-retry1"),
+        ("notify", "trainguard", "not-relaunched"),  # job-c-retry1 failed again: the limit of 1 is reached
+        ("relaunch", "person", "from the newest checkpoint"),
+    ]
+
+
+def test_the_users_tags_are_drawn_in_the_stated_shares_and_keep_what_the_jobs_had() -> None:
+    trace = generate_trace(1000, 24.0, 3)
+    tagged = with_user_tags(trace)
+    tags = [dict(spec.owner_tags) for spec in tagged.jobs]
+    not_opted_in = sum(t["trainguard:enabled"] == "false" for t in tags) / len(tags)
+    dry_run = sum(t.get("trainguard:actions") == "notify" for t in tags) / len(tags)
+    limits = Counter(t.get("trainguard:max-retries", "") for t in tags)
+    assert 0.07 < not_opted_in < 0.13 and 0.025 < dry_run < 0.07
+    assert limits[""] > limits["2"] > limits["1"] > 0.1 * len(tags)
+    assert with_user_tags(trace) == tagged  # one seed, one draw
+    assert [replace(s, owner_tags=()) for s in tagged.jobs] == [replace(s, owner_tags=()) for s in trace.jobs]
+
+
+def test_a_poisoned_jobs_events_wait_in_the_dead_letter_queue_until_the_operators_redrive_relaunches_it() -> None:
+    """Every SageMaker call of trainguard's naming job-a is refused until the operator, told by the dead-letter
+    queue's alarm, grants the permission and redrives: job-a's failure waits there, and trainguard relaunches it
+    after the redrive (the person, four hours away, has not acted); job-b is relaunched as on time."""
+    a, b = job(name="job-a"), job(name="job-b")
+    trace = trace_of_many((a, fault(a, FaultKind.INTERNAL_ERROR, 0.05)), (b, fault(b, FaultKind.INTERNAL_ERROR, 0.05)))
+    [on_time_a, on_time_b] = TrainguardStrategy(person=PERSON).run(trace)
+    chaos = ChaosOnTheFleet(rates=FaultRates(per_attempt=0.0, storm_start=0.0, process_death=0.0), poisoned="job-a")
+    strategy = TrainguardStrategy(person=PERSON, delivery=chaos)
+    poisoned, healthy = strategy.run(trace)
+
+    assert strategy.last_run is not None and strategy.last_run.problems == [] and strategy.last_run.notes == {}
+    assert chaos.runtime is not None and chaos.operator is not None and chaos.deliveries is not None
+    dead_letters = chaos.runtime.dead_letters
+    assert dead_letters and {function for _, function, _ in dead_letters} == {"job-events"}
+    assert all("job-a" in str(invocation.payload) for _, _, invocation in dead_letters)
+    [relaunch] = poisoned.actions
+    assert (relaunch.kind.value, relaunch.actor) == ("relaunch", "trainguard")
+    [redrive] = chaos.operator.responses  # one fix and redrive, 30 minutes after the first dead letter
+    assert relaunch.at >= redrive > on_time_a.actions[0].at  # at the redrive, not at the failure
+    assert [(a.kind.value, a.actor) for a in healthy.actions] == [(a.kind.value, a.actor) for a in on_time_b.actions]
+    assert chaos.operator.redriven == len(dead_letters)
+    assert all(chaos.deliveries.log.handled(invocation.event_key) for _, _, invocation in dead_letters)
+    assert set(chaos.left_in_queues.values()) == {0}
+
+
+def test_a_false_alarm_is_judged_on_what_the_job_logged_and_ran_and_stops_nothing() -> None:
+    """Every launch that trains gets a log-silence ALARM while it logs; before each verdict the job shows its lines
+    and GPUs up to then (as CloudWatch would hold them), so trainguard finds it logging and leaves it alone: the same
+    actions as on time, and no stop that was not a hang's. Without the job's evidence shown, trainguard reads a
+    silence the job never had and stops healthy jobs."""
+    trace = four_faults()
+    on_time = TrainguardStrategy(person=PERSON).run(trace)
+    chaos = ChaosOnTheFleet(
+        rates=FaultRates(per_attempt=0.0, storm_start=0.0, process_death=0.0), false_alarm_share=1.0
+    )
+    strategy = TrainguardStrategy(person=PERSON, delivery=chaos)
+    under_chaos = strategy.run(trace)
+
+    assert chaos.false_alarms is not None and len(chaos.false_alarms.sent) >= 4  # each launch that trained long enough
+    assert strategy.last_run is not None and strategy.last_run.problems == [] and strategy.last_run.notes == {}
+    assert actions(under_chaos) == actions(on_time)
+    verdicts = [o.reason for _, handler, o in strategy.last_run.handler_outcomes if handler == "stall_alarms"]
+    assert sum("within its limit" in reason for reason in verdicts) >= len(chaos.false_alarms.sent)

@@ -3,28 +3,37 @@
 (lambda_runtime.py: 1-3 copies after random delays, two retries after a function error, then an invocation record
 in the function's dead-letter queue), with the fault injector on trainguard's in-process clients (call_faults.py:
 throttling, 500s, 503s, timeouts, storms, a process dying after a side effect, which rebuilds the function's ports:
-a cold start). botocore's backoff sleeps are added up, not slept.
+a cold start), and false alarms (false_alarms.py). botocore's backoff sleeps are added up, not slept. Before each
+attempt of the stall-alarms function, the alarm's job shows what it logged and ran up to then (its lines and GPUs,
+as CloudWatch would hold them: life_state.show_evidence), so that a late or false alarm is judged on the truth.
 
 Events (a job's state change, an alarm's, a schedule's firing, the quota check's tick) come as copies; a log
 subscription's batch and the prober's tick are invoked at once, with Lambda's retries.
+
+A poison: every SageMaker call of trainguard's naming one job is refused (AccessDeniedException) until the operator,
+who reads the dead-letter queue's alarm, grants the permission `OPERATOR_RESPONSE` after a dead letter arrives and
+redrives every queue (dead_letters.redrive: each record's event invoked again), as docs/operations.md tells.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from trainguard.domain.stalls import parse_alarm_name
 from trainguard_local.chaos.call_faults import FaultInjector, FaultRates, VirtualBackoff, virtual_backoff
-from trainguard_local.chaos.dead_letters import DeadLetterQueues
+from trainguard_local.chaos.dead_letters import DeadLetterQueues, Redriven, redrive
+from trainguard_local.chaos.false_alarms import FALSE_ALARM_SHARE, FalseAlarms
 from trainguard_local.chaos.lambda_runtime import Deliveries, Invocation, LambdaRuntime, handle_of
 from trainguard_local.fleet.trainguard_run.event_delivery import HandlerCall
 from trainguard_local.fleet.trainguard_run.world import FleetWorld
 from trainguard_local.simulation.kernel import Kernel
 
 EVENTS = frozenset({"job_events", "stall_alarms", "retry_launcher", "quota_watch"})  # delivered by a rule or schedule
+OPERATOR_RESPONSE = timedelta(minutes=30)  # from a dead letter to the operator's fix and redrive (an assumption)
 
 
 class FleetFunctions:
@@ -47,11 +56,12 @@ class FleetFunctions:
 class ChaosDelivery:
     """The world's `delivery`: each handler call goes through `Deliveries` and the Lambda runtime."""
 
-    def __init__(self, deliveries: Deliveries) -> None:
-        self.deliveries = deliveries
+    def __init__(self, deliveries: Deliveries, false_alarms: FalseAlarms) -> None:
+        self.deliveries, self.false_alarms = deliveries, false_alarms
         self.in_flight = deliveries.in_flight
 
     def __call__(self, call: HandlerCall) -> None:
+        self.false_alarms.saw(call)
         function, label = call.handler.replace("_", "-"), f"{call.job} {call.handler}".strip()
         if call.handler in EVENTS:
             self.deliveries.deliver(function, call.payload, label, subject=call.job)
@@ -60,16 +70,58 @@ class ChaosDelivery:
 
 
 @dataclass
+class Operator:
+    """The person the dead-letter queues' alarm tells: `OPERATOR_RESPONSE` after a dead letter, fixes its cause (the
+    poison is cured) and redrives every queue; at most `rounds` times."""
+
+    kernel: Kernel
+    injector: FaultInjector
+    queues: DeadLetterQueues
+    deliveries: Deliveries
+    runtime: LambdaRuntime
+    poisoned: str
+    rounds: int
+    redriven: int = 0
+    responses: list[float] = field(default_factory=list)  # when the operator fixed and redrove (kernel hours)
+    _coming: bool = False
+
+    def dead_letter(self, _: Invocation) -> None:
+        if not self._coming and len(self.responses) < self.rounds:
+            self._coming = True
+            self.kernel.after(OPERATOR_RESPONSE, self._respond)
+
+    def _respond(self) -> None:
+        self._coming = False
+        self.responses.append(self.kernel.now)
+        self.injector.cure(self.poisoned)  # the operator read the records and granted the permission
+        # A record names its invocation (requestId); the runtime knows which event that was a delivery of.
+        invocations = {invocation.request_id: invocation for _, _, invocation in self.runtime.dead_letters}
+
+        def invoke(target: Redriven) -> None:
+            original = invocations.get(target.request_id)
+            key, subject = (original.event_key, original.subject) if original else ("redrive", "")
+            self.deliveries.redeliver(target.function, target.payload, key, subject)
+
+        self.redriven += sum(redrive(self.queues, path, invoke) for path in self.queues.urls)
+
+
+@dataclass
 class ChaosOnTheFleet:
     """A delivery choice for the fleet's trainguard run; after the run it holds what the chaos did."""
 
     rates: FaultRates = field(default_factory=FaultRates)
     max_delivery_delay: timedelta = timedelta(minutes=10)
+    poisoned: str = ""  # the SageMaker job whose calls are refused until the operator's fix ('': none)
+    false_alarm_share: float = FALSE_ALARM_SHARE
+    redrive_rounds: int = 3
     injector: FaultInjector | None = None
     runtime: LambdaRuntime | None = None
     deliveries: Deliveries | None = None
     queues: DeadLetterQueues | None = None
     backoff: VirtualBackoff | None = None
+    operator: Operator | None = None
+    false_alarms: FalseAlarms | None = None
+    left_in_queues: dict[str, int] = field(default_factory=dict)  # each dead-letter queue's depth at the run's end
 
     @contextmanager
     def __call__(self, world: FleetWorld, kernel: Kernel, seed: int) -> Iterator[ChaosDelivery]:
@@ -81,6 +133,26 @@ class ChaosOnTheFleet:
         sqs = boto3.client("sqs", region_name=world.plane.region)
         self.queues = DeadLetterQueues.create(sqs)
         self.runtime = LambdaRuntime(FleetFunctions(world), world.clock, sqs, self.queues.url_of_function())
-        self.deliveries = Deliveries(kernel, self.runtime, seed, self.max_delivery_delay, before=lambda _: None)
+        self.deliveries = Deliveries(kernel, self.runtime, seed, self.max_delivery_delay, before=shown_evidence(world))
+        self.operator = Operator(
+            kernel, self.injector, self.queues, self.deliveries, self.runtime, self.poisoned, self.redrive_rounds
+        )
+        self.runtime.on_dead_letter = self.operator.dead_letter
+        if self.poisoned:
+            self.injector.poison(self.poisoned)
+        self.false_alarms = FalseAlarms(world, kernel, seed, self.false_alarm_share)
         with virtual_backoff() as self.backoff:
-            yield ChaosDelivery(self.deliveries)
+            yield ChaosDelivery(self.deliveries, self.false_alarms)
+        self.left_in_queues = {path: self.queues.depth(path) for path in self.queues.urls}  # while moto stands in
+
+
+def shown_evidence(world: FleetWorld) -> Callable[[Invocation], None]:
+    """Before a stall alarm's attempt: its job shows what it logged and ran up to now."""
+
+    def before(invocation: Invocation) -> None:
+        if invocation.function == "stall-alarms":
+            parsed = parse_alarm_name(str(invocation.payload.get("detail", {}).get("alarmName", "")))
+            if parsed is not None and (show := world.evidence.get(parsed[1])) is not None:
+                show()
+
+    return before

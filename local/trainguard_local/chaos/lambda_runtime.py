@@ -114,6 +114,7 @@ class LambdaRuntime:
         """`queues`: each function's dead-letter queue URL."""
         self.process, self._clock, self._sqs, self._dead_letter_queues = process, clock, sqs, queues
         self.dead_letters: list[tuple[datetime, str, Invocation]] = []  # (when, function, invocation)
+        self.on_dead_letter: Callable[[Invocation], None] = lambda _: None  # the queue's alarm, to its reader
 
     @property
     def cold_starts(self) -> int:
@@ -140,6 +141,7 @@ class LambdaRuntime:
             MessageBody=json.dumps(invocation_record(invocation, now, error_type, message)),
         )
         self.dead_letters.append((now, invocation.function, invocation))
+        self.on_dead_letter(invocation)
         return AttemptResult(invocation, now, error=error, dead_lettered=True)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from trainguard.domain.instance_types import gpus_per_host
 from trainguard_local.chaos.jobs_truth import HEALTHY, REPEATING, JobTruth
+from trainguard_local.chaos.user_tags import UserChoice, draw_user_choice
 from trainguard_local.fleet.life import CAPACITY_REFUSAL_MINUTES
 from trainguard_local.simulation.activity import LaunchActivity
 from trainguard_local.simulation.catalogue import training_quota_name
@@ -246,23 +247,16 @@ class ReplayedFleet:
 
 
 def _user_tags(spec: JobSpec, rng: random.Random, guarded: bool) -> tuple[dict[str, str], bool, bool]:
-    """The user's tags, opted in and dry run: 90% of jobs opted in, 5% of those in dry run; max-retries
-    absent (the default), 2 or 1; a guarded job opted in with every action and the default limit."""
-    enabled = guarded or rng.random() < 0.9
-    dry_run = not guarded and enabled and rng.random() < 0.05
-    max_retries = "" if guarded else rng.choices(["", "2", "1"], weights=[60, 25, 15])[0]
+    """The user's tags, opted in and dry run (user_tags.py); a guarded job opted in with every action and the
+    default limit."""
+    choice = UserChoice() if guarded else draw_user_choice(rng)
     tags = {"team": "chaos"}
     if spec.owner == "pipelines":  # a pipeline step's job (an AWS Batch one is named AWSBatch...)
         tags["sagemaker:pipeline-execution-arn"] = (
             f"arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/{spec.name}"
         )
-    if enabled:
-        tags["trainguard:enabled"] = "true"
-    if dry_run:
-        tags["trainguard:actions"] = "notify"
-    if max_retries:
-        tags["trainguard:max-retries"] = max_retries
-    return tags, enabled, dry_run
+    tags.update(choice.tags())
+    return tags, choice.enabled, choice.dry_run
 
 
 def _relaunch_kind(parent_kind: str, attempt: int, root_fault: Fault | None, rng: random.Random) -> str:

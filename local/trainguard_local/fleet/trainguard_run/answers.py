@@ -20,6 +20,7 @@ relaunch, the job's parent or the person on call does, as in the anchors. How ea
 from __future__ import annotations
 
 from collections.abc import Generator
+from functools import partial
 from typing import Any
 
 from trainguard.domain.log_rhythm import FLOOR_MINUTES
@@ -83,6 +84,7 @@ class TrainguardAnswers(LifeState):
     def started(self, life: JobLife) -> None:
         self.training_since = self.tl.now
         self.logs.start_launch(self.tl.now, self.tl.progress)
+        self.world.evidence[self.name] = partial(self.show_evidence, self.name)
         self.drive(self.world.plane.start_training)
 
     def train(self, life: JobLife, progress: float, fault: Fault | None) -> Training:

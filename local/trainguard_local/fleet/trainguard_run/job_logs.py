@@ -6,13 +6,15 @@ silence is checked against the job's limit), every line since the last delivery,
 MAX_EVENTS. The guard learns the same rhythm whenever a line reaches it, as long as a stream's lines come in
 order (log_rhythm.py), so this costs a run a few deliveries per job instead of one per line. In a stall
 window the lines are also written to CloudWatch Logs, where the stall verdict's FilterLogEvents reads; the
-lines before a window reach the subscription only (the verdict takes the newer of the two).
+lines before a window reach the subscription only (the verdict takes the newer of the two). For a verdict outside a
+window (`show_until`), the lines are written too, with the hosts' GPUUtilization the launch's activity shows.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from datetime import datetime
 
 from trainguard_local.fleet.trainguard_run.world import FleetWorld
 from trainguard_local.simulation.activity import LaunchActivity, worded
@@ -31,13 +33,14 @@ class JobLogs:
             job.rhythm, job.checkpoint_every_minutes, job.gpus_per_instance, 0.0, steps=job.step_plan
         )
         self.delivered_until = 0.0  # trace hours: every line up to here has been delivered
+        self.gpu_shown_until = 0.0  # trace hours: the hosts' GPUUtilization written up to here (show_until)
 
     def start_launch(self, training_since: float, progress: float) -> None:
         job = self.job
         self.activity = LaunchActivity(
             job.rhythm, job.checkpoint_every_minutes, job.gpus_per_instance, training_since, progress, job.step_plan
         )
-        self.delivered_until = training_since
+        self.delivered_until = self.gpu_shown_until = training_since
 
     def silence(self, kind: FaultKind, start: float, minutes: float = math.inf) -> None:
         """No lines from `start` (trace hours) for `minutes` (a hang: for good)."""
@@ -46,6 +49,23 @@ class JobLogs:
     def lines(self, after: float, until: float) -> list[tuple[float, str]]:
         """The running launch's lines after `after` and up to `until` (trace hours), as (hours, message)."""
         return worded(self.activity.lines(after, until), self.job)
+
+    def show_until(self, until: float, look_back_minutes: float) -> None:
+        """What a verdict reads of the running launch up to `until` (trace hours): every line not yet delivered,
+        written to CloudWatch Logs too, and each host's GPUUtilization, a datapoint a minute, over at most the last
+        `look_back_minutes` (the launch's activity: its phases, its fault once struck, a slow host)."""
+        self.deliver_until(until, write=True)
+        activity, clock, hosts = self.activity, self.world.clock, self.job.instance_count
+        minute = math.ceil(max(self.gpu_shown_until, until - look_back_minutes / 60) * 60 + 1e-9)
+        values: list[tuple[datetime, Sequence[float]]] = []
+        while minute / 60 <= until:
+            per_host = [activity.gpu_per_host(minute / 60, host) for host in range(hosts)]
+            if all(value is not None for value in per_host):
+                values.append((clock.at_hours(minute / 60), [value or 0.0 for value in per_host]))
+            minute += 1
+        self.gpu_shown_until = max(self.gpu_shown_until, until)
+        if values and self.running():
+            self.world.fleet.put_gpu_utilization(self.running(), hosts, values)
 
     def deliver_until(self, until: float, *, write: bool = False) -> None:
         """Deliver every line of the running launch up to `until` (trace hours) that has not been; `write`:

@@ -102,6 +102,14 @@ class LifeState:
         self.world.pump()
         self.next_name = name
 
+    def show_evidence(self, launch: str) -> None:
+        """Before a verdict on `launch` outside its stall window (a false alarm; an alarm that comes late), what it
+        logged and ran up to now, as CloudWatch would hold it (job_logs.py); a window writes its own every minute,
+        and a launch that no longer runs shows nothing new."""
+        if launch == self.name and launch not in self.ticker.windows:
+            th = self.settings.thresholds
+            self.logs.show_until(self.world.hours, look_back_minutes=max(th.stall_minutes, th.gpu_idle_minutes) + 30)
+
     def guard_minutes_left(self, at: float) -> float | None:
         """The minutes from `at` (trace hours) until the prober's stall metric for the running launch reaches 0 if
         no new line comes, read from its ledger the way the prober reads it (domain/watched_job.py: a job that

@@ -112,6 +112,7 @@ class FleetWorld:
         self._wire_clients()
         self.delivery: Delivery = AtOnce(self.run_once)  # how events reach trainguard (event_delivery.py)
         self.awaiting: dict[str, Callable[[], None]] = {}  # SageMaker job -> wakes the life awaiting word of it
+        self.evidence: dict[str, Callable[[], None]] = {}  # SageMaker job -> shows what it logged and ran, up to now
         self.usage.on_notification = self._wake_who_awaits
         self.config = GuardConfig(
             ledger_table_name=TABLE,
@@ -125,7 +126,7 @@ class FleetWorld:
         )
         self.cold_start()
         self.fleet = TraceSide(self.world, self.clock, self.plane, self.quotas)
-        self._create_resources()
+        create_stack_resources(self.world.__getitem__, checkpoint_bucket=CHECKPOINT_BUCKET)
 
     # ---- wiring ---------------------------------------------------------------------------------
 
@@ -170,9 +171,6 @@ class FleetWorld:
         self.guard_log.append(call)
         if self.on_guard_call is not None:
             self.on_guard_call(call)
-
-    def _create_resources(self) -> None:
-        create_stack_resources(self.world.__getitem__, checkpoint_bucket=CHECKPOINT_BUCKET)
 
     @property
     def calls(self) -> Counter[str]:
