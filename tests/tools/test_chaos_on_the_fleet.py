@@ -38,13 +38,14 @@ def test_under_call_and_delivery_faults_trainguard_acts_as_on_time_once_per_acti
 
     assert strategy.last_run is not None and strategy.last_run.problems == [] and strategy.last_run.notes == {}
     assert actions(under_chaos) == actions(on_time)
-    assert chaos.injector is not None and chaos.runtime is not None and chaos.deliveries is not None
-    assert all(chaos.injector.injected[kind] > 0 for kind in (*FAULT_KINDS, PROCESS_DEATH))
-    assert chaos.runtime.cold_starts == 1 + chaos.injector.injected[PROCESS_DEATH]  # a death rebuilds the ports
-    log = chaos.deliveries.log
+    done = chaos.last
+    assert done is not None
+    assert all(done.injector.injected[kind] > 0 for kind in (*FAULT_KINDS, PROCESS_DEATH))
+    assert done.runtime.cold_starts == 1 + done.injector.injected[PROCESS_DEATH]  # a death rebuilds the ports
+    log = done.deliveries.log
     assert log.copies > len(log.events)  # some events came more than once
     assert any(not attempt.ok and attempt.retry_at for attempt in log.attempts)  # Lambda retried a failed attempt
-    assert all(log.handled(event) for event in log.events) and chaos.runtime.dead_letters == []
+    assert all(log.handled(event) for event in log.events) and done.runtime.dead_letters == []
 
 
 def test_the_users_tags_take_each_path_of_the_opt_in_on_the_fleets_world() -> None:
@@ -105,18 +106,18 @@ def test_a_poisoned_jobs_events_wait_in_the_dead_letter_queue_until_the_operator
     poisoned, healthy = strategy.run(trace)
 
     assert strategy.last_run is not None and strategy.last_run.problems == [] and strategy.last_run.notes == {}
-    assert chaos.runtime is not None and chaos.operator is not None and chaos.deliveries is not None
-    dead_letters = chaos.runtime.dead_letters
+    assert chaos.last is not None
+    dead_letters = chaos.last.runtime.dead_letters
     assert dead_letters and {function for _, function, _ in dead_letters} == {"job-events"}
     assert all("job-a" in str(invocation.payload) for _, _, invocation in dead_letters)
     [relaunch] = poisoned.actions
     assert (relaunch.kind.value, relaunch.actor) == ("relaunch", "trainguard")
-    [redrive] = chaos.operator.responses  # one fix and redrive, 30 minutes after the first dead letter
+    [redrive] = chaos.last.operator.responses  # one fix and redrive, 30 minutes after the first dead letter
     assert relaunch.at >= redrive > on_time_a.actions[0].at  # at the redrive, not at the failure
     assert [(a.kind.value, a.actor) for a in healthy.actions] == [(a.kind.value, a.actor) for a in on_time_b.actions]
-    assert chaos.operator.redriven == len(dead_letters)
-    assert all(chaos.deliveries.log.handled(invocation.event_key) for _, _, invocation in dead_letters)
-    assert set(chaos.left_in_queues.values()) == {0}
+    assert chaos.last.operator.redriven == len(dead_letters)
+    assert all(chaos.last.deliveries.log.handled(invocation.event_key) for _, _, invocation in dead_letters)
+    assert set(chaos.last.left_in_queues.values()) == {0}
 
 
 def test_a_false_alarm_is_judged_on_what_the_job_logged_and_ran_and_stops_nothing() -> None:
@@ -132,8 +133,8 @@ def test_a_false_alarm_is_judged_on_what_the_job_logged_and_ran_and_stops_nothin
     strategy = TrainguardStrategy(person=PERSON, delivery=chaos)
     under_chaos = strategy.run(trace)
 
-    assert chaos.false_alarms is not None and len(chaos.false_alarms.sent) >= 4  # each launch that trained long enough
+    assert chaos.last is not None and len(chaos.last.false_alarms.sent) >= 4  # each launch that trained long enough
     assert strategy.last_run is not None and strategy.last_run.problems == [] and strategy.last_run.notes == {}
     assert actions(under_chaos) == actions(on_time)
     verdicts = [o.reason for _, handler, o in strategy.last_run.handler_outcomes if handler == "stall_alarms"]
-    assert sum("within its limit" in reason for reason in verdicts) >= len(chaos.false_alarms.sent)
+    assert sum("within its limit" in reason for reason in verdicts) >= len(chaos.last.false_alarms.sent)

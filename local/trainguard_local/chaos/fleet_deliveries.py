@@ -53,22 +53,6 @@ class FleetFunctions:
         self.cold_starts += 1
 
 
-class ChaosDelivery:
-    """The world's `delivery`: each handler call goes through `Deliveries` and the Lambda runtime."""
-
-    def __init__(self, deliveries: Deliveries, false_alarms: FalseAlarms) -> None:
-        self.deliveries, self.false_alarms = deliveries, false_alarms
-        self.in_flight = deliveries.in_flight
-
-    def __call__(self, call: HandlerCall) -> None:
-        self.false_alarms.saw(call)
-        function, label = call.handler.replace("_", "-"), f"{call.job} {call.handler}".strip()
-        if call.handler in EVENTS:
-            self.deliveries.deliver(function, call.payload, label, subject=call.job)
-        else:
-            self.deliveries.invoke_now(function, call.payload, label, subject=call.job)
-
-
 @dataclass
 class Operator:
     """The person the dead-letter queues' alarm tells: `OPERATOR_RESPONSE` after a dead letter, fixes its cause (the
@@ -107,43 +91,58 @@ class Operator:
 
 @dataclass
 class ChaosOnTheFleet:
-    """A delivery choice for the fleet's trainguard run; after the run it holds what the chaos did."""
+    """A delivery choice for the fleet's trainguard run (`TrainguardStrategy(delivery=...)`); `last` is the last
+    run's delivery, with what the chaos did in it."""
 
     rates: FaultRates = field(default_factory=FaultRates)
     max_delivery_delay: timedelta = timedelta(minutes=10)
     poisoned: str = ""  # the SageMaker job whose calls are refused until the operator's fix ('': none)
     false_alarm_share: float = FALSE_ALARM_SHARE
     redrive_rounds: int = 3
-    injector: FaultInjector | None = None
-    runtime: LambdaRuntime | None = None
-    deliveries: Deliveries | None = None
-    queues: DeadLetterQueues | None = None
-    backoff: VirtualBackoff | None = None
-    operator: Operator | None = None
-    false_alarms: FalseAlarms | None = None
-    left_in_queues: dict[str, int] = field(default_factory=dict)  # each dead-letter queue's depth at the run's end
+    last: ChaosDelivery | None = None
 
     @contextmanager
     def __call__(self, world: FleetWorld, kernel: Kernel, seed: int) -> Iterator[ChaosDelivery]:
+        with virtual_backoff() as backoff:
+            self.last = ChaosDelivery(self, world, kernel, seed, backoff)
+            yield self.last
+        self.last.left_in_queues = {path: self.last.queues.depth(path) for path in self.last.queues.urls}
+
+
+class ChaosDelivery:
+    """The world's `delivery` in a chaos run: each handler call goes through `Deliveries` and the Lambda runtime,
+    with the fault injector on trainguard's clients, the operator and false alarms; and what each of them did."""
+
+    def __init__(
+        self, choice: ChaosOnTheFleet, world: FleetWorld, kernel: Kernel, seed: int, backoff: VirtualBackoff
+    ) -> None:
         import boto3
 
-        self.injector = FaultInjector(self.rates, seed)
+        self.injector = FaultInjector(choice.rates, seed)
         for client in world.guard.values():
             self.injector.install(client.meta.events, in_process=True)
+        if choice.poisoned:
+            self.injector.poison(choice.poisoned)
         sqs = boto3.client("sqs", region_name=world.plane.region)
         self.queues = DeadLetterQueues.create(sqs)
         self.runtime = LambdaRuntime(FleetFunctions(world), world.clock, sqs, self.queues.url_of_function())
-        self.deliveries = Deliveries(kernel, self.runtime, seed, self.max_delivery_delay, before=shown_evidence(world))
+        self.deliveries = Deliveries(kernel, self.runtime, seed, choice.max_delivery_delay, shown_evidence(world))
         self.operator = Operator(
-            kernel, self.injector, self.queues, self.deliveries, self.runtime, self.poisoned, self.redrive_rounds
+            kernel, self.injector, self.queues, self.deliveries, self.runtime, choice.poisoned, choice.redrive_rounds
         )
         self.runtime.on_dead_letter = self.operator.dead_letter
-        if self.poisoned:
-            self.injector.poison(self.poisoned)
-        self.false_alarms = FalseAlarms(world, kernel, seed, self.false_alarm_share)
-        with virtual_backoff() as self.backoff:
-            yield ChaosDelivery(self.deliveries, self.false_alarms)
-        self.left_in_queues = {path: self.queues.depth(path) for path in self.queues.urls}  # while moto stands in
+        self.false_alarms = FalseAlarms(world, kernel, seed, choice.false_alarm_share)
+        self.backoff = backoff
+        self.in_flight = self.deliveries.in_flight
+        self.left_in_queues: dict[str, int] = {}  # each dead-letter queue's depth at the run's end (read in it)
+
+    def __call__(self, call: HandlerCall) -> None:
+        self.false_alarms.saw(call)
+        function, label = call.handler.replace("_", "-"), f"{call.job} {call.handler}".strip()
+        if call.handler in EVENTS:
+            self.deliveries.deliver(function, call.payload, label, subject=call.job)
+        else:
+            self.deliveries.invoke_now(function, call.payload, label, subject=call.job)
 
 
 def shown_evidence(world: FleetWorld) -> Callable[[Invocation], None]:
