@@ -6,14 +6,19 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
 from tests.tools.fleet.cases import PERSON, fault, four_faults, job, trace_of_many
+from trainguard.adapters.job_activity import GPU_NAMESPACE
 from trainguard_local.chaos.call_faults import FAULT_KINDS, PROCESS_DEATH, FaultRates
 from trainguard_local.chaos.fleet_deliveries import ChaosOnTheFleet
 from trainguard_local.chaos.user_tags import UserChoice, with_user_tags
 from trainguard_local.fleet.model import JobOutcome
+from trainguard_local.fleet.trainguard_run.job_logs import JobLogs
+from trainguard_local.fleet.trainguard_run.world import fleet_world
 from trainguard_local.fleet.trainguard_strategy import TrainguardStrategy
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.trace import generate_trace
@@ -138,3 +143,60 @@ def test_a_false_alarm_is_judged_on_what_the_job_logged_and_ran_and_stops_nothin
     assert actions(under_chaos) == actions(on_time)
     verdicts = [o.reason for _, handler, o in strategy.last_run.handler_outcomes if handler == "stall_alarms"]
     assert sum("within its limit" in reason for reason in verdicts) >= len(chaos.last.false_alarms.sent)
+
+
+def test_a_handler_that_raises_with_no_fault_injected_is_a_problem_of_the_run_though_lambda_retries_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Lambda's retries absorb a handler's error; the run still reports it, unless a fault was injected into that
+    attempt (then the error is the fault's) or it is the product's own StepInProgress."""
+    from trainguard.handlers import stall_prober
+
+    handle, raised = stall_prober.handle, []
+
+    def raises_once(event: Any, ports: Any) -> Any:
+        if not raised:
+            raised.append(True)
+            raise RuntimeError("a bug in the prober")
+        return handle(event, ports)
+
+    monkeypatch.setattr(stall_prober, "handle", raises_once)
+    chaos = ChaosOnTheFleet(rates=FaultRates(per_attempt=0.0, storm_start=0.0, process_death=0.0), false_alarm_share=0)
+    strategy = TrainguardStrategy(person=PERSON, delivery=chaos)
+    strategy.run(four_faults())
+    assert strategy.last_run is not None and len(strategy.last_run.problems) == 1
+    assert "a bug in the prober" in strategy.last_run.problems[0]
+
+
+def test_a_jobs_gpus_are_shown_from_its_activity_after_what_a_window_wrote() -> None:
+    """What a verdict outside a window reads: each host's GPUUtilization a minute, as the launch's activity has it
+    (a slow host reads low, the others wait on it), stamped at the half minute as the windows stamp theirs, never
+    over the minutes a window wrote (CloudWatch would take the higher of two datapoints of one minute)."""
+    spec = job(instance_count=2)
+    with fleet_world(datetime(2026, 1, 5, tzinfo=UTC)) as world:
+        logs = JobLogs(spec, world, lambda: "job-a")
+        logs.start_launch(training_since=1.0, progress=0.0)
+        logs.activity.strike(FaultKind.DEGRADED_HOST, 1.2, factor=2.0, slow_host=1)
+        logs.gpus_written_to = 70  # a window wrote the minutes up to 01:10
+        world.clock.set_hours(1.5)
+        logs.show_until(1.5, look_back_minutes=60)
+
+        def datapoints(host: int) -> dict[datetime, float]:
+            found = world.world["cloudwatch"].get_metric_statistics(
+                Namespace=GPU_NAMESPACE,
+                MetricName="GPUUtilization",
+                Dimensions=[{"Name": "Host", "Value": f"job-a/algo-{host}"}],
+                StartTime=world.clock.at_hours(0.5),
+                EndTime=world.clock.at_hours(2.0),
+                Period=60,
+                Statistics=["Maximum"],
+            )["Datapoints"]
+            return {point["Timestamp"].astimezone(UTC): point["Maximum"] for point in found}
+
+        shown = {host: datapoints(host + 1) for host in (0, 1)}
+    minutes = sorted(shown[0])
+    assert minutes == sorted(shown[1]) == [world.clock.at_hours((m + 0.5) / 60) for m in range(71, 90)]  # 01:11:30-
+    for host, points in shown.items():
+        assert points == {at: logs.activity.gpu_per_host(world.clock.hours_of(at), host) for at in minutes}
+    slowed = world.clock.at_hours(1.25 + 0.5 / 60)
+    assert shown[0][slowed] != shown[1][slowed] and shown[0][minutes[0]] == shown[1][minutes[0]]  # one host slow

@@ -15,7 +15,7 @@ from trainguard_local.fleet.anchors import no_guard
 from trainguard_local.fleet.life import CAPACITY_REFUSAL_MINUTES
 from trainguard_local.fleet.model import JobOutcome, State
 from trainguard_local.fleet.report import build_report, duplicate_actions
-from trainguard_local.fleet.trainguard_strategy import RunRecord, TrainguardStrategy, late_by
+from trainguard_local.fleet.trainguard_strategy import LateBy, RunRecord, TrainguardStrategy
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.reporting import CONTRACT, JobReporting, Reporting
 from trainguard_local.simulation.rhythm import JobRhythm
@@ -292,7 +292,7 @@ def test_events_delivered_late_move_when_trainguard_acts_not_who_acts() -> None:
     so trainguard still relaunches, stops and requests, and no person acts in its place."""
     trace = four_faults()
     on_time = TrainguardStrategy(person=PERSON).run(trace)
-    strategy = TrainguardStrategy(person=PERSON, delivery=late_by(10.0))
+    strategy = TrainguardStrategy(person=PERSON, delivery=LateBy(10.0))
     late = strategy.run(trace)
     assert strategy.last_run is not None and strategy.last_run.problems == [] and strategy.last_run.notes == {}
     assert [[a[:3] for a in actions(o)] for o in late] == [[a[:3] for a in actions(o)] for o in on_time]

@@ -2,13 +2,17 @@
 `TrainguardStrategy(delivery=...)` that hands each event to its function as EventBridge, Scheduler and Lambda do
 (lambda_runtime.py: 1-3 copies after random delays, two retries after a function error, then an invocation record
 in the function's dead-letter queue), with the fault injector on trainguard's in-process clients (call_faults.py:
-throttling, 500s, 503s, timeouts, storms, a process dying after a side effect, which rebuilds the function's ports:
-a cold start), and false alarms (false_alarms.py). botocore's backoff sleeps are added up, not slept. Before each
-attempt of the stall-alarms function, the alarm's job shows what it logged and ran up to then (its lines and GPUs,
-as CloudWatch would hold them: life_state.show_evidence), so that a late or false alarm is judged on the truth.
+throttling, 500s, 503s, timeouts, storms, a process dying after a side effect, after which the functions' ports are
+built anew: a cold start), and false alarms (false_alarms.py). botocore's backoff sleeps are added up, not slept.
+Before each attempt of the stall-alarms function, the alarm's job shows what it logged and ran up to then (its lines
+and GPUs, as CloudWatch would hold them: life_state.show_evidence), so that a late or false alarm is judged on the
+truth.
 
-Events (a job's state change, an alarm's, a schedule's firing, the quota check's tick) come as copies; a log
-subscription's batch and the prober's tick are invoked at once, with Lambda's retries.
+Events (a job's state change, an alarm's, a schedule's firing) come as copies, late; chaos's copies replace the
+world's own (`duplicate_delivery_share`). A log subscription's batch and the prober's and the quota check's ticks are
+invoked at once, with Lambda's retries: the world reads what a tick did right after it (schedules.py). An attempt
+that fails while no fault was injected into it (nor the product's own StepInProgress, a claim another invocation
+holds) is a problem of the run, as an exception is under the other deliveries.
 
 A poison: every SageMaker call of trainguard's naming one job is refused (AccessDeniedException) until the operator,
 who reads the dead-letter queue's alarm, grants the permission `OPERATOR_RESPONSE` after a dead letter arrives and
@@ -32,21 +36,27 @@ from trainguard_local.fleet.trainguard_run.event_delivery import HandlerCall
 from trainguard_local.fleet.trainguard_run.world import FleetWorld
 from trainguard_local.simulation.kernel import Kernel
 
-EVENTS = frozenset({"job_events", "stall_alarms", "retry_launcher", "quota_watch"})  # delivered by a rule or schedule
+EVENTS = frozenset({"job_events", "stall_alarms", "retry_launcher"})  # delivered by a rule or a one-time schedule
 OPERATOR_RESPONSE = timedelta(minutes=30)  # from a dead letter to the operator's fix and redrive (an assumption)
 
 
 class FleetFunctions:
     """Where the fleet's attempts run: the world's handlers on its guard clients; a cold start rebuilds their ports."""
 
-    def __init__(self, world: FleetWorld) -> None:
-        self._world = world
+    def __init__(self, world: FleetWorld, injector: FaultInjector) -> None:
+        self._world, self._injector = world, injector
         self.cold_starts = 1
 
     def invoke(self, invocation: Invocation) -> Any:
         function = invocation.function
         call = HandlerCall(function.replace("-", "_"), invocation.subject, handle_of(function), invocation.payload)
-        self._world.attempt(call)
+        injected = self._injector.total
+        try:
+            self._world.attempt(call)
+        except Exception as error:
+            if self._injector.total == injected and type(error).__name__ != "StepInProgress":
+                self._world.problems.append(f"{self._world.hours:.3f} h {call.handler} ({call.job}): {error!r}")
+            raise
 
     def cold_start(self) -> None:
         self._world.cold_start()
@@ -107,6 +117,7 @@ class ChaosOnTheFleet:
             self.last = ChaosDelivery(self, world, kernel, seed, backoff)
             yield self.last
         self.last.left_in_queues = {path: self.last.queues.depth(path) for path in self.last.queues.urls}
+        self.last.queues.sqs = self.last.runtime.sqs = StandInClosed()  # past moto, a client would reach AWS
 
 
 class ChaosDelivery:
@@ -125,13 +136,15 @@ class ChaosDelivery:
             self.injector.poison(choice.poisoned)
         sqs = boto3.client("sqs", region_name=world.plane.region)
         self.queues = DeadLetterQueues.create(sqs)
-        self.runtime = LambdaRuntime(FleetFunctions(world), world.clock, sqs, self.queues.url_of_function())
+        functions = FleetFunctions(world, self.injector)
+        self.runtime = LambdaRuntime(functions, world.clock, sqs, self.queues.url_of_function())
         self.deliveries = Deliveries(kernel, self.runtime, seed, choice.max_delivery_delay, shown_evidence(world))
         self.operator = Operator(
             kernel, self.injector, self.queues, self.deliveries, self.runtime, choice.poisoned, choice.redrive_rounds
         )
         self.runtime.on_dead_letter = self.operator.dead_letter
         self.false_alarms = FalseAlarms(world, kernel, seed, choice.false_alarm_share)
+        world.duplicate_share = 0.0  # chaos's copies replace the world's own
         self.backoff = backoff
         self.in_flight = self.deliveries.in_flight
         self.left_in_queues: dict[str, int] = {}  # each dead-letter queue's depth at the run's end (read in it)
@@ -155,3 +168,10 @@ def shown_evidence(world: FleetWorld) -> Callable[[Invocation], None]:
                 show()
 
     return before
+
+
+class StandInClosed:
+    """In place of a client once the run's stand-in is gone: any use says so instead of reaching AWS."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"the chaos run's stand-in is closed: {name} would reach AWS itself")

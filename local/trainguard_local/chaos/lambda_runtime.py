@@ -112,7 +112,7 @@ class BuiltPorts:
 class LambdaRuntime:
     def __init__(self, process: FunctionProcess, clock: Callable[[], datetime], sqs: Any, queues: dict[str, str]):
         """`queues`: each function's dead-letter queue URL."""
-        self.process, self._clock, self._sqs, self._dead_letter_queues = process, clock, sqs, queues
+        self.process, self._clock, self.sqs, self._dead_letter_queues = process, clock, sqs, queues
         self.dead_letters: list[tuple[datetime, str, Invocation]] = []  # (when, function, invocation)
         self.on_dead_letter: Callable[[Invocation], None] = lambda _: None  # the queue's alarm, to its reader
 
@@ -120,9 +120,11 @@ class LambdaRuntime:
     def cold_starts(self) -> int:
         return self.process.cold_starts
 
-    def run(self, invocation: Invocation) -> AttemptResult:
+    def run(self, invocation: Invocation, before: Callable[[Invocation], None] = lambda _: None) -> AttemptResult:
+        """One attempt; `before` is part of it (what the world does just before the handler runs)."""
         now = self._clock()
         try:
+            before(invocation)
             result = self.process.invoke(invocation)
         except ProcessDeath as death:
             self.process.cold_start()  # the execution environment is gone
@@ -136,7 +138,7 @@ class LambdaRuntime:
         if invocation.attempt <= RETRY_ATTEMPTS:
             retry_at = now + RETRY_WAITS[invocation.attempt - 1]
             return AttemptResult(invocation, now, error=error, retry_at=retry_at)
-        self._sqs.send_message(
+        self.sqs.send_message(
             QueueUrl=self._dead_letter_queues[invocation.function],
             MessageBody=json.dumps(invocation_record(invocation, now, error_type, message)),
         )
@@ -184,7 +186,7 @@ class Deliveries:
         return key
 
     def invoke_now(self, function: str, payload: Any, label: str, subject: str = "") -> None:
-        """One delivery at once (a log subscription's batch, a schedule's tick), with Lambda's retries."""
+        """One delivery at once (a log subscription's batch, a periodic schedule's tick), with Lambda's retries."""
         self.log.copies += 1
         self._attempt(Invocation(function, payload, self._key(function, label), delivery=1, subject=subject))
 
@@ -208,8 +210,7 @@ class Deliveries:
         self._timeline.after(delay, arrive)
 
     def _attempt(self, invocation: Invocation) -> None:
-        self._before_attempt(invocation)
-        result = self._runtime.run(invocation)
+        result = self._runtime.run(invocation, self._before_attempt)
         self.log.attempts.append(result)
         self.log.by_event[invocation.event_key].append(result)
         if result.retry_at is not None:

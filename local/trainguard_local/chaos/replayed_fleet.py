@@ -255,7 +255,7 @@ def _user_tags(spec: JobSpec, rng: random.Random, guarded: bool) -> tuple[dict[s
         tags["sagemaker:pipeline-execution-arn"] = (
             f"arn:aws:sagemaker:us-east-1:123456789012:pipeline/p/execution/{spec.name}"
         )
-    tags.update(choice.tags())
+    tags.update((key, value) for key, value in choice.tags().items() if value != "false")  # not opted in: no tag
     return tags, choice.enabled, choice.dry_run
 
 

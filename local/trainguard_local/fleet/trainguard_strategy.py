@@ -16,7 +16,7 @@ What is modelled rather than run:
   schedules only while something can come of them. Their calls in the rest of the time are estimated
   in `guard_calls.schedules`, not run, and priced in `guard_cost` (guard_cost.py);
 - the delivery of events: in order, at once, some twice (`duplicate_delivery_share`); or as `delivery` chooses
-  (up to some minutes late, `late_by`; the chaos suite's copies, retries and faults, chaos/fleet_deliveries.py).
+  (up to some minutes late, `LateBy`; the chaos suite's copies, retries and faults, chaos/fleet_deliveries.py).
 
 The fleet's jobs opt in with `trainguard:enabled=true` and `trainguard:restart-without-checkpoint=true`
 (their scripts resume from the newest checkpoint, or start afresh when there is none); the deployment's
@@ -64,14 +64,15 @@ DEPLOYMENT = Deployment()  # how often the deployed stack runs the prober and th
 DeliveryChoice = Callable[[FleetWorld, Kernel, int], AbstractContextManager[Delivery]]
 
 
-def late_by(minutes: float) -> DeliveryChoice:
+@dataclass(frozen=True)
+class LateBy:
     """Every job event, alarm and schedule firing up to `minutes` late, uniformly (a delivery fault, issue 25)."""
 
-    @contextmanager
-    def late(world: FleetWorld, kernel: Kernel, seed: int) -> Iterator[Delivery]:
-        yield LateDelivery(world.run_once, kernel, minutes, seed)
+    minutes: float
 
-    return late
+    @contextmanager
+    def __call__(self, world: FleetWorld, kernel: Kernel, seed: int) -> Iterator[Delivery]:
+        yield LateDelivery(world.run_once, kernel, self.minutes, seed)
 
 
 @dataclass
@@ -186,6 +187,7 @@ class TrainguardStrategy:
             "parameters": {
                 **self.person.parameters(),
                 "duplicate_delivery_share": self.duplicate_delivery_share,
+                "delivery": "at once, in order" if self.delivery is None else repr(self.delivery),
                 # a healthy silence reads idle GPUs only as a first checkpoint load (simulation/fault_table.py)
                 "healthy_silence_idle_gpu": "first_load",
                 "config_overrides": self.config_overrides,

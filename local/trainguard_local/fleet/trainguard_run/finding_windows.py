@@ -127,21 +127,9 @@ def _open_window(life: LifeState, fault: Fault) -> StallWindow:
         deliver=lambda moment: life.logs.deliver_until(clock.hours_of(moment)),
         probe_news=probe_news,
     )
-    _write_gpus(life, minute_index(world, opened), last)
+    life.logs.write_gpus(minute_index(world, opened), last)
     life.ticker.open(window)
     return window
-
-
-def _write_gpus(life: LifeState, first: int, last: int) -> None:
-    """Each host's GPUUtilization through the window, as the launch's activity reads it (a host waiting on its own
-    input reads low, the others wait on it)."""
-    activity, clock, hosts = life.logs.activity, life.world.clock, life.job.instance_count
-    values = []
-    for minute in range(first, last + 1):
-        moment = clock.base + timedelta(minutes=minute, seconds=30)
-        at = clock.hours_of(moment)
-        values.append((moment, [activity.gpu_per_host(at, host) or 0.0 for host in range(hosts)]))
-    life.world.fleet.put_gpu_utilization(life.name, hosts, values)
 
 
 def _launch_end(life: LifeState) -> float:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from trainguard_local.fleet.trainguard_run.world import FleetWorld
 from trainguard_local.simulation.activity import LaunchActivity, worded
@@ -33,14 +33,15 @@ class JobLogs:
             job.rhythm, job.checkpoint_every_minutes, job.gpus_per_instance, 0.0, steps=job.step_plan
         )
         self.delivered_until = 0.0  # trace hours: every line up to here has been delivered
-        self.gpu_shown_until = 0.0  # trace hours: the hosts' GPUUtilization written up to here (show_until)
+        self.gpus_written_to = -1  # the last minute (index from the clock's base) of the hosts' GPUs written
 
     def start_launch(self, training_since: float, progress: float) -> None:
         job = self.job
         self.activity = LaunchActivity(
             job.rhythm, job.checkpoint_every_minutes, job.gpus_per_instance, training_since, progress, job.step_plan
         )
-        self.delivered_until = self.gpu_shown_until = training_since
+        self.delivered_until = training_since
+        self.gpus_written_to = math.ceil(training_since * 60 - 1e-9) - 1
 
     def silence(self, kind: FaultKind, start: float, minutes: float = math.inf) -> None:
         """No lines from `start` (trace hours) for `minutes` (a hang: for good)."""
@@ -52,18 +53,24 @@ class JobLogs:
 
     def show_until(self, until: float, look_back_minutes: float) -> None:
         """What a verdict reads of the running launch up to `until` (trace hours): every line not yet delivered,
-        written to CloudWatch Logs too, and each host's GPUUtilization, a datapoint a minute, over at most the last
-        `look_back_minutes` (the launch's activity: its phases, its fault once struck, a slow host)."""
+        written to CloudWatch Logs too, and its hosts' GPUs over at most the last `look_back_minutes`, after what a
+        window wrote."""
         self.deliver_until(until, write=True)
+        first = max(self.gpus_written_to + 1, math.ceil((until - look_back_minutes / 60) * 60 - 1e-9))
+        self.write_gpus(first, math.floor(until * 60 - 0.5 + 1e-9))  # each minute's datapoint at its half minute
+
+    def write_gpus(self, first: int, last: int) -> None:
+        """Each host's GPUUtilization for the minutes `first` to `last` (indexes from the clock's base, stamped at
+        the half minute), as the launch's activity reads it: its phases, its fault once struck, a host waiting on
+        its own input reading low while the others wait on it."""
         activity, clock, hosts = self.activity, self.world.clock, self.job.instance_count
-        minute = math.ceil(max(self.gpu_shown_until, until - look_back_minutes / 60) * 60 + 1e-9)
         values: list[tuple[datetime, Sequence[float]]] = []
-        while minute / 60 <= until:
-            per_host = [activity.gpu_per_host(minute / 60, host) for host in range(hosts)]
-            if all(value is not None for value in per_host):
-                values.append((clock.at_hours(minute / 60), [value or 0.0 for value in per_host]))
-            minute += 1
-        self.gpu_shown_until = max(self.gpu_shown_until, until)
+        for minute in range(first, last + 1):
+            moment = clock.base + timedelta(minutes=minute, seconds=30)
+            values.append(
+                (moment, [activity.gpu_per_host(clock.hours_of(moment), host) or 0.0 for host in range(hosts)])
+            )
+        self.gpus_written_to = max(self.gpus_written_to, last)
         if values and self.running():
             self.world.fleet.put_gpu_utilization(self.running(), hosts, values)
 

@@ -90,6 +90,7 @@ class HostsGpu:
             silent = moment >= self.quiet_from and (self.quiet_until is None or moment < self.quiet_until)
             values.append((moment, (self.quiet_per_gpu if silent else WORKING_PER_GPU) * gpus))
         life.world.fleet.put_gpu_utilization(life.name, life.job.instance_count, values)
+        life.logs.gpus_written_to = max(life.logs.gpus_written_to, last)  # show_until writes after them
 
 
 def guard_deadline_tick(life: LifeState, now: datetime) -> int | None:

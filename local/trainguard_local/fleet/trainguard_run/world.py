@@ -98,7 +98,7 @@ class FleetWorld:
         self.roots: dict[str, str] = {}  # SageMaker job name -> the trace job of its lineage
         self.acting = ""  # the trace job whose event a handler is handling now
         self.on_guard_call: Callable[[GuardCall], None] | None = None
-        self._duplicates, self._duplicate_share = random.Random(f"{seed}/deliveries"), duplicate_share
+        self._duplicates, self.duplicate_share = random.Random(f"{seed}/deliveries"), duplicate_share
         types = tuple(dict.fromkeys((*DEFAULT_INSTANCE_TYPES, *(o.instance_type for o in INSTANCE_OFFERS))))
         self.quotas = SimulatedServiceQuotas(
             clock=self.clock, instance_types=types, values=quota_values, account_id=ACCOUNT, region=REGION
@@ -239,7 +239,7 @@ class FleetWorld:
             if not _JOB_EVENTS.matches_event(cast(Any, event)):
                 continue
             self.call("job_events", event["detail"]["TrainingJobName"], job_events.handle, event)
-            if event.get("_copy") is None and self._duplicates.random() < self._duplicate_share:
+            if event.get("_copy") is None and self._duplicates.random() < self.duplicate_share:
                 copies.append({**event, "_copy": True})
 
     def deliver_alarm(self, event: dict[str, Any]) -> None:
