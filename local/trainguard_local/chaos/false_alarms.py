@@ -12,7 +12,14 @@ from trainguard.domain.stalls import StallSignal, alarm_name
 from trainguard_local.fleet.trainguard_run.event_delivery import HandlerCall
 from trainguard_local.fleet.trainguard_run.world import FleetWorld
 from trainguard_local.simulation.kernel import Kernel
-from trainguard_local.stand_in.alarm_state_events import EVENT_DETAIL_TYPE, EVENT_SOURCE, aws_time
+from trainguard_local.stand_in.alarm_definitions import alarm_rule_of
+from trainguard_local.stand_in.alarm_evaluation import OK, evaluate_alarm, period_starts
+from trainguard_local.stand_in.alarm_state_events import (
+    AlarmState,
+    metric_configuration,
+    metric_reason_data,
+    state_change_event,
+)
 
 FALSE_ALARM_SHARE = 0.15  # of the launches that start training (an assumption, as the replay's)
 FALSE_ALARM_MINUTES = (25.0, 120.0)  # into training
@@ -37,6 +44,8 @@ class FalseAlarms:
             self._kernel.after(timedelta(minutes=minutes), lambda: self._send(name), acting=self._world.acting)
 
     def _send(self, job: str) -> None:
+        """An ALARM as CloudWatch sends it (stand_in/alarm_state_events.py), its datapoints breaching the threshold
+        although the job logs: the reason, reason data and configuration of a real crossing."""
         world = self._world
         if world.plane.describe(job)["TrainingJobStatus"] != "InProgress":
             return
@@ -44,28 +53,11 @@ class FalseAlarms:
         if not found["MetricAlarms"]:
             return
         alarm, now = found["MetricAlarms"][0], world.clock.now
-        state = {
-            "value": "ALARM",
-            "reason": "Threshold Crossed: 1 datapoint [0.0] was >= the threshold (0.0).",
-            "timestamp": aws_time(now),
-        }
-        _, _, _, region, account, *_ = alarm["AlarmArn"].split(":")
+        rule = alarm_rule_of(alarm)
+        breaching = rule.threshold + (1.0 if rule.comparison.startswith("Greater") else -1.0)
+        result = evaluate_alarm(rule, dict.fromkeys(period_starts(rule, now), breaching), now, OK)
+        new = AlarmState(result.state, result.reason, metric_reason_data(alarm, rule, result, now), now)
+        previous = AlarmState(OK, alarm.get("StateReason", ""), alarm.get("StateReasonData"), now)
         self.sent.append((self._kernel.now, job))
-        world.deliver_alarm(
-            {
-                "version": "0",
-                "id": f"false-alarm-{len(self.sent)}",
-                "detail-type": EVENT_DETAIL_TYPE,
-                "source": EVENT_SOURCE,
-                "account": account,
-                "time": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "region": region,
-                "resources": [alarm["AlarmArn"]],
-                "detail": {
-                    "alarmName": alarm["AlarmName"],
-                    "state": state,
-                    "previousState": {**state, "value": "OK", "reason": "Threshold Crossed"},
-                    "configuration": {"description": alarm.get("AlarmDescription", "")},
-                },
-            }
-        )
+        event = state_change_event(alarm, new, previous, metric_configuration(alarm))
+        world.deliver_alarm({**event, "id": f"false-alarm-{len(self.sent)}"})

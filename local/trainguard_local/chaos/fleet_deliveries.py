@@ -28,15 +28,15 @@ from datetime import timedelta
 from typing import Any
 
 from trainguard.domain.stalls import parse_alarm_name
+from trainguard.workflows.ports import StepInProgress
 from trainguard_local.chaos.call_faults import FaultInjector, FaultRates, VirtualBackoff, virtual_backoff
 from trainguard_local.chaos.dead_letters import DeadLetterQueues, Redriven, redrive
 from trainguard_local.chaos.false_alarms import FALSE_ALARM_SHARE, FalseAlarms
 from trainguard_local.chaos.lambda_runtime import Deliveries, Invocation, LambdaRuntime, handle_of
-from trainguard_local.fleet.trainguard_run.event_delivery import HandlerCall
+from trainguard_local.fleet.trainguard_run.event_delivery import EVENT_HANDLERS, HandlerCall
 from trainguard_local.fleet.trainguard_run.world import FleetWorld
 from trainguard_local.simulation.kernel import Kernel
 
-EVENTS = frozenset({"job_events", "stall_alarms", "retry_launcher"})  # delivered by a rule or a one-time schedule
 OPERATOR_RESPONSE = timedelta(minutes=30)  # from a dead letter to the operator's fix and redrive (an assumption)
 
 
@@ -54,7 +54,7 @@ class FleetFunctions:
         try:
             self._world.attempt(call)
         except Exception as error:
-            if self._injector.total == injected and type(error).__name__ != "StepInProgress":
+            if self._injector.total == injected and not isinstance(error, StepInProgress):
                 self._world.problems.append(f"{self._world.hours:.3f} h {call.handler} ({call.job}): {error!r}")
             raise
 
@@ -152,7 +152,7 @@ class ChaosDelivery:
     def __call__(self, call: HandlerCall) -> None:
         self.false_alarms.saw(call)
         function, label = call.handler.replace("_", "-"), f"{call.job} {call.handler}".strip()
-        if call.handler in EVENTS:
+        if call.handler in EVENT_HANDLERS:
             self.deliveries.deliver(function, call.payload, label, subject=call.job)
         else:
             self.deliveries.invoke_now(function, call.payload, label, subject=call.job)

@@ -57,15 +57,13 @@ from trainguard_local.stand_in.alarm_evaluation import (
     period_starts,
 )
 from trainguard_local.stand_in.alarm_state_events import (
-    EVENT_DETAIL_TYPE,
-    EVENT_SOURCE,
     INITIAL_REASON,
     AlarmState,
     aws_time,
     composite_configuration,
     metric_configuration,
     metric_reason_data,
-    state_detail,
+    state_change_event,
 )
 from trainguard_local.stand_in.composite_alarm_rule import evaluate_composite, parse_alarm_rule
 
@@ -139,27 +137,11 @@ class LocalAlarmEvaluator:
         self._written[name] = state.value
 
     def _change(self, alarm: Mapping[str, Any], new: AlarmState, configuration: dict[str, Any]) -> dict[str, Any]:
-        name, arn = alarm["AlarmName"], alarm["AlarmArn"]
-        detail = {
-            "alarmName": name,
-            "state": state_detail(new),
-            "previousState": state_detail(self._states[name]),
-            "configuration": configuration,
-        }
+        name = alarm["AlarmName"]
+        event = state_change_event(alarm, new, self._states[name], configuration)
         self._states[name] = new
         self._write(name, new)
-        _, _, _, region, account, *_ = arn.split(":")
-        return {
-            "version": "0",
-            "id": "",
-            "detail-type": EVENT_DETAIL_TYPE,
-            "source": EVENT_SOURCE,
-            "account": account,
-            "time": new.timestamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "region": region,
-            "resources": [arn],
-            "detail": detail,
-        }
+        return event
 
     def _put_events(self, events: list[dict[str, Any]], now: datetime) -> list[dict[str, Any]]:
         for first in range(0, len(events), 10):  # PutEvents takes at most 10 entries

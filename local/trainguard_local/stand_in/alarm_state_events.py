@@ -40,6 +40,32 @@ def state_detail(state: AlarmState) -> dict[str, Any]:
     return detail
 
 
+def state_change_event(
+    alarm: Mapping[str, Any], new: AlarmState, previous: AlarmState, configuration: dict[str, Any]
+) -> dict[str, Any]:
+    """The event of `alarm` moving from `previous` to `new`, as in AWS's samples; its `id` is EventBridge's, set
+    when the event is put."""
+    name, arn = alarm["AlarmName"], alarm["AlarmArn"]
+    detail = {
+        "alarmName": name,
+        "state": state_detail(new),
+        "previousState": state_detail(previous),
+        "configuration": configuration,
+    }
+    _, _, _, region, account, *_ = arn.split(":")
+    return {
+        "version": "0",
+        "id": "",
+        "detail-type": EVENT_DETAIL_TYPE,
+        "source": EVENT_SOURCE,
+        "account": account,
+        "time": new.timestamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": region,
+        "resources": [arn],
+        "detail": detail,
+    }
+
+
 def metric_reason_data(alarm: Mapping[str, Any], rule: AlarmRule, result: AlarmEvaluation, now: datetime) -> str:
     """As in AWS's samples: version, queryDate, startDate, statistic (single metric only), period,
     recentDatapoints (oldest first here; the order is not documented), threshold."""

@@ -14,7 +14,8 @@ from typing import Any, Protocol
 
 from trainguard_local.simulation.kernel import Kernel
 
-LATE_HANDLERS = frozenset({"job_events", "stall_alarms", "retry_launcher"})  # what an event invokes
+# What a rule or a one-time schedule invokes (the periodic ticks and the log subscription stay on time).
+EVENT_HANDLERS = frozenset({"job_events", "stall_alarms", "retry_launcher"})
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ class LateDelivery:
         self.in_flight: Counter[str] = Counter()
 
     def __call__(self, call: HandlerCall) -> None:
-        if call.handler not in LATE_HANDLERS:
+        if call.handler not in EVENT_HANDLERS:
             self._run(call)
             return
         self.in_flight[call.job] += 1

@@ -36,7 +36,6 @@ class GuardActions:
         self._refused: dict[str, str] = {}  # failed job -> the error of trainguard's last launch for it
         self.repeated_refusals = 0  # trainguard's launches refused again the same way (not counted as actions)
         self._done: set[tuple[str, str]] = set()  # (operation, job) of trainguard's creates and stops that succeeded
-        self.retries_of_done = 0  # a create or stop refused because an earlier attempt had done it (not actions)
 
     def take(self, call: GuardCall) -> None:
         self.pending.append(call)
@@ -97,10 +96,7 @@ class GuardActions:
         if call.succeeded:
             self._done.add(action)
             return False
-        if action in self._done and call.error_code in ("ResourceInUse", "ValidationException"):
-            self.retries_of_done += 1
-            return True
-        return False
+        return action in self._done and call.error_code in ("ResourceInUse", "ValidationException")
 
     def _what_it_asks_for(self, params: dict) -> str:
         """Where a relaunch differs from the job's own launch: InstancePreferences, another type, on-demand."""
