@@ -1,7 +1,7 @@
-"""The chaos suite's short form (docs/local-tools.md; `make chaos` runs the long one): a fleet replayed on the
-local stand-in with the production handlers, every event delivered 1-3 times in any order, faults on every AWS
-call, processes killed after their side effects, and a poison event through the dead-letter queue and its
-redrive. Then each figure the suite reports, asserted.
+"""The chaos suite's short form (docs/local-tools.md; `make chaos` runs the long one): the fleet's world (the
+benchmark's) with the production handlers, every event delivered 1-3 times in any order, faults on every AWS
+call, processes killed after their side effects, false alarms, the users' tag mix, and a poisoned job through the
+dead-letter queue and the operator's redrive. Then each figure the suite reports, asserted.
 
 Also here: the injected faults are what botocore and the production wiring make of AWS's own errors.
 """
@@ -33,14 +33,14 @@ from trainguard_local.chaos.call_faults import (
     chaos_session,
     virtual_backoff,
 )
+from trainguard_local.chaos.chaos_run import ChaosSettings, run_chaos
 from trainguard_local.chaos.error_responses import INTERNAL_FAILURE, SERVICE_UNAVAILABLE, THROTTLING
-from trainguard_local.chaos.jobs_truth import JobTruth
-from trainguard_local.chaos.replay import ChaosSettings, run_chaos
-from trainguard_local.chaos.replayed_fleet import RHYTHM
+from trainguard_local.chaos.fleet_truth import JobTruth
 from trainguard_local.fleet.trainguard_run.in_process_clients import answer_locally, fleet_client
 from trainguard_local.simulation.activity import LaunchActivity
 from trainguard_local.simulation.clock import SimClock
 from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.rhythm import JobRhythm
 from trainguard_local.stand_in.sagemaker_api_model import SAGEMAKER_API
 from trainguard_local.stand_in.sagemaker_control_plane import SimulatedSageMaker
 
@@ -57,7 +57,7 @@ def chaos() -> Iterator[Audit]:
 
 
 def test_the_short_form_breaks_no_rule_and_each_figure_holds(chaos: Audit) -> None:
-    """One test for one run (about 20 s): pytest-xdist could otherwise run the replay once per worker."""
+    """One test for one run (about 40 s): pytest-xdist could otherwise run it once per worker."""
     check_no_rule_was_broken(chaos)
     check_every_event_was_acted_on_or_skipped_with_a_reason_and_none_was_lost(chaos)
     check_every_kind_of_fault_was_injected_and_retried_by_botocore(chaos)
@@ -79,12 +79,15 @@ def check_every_event_was_acted_on_or_skipped_with_a_reason_and_none_was_lost(ch
     assert events["acted_or_skipped"] == events["processed"]
     assert events["skipped_with_reason"] > 0
     assert events["lost"] == 0 and events["in_dead_letter_queue_at_end"] == 0
+    # Not failed-launches: the fleet's quota walls are met by trainguard's relaunches, not by a user's launch
+    # (CloudTrail's path), which the fleet's world does not draw yet (docs/design-chaos-on-the-fleet-world.md, step 5).
     assert set(events["by_function"]) == {
         "job-events",
         "retry-launcher",
         "stall-alarms",
-        "failed-launches",
         "quota-watch",
+        "log-activity",
+        "stall-prober",
     }
 
 
@@ -110,6 +113,7 @@ def check_each_cause_got_exactly_one_action_when_one_was_due(chaos: Audit) -> No
     walls = chaos.figures["quota_walls"]
     assert walls["refused_launches"] > 0 and walls["launched_after_increase"] > 0
     assert walls["increase_requests"] <= walls["refused_launches"]
+    assert causes["due_but_the_quota_came_too_late"] == walls["given_up_waiting"]
 
 
 def check_the_budgets_were_reached_and_never_exceeded(chaos: Audit) -> None:
@@ -133,7 +137,8 @@ def check_the_poison_event_went_to_the_dead_letter_queue_raised_its_alarm_and_wa
     assert dead["alarms"]["JobEvents"]["messages"] > 0
     assert (dead["alarms"]["JobEvents"]["before"], dead["alarms"]["JobEvents"]["after"]) == ("OK", "ALARM")
     assert dead["redriven"] >= dead["records"]
-    assert dead["poison_relaunched_after_redrive"] == 1
+    assert dead["poison_end_after_redrive"] in ("relaunched", "refused by the budget")
+    assert dead["poison_relaunched_after_redrive"] == (dead["poison_end_after_redrive"] == "relaunched")
 
 
 # ---- a stop, judged by the truth ------------------------------------------------------------------------------
@@ -144,7 +149,7 @@ START = datetime(2026, 1, 1, tzinfo=UTC)
 def stopped_job(fault: tuple[FaultKind, float, float] | None, stop_minutes: float, *, allowed: bool = True) -> JobTruth:
     """A job training from START, struck by `fault` (kind, minutes into training, minutes long), stopped by
     trainguard `stop_minutes` into training."""
-    activity = LaunchActivity(RHYTHM, 30, 1, training_since=0.0)
+    activity = LaunchActivity(JobRhythm(log_every_seconds=60), 30, 1, training_since=0.0)
     if fault is not None:
         activity.strike(fault[0], fault[1] / 60, fault[2])
     job = JobTruth("job", "job", 0, "x", "ml.g5.xlarge", 1, True, allowed, 2, 30, activity=activity)

@@ -56,7 +56,7 @@ def _actions(audits: Sequence[Audit], seeds: Sequence[int]) -> list[str]:
     causes, stalls, walls = (_totals(audits, s) for s in ("actions_per_cause", "stalls", "quota_walls"))
     budgets, dead = _totals(audits, "budgets"), _totals(audits, "dead_letters")
     alarms = [a.figures["dead_letters"]["alarms"]["JobEvents"] for a in audits]
-    poison_once = all(a.figures["dead_letters"]["poison_relaunched_after_redrive"] == 1 for a in audits)
+    poison = ", ".join(str(a.figures["dead_letters"]["poison_end_after_redrive"]) for a in audits)
     ends = [", ".join(f"{k} {v}" for k, v in a.figures["job_ends"].items()) for a in audits]
     return [
         "actions per cause (a job's end, a hang, a launch refused by a quota): at most one, exactly one when due",
@@ -76,7 +76,7 @@ def _actions(audits: Sequence[Audit], seeds: Sequence[int]) -> list[str]:
         f"{budgets['lineages_over_their_max_retries']} lineages over their max-retries",
         f"dead letters: {dead['records']} ({dead['poison_records']} of the poison), job-events DLQ alarm "
         + ", ".join(f"{a['before']} -> {a['after']} at {a['messages']}" for a in alarms)
-        + f"; redriven {dead['redriven']}, poison relaunched once after the redrive: {'yes' if poison_once else 'NO'}",
+        + f"; redriven {dead['redriven']}, the poison's end after the redrive: {poison}",
         f"notifications: {_totals(audits, 'notifications')['sent']:,} "
         f"({_totals(audits, 'notifications')['exact_duplicates']} exact duplicates)",
     ]
