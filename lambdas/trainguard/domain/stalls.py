@@ -232,7 +232,13 @@ def judge_stall(
     since, newest = job.training_since, evidence.last_log_time
     stall_minutes, reported, settings = thresholds.stall_minutes, evidence.progress, evidence.progress_settings
     progress = judge_progress(
-        reported, settings, now, fixed_minutes=stall_minutes, training_since=since, newest_line=newest
+        reported,
+        settings,
+        now,
+        fixed_minutes=stall_minutes,
+        training_since=since,
+        newest_line=newest,
+        grace_end=silence_clock_start(since, None, thresholds),
     )
     quiet_since = evidence.progress.quiet_since
     if progress is not None and quiet_since is not None:  # no advancing step is no sign of life
