@@ -22,7 +22,7 @@ from tests.tools.test_simulated_sagemaker import job_request
 from trainguard.config import GuardConfig
 from trainguard.handlers import job_events, stall_alarms, stall_prober
 from trainguard.handlers.wiring import PortSet, boto3_ports
-from trainguard_local.chaos.audit import Audit, audit_run, stop_was_right
+from trainguard_local.chaos.audit import audit_run, stop_was_right
 from trainguard_local.chaos.call_faults import (
     CONNECT_TIMEOUT,
     FAULT_KINDS,
@@ -34,6 +34,7 @@ from trainguard_local.chaos.call_faults import (
     virtual_backoff,
 )
 from trainguard_local.chaos.chaos_run import ChaosSettings, run_chaos
+from trainguard_local.chaos.delivery_audit import Audit
 from trainguard_local.chaos.error_responses import INTERNAL_FAILURE, SERVICE_UNAVAILABLE, THROTTLING
 from trainguard_local.chaos.fleet_truth import JobTruth
 from trainguard_local.fleet.trainguard_run.in_process_clients import answer_locally, fleet_client

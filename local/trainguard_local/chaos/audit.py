@@ -6,18 +6,19 @@ a quota (a launch when the quota allows it).
 
 from __future__ import annotations
 
-import json
 from bisect import bisect_left
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
 
-from trainguard.domain.outcome import Outcome, OutcomeKind
 from trainguard_local.chaos.chaos_run import ChaosRecord, Ledger
-from trainguard_local.chaos.dead_letters import model_disagreements
+from trainguard_local.chaos.delivery_audit import (
+    Audit,
+    dead_letters_figures,
+    events_figures,
+    faults_figures,
+    recorded_decision,
+)
 from trainguard_local.chaos.fleet_truth import RELAUNCHING, JobTruth
-from trainguard_local.chaos.lambda_runtime import RETRY_ATTEMPTS
 from trainguard_local.simulation.clock import SimClock
 from trainguard_local.simulation.fault_table import FAULT_TABLE, HANG_KINDS, USER_ERROR_KINDS, FaultKind, Logs
 
@@ -32,16 +33,6 @@ ACCEPTED: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass
-class Audit:
-    figures: dict[str, Any] = field(default_factory=dict)
-    violations: list[str] = field(default_factory=list)
-
-    def check(self, holds: bool, violation: str) -> None:
-        if not holds:
-            self.violations.append(violation)
-
-
 def audit_run(run: ChaosRecord) -> Audit:
     audit = Audit()
     ledger = run.ledger
@@ -51,13 +42,13 @@ def audit_run(run: ChaosRecord) -> Audit:
             relaunches[job.retry_of].append(job.name)
     for problem in run.problems:
         audit.violations.append(f"a handler failed with no fault injected: {problem}")
-    _events(run, audit)
-    _faults(run, audit)
+    events_figures(run, audit)
+    faults_figures(run, audit)
     given_up = _quota_walls(run, audit)
     _job_ends(run, audit, ledger, relaunches, given_up)
     _stops(run, audit)
     _budgets(run, audit, ledger)
-    _dead_letters(run, audit)
+    dead_letters_figures(run, audit)
     _actions_per_cause(run, audit, relaunches)
     duplicates = Counter(run.notifications)
     audit.figures["notifications"] = {
@@ -65,42 +56,6 @@ def audit_run(run: ChaosRecord) -> Audit:
         "exact_duplicates": sum(n - 1 for n in duplicates.values() if n > 1),
     }
     return audit
-
-
-def _events(run: ChaosRecord, audit: Audit) -> None:
-    log = run.delivery.deliveries.log
-    in_queues = sum(run.delivery.left_in_queues.values())
-    unhandled = [key for key in log.events if not log.handled(key)]
-    outcomes = [a.result for a in log.attempts if a.ok and isinstance(a.result, Outcome)]
-    skipped = [o for o in outcomes if o.kind in (OutcomeKind.SKIPPED, OutcomeKind.ALREADY_HANDLED)]
-    audit.figures["events"] = {
-        "processed": len(log.events),
-        "by_function": dict(Counter(log.events.values())),
-        "deliveries": log.copies,
-        "invocation_attempts": len(log.attempts),
-        "lambda_retries": sum(1 for a in log.attempts if a.invocation.attempt > 1),
-        "acted_or_skipped": len(log.events) - len(unhandled),
-        "skipped_with_reason": len(skipped),
-        "in_dead_letter_queue_at_end": in_queues,
-        "lost": max(0, len(unhandled) - in_queues),
-    }
-    audit.check(not unhandled, f"{len(unhandled)} events neither acted on nor skipped: {unhandled[:5]}")
-    audit.check(all(o.reason for o in skipped), "a skip without a reason")
-
-
-def _faults(run: ChaosRecord, audit: Audit) -> None:
-    injector, backoff = run.delivery.injector, run.delivery.backoff
-    audit.figures["faults"] = {
-        "aws_call_attempts": injector.attempts,
-        "injected": injector.total,
-        "by_kind": dict(sorted(injector.injected.items())),
-        "by_service": dict(sorted(injector.by_service.items())),
-        "throttling_storms": injector.storms,
-        "botocore_retries": backoff.sleeps,
-        "botocore_backoff_seconds": round(backoff.seconds, 1),
-        "process_deaths": [f"{op} {name}" for op, name in injector.deaths],
-        "cold_starts": run.delivery.runtime.cold_starts,
-    }
 
 
 def expected_end(job: JobTruth) -> str:
@@ -116,21 +71,6 @@ def expected_end(job: JobTruth) -> str:
     return "notify" if job.kind in USER_ERROR_KINDS else "unknown"
 
 
-def _recorded_decision(ledger: Ledger, name: str) -> tuple[str, str] | None:
-    """trainguard's decision on a job's end (kind, reason), None if not done; a scheduled relaunch's own
-    outcome once it fired (the budget is taken then: its refusal is said there)."""
-    end = ledger.get((f"job#{name}", "end"))
-    if end is None or end.get("status", {}).get("S") != "done":
-        return None
-    kind, reason = end["kind"]["S"], json.loads(end["outcome"]["S"]).get("reason", "")
-    if kind == "relaunch-scheduled":
-        fired = ledger.get((f"job#{name}", "relaunch"))
-        if fired is None or fired.get("status", {}).get("S") != "done":
-            return "scheduled, never fired", reason
-        return fired["kind"]["S"], json.loads(fired["outcome"]["S"]).get("reason", "")
-    return kind, reason
-
-
 def _job_ends(
     run: ChaosRecord, audit: Audit, ledger: Ledger, relaunches: dict[str, list[str]], given_up: set[str]
 ) -> None:
@@ -140,7 +80,7 @@ def _job_ends(
     for job in (job for job in run.jobs.values() if job.end_status in ENDED):
         actions = len(relaunches[job.name])
         audit.check(actions <= 1, f"{job.name}: {actions} relaunches of one end: {relaunches[job.name]}")
-        decision = _recorded_decision(ledger, job.name)
+        decision = recorded_decision(ledger, job.name)
         if not job.opted_in:
             untouched = (f"job#{job.name}", "end") not in ledger and actions == 0
             audit.check(untouched, f"{job.name} is not opted in, yet trainguard acted on it")
@@ -279,36 +219,3 @@ def _budgets(run: ChaosRecord, audit: Audit, ledger: Ledger) -> None:
     audit.check(max(counters.values(), default=0) <= limit, f"hourly budget counter above {limit}: {counters}")
     audit.check(max(in_60_minutes, default=0) <= limit, f"more than {limit} launches in 60 minutes")
     audit.check(not over_lineage, f"lineages over their max-retries: {over_lineage}")
-
-
-def _dead_letters(run: ChaosRecord, audit: Audit) -> None:
-    """The poison's events reach a dead-letter queue, its alarm goes off, and after the operator's redrive its end
-    is decided once: relaunched, or refused by the launch budget (the redrive may come in a busy hour)."""
-    runtime, log = run.delivery.runtime, run.delivery.deliveries.log
-    poisoned = [inv for _, _, inv in runtime.dead_letters if run.poison_job in json.dumps(inv.payload)]
-    last_errors = Counter(a.error.split(":", 1)[0] for a in log.attempts if a.dead_lettered)
-    relaunched = sum(1 for job in run.jobs.values() if job.retry_of == run.poison_job)
-    decision = _recorded_decision(run.ledger, run.poison_job)
-    kind, reason = decision or ("none", "")
-    refused = kind == "not-relaunched" and "budget" in reason
-    audit.figures["dead_letters"] = {
-        "records": len(runtime.dead_letters),
-        "by_last_error": dict(sorted(last_errors.items())),
-        "poison_records": len(poisoned),
-        "alarms": {
-            path.split("/")[1]: {"messages": n, "before": a, "after": b} for path, (n, a, b) in run.alarms.items()
-        },
-        "redriven": run.delivery.operator.redriven,
-        "poison_end_after_redrive": "refused by the budget" if refused else kind,
-        "poison_relaunched_after_redrive": relaunched,
-    }
-    audit.check(bool(poisoned), "the poison event did not reach the dead-letter queue")
-    audit.check(
-        (kind, relaunched) == ("relaunched", 1) or (refused and relaunched == 0),
-        f"the poison job's end after the redrive: {kind}, {relaunched} relaunches (due: one, or the budget's refusal)",
-    )
-    for path, (messages, before, after) in run.alarms.items():
-        audit.check(before == "OK", f"{path}: its alarm is {before} before any dead letter")
-        audit.check(after == ("ALARM" if messages else "OK"), f"{path}: {messages} messages, alarm {after}")
-    for problem in model_disagreements(run.wiring, RETRY_ATTEMPTS) if run.wiring is not None else []:
-        audit.violations.append(f"the Lambda model differs from the stack: {problem}")

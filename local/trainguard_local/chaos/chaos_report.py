@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from trainguard_local.chaos.audit import Audit
+from trainguard_local.chaos.delivery_audit import Audit
 
 
 def summary(audits: Sequence[Audit], seeds: Sequence[int], jobs: int, seconds: float) -> str:
