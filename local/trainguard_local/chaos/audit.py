@@ -146,21 +146,35 @@ def _due_a_stop(job: JobTruth) -> bool:
 
 
 def _stops(run: ChaosRecord, audit: Audit) -> None:
+    """Every stop of trainguard's was of a hung job it may act on, and every hang due a stop got one. One kind of
+    wrong stop is counted and not a violation: a job that prints trainguard's progress contract, stopped in a silent
+    pause it did not announce; the contract asks a job to announce every long phase, and the product takes it at
+    its word, a trade docs/progress.md makes deliberately ("Why the job is taken at its word")."""
     jobs = run.jobs.values()
     stops = [job for job in jobs if job.stopped_by == "trainguard"]
-    wrong = [job.name for job in stops if not stop_was_right(job, run.clock)]
+    wrong = [job for job in stops if not stop_was_right(job, run.clock)]
+    taken_at_its_word = [job.name for job in wrong if _silent_against_its_contract(job, run.clock)]
     missed = [job.name for job in jobs if _due_a_stop(job) and job.stopped_by != "trainguard"]
     audit.figures["stalls"] = {
         "hangs": sum(1 for job in jobs if job.hung),
         "stopped_by_trainguard": len(stops),
         "stopped_not_in_a_verified_stall": len(wrong),
+        "of_them_contract_jobs_silent_unannounced": len(taken_at_its_word),
         "hangs_not_stopped": len(missed),
         "stop_calls": sum(1 for call in run.guard_log if call.operation == "StopTrainingJob"),
         "alarm_events": Counter(run.delivery.deliveries.log.events.values())["stall-alarms"],
         "false_alarms_planned": len(run.delivery.false_alarms.sent),
     }
-    audit.check(not wrong, f"stopped while not hung: {wrong}")
+    audit.check(
+        len(wrong) == len(taken_at_its_word),
+        f"stopped while not hung: {[job.name for job in wrong if job.name not in taken_at_its_word]}",
+    )
     audit.check(not missed, f"hung, opted in, and never stopped: {missed}")
+
+
+def _silent_against_its_contract(job: JobTruth, clock: SimClock) -> bool:
+    assert job.stop_requested_at is not None
+    return job.reports_by_contract and job.silent_unannounced_at(clock.hours_of(job.stop_requested_at))
 
 
 def _quota_walls(run: ChaosRecord, audit: Audit) -> set[str]:

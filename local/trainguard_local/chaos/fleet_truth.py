@@ -14,6 +14,7 @@ from trainguard_local.fleet.trainguard_run.world import FleetWorld
 from trainguard_local.simulation.activity import LaunchActivity
 from trainguard_local.simulation.catalogue import training_quota_name
 from trainguard_local.simulation.fault_table import FAULT_TABLE, Ending, FaultKind
+from trainguard_local.simulation.reporting import CONTRACT
 from trainguard_local.simulation.trace import Trace
 
 _FAILS = (Ending.FAILS, Ending.FAILS_AFTER_HANG)
@@ -46,6 +47,7 @@ class JobTruth:
     end_status: str = ""
     retry_of: str = ""
     owned: bool = False  # a parent launched it (domain/ownership.py): never relaunched, whatever its tags
+    reports_by_contract: bool = False  # it prints trainguard's progress contract (simulation/reporting.py)
     # A parent's job, opted in, not in dry run, with the setting stop_stalled_parent_jobs on: its verified hang is
     # stopped like any other (issue 27), and its end is still never relaunched.
     parent_stops_allowed: bool = False
@@ -54,6 +56,12 @@ class JobTruth:
     def hang_stops_allowed(self) -> bool:
         """Whether trainguard may stop this job's verified hang."""
         return self.stops_allowed or self.parent_stops_allowed
+
+    def silent_unannounced_at(self, at: float) -> bool:
+        """Silent at `at` (trace hours) in a pause of its fault's, which no phase line announced (a healthy silence is
+        never announced: simulation/activity.py announces saves and evaluations only)."""
+        silence = self.activity.silence_at(at) if self.activity is not None else None
+        return silence is not None and not silence.talks
 
     @property
     def hung(self) -> bool:
@@ -108,6 +116,7 @@ def _row(
         end_status=str(described["TrainingJobStatus"]),
         retry_of=tags.get("trainguard:retry-of", ""),
         owned=bool(job.owner),
+        reports_by_contract=job.reporting.dialect is CONTRACT,
     )
 
 
