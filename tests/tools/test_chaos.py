@@ -22,7 +22,7 @@ from tests.tools.test_simulated_sagemaker import job_request
 from trainguard.config import GuardConfig
 from trainguard.handlers import job_events, stall_alarms, stall_prober
 from trainguard.handlers.wiring import PortSet, boto3_ports
-from trainguard_local.chaos.audit import audit_run, stop_was_right
+from trainguard_local.chaos.audit import audit_run, stop_was_right, taken_at_its_word
 from trainguard_local.chaos.call_faults import (
     CONNECT_TIMEOUT,
     FAULT_KINDS,
@@ -129,7 +129,9 @@ def check_the_budgets_were_reached_and_never_exceeded(chaos: Audit) -> None:
 def check_only_verified_stalls_were_stopped(chaos: Audit) -> None:
     stalls = chaos.figures["stalls"]
     assert stalls["stopped_by_trainguard"] > 0 and stalls["alarm_events"] > stalls["stopped_by_trainguard"]
-    assert stalls["stopped_not_in_a_verified_stall"] == 0 and stalls["hangs_not_stopped"] == 0
+    assert stalls["hangs_not_stopped"] == 0
+    # A wrong stop is a violation unless it is the contract's trade (test_a_wrong_stop_is_taken_at_its_word_...).
+    assert stalls["stopped_not_in_a_verified_stall"] == stalls["of_them_contract_jobs_silent_unannounced"]
 
 
 def check_the_poison_event_went_to_the_dead_letter_queue_raised_its_alarm_and_was_redriven(chaos: Audit) -> None:
@@ -175,6 +177,17 @@ def test_a_stop_is_right_only_when_the_job_was_hung_and_trainguard_may_act(
     fault: tuple[FaultKind, float, float] | None, stop_minutes: float, allowed: bool, right: bool
 ) -> None:
     assert stop_was_right(stopped_job(fault, stop_minutes, allowed=allowed), SimClock(START)) is right
+
+
+def test_a_wrong_stop_is_taken_at_its_word_only_for_a_contract_job_silent_in_a_pause_it_did_not_announce() -> None:
+    """docs/progress.md, "Why the job is taken at its word": such a stop is counted, not a violation."""
+    job = stopped_job((FaultKind.SLOW_BUT_HEALTHY, 60.0, 26.0), 70.0)
+    assert not stop_was_right(job, SimClock(START)) and not taken_at_its_word(job, SimClock(START))
+    job.reports_by_contract = True
+    assert taken_at_its_word(job, SimClock(START))
+    training = stopped_job((FaultKind.SLOW_BUT_HEALTHY, 60.0, 26.0), 50.0)  # before its pause: wrong whatever it says
+    training.reports_by_contract = True
+    assert not stop_was_right(training, SimClock(START)) and not taken_at_its_word(training, SimClock(START))
 
 
 def test_a_stop_of_a_parents_hung_job_is_right_only_while_the_setting_allows_it() -> None:

@@ -153,7 +153,7 @@ def _stops(run: ChaosRecord, audit: Audit) -> None:
     jobs = run.jobs.values()
     stops = [job for job in jobs if job.stopped_by == "trainguard"]
     wrong = [job for job in stops if not stop_was_right(job, run.clock)]
-    taken_at_its_word = [job.name for job in wrong if _silent_against_its_contract(job, run.clock)]
+    taken_at_its_word = [job.name for job in wrong if taken_at_its_word(job, run.clock)]
     missed = [job.name for job in jobs if _due_a_stop(job) and job.stopped_by != "trainguard"]
     audit.figures["stalls"] = {
         "hangs": sum(1 for job in jobs if job.hung),
@@ -172,7 +172,8 @@ def _stops(run: ChaosRecord, audit: Audit) -> None:
     audit.check(not missed, f"hung, opted in, and never stopped: {missed}")
 
 
-def _silent_against_its_contract(job: JobTruth, clock: SimClock) -> bool:
+def taken_at_its_word(job: JobTruth, clock: SimClock) -> bool:
+    """A job that prints trainguard's contract, stopped while silent in a pause it did not announce."""
     assert job.stop_requested_at is not None
     return job.reports_by_contract and job.silent_unannounced_at(clock.hours_of(job.stop_requested_at))
 
