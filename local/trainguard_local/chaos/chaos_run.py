@@ -143,7 +143,7 @@ def _record(
     typed: dict[str, LifeState] = lives
     return ChaosRecord(
         settings=settings,
-        jobs=fleet_rows(world, typed, world.config.default_max_retries),
+        jobs=fleet_rows(world, typed),
         walls=quota_walls(trace),
         ledger=ledger,
         delivery=chaos.last,

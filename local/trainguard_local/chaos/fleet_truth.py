@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from trainguard.config import GuardConfig
 from trainguard_local.fleet.trainguard_run.life_state import LifeState
 from trainguard_local.fleet.trainguard_run.world import FleetWorld
 from trainguard_local.simulation.activity import LaunchActivity
@@ -69,8 +70,8 @@ class JobTruth:
         return self.activity is not None and any(FAULT_TABLE[s.kind].hung for s in self.activity.silences)
 
 
-def fleet_rows(world: FleetWorld, lives: dict[str, LifeState], default_max_retries: int) -> dict[str, JobTruth]:
-    """A row for every job SageMaker holds, oldest first."""
+def fleet_rows(world: FleetWorld, lives: dict[str, LifeState]) -> dict[str, JobTruth]:
+    """A row for every job SageMaker holds, oldest first, by the deployment's settings (`world.config`)."""
     stops = {
         str(call.params.get("TrainingJobName", "")): world.clock.at_hours(call.at)
         for call in reversed(world.guard_log)  # the first successful stop of each job wins
@@ -86,18 +87,16 @@ def fleet_rows(world: FleetWorld, lives: dict[str, LifeState], default_max_retri
         life = lives.get(tags.get("fleet:root", ""))
         if life is None:
             continue
-        rows[name] = _row(name, described, tags, life, default_max_retries)
+        rows[name] = _row(name, described, tags, life, world.config)
         rows[name].stop_requested_at = stops.get(name)
         rows[name].stopped_by = _stopped_by(rows[name], described, life, name in stops)
     return rows
 
 
-def _row(
-    name: str, described: dict[str, Any], tags: dict[str, str], life: LifeState, default_max_retries: int
-) -> JobTruth:
+def _row(name: str, described: dict[str, Any], tags: dict[str, str], life: LifeState, config: GuardConfig) -> JobTruth:
     job, resource = life.job, described.get("ResourceConfig", {})
     opted_in = tags.get("trainguard:enabled") == "true"
-    allowed = opted_in and tags.get("trainguard:actions") != "notify" and not job.owner
+    acts = opted_in and tags.get("trainguard:actions") != "notify"
     return JobTruth(
         name=name,
         root=job.name,
@@ -106,8 +105,8 @@ def _row(
         instance_type=str(resource.get("InstanceType", job.instance_type)),
         hosts=int(resource.get("InstanceCount", job.instance_count)),
         opted_in=opted_in,
-        stops_allowed=allowed,
-        max_retries=int(tags.get("trainguard:max-retries", "") or default_max_retries),
+        stops_allowed=acts and not job.owner,
+        max_retries=int(tags.get("trainguard:max-retries", "") or config.default_max_retries),
         checkpoint_every_minutes=job.checkpoint_every_minutes,
         failure_reason=str(described.get("FailureReason") or ""),
         created_at=described.get("CreationTime"),
@@ -116,6 +115,7 @@ def _row(
         end_status=str(described["TrainingJobStatus"]),
         retry_of=tags.get("trainguard:retry-of", ""),
         owned=bool(job.owner),
+        parent_stops_allowed=acts and bool(job.owner) and config.stop_stalled_parent_jobs,
         reports_by_contract=job.reporting.dialect is CONTRACT,
     )
 
