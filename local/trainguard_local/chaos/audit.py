@@ -153,21 +153,21 @@ def _stops(run: ChaosRecord, audit: Audit) -> None:
     jobs = run.jobs.values()
     stops = [job for job in jobs if job.stopped_by == "trainguard"]
     wrong = [job for job in stops if not stop_was_right(job, run.clock)]
-    taken_at_its_word = [job.name for job in wrong if taken_at_its_word(job, run.clock)]
+    at_its_word = [job.name for job in wrong if taken_at_its_word(job, run.clock)]
     missed = [job.name for job in jobs if _due_a_stop(job) and job.stopped_by != "trainguard"]
     audit.figures["stalls"] = {
         "hangs": sum(1 for job in jobs if job.hung),
         "stopped_by_trainguard": len(stops),
         "stopped_not_in_a_verified_stall": len(wrong),
-        "of_them_contract_jobs_silent_unannounced": len(taken_at_its_word),
+        "of_them_contract_jobs_silent_unannounced": len(at_its_word),
         "hangs_not_stopped": len(missed),
         "stop_calls": sum(1 for call in run.guard_log if call.operation == "StopTrainingJob"),
         "alarm_events": Counter(run.delivery.deliveries.log.events.values())["stall-alarms"],
         "false_alarms_planned": len(run.delivery.false_alarms.sent),
     }
     audit.check(
-        len(wrong) == len(taken_at_its_word),
-        f"stopped while not hung: {[job.name for job in wrong if job.name not in taken_at_its_word]}",
+        len(wrong) == len(at_its_word),
+        f"stopped while not hung: {[job.name for job in wrong if job.name not in at_its_word]}",
     )
     audit.check(not missed, f"hung, opted in, and never stopped: {missed}")
 

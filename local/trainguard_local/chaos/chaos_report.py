@@ -66,10 +66,12 @@ def _actions(audits: Sequence[Audit], seeds: Sequence[int]) -> list[str]:
         "  decisions on job ends (what the rules call for: what trainguard recorded):",
         *(f"    seed {seed}: {line}" for seed, line in zip(seeds, ends, strict=True)),
         f"  stalls: {stalls['hangs']} hangs, {stalls['stopped_by_trainguard']} stopped by trainguard, "
-        f"{stalls['stopped_not_in_a_verified_stall']} stopped without a verified stall, {stalls['alarm_events']} "
-        f"alarm events ({stalls['false_alarms_planned']} false alarms planned)",
-        f"  quota walls: {walls['refused_launches']} launches refused, {walls['launched_after_increase']} launched "
-        f"after the increase, {walls['increase_requests']} increase requests",
+        f"{stalls['stopped_not_in_a_verified_stall']} stopped without a verified stall (of them "
+        f"{stalls['of_them_contract_jobs_silent_unannounced']} contract jobs silent in a pause they did not announce: "
+        f"docs/progress.md), {stalls['alarm_events']} alarm events ({stalls['false_alarms_planned']} false alarms)",
+        f"  quota walls: {walls['refused_launches']} relaunches refused, {walls['launched_after_increase']} launched "
+        f"after the increase, {walls['given_up_waiting']} given up waiting, {walls['increase_requests']} increase "
+        "requests",
         f"budgets: at most {max(a.figures['budgets']['most_launches_in_60_minutes'] for a in audits)} launches "
         f"in 60 minutes (budget {audits[0].figures['budgets']['retry_budget_per_hour']}), "
         f"{budgets['relaunches_refused_by_the_budget']} refused by it, "
