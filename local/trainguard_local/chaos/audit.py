@@ -9,6 +9,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import Counter, defaultdict
 from datetime import timedelta
+from typing import Any
 
 from trainguard_local.chaos.chaos_run import ChaosRecord, Ledger
 from trainguard_local.chaos.delivery_audit import (
@@ -19,6 +20,7 @@ from trainguard_local.chaos.delivery_audit import (
     recorded_decision,
 )
 from trainguard_local.chaos.fleet_truth import RELAUNCHING, JobTruth
+from trainguard_local.simulation.catalogue import training_quota_name
 from trainguard_local.simulation.clock import SimClock
 from trainguard_local.simulation.fault_table import FAULT_TABLE, HANG_KINDS, USER_ERROR_KINDS, FaultKind, Logs
 
@@ -179,18 +181,21 @@ def taken_at_its_word(job: JobTruth, clock: SimClock) -> bool:
 
 
 def _quota_walls(run: ChaosRecord, audit: Audit) -> set[str]:
-    """The trace's walls are met by trainguard's relaunches (ResourceLimitExceeded): at most one increase request
-    per walled lineage trainguard may act on, and each such lineage launched once its quota allows it."""
+    """The trace's walls are met by trainguard's relaunches (ResourceLimitExceeded). No quota gets more increase
+    requests than the walled lineages trainguard may act on whose refused launch asked for its type (the job's own,
+    or one of its InstancePreferences). Returns the walled lineages never launched after the wall (given up)."""
     creates = [c for c in run.guard_log if c.operation == "CreateTrainingJob" and c.root in run.walls]
+    refused = [c for c in creates if c.error_code == "ResourceLimitExceeded"]
     refused_at: dict[str, float] = {}
-    for call in creates:
-        if call.error_code == "ResourceLimitExceeded":
-            refused_at.setdefault(call.root, call.at)
+    asked: dict[str, set[str]] = {}
+    for call in refused:
+        refused_at.setdefault(call.root, call.at)
+        asked.setdefault(call.root, set()).update(_quotas_asked(call.params))
     walled = set(refused_at)
     launched = {c.root for c in creates if c.succeeded and c.root in walled and c.at >= refused_at[c.root]}
-    allowed = {job.root for job in run.jobs.values() if job.attempt == 0 and job.name == job.root and job.stops_allowed}
+    allowed = {job.root for job in run.jobs.values() if job.name == job.root and job.stops_allowed}
     requests = Counter(r["QuotaName"] for r in run.quota_requests)
-    eligible = Counter(run.walls[root] for root in walled if root in allowed)
+    eligible = Counter(quota for root in walled & allowed for quota in asked[root])
     for quota, count in requests.items():
         audit.check(count <= eligible[quota], f"{count} increase requests for {quota}, {eligible[quota]} walls")
     given_up = walled - launched
@@ -201,6 +206,18 @@ def _quota_walls(run: ChaosRecord, audit: Audit) -> set[str]:
         "increase_requests": sum(requests.values()),
     }
     return given_up
+
+
+def _quotas_asked(create: dict[str, Any]) -> set[str]:
+    """The training quotas a CreateTrainingJob needs room in: its type's, or each of its InstancePreferences', the spot
+    quota for a spot job (domain/preflight.py reads the same names)."""
+    resource = create.get("ResourceConfig", {})
+    types = [p.get("InstanceType", "") for p in resource.get("InstancePreferences") or []] or [
+        resource.get("InstanceType", "")
+    ]
+    if create.get("EnableManagedSpotTraining") is True:
+        return {f"{kind} for spot training job usage" for kind in types}
+    return {training_quota_name(kind) for kind in types}
 
 
 def _lineage_root(job: JobTruth, jobs: dict[str, JobTruth]) -> str:
