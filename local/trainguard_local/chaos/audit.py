@@ -6,10 +6,10 @@ a quota (a launch when the quota allows it).
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
 from collections import Counter, defaultdict
 from datetime import timedelta
-from typing import Any
 
 from trainguard_local.chaos.chaos_run import ChaosRecord, Ledger
 from trainguard_local.chaos.delivery_audit import (
@@ -20,7 +20,6 @@ from trainguard_local.chaos.delivery_audit import (
     recorded_decision,
 )
 from trainguard_local.chaos.fleet_truth import RELAUNCHING, JobTruth
-from trainguard_local.simulation.catalogue import training_quota_name
 from trainguard_local.simulation.clock import SimClock
 from trainguard_local.simulation.fault_table import FAULT_TABLE, HANG_KINDS, USER_ERROR_KINDS, FaultKind, Logs
 
@@ -182,15 +181,15 @@ def taken_at_its_word(job: JobTruth, clock: SimClock) -> bool:
 
 def _quota_walls(run: ChaosRecord, audit: Audit) -> set[str]:
     """The trace's walls are met by trainguard's relaunches (ResourceLimitExceeded). No quota gets more increase
-    requests than the walled lineages trainguard may act on whose refused launch asked for its type (the job's own,
-    or one of its InstancePreferences). Returns the walled lineages never launched after the wall (given up)."""
+    requests than the walled lineages trainguard may act on that SageMaker refused naming it (the job's own type's,
+    or one of its InstancePreferences'). Returns the walled lineages never launched after the wall (given up)."""
     creates = [c for c in run.guard_log if c.operation == "CreateTrainingJob" and c.root in run.walls]
     refused = [c for c in creates if c.error_code == "ResourceLimitExceeded"]
     refused_at: dict[str, float] = {}
     asked: dict[str, set[str]] = {}
     for call in refused:
         refused_at.setdefault(call.root, call.at)
-        asked.setdefault(call.root, set()).update(_quotas_asked(call.params))
+        asked.setdefault(call.root, set()).add(_quota_named(call.error_message))
     walled = set(refused_at)
     launched = {c.root for c in creates if c.succeeded and c.root in walled and c.at >= refused_at[c.root]}
     allowed = {job.root for job in run.jobs.values() if job.name == job.root and job.stops_allowed}
@@ -208,16 +207,10 @@ def _quota_walls(run: ChaosRecord, audit: Audit) -> set[str]:
     return given_up
 
 
-def _quotas_asked(create: dict[str, Any]) -> set[str]:
-    """The training quotas a CreateTrainingJob needs room in: its type's, or each of its InstancePreferences', the spot
-    quota for a spot job (domain/preflight.py reads the same names)."""
-    resource = create.get("ResourceConfig", {})
-    types = [p.get("InstanceType", "") for p in resource.get("InstancePreferences") or []] or [
-        resource.get("InstanceType", "")
-    ]
-    if create.get("EnableManagedSpotTraining") is True:
-        return {f"{kind} for spot training job usage" for kind in types}
-    return {training_quota_name(kind) for kind in types}
+def _quota_named(refusal_message: str) -> str:
+    """The quota SageMaker's ResourceLimitExceeded names (catalogue.limit_exceeded_message, AWS's wording)."""
+    found = re.search(r"service limit '([^']+)'", refusal_message)
+    return found.group(1) if found else ""
 
 
 def _lineage_root(job: JobTruth, jobs: dict[str, JobTruth]) -> str:
