@@ -59,7 +59,7 @@ def _actions(audits: Sequence[Audit], seeds: Sequence[int]) -> list[str]:
     poison = ", ".join(str(a.figures["dead_letters"]["poison_end_after_redrive"]) for a in audits)
     ends = [", ".join(f"{k} {v}" for k, v in a.figures["job_ends"].items()) for a in audits]
     return [
-        "actions per cause (a job's end, a hang, a launch refused by a quota): at most one, exactly one when due",
+        "actions per cause (a job's end, a hang): at most one, exactly one when due",
         f"  causes {causes['causes']:,}, due an action {causes['due_an_action']:,}: acted on once "
         f"{causes['acted_on_once']:,}, refused by the launch budget {causes['due_but_refused_by_the_budget']:,}; "
         f"acted on more than once: {causes['more_than_once']}",
