@@ -1,7 +1,7 @@
-"""The chaos suite's short form (docs/local-tools.md; `make chaos` runs the long one): a fleet replayed on the
-local stand-in with the production handlers, every event delivered 1-3 times in any order, faults on every AWS
-call, processes killed after their side effects, and a poison event through the dead-letter queue and its
-redrive. Then each figure the suite reports, asserted.
+"""The chaos suite's short form (docs/local-tools.md; `make chaos` runs the long one): the fleet's world (the
+benchmark's) with the production handlers, every event delivered 1-3 times in any order, faults on every AWS
+call, processes killed after their side effects, false alarms, the users' tag mix, and a poisoned job through the
+dead-letter queue and the operator's redrive. Then each figure the suite reports, asserted.
 
 Also here: the injected faults are what botocore and the production wiring make of AWS's own errors.
 """
@@ -22,7 +22,7 @@ from tests.tools.test_simulated_sagemaker import job_request
 from trainguard.config import GuardConfig
 from trainguard.handlers import job_events, stall_alarms, stall_prober
 from trainguard.handlers.wiring import PortSet, boto3_ports
-from trainguard_local.chaos.audit import Audit, audit_run, stop_was_right
+from trainguard_local.chaos.audit import audit_run, stop_was_right, taken_at_its_word
 from trainguard_local.chaos.call_faults import (
     CONNECT_TIMEOUT,
     FAULT_KINDS,
@@ -33,22 +33,24 @@ from trainguard_local.chaos.call_faults import (
     chaos_session,
     virtual_backoff,
 )
+from trainguard_local.chaos.chaos_run import ChaosSettings, run_chaos
+from trainguard_local.chaos.delivery_audit import Audit
 from trainguard_local.chaos.error_responses import INTERNAL_FAILURE, SERVICE_UNAVAILABLE, THROTTLING
-from trainguard_local.chaos.jobs_truth import JobTruth
-from trainguard_local.chaos.replay import ChaosSettings, run_chaos
-from trainguard_local.chaos.replayed_fleet import RHYTHM
+from trainguard_local.chaos.fleet_truth import JobTruth
 from trainguard_local.fleet.trainguard_run.in_process_clients import answer_locally, fleet_client
 from trainguard_local.simulation.activity import LaunchActivity
 from trainguard_local.simulation.clock import SimClock
 from trainguard_local.simulation.fault_table import FaultKind
+from trainguard_local.simulation.rhythm import JobRhythm
 from trainguard_local.stand_in.sagemaker_api_model import SAGEMAKER_API
 from trainguard_local.stand_in.sagemaker_control_plane import SimulatedSageMaker
 
 pytestmark = pytest.mark.slow
 
-# Dense enough that the hourly budget and the per-lineage limits are reached: 40 jobs over 3 hours, 70% of them
-# faulty, 3 relaunches an hour. A seed gives the same run every time (botocore's backoff jitter aside).
-SHORT_FORM = ChaosSettings(seed=13, jobs=40, hours=3.0, fault_share=0.7, retry_budget_per_hour=3)
+# Dense enough that the launch budget is reached: 40 jobs over 3 hours, 70% of them faulty, 3 relaunches an hour.
+# Seed 8: trainguard's relaunches meet two of the trace's quota walls (seeds 1-3, 9, 13 and 19-23 meet none whose
+# lineage trainguard may act on). A seed gives the same run every time (botocore's backoff jitter aside).
+SHORT_FORM = ChaosSettings(seed=8, jobs=40, hours=3.0, fault_share=0.7, retry_budget_per_hour=3)
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +59,7 @@ def chaos() -> Iterator[Audit]:
 
 
 def test_the_short_form_breaks_no_rule_and_each_figure_holds(chaos: Audit) -> None:
-    """One test for one run (about 20 s): pytest-xdist could otherwise run the replay once per worker."""
+    """One test for one run (about 40 s): pytest-xdist could otherwise run it once per worker."""
     check_no_rule_was_broken(chaos)
     check_every_event_was_acted_on_or_skipped_with_a_reason_and_none_was_lost(chaos)
     check_every_kind_of_fault_was_injected_and_retried_by_botocore(chaos)
@@ -79,12 +81,15 @@ def check_every_event_was_acted_on_or_skipped_with_a_reason_and_none_was_lost(ch
     assert events["acted_or_skipped"] == events["processed"]
     assert events["skipped_with_reason"] > 0
     assert events["lost"] == 0 and events["in_dead_letter_queue_at_end"] == 0
+    # Not failed-launches: the fleet's quota walls are met by trainguard's relaunches, not by a user's launch
+    # (CloudTrail's path), which the fleet's world does not draw yet (docs/design-chaos-on-the-fleet-world.md, step 5).
     assert set(events["by_function"]) == {
         "job-events",
         "retry-launcher",
         "stall-alarms",
-        "failed-launches",
         "quota-watch",
+        "log-activity",
+        "stall-prober",
     }
 
 
@@ -105,11 +110,13 @@ def check_each_cause_got_exactly_one_action_when_one_was_due(chaos: Audit) -> No
     assert causes["acted_on_once"] > 10
     ends = chaos.figures["job_ends"]
     assert ends.get("retry: relaunched", 0) > 5 and ends.get("notify: notified", 0) > 0
-    assert ends.get("limit: not-relaunched", 0) > 0  # a lineage's max-retries reached
+    # A lineage's max-retries reached is rare on the fleet's world, where a relaunch fails again only on a repeated
+    # capacity error (the design note's step 5); its path is tested in test_chaos_on_the_fleet.py (the tag mix).
     assert not [v for v in chaos.violations if "relaunches of one end" in v or "lost" in v]
     walls = chaos.figures["quota_walls"]
     assert walls["refused_launches"] > 0 and walls["launched_after_increase"] > 0
     assert walls["increase_requests"] <= walls["refused_launches"]
+    assert causes["due_but_the_quota_came_too_late"] == walls["given_up_waiting"]
 
 
 def check_the_budgets_were_reached_and_never_exceeded(chaos: Audit) -> None:
@@ -124,7 +131,9 @@ def check_the_budgets_were_reached_and_never_exceeded(chaos: Audit) -> None:
 def check_only_verified_stalls_were_stopped(chaos: Audit) -> None:
     stalls = chaos.figures["stalls"]
     assert stalls["stopped_by_trainguard"] > 0 and stalls["alarm_events"] > stalls["stopped_by_trainguard"]
-    assert stalls["stopped_not_in_a_verified_stall"] == 0 and stalls["hangs_not_stopped"] == 0
+    assert stalls["hangs_not_stopped"] == 0
+    # A wrong stop is a violation unless it is the contract's trade (test_a_wrong_stop_is_taken_at_its_word_...).
+    assert stalls["stopped_not_in_a_verified_stall"] == stalls["of_them_contract_jobs_silent_unannounced"]
 
 
 def check_the_poison_event_went_to_the_dead_letter_queue_raised_its_alarm_and_was_redriven(chaos: Audit) -> None:
@@ -133,7 +142,8 @@ def check_the_poison_event_went_to_the_dead_letter_queue_raised_its_alarm_and_wa
     assert dead["alarms"]["JobEvents"]["messages"] > 0
     assert (dead["alarms"]["JobEvents"]["before"], dead["alarms"]["JobEvents"]["after"]) == ("OK", "ALARM")
     assert dead["redriven"] >= dead["records"]
-    assert dead["poison_relaunched_after_redrive"] == 1
+    assert dead["poison_end_after_redrive"] in ("relaunched", "refused by the budget")
+    assert dead["poison_relaunched_after_redrive"] == (dead["poison_end_after_redrive"] == "relaunched")
 
 
 # ---- a stop, judged by the truth ------------------------------------------------------------------------------
@@ -144,7 +154,7 @@ START = datetime(2026, 1, 1, tzinfo=UTC)
 def stopped_job(fault: tuple[FaultKind, float, float] | None, stop_minutes: float, *, allowed: bool = True) -> JobTruth:
     """A job training from START, struck by `fault` (kind, minutes into training, minutes long), stopped by
     trainguard `stop_minutes` into training."""
-    activity = LaunchActivity(RHYTHM, 30, 1, training_since=0.0)
+    activity = LaunchActivity(JobRhythm(log_every_seconds=60), 30, 1, training_since=0.0)
     if fault is not None:
         activity.strike(fault[0], fault[1] / 60, fault[2])
     job = JobTruth("job", "job", 0, "x", "ml.g5.xlarge", 1, True, allowed, 2, 30, activity=activity)
@@ -169,6 +179,17 @@ def test_a_stop_is_right_only_when_the_job_was_hung_and_trainguard_may_act(
     fault: tuple[FaultKind, float, float] | None, stop_minutes: float, allowed: bool, right: bool
 ) -> None:
     assert stop_was_right(stopped_job(fault, stop_minutes, allowed=allowed), SimClock(START)) is right
+
+
+def test_a_wrong_stop_is_taken_at_its_word_only_for_a_contract_job_silent_in_a_pause_it_did_not_announce() -> None:
+    """docs/progress.md, "Why the job is taken at its word": such a stop is counted, not a violation."""
+    job = stopped_job((FaultKind.SLOW_BUT_HEALTHY, 60.0, 26.0), 70.0)
+    assert not stop_was_right(job, SimClock(START)) and not taken_at_its_word(job, SimClock(START))
+    job.reports_by_contract = True
+    assert taken_at_its_word(job, SimClock(START))
+    training = stopped_job((FaultKind.SLOW_BUT_HEALTHY, 60.0, 26.0), 50.0)  # before its pause: wrong whatever it says
+    training.reports_by_contract = True
+    assert not stop_was_right(training, SimClock(START)) and not taken_at_its_word(training, SimClock(START))
 
 
 def test_a_stop_of_a_parents_hung_job_is_right_only_while_the_setting_allows_it() -> None:

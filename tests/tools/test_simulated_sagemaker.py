@@ -397,7 +397,7 @@ def test_concurrent_clients_and_a_callback_that_calls_back_do_not_deadlock(clock
 
 
 # What each ending of the fault table does to a job on SageMaker, as the drivers play it
-# (fleet/trainguard_run/answers.py, chaos/replayed_fleet.py, sandbox/fault_injection.py): its steps, in order.
+# (fleet/trainguard_run/answers.py, sandbox/fault_injection.py): its steps, in order.
 PLAYED = {
     Ending.TRAINS_ON: ["start_training"],
     Ending.HANGS: ["start_training"],

@@ -448,3 +448,18 @@ def test_the_step_limit_counts_from_the_end_of_an_announced_phase() -> None:
 
 
 JUDGE = {"fixed_minutes": FIXED, "training_since": T0}
+
+
+def test_a_first_load_after_a_step_line_at_the_start_is_given_the_startup_grace_and_then_the_whole_limit() -> None:
+    """A contract job prints its start and step 0 as training starts, then loads its checkpoint in silence: its step
+    limit counts from the end of the startup grace, as a log silence does (stalls.silence_clock_start). Found by the
+    chaos suite on the fleet's world: a healthy 39-minute first load was stopped at 31 minutes."""
+    started = feed([(0.0, "trainguard:start"), (1.0, "trainguard:progress step=0")])
+    grace_end = T0 + timedelta(minutes=20)
+    judge = {**JUDGE, "grace_end": grace_end}
+    within = judge_progress(started, ProgressSettings(), grace_end + timedelta(minutes=FIXED, seconds=-1), **judge)
+    past = judge_progress(started, ProgressSettings(), grace_end + timedelta(minutes=FIXED), **judge)
+    assert within is not None and not within.stalled
+    assert past is not None and past.stalled and "end of its startup grace" in past.reason
+    without_grace = judge_progress(started, ProgressSettings(), T0 + timedelta(minutes=FIXED, seconds=2), **JUDGE)
+    assert without_grace is not None and without_grace.stalled  # the rule alone, as before the grace was passed

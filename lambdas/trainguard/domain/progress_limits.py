@@ -169,10 +169,13 @@ def judge_progress(
     fixed_minutes: float,
     training_since: datetime | None,
     newest_line: datetime | None = None,
+    grace_end: datetime | None = None,
 ) -> ProgressJudgement | None:
     """The job's progress verdict now, or None when the log-silence rules judge it: it reports no progress, or it
     has fallen silent outside an announced phase without promising to announce every phase (`promises_phases`).
-    `newest_line`: when the job last logged anything."""
+    `newest_line`: when the job last logged anything. `grace_end`: the end of its startup grace, before which no
+    step limit counts (a first checkpoint load after a step line at the start), as a log silence's does not
+    (stalls.silence_clock_start): a job silent from its start is stopped no sooner than grace + limit."""
     if state.last_step is None or state.advanced_at is None:
         return _judge_start(state, settings, now, training_since)
     limit = progress_limit(state, settings, fixed_minutes, state.started_at or training_since)
@@ -183,11 +186,14 @@ def judge_progress(
     unlearned = len(state.intervals) < EARLY_INTERVALS
     if (silent or unlearned) and not in_phase and not promises_phases(state, settings):
         return None
-    quiet_since = state.quiet_since or state.advanced_at
+    announced_end = state.quiet_since or state.advanced_at
+    quiet_since = max(announced_end, grace_end) if grace_end is not None else announced_end
     step_deadline = quiet_since + timedelta(seconds=limit.seconds)
     quiet = format_duration(now - state.advanced_at)
     last = f"the last, step {state.last_step}, came at {_at(state.advanced_at)}"
-    if quiet_since > state.advanced_at:
+    if quiet_since > announced_end:
+        last += f", and the limit counts from the end of its startup grace, at {_at(quiet_since)}"
+    elif quiet_since > state.advanced_at:
         last += f", and the limit counts from the end of its last announced phase, at {_at(quiet_since)}"
     phase = state.phase
     if phase is not None:

@@ -230,9 +230,10 @@ def judge_stall(
     silence = now - silence_clock_start(job.training_since, evidence.last_log_time, thresholds)
     limit = job_silence_limit(thresholds, evidence.rhythm, evidence.last_log_line, deferred=evidence.deferred)
     since, newest = job.training_since, evidence.last_log_time
-    stall_minutes, reported, settings = thresholds.stall_minutes, evidence.progress, evidence.progress_settings
+    fixed, reported, settings = thresholds.stall_minutes, evidence.progress, evidence.progress_settings
+    grace_end = silence_clock_start(since, None, thresholds)  # no step limit counts from before it either
     progress = judge_progress(
-        reported, settings, now, fixed_minutes=stall_minutes, training_since=since, newest_line=newest
+        reported, settings, now, fixed_minutes=fixed, training_since=since, newest_line=newest, grace_end=grace_end
     )
     quiet_since = evidence.progress.quiet_since
     if progress is not None and quiet_since is not None:  # no advancing step is no sign of life
@@ -243,8 +244,8 @@ def judge_stall(
             return StallVerdict(False, False, why, silence, rearm=True, progress=progress.check)
         reason = progress.reason
     elif signal is StallSignal.LOG_SILENCE:
-        fixed = timedelta(minutes=thresholds.stall_minutes)
-        if timedelta(minutes=limit.minutes) <= silence < fixed and lowered(limit, thresholds.stall_minutes):
+        fixed_span = timedelta(minutes=thresholds.stall_minutes)
+        if timedelta(minutes=limit.minutes) <= silence < fixed_span and lowered(limit, thresholds.stall_minutes):
             idle, gpu_text = _gpus_idle(evidence, thresholds)
             if not idle:
                 why = (
@@ -313,8 +314,7 @@ def _minutes(delta: timedelta) -> str:
 def silence_clock_start(
     training_since: datetime, last_log_time: datetime | None, thresholds: StallThresholds
 ) -> datetime:
-    """Where a job's silence is counted from: its newest log line, but never earlier than the end of its
-    startup grace. A first checkpoint load that is silent for the grace and then some is given the whole
-    threshold after the grace, not only what is left of it."""
+    """Where a job's silence is counted from: its newest log line, but never earlier than the end of its startup
+    grace. A first checkpoint load silent for the grace and then some is given the whole threshold after the grace."""
     grace_end = training_since + timedelta(minutes=thresholds.startup_grace_minutes)
     return max(last_log_time or grace_end, grace_end)

@@ -85,7 +85,10 @@ def progress_judgement(job: WatchedJob, now: datetime) -> ProgressJudgement | No
     """The job's progress verdict now (progress_limits.py), or None when it reports no progress."""
     settings, fixed = job.progress_settings, job.thresholds.stall_minutes
     since, newest = job.training_since, job.last_log_time
-    return judge_progress(job.progress, settings, now, fixed_minutes=fixed, training_since=since, newest_line=newest)
+    grace_end = rhythm_counted_from(job) if since is not None else None
+    return judge_progress(
+        job.progress, settings, now, fixed_minutes=fixed, training_since=since, newest_line=newest, grace_end=grace_end
+    )
 
 
 def stall_over_limit(job: WatchedJob, now: datetime) -> float:

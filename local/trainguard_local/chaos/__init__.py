@@ -1,1 +1,1 @@
-"""The chaos suite: a fleet replayed on the stand-in under faults, then an audit of what trainguard did."""
+"""The chaos suite: the fleet's world under delivery and call faults, then an audit of what trainguard did."""

@@ -13,7 +13,7 @@ from pathlib import Path
 from trainguard_local.chaos.audit import audit_run
 from trainguard_local.chaos.call_faults import FaultRates
 from trainguard_local.chaos.chaos_report import as_json, summary
-from trainguard_local.chaos.replay import ChaosSettings, fleet_phase_hours, run_chaos
+from trainguard_local.chaos.chaos_run import ChaosSettings, fleet_phase_hours, run_chaos
 from trainguard_local.fleet.progress import Progress
 
 

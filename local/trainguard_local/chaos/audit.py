@@ -1,4 +1,4 @@
-"""The verdict on one chaos run: what trainguard did, set against the fleet's truth (jobs_truth.py), never
+"""The verdict on one chaos run: what trainguard did, set against the fleet's truth (fleet_truth.py), never
 against what trainguard says it did. Every rule broken is a `violation`; the suite fails on any. A cause
 calls for at most one action: a job's end (a relaunch, when due), a hung job (a stop), a launch refused by
 a quota (a launch when the quota allows it).
@@ -6,22 +6,23 @@ a quota (a launch when the quota allows it).
 
 from __future__ import annotations
 
-import json
+import re
 from bisect import bisect_left
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
 
-from trainguard.domain.outcome import Outcome, OutcomeKind
-from trainguard_local.chaos.dead_letters import model_disagreements
-from trainguard_local.chaos.jobs_truth import RELAUNCHING, JobTruth
-from trainguard_local.chaos.lambda_runtime import RETRY_ATTEMPTS
-from trainguard_local.chaos.replay import ChaosRun
+from trainguard_local.chaos.chaos_run import ChaosRecord, Ledger
+from trainguard_local.chaos.delivery_audit import (
+    Audit,
+    dead_letters_figures,
+    events_figures,
+    faults_figures,
+    recorded_decision,
+)
+from trainguard_local.chaos.fleet_truth import RELAUNCHING, JobTruth
 from trainguard_local.simulation.clock import SimClock
 from trainguard_local.simulation.fault_table import FAULT_TABLE, HANG_KINDS, USER_ERROR_KINDS, FaultKind, Logs
 
-Ledger = dict[tuple[str, str], dict[str, Any]]
 ENDED = ("Failed", "Stopped")
 # What each expected end accepts as trainguard's recorded decision, with the relaunches it made.
 ACCEPTED: dict[str, tuple[str, ...]] = {
@@ -33,76 +34,29 @@ ACCEPTED: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass
-class Audit:
-    figures: dict[str, Any] = field(default_factory=dict)
-    violations: list[str] = field(default_factory=list)
-
-    def check(self, holds: bool, violation: str) -> None:
-        if not holds:
-            self.violations.append(violation)
-
-
-def audit_run(run: ChaosRun) -> Audit:
+def audit_run(run: ChaosRecord) -> Audit:
     audit = Audit()
-    ledger: Ledger = {}
-    pages = run.aws.client("dynamodb").get_paginator("scan").paginate(TableName=run.aws.config.ledger_table_name)
-    for item in (item for page in pages for item in page["Items"]):
-        ledger[(item["pk"]["S"], item["sk"]["S"])] = item
+    ledger = run.ledger
     relaunches: dict[str, list[str]] = defaultdict(list)
-    for job in run.fleet.jobs.values():
+    for job in run.jobs.values():
         if job.retry_of:
             relaunches[job.retry_of].append(job.name)
-    _events(run, audit)
-    _faults(run, audit)
-    _job_ends(run, audit, ledger, relaunches)
+    for problem in run.problems:
+        audit.violations.append(f"a handler failed with no fault injected: {problem}")
+    events_figures(run, audit)
+    faults_figures(run, audit)
+    given_up = _quota_walls(run, audit)
+    _job_ends(run, audit, ledger, relaunches, given_up)
     _stops(run, audit)
-    _quota_walls(run, audit)
     _budgets(run, audit, ledger)
-    _dead_letters(run, audit)
+    dead_letters_figures(run, audit)
     _actions_per_cause(run, audit, relaunches)
-    duplicates = Counter((m.get("Subject"), m.get("Message")) for m in run.notifications)
+    duplicates = Counter(run.notifications)
     audit.figures["notifications"] = {
         "sent": len(run.notifications),
         "exact_duplicates": sum(n - 1 for n in duplicates.values() if n > 1),
     }
     return audit
-
-
-def _events(run: ChaosRun, audit: Audit) -> None:
-    log = run.deliveries.log
-    in_queues = sum(run.queues.depth(path) for path in run.queues.urls)
-    unhandled = [key for key in log.events if not log.handled(key)]
-    outcomes = [a.result for a in log.attempts if a.ok and isinstance(a.result, Outcome)]
-    skipped = [o for o in outcomes if o.kind in (OutcomeKind.SKIPPED, OutcomeKind.ALREADY_HANDLED)]
-    audit.figures["events"] = {
-        "processed": len(log.events),
-        "by_function": dict(Counter(log.events.values())),
-        "deliveries": log.copies,
-        "invocation_attempts": len(log.attempts),
-        "lambda_retries": sum(1 for a in log.attempts if a.invocation.attempt > 1),
-        "acted_or_skipped": len(log.events) - len(unhandled),
-        "skipped_with_reason": len(skipped),
-        "in_dead_letter_queue_at_end": in_queues,
-        "lost": max(0, len(unhandled) - in_queues),
-    }
-    audit.check(not unhandled, f"{len(unhandled)} events neither acted on nor skipped: {unhandled[:5]}")
-    audit.check(all(o.reason for o in skipped), "a skip without a reason")
-
-
-def _faults(run: ChaosRun, audit: Audit) -> None:
-    injector = run.injector
-    audit.figures["faults"] = {
-        "aws_call_attempts": injector.attempts,
-        "injected": injector.total,
-        "by_kind": dict(sorted(injector.injected.items())),
-        "by_service": dict(sorted(injector.by_service.items())),
-        "throttling_storms": injector.storms,
-        "botocore_retries": run.backoff_sleeps,
-        "botocore_backoff_seconds": round(run.backoff_seconds, 1),
-        "process_deaths": [f"{op} {name}" for op, name in injector.deaths],
-        "cold_starts": run.runtime.cold_starts,
-    }
 
 
 def expected_end(job: JobTruth) -> str:
@@ -118,27 +72,16 @@ def expected_end(job: JobTruth) -> str:
     return "notify" if job.kind in USER_ERROR_KINDS else "unknown"
 
 
-def _recorded_decision(ledger: Ledger, name: str) -> tuple[str, str] | None:
-    """trainguard's decision on a job's end (kind, reason), None if not done; a scheduled relaunch's own
-    outcome once it fired (the budget is taken then: its refusal is said there)."""
-    end = ledger.get((f"job#{name}", "end"))
-    if end is None or end.get("status", {}).get("S") != "done":
-        return None
-    kind, reason = end["kind"]["S"], json.loads(end["outcome"]["S"]).get("reason", "")
-    if kind == "relaunch-scheduled":
-        fired = ledger.get((f"job#{name}", "relaunch"))
-        if fired is None or fired.get("status", {}).get("S") != "done":
-            return "scheduled, never fired", reason
-        return fired["kind"]["S"], json.loads(fired["outcome"]["S"]).get("reason", "")
-    return kind, reason
-
-
-def _job_ends(run: ChaosRun, audit: Audit, ledger: Ledger, relaunches: dict[str, list[str]]) -> None:
+def _job_ends(
+    run: ChaosRecord, audit: Audit, ledger: Ledger, relaunches: dict[str, list[str]], given_up: set[str]
+) -> None:
+    """Each end of a job: the decision its rules call for, recorded once, with at most one relaunch. `given_up`: the
+    walled lineages whose quota came too late for the quota check's launch."""
     decided: Counter[str] = Counter()
-    for job in (job for job in run.fleet.jobs.values() if job.end_status in ENDED):
+    for job in (job for job in run.jobs.values() if job.end_status in ENDED):
         actions = len(relaunches[job.name])
         audit.check(actions <= 1, f"{job.name}: {actions} relaunches of one end: {relaunches[job.name]}")
-        decision = _recorded_decision(ledger, job.name)
+        decision = recorded_decision(ledger, job.name)
         if not job.opted_in:
             untouched = (f"job#{job.name}", "end") not in ledger and actions == 0
             audit.check(untouched, f"{job.name} is not opted in, yet trainguard acted on it")
@@ -150,8 +93,9 @@ def _job_ends(run: ChaosRun, audit: Audit, ledger: Ledger, relaunches: dict[str,
         (kind, reason), expected = decision, expected_end(job)
         decided[f"{expected}: {kind}"] += 1
         refused = kind == "not-relaunched" and "budget" in reason
-        if expected == "retry":  # relaunched once, or refused by the budget
-            ok = (kind, actions) == ("relaunched", 1) or (refused and actions == 0)
+        if expected == "retry":  # relaunched once (after a quota wall, maybe), or refused by the budget
+            ok = (kind in ("relaunched", "quota-wall") and actions == 1) or (refused and actions == 0)
+            ok = ok or (kind == "quota-wall" and actions == 0 and job.root in given_up)
         else:
             ok = kind in ACCEPTED.get(expected, ()) and actions == 0
         audit.check(
@@ -160,17 +104,16 @@ def _job_ends(run: ChaosRun, audit: Audit, ledger: Ledger, relaunches: dict[str,
     audit.figures["job_ends"] = dict(sorted(decided.items()))
 
 
-def _actions_per_cause(run: ChaosRun, audit: Audit, relaunches: dict[str, list[str]]) -> None:
+def _actions_per_cause(run: ChaosRecord, audit: Audit, relaunches: dict[str, list[str]]) -> None:
     """Each cause and the actions taken on it, counted from SageMaker's side (the jobs that exist), not from
-    trainguard's ledger."""
-    jobs = run.fleet.jobs.values()
+    trainguard's ledger. A quota wall is met by trainguard's relaunch: its cause is the job's end."""
+    jobs = run.jobs.values()
     ends = [job for job in jobs if job.end_status in ENDED]
     hangs = [job for job in jobs if _due_a_stop(job)]
-    walls = [run.fleet.jobs[name] for name in run.fleet.walls]
-    actions = [len(relaunches[job.name]) for job in ends]
-    actions += [int(job.stopped_by == "trainguard") for job in hangs] + [int(job.launched) for job in walls]
-    due = sum(1 for job in ends if expected_end(job) == "retry") + len(hangs) + sum(j.stops_allowed for j in walls)
+    actions = [len(relaunches[job.name]) for job in ends] + [int(job.stopped_by == "trainguard") for job in hangs]
+    due = sum(1 for job in ends if expected_end(job) == "retry") + len(hangs)
     refused = audit.figures["budgets"]["relaunches_refused_by_the_budget"]
+    given_up = audit.figures["quota_walls"]["given_up_waiting"]
     once = sum(1 for n in actions if n == 1)
     audit.figures["actions_per_cause"] = {
         "causes": len(actions),
@@ -178,8 +121,12 @@ def _actions_per_cause(run: ChaosRun, audit: Audit, relaunches: dict[str, list[s
         "acted_on_once": once,
         "more_than_once": sum(1 for n in actions if n > 1),
         "due_but_refused_by_the_budget": refused,
+        "due_but_the_quota_came_too_late": given_up,
     }
-    audit.check(due == once + refused, "the causes due an action are not all acted on once (or refused by the budget)")
+    audit.check(
+        due == once + refused + given_up,
+        "the causes due an action are not all acted on once (or refused by the budget, or given up at a quota wall)",
+    )
 
 
 def stop_was_right(job: JobTruth, clock: SimClock) -> bool:
@@ -191,61 +138,100 @@ def stop_was_right(job: JobTruth, clock: SimClock) -> bool:
 
 
 def _due_a_stop(job: JobTruth) -> bool:
-    """Hung for good (its fault's ending) and trainguard may act on it. Not a livelock: the replayed jobs report no
-    progress (their lines say nothing of steps), and a livelock's lines go on, so no rule can see it (issue 27: a job
-    must report its steps for that; the fleet simulator measures those that do)."""
+    """Hung for good (its fault's ending) and trainguard may act on it. Not a livelock: its lines go on, and only a
+    job that reports its steps shows it (issue 27); the benchmark measures those."""
     if job.kind not in HANG_KINDS:
         return False
     seen = FAULT_TABLE[FaultKind(job.kind)].logs is not Logs.HEARTBEAT
     return seen and job.hang_stops_allowed and job.hung
 
 
-def _stops(run: ChaosRun, audit: Audit) -> None:
-    jobs = run.fleet.jobs.values()
+def _stops(run: ChaosRecord, audit: Audit) -> None:
+    """Every stop of trainguard's was of a hung job it may act on, and every hang due a stop got one. One kind of
+    wrong stop is counted and not a violation: a job that prints trainguard's progress contract, stopped in a silent
+    pause it did not announce; the contract asks a job to announce every long phase, and the product takes it at
+    its word, a trade docs/progress.md makes deliberately ("Why the job is taken at its word")."""
+    jobs = run.jobs.values()
     stops = [job for job in jobs if job.stopped_by == "trainguard"]
-    wrong = [job.name for job in stops if not stop_was_right(job, run.aws.clock)]
+    wrong = [job for job in stops if not stop_was_right(job, run.clock)]
+    at_its_word = [job.name for job in wrong if taken_at_its_word(job, run.clock)]
     missed = [job.name for job in jobs if _due_a_stop(job) and job.stopped_by != "trainguard"]
     audit.figures["stalls"] = {
         "hangs": sum(1 for job in jobs if job.hung),
         "stopped_by_trainguard": len(stops),
         "stopped_not_in_a_verified_stall": len(wrong),
+        "of_them_contract_jobs_silent_unannounced": len(at_its_word),
         "hangs_not_stopped": len(missed),
-        "stop_calls": sum(1 for op, _ in run.aws.plane.calls if op == "StopTrainingJob"),
-        "alarm_events": run.evidence.alarm_events,
-        "false_alarms_planned": run.evidence.false_alarms,
+        "stop_calls": sum(1 for call in run.guard_log if call.operation == "StopTrainingJob"),
+        "alarm_events": Counter(run.delivery.deliveries.log.events.values())["stall-alarms"],
+        "false_alarms_planned": len(run.delivery.false_alarms.sent),
     }
-    audit.check(not wrong, f"stopped while not hung: {wrong}")
+    audit.check(
+        len(wrong) == len(at_its_word),
+        f"stopped while not hung: {[job.name for job in wrong if job.name not in at_its_word]}",
+    )
     audit.check(not missed, f"hung, opted in, and never stopped: {missed}")
 
 
-def _quota_walls(run: ChaosRun, audit: Audit) -> None:
-    walls = {name: run.fleet.jobs[name] for name in run.fleet.walls}
-    requests = Counter(r["QuotaName"] for r in run.aws.quotas.requests())
-    eligible = Counter(run.fleet.walls[name] for name, job in walls.items() if job.stops_allowed)
-    for name, job in walls.items():
-        audit.check(job.launched == job.stops_allowed, f"{name}: walled; launched {job.launched}")
+def taken_at_its_word(job: JobTruth, clock: SimClock) -> bool:
+    """A job that prints trainguard's contract, stopped while silent in a pause it did not announce."""
+    assert job.stop_requested_at is not None
+    return job.reports_by_contract and job.silent_unannounced_at(clock.hours_of(job.stop_requested_at))
+
+
+def _quota_walls(run: ChaosRecord, audit: Audit) -> set[str]:
+    """The trace's walls are met by trainguard's relaunches (ResourceLimitExceeded). No quota gets more increase
+    requests than the walled lineages trainguard may act on that SageMaker refused naming it (the job's own type's,
+    or one of its InstancePreferences'). Returns the walled lineages never launched after the wall (given up)."""
+    creates = [c for c in run.guard_log if c.operation == "CreateTrainingJob" and c.root in run.walls]
+    refused = [c for c in creates if c.error_code == "ResourceLimitExceeded"]
+    refused_at: dict[str, float] = {}
+    asked: dict[str, set[str]] = {}
+    for call in refused:
+        refused_at.setdefault(call.root, call.at)
+        asked.setdefault(call.root, set()).add(_quota_named(call.error_message))
+    walled = set(refused_at)
+    launched = {c.root for c in creates if c.succeeded and c.root in walled and c.at >= refused_at[c.root]}
+    allowed = {job.root for job in run.jobs.values() if job.name == job.root and job.stops_allowed}
+    requests = Counter(r["QuotaName"] for r in run.quota_requests)
+    eligible = Counter(quota for root in walled & allowed for quota in asked[root])
     for quota, count in requests.items():
         audit.check(count <= eligible[quota], f"{count} increase requests for {quota}, {eligible[quota]} walls")
+    given_up = walled - launched
     audit.figures["quota_walls"] = {
-        "refused_launches": len(walls),
-        "launched_after_increase": sum(1 for job in walls.values() if job.launched),
+        "refused_launches": len(walled),
+        "launched_after_increase": len(walled & launched),
+        "given_up_waiting": len(given_up),
         "increase_requests": sum(requests.values()),
     }
+    return given_up
 
 
-def _budgets(run: ChaosRun, audit: Audit, ledger: Ledger) -> None:
-    limit = run.aws.config.retry_budget_per_hour
-    jobs = run.fleet.jobs.values()
+def _quota_named(refusal_message: str) -> str:
+    """The quota SageMaker's ResourceLimitExceeded names (catalogue.limit_exceeded_message, AWS's wording)."""
+    found = re.search(r"service limit '([^']+)'", refusal_message)
+    return found.group(1) if found else ""
+
+
+def _lineage_root(job: JobTruth, jobs: dict[str, JobTruth]) -> str:
+    """The launch trainguard's relaunches of this job count from: the end of its retry-of chain."""
+    while job.retry_of and job.retry_of in jobs:
+        job = jobs[job.retry_of]
+    return job.name
+
+
+def _budgets(run: ChaosRecord, audit: Audit, ledger: Ledger) -> None:
+    limit = run.retry_budget_per_hour
+    jobs = run.jobs
     counters = {sk: int(item["used"]["N"]) for (pk, sk), item in ledger.items() if pk == "budget#retries"}
-    # Every job trainguard created (a relaunch, or a user's launch after a quota wall), when SageMaker saw it.
-    created = (job.created_at for job in jobs if job.retry_of or (job.name in run.fleet.walls and job.launched))
-    launched = sorted(at for at in created if at is not None)
+    # Every job trainguard created (a relaunch, or a launch after a quota wall), when SageMaker saw it.
+    launched = sorted(job.created_at for job in jobs.values() if job.retry_of and job.created_at is not None)
     in_60_minutes = [bisect_left(launched, at + timedelta(minutes=60)) - n for n, at in enumerate(launched)]
-    lineages = Counter(job.root for job in jobs if job.retry_of)
+    lineages = Counter(_lineage_root(job, jobs) for job in jobs.values() if job.retry_of)
     over_lineage = [
-        f"{job.root}: {lineages[job.root]} > {job.max_retries}"
-        for job in jobs
-        if job.attempt == 0 and lineages[job.root] > job.max_retries
+        f"{name}: {count} > {jobs[name].max_retries}"
+        for name, count in lineages.items()
+        if count > jobs[name].max_retries
     ]
     refusals = [item for (_, sk), item in ledger.items() if sk in ("end", "relaunch")]
     audit.figures["budgets"] = {
@@ -258,26 +244,3 @@ def _budgets(run: ChaosRun, audit: Audit, ledger: Ledger) -> None:
     audit.check(max(counters.values(), default=0) <= limit, f"hourly budget counter above {limit}: {counters}")
     audit.check(max(in_60_minutes, default=0) <= limit, f"more than {limit} launches in 60 minutes")
     audit.check(not over_lineage, f"lineages over their max-retries: {over_lineage}")
-
-
-def _dead_letters(run: ChaosRun, audit: Audit) -> None:
-    poisoned = [inv for _, _, inv in run.runtime.dead_letters if run.poison_job in json.dumps(inv.payload)]
-    last_errors = Counter(a.error.split(":", 1)[0] for a in run.deliveries.log.attempts if a.dead_lettered)
-    relaunched = sum(1 for job in run.fleet.jobs.values() if job.retry_of == run.poison_job)
-    audit.figures["dead_letters"] = {
-        "records": len(run.runtime.dead_letters),
-        "by_last_error": dict(sorted(last_errors.items())),
-        "poison_records": len(poisoned),
-        "alarms": {
-            path.split("/")[1]: {"messages": n, "before": a, "after": b} for path, (n, a, b) in run.alarms.items()
-        },
-        "redriven": run.redriven,
-        "poison_relaunched_after_redrive": relaunched,
-    }
-    audit.check(bool(poisoned), "the poison event did not reach the dead-letter queue")
-    audit.check(relaunched == 1, f"the poison job was relaunched {relaunched} times after the redrive, not once")
-    for path, (messages, before, after) in run.alarms.items():
-        audit.check(before == "OK", f"{path}: its alarm is {before} before any dead letter")
-        audit.check(after == ("ALARM" if messages else "OK"), f"{path}: {messages} messages, alarm {after}")
-    for problem in model_disagreements(run.wiring, RETRY_ATTEMPTS) if run.wiring is not None else []:
-        audit.violations.append(f"the Lambda model differs from the stack: {problem}")

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from trainguard_local.chaos.audit import Audit
+from trainguard_local.chaos.delivery_audit import Audit
 
 
 def summary(audits: Sequence[Audit], seeds: Sequence[int], jobs: int, seconds: float) -> str:
@@ -56,27 +56,29 @@ def _actions(audits: Sequence[Audit], seeds: Sequence[int]) -> list[str]:
     causes, stalls, walls = (_totals(audits, s) for s in ("actions_per_cause", "stalls", "quota_walls"))
     budgets, dead = _totals(audits, "budgets"), _totals(audits, "dead_letters")
     alarms = [a.figures["dead_letters"]["alarms"]["JobEvents"] for a in audits]
-    poison_once = all(a.figures["dead_letters"]["poison_relaunched_after_redrive"] == 1 for a in audits)
+    poison = ", ".join(str(a.figures["dead_letters"]["poison_end_after_redrive"]) for a in audits)
     ends = [", ".join(f"{k} {v}" for k, v in a.figures["job_ends"].items()) for a in audits]
     return [
-        "actions per cause (a job's end, a hang, a launch refused by a quota): at most one, exactly one when due",
+        "actions per cause (a job's end, a hang): at most one, exactly one when due",
         f"  causes {causes['causes']:,}, due an action {causes['due_an_action']:,}: acted on once "
         f"{causes['acted_on_once']:,}, refused by the launch budget {causes['due_but_refused_by_the_budget']:,}; "
         f"acted on more than once: {causes['more_than_once']}",
         "  decisions on job ends (what the rules call for: what trainguard recorded):",
         *(f"    seed {seed}: {line}" for seed, line in zip(seeds, ends, strict=True)),
         f"  stalls: {stalls['hangs']} hangs, {stalls['stopped_by_trainguard']} stopped by trainguard, "
-        f"{stalls['stopped_not_in_a_verified_stall']} stopped without a verified stall, {stalls['alarm_events']} "
-        f"alarm events ({stalls['false_alarms_planned']} false alarms planned)",
-        f"  quota walls: {walls['refused_launches']} launches refused, {walls['launched_after_increase']} launched "
-        f"after the increase, {walls['increase_requests']} increase requests",
+        f"{stalls['stopped_not_in_a_verified_stall']} stopped without a verified stall (of them "
+        f"{stalls['of_them_contract_jobs_silent_unannounced']} contract jobs silent in a pause they did not announce: "
+        f"docs/progress.md), {stalls['alarm_events']} alarm events ({stalls['false_alarms_planned']} false alarms)",
+        f"  quota walls: {walls['refused_launches']} relaunches refused, {walls['launched_after_increase']} launched "
+        f"after the increase, {walls['given_up_waiting']} given up waiting, {walls['increase_requests']} increase "
+        "requests",
         f"budgets: at most {max(a.figures['budgets']['most_launches_in_60_minutes'] for a in audits)} launches "
         f"in 60 minutes (budget {audits[0].figures['budgets']['retry_budget_per_hour']}), "
         f"{budgets['relaunches_refused_by_the_budget']} refused by it, "
         f"{budgets['lineages_over_their_max_retries']} lineages over their max-retries",
         f"dead letters: {dead['records']} ({dead['poison_records']} of the poison), job-events DLQ alarm "
         + ", ".join(f"{a['before']} -> {a['after']} at {a['messages']}" for a in alarms)
-        + f"; redriven {dead['redriven']}, poison relaunched once after the redrive: {'yes' if poison_once else 'NO'}",
+        + f"; redriven {dead['redriven']}, the poison's end after the redrive: {poison}",
         f"notifications: {_totals(audits, 'notifications')['sent']:,} "
         f"({_totals(audits, 'notifications')['exact_duplicates']} exact duplicates)",
     ]

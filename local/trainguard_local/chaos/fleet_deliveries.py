@@ -52,7 +52,7 @@ class FleetFunctions:
         call = HandlerCall(function.replace("-", "_"), invocation.subject, handle_of(function), invocation.payload)
         injected = self._injector.total
         try:
-            self._world.attempt(call)
+            return self._world.attempt(call)
         except Exception as error:
             if self._injector.total == injected and not isinstance(error, StepInProgress):
                 self._world.problems.append(f"{self._world.hours:.3f} h {call.handler} ({call.job}): {error!r}")

@@ -6,8 +6,7 @@ retries after a function error, 1 then 2 minutes apart
 record of the documented shape to the function's dead-letter queue
 (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html); stack_wiring.py checks
 these settings against the template. An attempt runs the production handler's `handle(event, ports)` with
-ports (the replay's `BuiltPorts`: what handlers/wiring.py builds, through the fault injector; the fleet's world:
-chaos/fleet_deliveries.py); a `ProcessDeath` forces a cold start.
+the fleet's world's ports (chaos/fleet_deliveries.py); a `ProcessDeath` forces a cold start.
 """
 
 from __future__ import annotations
@@ -24,8 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from trainguard.handlers.wiring import PortSet, boto3_ports
-from trainguard_local.chaos.call_faults import FaultInjector, ProcessDeath, chaos_session
+from trainguard_local.chaos.call_faults import ProcessDeath
 from trainguard_local.simulation.kernel import Kernel
 from trainguard_local.stand_in.stack_resources import ACCOUNT, REGION
 
@@ -81,32 +79,6 @@ class FunctionProcess(Protocol):
     def invoke(self, invocation: Invocation) -> Any: ...
 
     def cold_start(self) -> None: ...
-
-
-class BuiltPorts:
-    """The replay's: each attempt runs `handle(event, ports)` with the ports handlers/wiring.py builds from the
-    environment, on sessions that carry the fault injector."""
-
-    def __init__(self, injector: FaultInjector, clock: Callable[[], datetime]) -> None:
-        self._injector, self._clock = injector, clock
-        self._ports: PortSet | None = None
-        self.cold_starts = 0
-
-    def invoke(self, invocation: Invocation) -> Any:
-        try:
-            return handle_of(invocation.function)(invocation.payload, self._environment())
-        finally:
-            _clear_metrics()
-
-    def cold_start(self) -> None:
-        self._ports = None  # the execution environment is gone: the next attempt builds it
-
-    def _environment(self) -> PortSet:
-        if self._ports is None:
-            with chaos_session(self._injector):  # the session, made here, carries the injector
-                self._ports = boto3_ports(clock=self._clock)
-            self.cold_starts += 1
-        return self._ports
 
 
 class LambdaRuntime:

@@ -95,6 +95,7 @@ class RunRecord:
     guarded_compute_dollars: float = 0.0
     usage: UsageSummary | None = None  # what trainguard used, for guard_cost
     notifications: list[Notification] = field(default_factory=list)  # trainguard's SNS messages, in order
+    inspected: Any = None  # what `inspect` read inside the run's world
 
 
 @dataclass
@@ -107,6 +108,10 @@ class TrainguardStrategy:
     delivery: DeliveryChoice | None = field(default=None, repr=False)  # None: at once, as the benchmark measures
     last_run: RunRecord | None = None
     on_progress: Callable[[float], None] | None = field(default=None, repr=False, compare=False)  # trace hours
+    # Reads the world and the lives before the stand-in closes (the chaos audit's record); kept in `last_run.inspected`.
+    inspect: Callable[[FleetWorld, dict[str, TrainguardAnswers]], Any] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def run(self, trace: Trace) -> list[JobOutcome]:
         started = time.perf_counter()
@@ -146,6 +151,7 @@ class TrainguardStrategy:
             outcomes = [lives[job.name].tl.outcome() for job in trace.jobs]
             self._record(record, world, lives, outcomes)
             record.ticks, record.quota_checks = ticker.ticks, checks.checks
+            record.inspected = self.inspect(world, lives) if self.inspect is not None else None
         record.seconds = time.perf_counter() - started
         self.last_run = record
         return outcomes

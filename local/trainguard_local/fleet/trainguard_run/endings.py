@@ -158,6 +158,7 @@ def person_stops(life: LifeState, note: str = "") -> None:
         world.plane.settle(life.name)
     world.pump()
     if status == "InProgress":
+        life.person_stopped.add(life.name)
         life.tl.act(ActionKind.STOP, PERSON, note=note)
 
 

@@ -32,6 +32,7 @@ class JobLogs:
         self.activity = LaunchActivity(
             job.rhythm, job.checkpoint_every_minutes, job.gpus_per_instance, 0.0, steps=job.step_plan
         )
+        self.activities: dict[str, LaunchActivity] = {}  # SageMaker job -> its launch's activity, kept for audits
         self.delivered_until = 0.0  # trace hours: every line up to here has been delivered
         self.gpus_written_to = -1  # the last minute (index from the clock's base) of the hosts' GPUs written
 
@@ -40,6 +41,7 @@ class JobLogs:
         self.activity = LaunchActivity(
             job.rhythm, job.checkpoint_every_minutes, job.gpus_per_instance, training_since, progress, job.step_plan
         )
+        self.activities[self.running()] = self.activity
         self.delivered_until = training_since
         self.gpus_written_to = math.ceil(training_since * 60 - 1e-9) - 1
 

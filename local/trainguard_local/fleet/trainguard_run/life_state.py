@@ -85,6 +85,7 @@ class LifeState:
         self.training_since = 0.0
         self.end_kind: dict[str, FaultKind | None] = {}  # SageMaker job -> the fault its end came from
         self.hung: set[str] = set()  # SageMaker jobs hung when stopped
+        self.person_stopped: set[str] = set()  # SageMaker jobs the person stopped
         self.wasting: dict[str, FaultKind] = {}  # SageMaker jobs a degraded host slowed or whose loss diverged
         self.person_launches = 0
         self.told_upto = 0  # the world's notifications up to which trainguard's answers have been taken

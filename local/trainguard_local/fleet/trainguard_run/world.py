@@ -206,9 +206,9 @@ class FleetWorld:
         except Exception:
             self.problems.append(f"{self.hours:.3f} h {call.handler} ({call.job}): {traceback.format_exc(limit=6)}")
 
-    def attempt(self, call: HandlerCall) -> None:
+    def attempt(self, call: HandlerCall) -> Any:
         """One handler invocation, as Lambda makes it; it raises what the handler raised. What it returns is recorded
-        for the report, never read by a job's life."""
+        for the report (and given to the Lambda runtime's log), never read by a job's life."""
         from trainguard.handlers.observability import metrics
 
         self.acting = self.roots.get(call.job, self.acting)
@@ -220,6 +220,7 @@ class FleetWorld:
             metrics.clear_metrics()  # handle() adds metrics that only the Lambda decorator would flush
         if isinstance(result, Outcome):
             self.outcomes.append((self.hours, call.handler, result))
+        return result
 
     def log_lines(self, job_name: str, lines: list[tuple[datetime, str]], log_activity: Any) -> None:
         """Lines in the job's first host's stream, and the subscription's one delivery of them."""
