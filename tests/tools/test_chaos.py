@@ -59,7 +59,7 @@ def chaos() -> Iterator[Audit]:
 
 
 def test_the_short_form_breaks_no_rule_and_each_figure_holds(chaos: Audit) -> None:
-    """One test for one run (about 40 s): pytest-xdist could otherwise run it once per worker."""
+    """One test for one run (about 90 s): pytest-xdist could otherwise run it once per worker."""
     check_no_rule_was_broken(chaos)
     check_every_event_was_acted_on_or_skipped_with_a_reason_and_none_was_lost(chaos)
     check_every_kind_of_fault_was_injected_and_retried_by_botocore(chaos)
@@ -157,8 +157,8 @@ def stopped_job(fault: tuple[FaultKind, float, float] | None, stop_minutes: floa
     activity = LaunchActivity(JobRhythm(log_every_seconds=60), 30, 1, training_since=0.0)
     if fault is not None:
         activity.strike(fault[0], fault[1] / 60, fault[2])
-    job = JobTruth("job", "job", 0, "x", "ml.g5.xlarge", 1, True, allowed, 2, 30, activity=activity)
-    job.training_since, job.stop_requested_at = START, START + timedelta(minutes=stop_minutes)
+    job = JobTruth("job", "job", 0, "x", True, allowed, 2, activity=activity)
+    job.stop_requested_at = START + timedelta(minutes=stop_minutes)
     return job
 
 
@@ -187,6 +187,11 @@ def test_a_wrong_stop_is_taken_at_its_word_only_for_a_contract_job_silent_in_a_p
     assert not stop_was_right(job, SimClock(START)) and not taken_at_its_word(job, SimClock(START))
     job.reports_by_contract = True
     assert taken_at_its_word(job, SimClock(START))
+    job.stops_allowed = False  # a dry run's job: no stop of it is ever right, nor excused
+    assert not taken_at_its_word(job, SimClock(START))
+    early = stopped_job((FaultKind.SLOW_BUT_HEALTHY, 60.0, 26.0), 61.0)  # 1 min into its pause: below any step limit
+    early.reports_by_contract = True
+    assert not taken_at_its_word(early, SimClock(START))
     training = stopped_job((FaultKind.SLOW_BUT_HEALTHY, 60.0, 26.0), 50.0)  # before its pause: wrong whatever it says
     training.reports_by_contract = True
     assert not stop_was_right(training, SimClock(START)) and not taken_at_its_word(training, SimClock(START))

@@ -463,3 +463,17 @@ def test_a_first_load_after_a_step_line_at_the_start_is_given_the_startup_grace_
     assert past is not None and past.stalled and "end of its startup grace" in past.reason
     without_grace = judge_progress(started, ProgressSettings(), T0 + timedelta(minutes=FIXED, seconds=2), **JUDGE)
     assert without_grace is not None and without_grace.stalled  # the rule alone, as before the grace was passed
+
+
+def test_a_first_load_after_the_start_line_is_given_the_startup_grace_before_the_start_cutoff() -> None:
+    """The same for a job that prints its start line and loads before step 0: the start cutoff (30 min by default)
+    counts from the end of the startup grace."""
+    started = feed([(0.0, "trainguard:start")])
+    grace_end = T0 + timedelta(minutes=20)
+    cutoff = timedelta(minutes=ProgressSettings().start_minutes)
+    within = judge_progress(
+        started, ProgressSettings(), grace_end + cutoff - timedelta(seconds=1), **JUDGE, grace_end=grace_end
+    )
+    past = judge_progress(started, ProgressSettings(), grace_end + cutoff, **JUDGE, grace_end=grace_end)
+    assert within is not None and within.check is ProgressCheck.START and not within.stalled
+    assert past is not None and past.stalled and "end of its startup grace" in past.reason

@@ -245,3 +245,21 @@ def test_a_job_that_is_not_opted_in_or_has_ended_is_left_alone() -> None:
 )
 def test_gpus_per_host(instance_type: str, gpus: int | None) -> None:
     assert gpus_per_host(instance_type) == gpus
+
+
+def test_a_contract_job_loading_silently_after_step_0_is_judged_after_the_grace_and_the_whole_limit() -> None:
+    """The stall verdict passes the end of the startup grace to the progress rules (progress_limits.judge_progress):
+    step 0 printed as training starts, then a silent first load, is no stall 35 minutes in, one at 51."""
+    from trainguard.domain.progress_lines import read_progress_line
+    from trainguard.domain.progress_watch import ProgressState, advance
+
+    def seen(trained: timedelta) -> StallVerdict:
+        start = NOW - trained
+        state = advance(ProgressState(), read_progress_line("trainguard:start", None), start)
+        state = advance(state, read_progress_line("trainguard:progress step=0", None), start + timedelta(seconds=1))
+        told = replace(evidence(trained - timedelta(seconds=1), gpu=0.0), progress=state)
+        return judged(StallSignal.LOG_SILENCE, told, running_job(trained))
+
+    assert not seen(timedelta(minutes=35)).stalled
+    late = seen(timedelta(minutes=51))
+    assert late.stalled and "end of its startup grace" in late.reason

@@ -173,11 +173,11 @@ def judge_progress(
 ) -> ProgressJudgement | None:
     """The job's progress verdict now, or None when the log-silence rules judge it: it reports no progress, or it
     has fallen silent outside an announced phase without promising to announce every phase (`promises_phases`).
-    `newest_line`: when the job last logged anything. `grace_end`: the end of its startup grace, before which no
-    step limit counts (a first checkpoint load after a step line at the start), as a log silence's does not
-    (stalls.silence_clock_start): a job silent from its start is stopped no sooner than grace + limit."""
+    `newest_line`: when the job last logged anything. `grace_end`: the end of its startup grace; no step limit nor
+    start cutoff counts from before it (a first checkpoint load after the start line or step 0), as no log silence
+    does (stalls.silence_clock_start): a job silent from its start is stopped no sooner than grace + limit."""
     if state.last_step is None or state.advanced_at is None:
-        return _judge_start(state, settings, now, training_since)
+        return _judge_start(state, settings, now, training_since, grace_end)
     limit = progress_limit(state, settings, fixed_minutes, state.started_at or training_since)
     in_phase = state.phase is not None and state.phase.began >= state.advanced_at
     silent = newest_line is not None and (now - newest_line).total_seconds() >= silent_after_seconds(state, limit)
@@ -220,7 +220,11 @@ def judge_progress(
 
 
 def _judge_start(
-    state: ProgressState, settings: ProgressSettings, now: datetime, training_since: datetime | None
+    state: ProgressState,
+    settings: ProgressSettings,
+    now: datetime,
+    training_since: datetime | None,
+    grace_end: datetime | None,
 ) -> ProgressJudgement | None:
     if state.started_at is not None:
         since, what = state.started_at, f"its start marker at {_at(state.started_at)}"
@@ -232,7 +236,7 @@ def _judge_start(
         cutoff, source = float(settings.start_seconds), "set by its progress-start-seconds tag"
     else:
         cutoff, source = settings.start_minutes * 60.0, "the default"
-    deadline = since + timedelta(seconds=cutoff)
+    deadline = max(since, grace_end or since) + timedelta(seconds=cutoff)
     if state.phase is not None:  # a phase announced before the first step: a checkpoint load
         deadline = max(
             deadline,
@@ -243,6 +247,8 @@ def _judge_start(
         f"no first step {format_duration(now - since)} after {what}, "
         f"{'past' if stalled else 'within'} the start cutoff of {_span(cutoff)}, {source}"
     )
+    if grace_end is not None and grace_end > since:
+        reason += f", counted from the end of its startup grace at {_at(grace_end)}"
     return ProgressJudgement(ProgressCheck.START, deadline, stalled, reason)
 
 

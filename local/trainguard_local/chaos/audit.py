@@ -11,6 +11,7 @@ from bisect import bisect_left
 from collections import Counter, defaultdict
 from datetime import timedelta
 
+from trainguard.domain.progress_limits import PROGRESS_FLOOR_MINUTES
 from trainguard_local.chaos.chaos_run import ChaosRecord, Ledger
 from trainguard_local.chaos.delivery_audit import (
     Audit,
@@ -65,6 +66,8 @@ def expected_end(job: JobTruth) -> str:
         return "ignore"
     if job.owned:
         return "owned"
+    if job.stopped_by == "max-runtime":  # SageMaker stopped it at its MaxRuntimeInSeconds: told (classification.py)
+        return "notify"
     if job.stopped_by in ("trainguard", "spot") or job.kind in RELAUNCHING:
         if not job.stops_allowed:
             return "dry-run"
@@ -174,9 +177,11 @@ def _stops(run: ChaosRecord, audit: Audit) -> None:
 
 
 def taken_at_its_word(job: JobTruth, clock: SimClock) -> bool:
-    """A job that prints trainguard's contract, stopped while silent in a pause it did not announce."""
+    """A job trainguard may stop, that prints trainguard's contract, stopped while silent in a pause it did not
+    announce, at least the step limit's floor into it (no step limit is shorter)."""
     assert job.stop_requested_at is not None
-    return job.reports_by_contract and job.silent_unannounced_at(clock.hours_of(job.stop_requested_at))
+    silent_for = job.silent_unannounced_for(clock.hours_of(job.stop_requested_at))
+    return job.hang_stops_allowed and job.reports_by_contract and silent_for >= PROGRESS_FLOOR_MINUTES / 60
 
 
 def _quota_walls(run: ChaosRecord, audit: Audit) -> set[str]:
@@ -197,7 +202,8 @@ def _quota_walls(run: ChaosRecord, audit: Audit) -> set[str]:
     eligible = Counter(quota for root in walled & allowed for quota in asked[root])
     for quota, count in requests.items():
         audit.check(count <= eligible[quota], f"{count} increase requests for {quota}, {eligible[quota]} walls")
-    given_up = walled - launched
+    given_up = {root for root in walled - launched if run.quota_too_late(root)}
+    audit.check(walled - launched <= given_up, f"walled, never launched, its quota in time: {walled - launched}")
     audit.figures["quota_walls"] = {
         "refused_launches": len(walled),
         "launched_after_increase": len(walled & launched),

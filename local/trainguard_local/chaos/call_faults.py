@@ -208,7 +208,7 @@ def _names_poisoned_job(request: Any, poisoned: set[str]) -> bool:
     return isinstance(body, dict) and body.get("TrainingJobName") in poisoned
 
 
-# One loader for every session the replay builds: each cold start builds a new session, and without a shared
+# One loader for every session built under the injector: each cold start builds a new session, and without a shared
 # loader each would read the service models from disk again (seconds per run, nothing the handlers do).
 _SHARED_LOADER = botocore.loaders.create_loader()
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
+from infra.settings import Settings
 from trainguard_local.chaos.call_faults import FaultRates
 from trainguard_local.chaos.dead_letters import QUEUE_OF_FUNCTION, alarm_state
 from trainguard_local.chaos.fleet_deliveries import ChaosDelivery, ChaosOnTheFleet
 from trainguard_local.chaos.fleet_truth import JobTruth, fleet_rows, quota_walls
-from trainguard_local.chaos.lambda_runtime import quiet_handler_logs
 from trainguard_local.chaos.stack_wiring import StackWiring, finish_synth, known_wiring, start_synth
 from trainguard_local.chaos.user_tags import with_user_tags
 from trainguard_local.fleet.trainguard_run.guard_actions import GuardCall
@@ -31,6 +31,7 @@ from trainguard_local.simulation.trace import Fault, Trace, generate_trace
 Ledger = dict[tuple[str, str], dict[str, Any]]
 ALARM_LOOK = timedelta(minutes=10)  # when a dead-letter queue's alarm is read: two 5-minute periods after
 POISON_REASON = "InternalServerError: We encountered an internal error. Please try again."
+QUOTA_CHECK_HOURS = Settings().quota_check_minutes / 60  # the stack's schedule of the quota check
 SPAN_AFTER_SUBMISSIONS_HOURS = 6.0  # the progress line's estimate of the run past the last submission
 
 
@@ -58,7 +59,7 @@ class ChaosRecord:
 
     settings: ChaosSettings
     jobs: dict[str, JobTruth]  # every SageMaker job, by name (fleet_truth.py)
-    walls: dict[str, str]  # the trace's walled lineages (their root job) -> the quota that walls each
+    walls: dict[str, float]  # the trace's walled lineages (their root job) -> the hours their increase takes
     ledger: Ledger  # trainguard's DynamoDB table, scanned at the end
     delivery: ChaosDelivery  # the deliveries, the Lambda runtime, the injector, the operator, the false alarms
     guard_log: list[GuardCall]  # trainguard's calls that act (creates, stops, quota requests)
@@ -67,6 +68,7 @@ class ChaosRecord:
     clock: SimClock
     problems: list[str]  # what a handler raised with no fault injected into it
     retry_budget_per_hour: int
+    quota_wait_hours: float  # how long a launch waits for its quota before trainguard gives it up (GuardConfig)
     wiring: StackWiring | None = None
     # construct path of each dead-letter queue -> (messages, alarm state before the first, alarm state after it)
     alarms: dict[str, tuple[int, str, str]] = field(default_factory=dict)
@@ -74,6 +76,10 @@ class ChaosRecord:
     @property
     def poison_job(self) -> str:
         return self.settings.poison_job
+
+    def quota_too_late(self, root: str) -> bool:
+        """The walled lineage's increase came after its wait, or too near its end for the quota check to launch it."""
+        return self.walls.get(root, 0.0) + QUOTA_CHECK_HOURS > self.quota_wait_hours
 
 
 def fleet_phase_hours(settings: ChaosSettings) -> float:
@@ -120,8 +126,7 @@ def run_chaos(
             on_progress=on_fleet_clock,
             inspect=lambda world, lives: _record(settings, trace, world, lives, chaos),
         )
-        with quiet_handler_logs():
-            strategy.run(trace)
+        strategy.run(trace)  # the fleet's world quietens the handlers' logs
         assert strategy.last_run is not None
         record: ChaosRecord = strategy.last_run.inspected
         record.wiring = known_wiring() or finish_synth(synth)  # type: ignore[arg-type]
@@ -153,6 +158,7 @@ def _record(
         clock=world.clock,
         problems=list(world.problems),
         retry_budget_per_hour=world.config.retry_budget_per_hour,
+        quota_wait_hours=world.config.quota_wait_hours,
     )
 
 

@@ -55,7 +55,7 @@ class DeadLetterQueues:
 
 
 def model_disagreements(wiring: StackWiring, retry_attempts: int) -> list[str]:
-    """Where the replay's model of Lambda differs from the stack (it must not)."""
+    """Where the chaos suite's model of Lambda differs from the stack (it must not)."""
     problems = []
     for function, handler in FUNCTIONS.items():
         if handler not in wiring.functions:
@@ -63,10 +63,10 @@ def model_disagreements(wiring: StackWiring, retry_attempts: int) -> list[str]:
             continue
         retries, queue = wiring.functions[handler]
         if retries != retry_attempts:
-            problems.append(f"{handler}: the template retries {retries} times, the replay {retry_attempts}")
+            problems.append(f"{handler}: the template retries {retries} times, the model {retry_attempts}")
         if queue != QUEUE_OF_FUNCTION[function]:
             problems.append(
-                f"{handler}: the template sends failures to {queue}, the replay to {QUEUE_OF_FUNCTION[function]}"
+                f"{handler}: the template sends failures to {queue}, the model to {QUEUE_OF_FUNCTION[function]}"
             )
         if queue not in wiring.queue_alarms:
             problems.append(f"{queue} has no alarm in the template")
@@ -78,7 +78,7 @@ def alarm_state(wiring: StackWiring, path: str, arrivals: list[datetime], at: da
     taken out: each period's Maximum of the depth SQS publishes every minute, evaluated by CloudWatch's rules."""
     properties = wiring.queue_alarms[path]
     if properties["Statistic"] != "Maximum":
-        raise NotImplementedError(f"{path}: the replay reads a Maximum alarm, the template has {properties}")
+        raise NotImplementedError(f"{path}: the chaos suite reads a Maximum alarm, the template has {properties}")
     rule = alarm_rule_of({"AlarmName": path, **properties})
     last_minute = timedelta(seconds=rule.period_seconds) - SQS_PUBLISHES_EVERY
     series = {start: float(sum(1 for t in arrivals if t <= start + last_minute)) for start in period_starts(rule, at)}

@@ -1,5 +1,5 @@
 """False alarms on the fleet's world: CloudWatch sends a log-silence ALARM for a job that trains and logs. A share of
-the launches that start training get one, 25-120 minutes in (the replay's evidence.py drew the same), if trainguard
+the launches that start training get one, 25-120 minutes in, if trainguard
 has created the job's alarm and the job still runs. trainguard must judge it on the evidence (the job's lines and
 GPUs up to the verdict, life_state.show_evidence) and leave the job alone."""
 
@@ -21,7 +21,7 @@ from trainguard_local.stand_in.alarm_state_events import (
     state_change_event,
 )
 
-FALSE_ALARM_SHARE = 0.15  # of the launches that start training (an assumption, as the replay's)
+FALSE_ALARM_SHARE = 0.15  # of the launches that start training (an assumption)
 FALSE_ALARM_MINUTES = (25.0, 120.0)  # into training
 
 

@@ -13,7 +13,6 @@ from trainguard.config import GuardConfig
 from trainguard_local.fleet.trainguard_run.life_state import LifeState
 from trainguard_local.fleet.trainguard_run.world import FleetWorld
 from trainguard_local.simulation.activity import LaunchActivity
-from trainguard_local.simulation.catalogue import training_quota_name
 from trainguard_local.simulation.fault_table import FAULT_TABLE, Ending, FaultKind
 from trainguard_local.simulation.reporting import CONTRACT
 from trainguard_local.simulation.trace import Trace
@@ -33,15 +32,10 @@ class JobTruth:
     root: str
     attempt: int  # 0: a user's or a person's launch; n: trainguard's n-th relaunch of the lineage
     kind: str  # the FaultKind value this job met, or HEALTHY
-    instance_type: str
-    hosts: int
     opted_in: bool
     stops_allowed: bool  # opted in, not in dry run, and not a parent's job: relaunched, stopped when hung, its wall met
     max_retries: int
-    checkpoint_every_minutes: float
-    failure_reason: str = ""
     created_at: datetime | None = None
-    training_since: datetime | None = None
     activity: LaunchActivity | None = None  # from training on: its lines, its GPUs, whether it is hung
     stop_requested_at: datetime | None = None
     stopped_by: str = ""  # "trainguard", "person", "spot" or "max-runtime"
@@ -58,11 +52,11 @@ class JobTruth:
         """Whether trainguard may stop this job's verified hang."""
         return self.stops_allowed or self.parent_stops_allowed
 
-    def silent_unannounced_at(self, at: float) -> bool:
-        """Silent at `at` (trace hours) in a pause of its fault's, which no phase line announced (a healthy silence is
-        never announced: simulation/activity.py announces saves and evaluations only)."""
+    def silent_unannounced_for(self, at: float) -> float:
+        """How long (hours) it had been silent at `at` (trace hours) in a pause of its fault's, which no phase line
+        announced (a fault's silence never is: simulation/activity.py announces saves and evaluations only); 0: not."""
         silence = self.activity.silence_at(at) if self.activity is not None else None
-        return silence is not None and not silence.talks
+        return at - silence.start if silence is not None and not silence.talks else 0.0
 
     @property
     def hung(self) -> bool:
@@ -85,7 +79,8 @@ def fleet_rows(world: FleetWorld, lives: dict[str, LifeState]) -> dict[str, JobT
             for tag in world.world["sagemaker"].list_tags(ResourceArn=described["TrainingJobArn"])["Tags"]
         }
         life = lives.get(tags.get("fleet:root", ""))
-        if life is None:
+        if life is None:  # every job the world or trainguard launches carries its lineage's root
+            world.problems.append(f"{name}: a job of no lineage the world knows (its tags: {sorted(tags)})")
             continue
         rows[name] = _row(name, described, tags, life, world.config)
         rows[name].stop_requested_at = stops.get(name)
@@ -94,7 +89,7 @@ def fleet_rows(world: FleetWorld, lives: dict[str, LifeState]) -> dict[str, JobT
 
 
 def _row(name: str, described: dict[str, Any], tags: dict[str, str], life: LifeState, config: GuardConfig) -> JobTruth:
-    job, resource = life.job, described.get("ResourceConfig", {})
+    job = life.job
     opted_in = tags.get("trainguard:enabled") == "true"
     acts = opted_in and tags.get("trainguard:actions") != "notify"
     return JobTruth(
@@ -102,15 +97,10 @@ def _row(name: str, described: dict[str, Any], tags: dict[str, str], life: LifeS
         root=job.name,
         attempt=int(tags.get("trainguard:attempt", "0") or 0),
         kind=_kind_met(name, life),
-        instance_type=str(resource.get("InstanceType", job.instance_type)),
-        hosts=int(resource.get("InstanceCount", job.instance_count)),
         opted_in=opted_in,
         stops_allowed=acts and not job.owner,
         max_retries=int(tags.get("trainguard:max-retries", "") or config.default_max_retries),
-        checkpoint_every_minutes=job.checkpoint_every_minutes,
-        failure_reason=str(described.get("FailureReason") or ""),
         created_at=described.get("CreationTime"),
-        training_since=described.get("TrainingStartTime"),
         activity=life.logs.activities.get(name),
         end_status=str(described["TrainingJobStatus"]),
         retry_of=tags.get("trainguard:retry-of", ""),
@@ -139,11 +129,6 @@ def _stopped_by(row: JobTruth, described: dict[str, Any], life: LifeState, train
     return _STOPPED_BY_SAGEMAKER.get(str(described.get("SecondaryStatus", "")), "")
 
 
-def quota_walls(trace: Trace) -> dict[str, str]:
-    """The trace's walled lineages (their root job) and the quota that walls each."""
-    specs = {spec.name: spec for spec in trace.jobs}
-    return {
-        fault.job_name: training_quota_name(specs[fault.job_name].instance_type)
-        for fault in trace.faults
-        if fault.kind is FaultKind.QUOTA_WALL
-    }
+def quota_walls(trace: Trace) -> dict[str, float]:
+    """The trace's walled lineages (their root job) and the hours Service Quotas takes to approve each's increase."""
+    return {fault.job_name: fault.quota_approval_hours for fault in trace.faults if fault.kind is FaultKind.QUOTA_WALL}

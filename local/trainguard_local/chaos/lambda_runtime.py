@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import importlib
 import json
-import logging
 import random
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -30,7 +28,7 @@ from trainguard_local.stand_in.stack_resources import ACCOUNT, REGION
 RETRY_ATTEMPTS = 2
 RETRY_WAITS = (timedelta(minutes=1), timedelta(minutes=2))
 COPIES, COPY_WEIGHTS = (1, 2, 3), (0.5, 0.3, 0.2)
-# The functions the replay invokes, by the name their ARN ends with; each one's handler is
+# The functions the chaos suite invokes, by the name their ARN ends with; each one's handler is
 # trainguard.handlers.<name with underscores>.handler, as in the template's Handler property.
 FUNCTIONS = {
     name: f"trainguard.handlers.{name.replace('-', '_')}.handler"
@@ -215,7 +213,7 @@ def invocation_record(invocation: Invocation, now: datetime, error_type: str, me
 
 
 def function_of_arn(arn: str) -> str:
-    """The replay's function name from a record's functionArn (`...:function:trainguard-<name>:$LATEST`)."""
+    """The function's name from a record's functionArn (`...:function:trainguard-<name>:$LATEST`)."""
     name = arn.split(":function:", 1)[1].split(":", 1)[0]
     return name.removeprefix("trainguard-")
 
@@ -224,22 +222,3 @@ def handle_of(function: str) -> Callable[[Any, Any], Any]:
     module = importlib.import_module(FUNCTIONS[function].rsplit(".", 1)[0])
     handle: Callable[[Any, Any], Any] = module.handle
     return handle
-
-
-def _clear_metrics() -> None:
-    from trainguard.handlers.observability import metrics
-
-    metrics.clear_metrics()  # handle() adds metrics that only the Lambda decorator would flush
-
-
-@contextmanager
-def quiet_handler_logs() -> Iterator[None]:
-    """The handlers log each outcome as a JSON line; the replay reports figures instead."""
-    from trainguard.handlers.observability import logger
-
-    level = logger.log_level
-    logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)

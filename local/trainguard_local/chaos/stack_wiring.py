@@ -1,9 +1,9 @@
 """What the synthesized stack says about failed invocations: each function's asynchronous retries and
-on-failure queue, and each dead-letter queue's alarm. The replay models Lambda with these settings
+on-failure queue, and each dead-letter queue's alarm. The chaos suite models Lambda with these settings
 (lambda_runtime.py) and evaluates these alarms (dead_letters.py); this module reads them from the
 template, so a change in infra/ that the model does not follow makes the suite fail.
 
-The synth costs seconds (CDK and Node), so it runs in a child process while the replay runs:
+The synth costs seconds (CDK and Node), so it runs in a child process while the fleet runs:
 `python -m trainguard_local.chaos.stack_wiring` prints the wiring as JSON.
 """
 
@@ -52,7 +52,7 @@ def wiring_of(template: dict[str, Any]) -> StackWiring:
 
 
 def synthesize_template() -> dict[str, Any]:
-    """The stack with default settings, plus the optional CloudTrail rule (the replay drives it)."""
+    """The stack with default settings, plus the optional CloudTrail rule (failed-launches' queue)."""
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "1")
     from aws_cdk import App
 

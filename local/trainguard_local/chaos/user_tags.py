@@ -1,6 +1,6 @@
 """The tags the chaos suite's users put on their jobs: a mix that takes each path of the product's opt-in
 (domain/policy.py): 10% of jobs not opted in (`trainguard:enabled=false`: the fleet's launches carry the tag, an
-owner's tag overrides it; the replay leaves it out), 5% of the others in dry run (`trainguard:actions=notify`), and
+owner's tag overrides it), 5% of the others in dry run (`trainguard:actions=notify`), and
 `trainguard:max-retries` absent (the default), 2 or 1, so that lineages reach their limit."""
 
 from __future__ import annotations
