@@ -6,7 +6,6 @@ a quota (a launch when the quota allows it).
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
 from collections import Counter, defaultdict
 from datetime import timedelta
@@ -21,6 +20,7 @@ from trainguard_local.chaos.delivery_audit import (
     recorded_decision,
 )
 from trainguard_local.chaos.fleet_truth import RELAUNCHING, JobTruth
+from trainguard_local.simulation.catalogue import quota_in_limit_message
 from trainguard_local.simulation.clock import SimClock
 from trainguard_local.simulation.fault_table import FAULT_TABLE, HANG_KINDS, USER_ERROR_KINDS, FaultKind, Logs
 
@@ -194,7 +194,7 @@ def _quota_walls(run: ChaosRecord, audit: Audit) -> set[str]:
     asked: dict[str, set[str]] = {}
     for call in refused:
         refused_at.setdefault(call.root, call.at)
-        asked.setdefault(call.root, set()).add(_quota_named(call.error_message))
+        asked.setdefault(call.root, set()).add(quota_in_limit_message(call.error_message))
     walled = set(refused_at)
     launched = {c.root for c in creates if c.succeeded and c.root in walled and c.at >= refused_at[c.root]}
     allowed = {job.root for job in run.jobs.values() if job.name == job.root and job.stops_allowed}
@@ -213,12 +213,6 @@ def _quota_walls(run: ChaosRecord, audit: Audit) -> set[str]:
     return given_up
 
 
-def _quota_named(refusal_message: str) -> str:
-    """The quota SageMaker's ResourceLimitExceeded names (catalogue.limit_exceeded_message, AWS's wording)."""
-    found = re.search(r"service limit '([^']+)'", refusal_message)
-    return found.group(1) if found else ""
-
-
 def _lineage_root(job: JobTruth, jobs: dict[str, JobTruth]) -> str:
     """The launch trainguard's relaunches of this job count from: the end of its retry-of chain."""
     while job.retry_of and job.retry_of in jobs:
@@ -227,7 +221,7 @@ def _lineage_root(job: JobTruth, jobs: dict[str, JobTruth]) -> str:
 
 
 def _budgets(run: ChaosRecord, audit: Audit, ledger: Ledger) -> None:
-    limit = run.retry_budget_per_hour
+    limit = run.config.retry_budget_per_hour
     jobs = run.jobs
     counters = {sk: int(item["used"]["N"]) for (pk, sk), item in ledger.items() if pk == "budget#retries"}
     # Every job trainguard created (a relaunch, or a launch after a quota wall), when SageMaker saw it.

@@ -8,12 +8,13 @@ record (fleet_truth.py). The run lasts until every job has completed, as the ben
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
 from infra.settings import Settings
+from trainguard.config import GuardConfig
 from trainguard_local.chaos.call_faults import FaultRates
 from trainguard_local.chaos.dead_letters import QUEUE_OF_FUNCTION, alarm_state
 from trainguard_local.chaos.fleet_deliveries import ChaosDelivery, ChaosOnTheFleet
@@ -67,8 +68,7 @@ class ChaosRecord:
     notifications: list[tuple[str, str]]  # trainguard's SNS messages: (subject, message)
     clock: SimClock
     problems: list[str]  # what a handler raised with no fault injected into it
-    retry_budget_per_hour: int
-    quota_wait_hours: float  # how long a launch waits for its quota before trainguard gives it up (GuardConfig)
+    config: GuardConfig  # the deployment's settings the run had (the launch budget, the quota wait)
     wiring: StackWiring | None = None
     # construct path of each dead-letter queue -> (messages, alarm state before the first, alarm state after it)
     alarms: dict[str, tuple[int, str, str]] = field(default_factory=dict)
@@ -79,7 +79,7 @@ class ChaosRecord:
 
     def quota_too_late(self, root: str) -> bool:
         """The walled lineage's increase came after its wait, or too near its end for the quota check to launch it."""
-        return self.walls.get(root, 0.0) + QUOTA_CHECK_HOURS > self.quota_wait_hours
+        return self.walls.get(root, 0.0) + QUOTA_CHECK_HOURS > self.config.quota_wait_hours
 
 
 def fleet_phase_hours(settings: ChaosSettings) -> float:
@@ -139,16 +139,15 @@ def run_chaos(
 
 
 def _record(
-    settings: ChaosSettings, trace: Trace, world: FleetWorld, lives: dict[str, Any], chaos: ChaosOnTheFleet
+    settings: ChaosSettings, trace: Trace, world: FleetWorld, lives: Mapping[str, LifeState], chaos: ChaosOnTheFleet
 ) -> ChaosRecord:
     """Read inside the world, before moto closes."""
     assert chaos.last is not None
     pages = world.world["dynamodb"].get_paginator("scan").paginate(TableName=world.config.ledger_table_name)
     ledger = {(item["pk"]["S"], item["sk"]["S"]): item for page in pages for item in page["Items"]}
-    typed: dict[str, LifeState] = lives
     return ChaosRecord(
         settings=settings,
-        jobs=fleet_rows(world, typed),
+        jobs=fleet_rows(world, lives),
         walls=quota_walls(trace),
         ledger=ledger,
         delivery=chaos.last,
@@ -157,8 +156,7 @@ def _record(
         notifications=[(n.subject, n.message) for n in world.usage.notifications],
         clock=world.clock,
         problems=list(world.problems),
-        retry_budget_per_hour=world.config.retry_budget_per_hour,
-        quota_wait_hours=world.config.quota_wait_hours,
+        config=world.config,
     )
 
 

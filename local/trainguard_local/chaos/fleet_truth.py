@@ -5,6 +5,7 @@ person's, SageMaker's at MaxWait or MaxRuntime); never from what trainguard says
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -64,7 +65,7 @@ class JobTruth:
         return self.activity is not None and any(FAULT_TABLE[s.kind].hung for s in self.activity.silences)
 
 
-def fleet_rows(world: FleetWorld, lives: dict[str, LifeState]) -> dict[str, JobTruth]:
+def fleet_rows(world: FleetWorld, lives: Mapping[str, LifeState]) -> dict[str, JobTruth]:
     """A row for every job SageMaker holds, oldest first, by the deployment's settings (`world.config`)."""
     stops = {
         str(call.params.get("TrainingJobName", "")): world.clock.at_hours(call.at)
@@ -82,13 +83,18 @@ def fleet_rows(world: FleetWorld, lives: dict[str, LifeState]) -> dict[str, JobT
         if life is None:  # every job the world or trainguard launches carries its lineage's root
             world.problems.append(f"{name}: a job of no lineage the world knows (its tags: {sorted(tags)})")
             continue
-        rows[name] = _row(name, described, tags, life, world.config)
-        rows[name].stop_requested_at = stops.get(name)
-        rows[name].stopped_by = _stopped_by(rows[name], described, life, name in stops)
+        rows[name] = _row(name, described, tags, life, world.config, stops.get(name))
     return rows
 
 
-def _row(name: str, described: dict[str, Any], tags: dict[str, str], life: LifeState, config: GuardConfig) -> JobTruth:
+def _row(
+    name: str,
+    described: dict[str, Any],
+    tags: dict[str, str],
+    life: LifeState,
+    config: GuardConfig,
+    stopped_by_trainguard_at: datetime | None,
+) -> JobTruth:
     job = life.job
     opted_in = tags.get("trainguard:enabled") == "true"
     acts = opted_in and tags.get("trainguard:actions") != "notify"
@@ -107,6 +113,8 @@ def _row(name: str, described: dict[str, Any], tags: dict[str, str], life: LifeS
         owned=bool(job.owner),
         parent_stops_allowed=acts and bool(job.owner) and config.stop_stalled_parent_jobs,
         reports_by_contract=job.reporting.dialect is CONTRACT,
+        stop_requested_at=stopped_by_trainguard_at,
+        stopped_by=_stopped_by(name, described, life, stopped_by_trainguard_at is not None),
     )
 
 
@@ -121,10 +129,10 @@ def _kind_met(name: str, life: LifeState) -> str:
     return found[0].value if found else HEALTHY
 
 
-def _stopped_by(row: JobTruth, described: dict[str, Any], life: LifeState, trainguard_stopped: bool) -> str:
+def _stopped_by(name: str, described: dict[str, Any], life: LifeState, trainguard_stopped: bool) -> str:
     if trainguard_stopped:
         return "trainguard"
-    if row.name in life.person_stopped:
+    if name in life.person_stopped:
         return "person"
     return _STOPPED_BY_SAGEMAKER.get(str(described.get("SecondaryStatus", "")), "")
 

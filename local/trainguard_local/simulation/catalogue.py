@@ -12,6 +12,7 @@ instances), a few large ones hold most of the GPUs.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from trainguard.domain.instance_prices import ON_DEMAND_PRICES
@@ -110,6 +111,12 @@ FAILURE_TEXTS: dict[str, tuple[str, tuple[str, ...]]] = {
 def training_quota_name(instance_type: str) -> str:
     """The Service Quotas name of an instance type's training quota (docs/aws-facts.md, Service Quotas)."""
     return f"{instance_type} for training job usage"
+
+
+def quota_in_limit_message(text: str) -> str:
+    """The quota a ResourceLimitExceeded message (`limit_exceeded_message`'s wording) names, or ''."""
+    found = re.search(r"service limit '([^']+)'", text)
+    return found.group(1) if found else ""
 
 
 def limit_exceeded_message(instance_type: str, limit: int, in_use: int, delta: int) -> str:
