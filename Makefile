@@ -144,7 +144,7 @@ bench: local-setup
 	$(PY) -m trainguard_local.bench
 
 # The long form of the chaos suite (its short form runs in `make test`: tests/tools/test_chaos.py).
-CHAOS_ARGS ?= --seed 1 --seed 2 --seed 3 --jobs 200
+CHAOS_ARGS ?= --seed 1 --seed 2 --seed 3 --jobs 100
 chaos: setup
 	$(PY) -m trainguard_local.chaos $(CHAOS_ARGS)
 

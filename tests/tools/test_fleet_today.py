@@ -90,6 +90,21 @@ def test_a_quota_wall_with_an_alternative_with_room_runs_there_while_the_request
     assert outcome.completion_delay_hours < 1.0  # not the 20 h approval
 
 
+def test_a_quota_wall_whose_alternatives_have_no_room_launches_once_the_increases_make_room() -> None:
+    """A job launched with InstancePreferences, walled on its own type, its alternative's quota used up by others:
+    each refusal names a quota, trainguard asks once for each, and the relaunch runs once both are approved (the
+    alternative's by Service Quotas' default, its own type's 20 h on). The world refused the alternative for good
+    before, whatever its quota became (seed 20 of the chaos suite's short shape)."""
+    spec = job(fallback_types=(("ml.p5.48xlarge", 2),), launched_with_preferences=True)
+    quota = "ml.p4d.24xlarge for training job usage"
+    wall = fault(spec, FaultKind.QUOTA_WALL, 2.0, quota_name=quota, quota_approval_hours=20.0)
+    outcome, record = run(trace_of(spec, wall))
+    requested = [c.params["QuotaCode"] for c in record.guard_log if c.operation == "RequestServiceQuotaIncrease"]
+    assert sorted(requested) == ["L-63A4D624", "L-E4019031"]  # ml.p5.48xlarge's, ml.p4d.24xlarge's
+    assert len(creates(record)) == 1
+    assert 20.0 < hours_in(outcome, State.WAITING_FOR_QUOTA) < 30.0
+
+
 def test_aws_batch_and_trainguard_on_the_same_capacity_error() -> None:
     spec = job()
     short = fault(spec, FaultKind.CAPACITY_ERROR, 0.0, repeats=1)

@@ -263,3 +263,35 @@ def test_a_contract_job_loading_silently_after_step_0_is_judged_after_the_grace_
     assert not seen(timedelta(minutes=35)).stalled
     late = seen(timedelta(minutes=51))
     assert late.stalled and "end of its startup grace" in late.reason
+
+
+@pytest.mark.parametrize("every_minutes", [31, 35, 40])
+@pytest.mark.parametrize("first_line_minutes", [0, 10])
+def test_a_tag_rule_job_that_logs_only_its_steps_slower_than_the_threshold_is_left_alone_between_them(
+    every_minutes: int, first_line_minutes: int
+) -> None:
+    """A job reporting by a tag rule whose only lines are its steps, one every 31 to 40 minutes from its start, is
+    judged by the log-silence rules until it has shown 3 intervals (progress_limits.judge_progress), and those raise
+    the fixed 30 minutes by its first gap after the grace (log_rhythm.py, rule 3), the rhythm counted as the ledger
+    counts it: no stop a minute before any of its next 5 step lines. (Checked after a chaos run's wrong stop of
+    such a job: the world, not this rule, was at fault, and an earlier check that passed no rhythm misread it.)"""
+    from trainguard.domain.log_rhythm import LogRhythm
+    from trainguard.domain.progress_lines import read_progress_line
+    from trainguard.domain.progress_rule import compile_template
+    from trainguard.domain.progress_watch import ProgressState, advance
+
+    rule = compile_template("iter: @step train_loss: @loss")
+    for lines in range(2, 7):
+        trained = timedelta(minutes=first_line_minutes + every_minutes * lines - 1)
+        start, grace_end = NOW - trained, NOW - trained + timedelta(minutes=DEFAULTS.startup_grace_minutes)
+        state, rhythm, newest, text = ProgressState(), LogRhythm(), None, ""
+        for step in range(lines):
+            at = start + timedelta(minutes=first_line_minutes + every_minutes * step)
+            text = f"[rank0] iter: {step} train_loss: 2.0 lr: 0.0003"
+            state = advance(state, read_progress_line(text, rule), at)
+            rhythm, newest = rhythm.with_lines(newest, [at], grace_end), at
+        assert newest is not None
+        seen = replace(evidence(NOW - newest, gpu=100.0), last_log_line=text, progress=state, rhythm=rhythm)
+        verdict = judged(StallSignal.LOG_SILENCE, seen, running_job(trained))
+        assert not verdict.stalled, (lines, verdict.reason)
+        assert verdict.silence == timedelta(minutes=every_minutes - 1)  # at or past the fixed 30 minutes

@@ -17,7 +17,7 @@ from infra.settings import Settings
 from trainguard.config import GuardConfig
 from trainguard_local.chaos.call_faults import FaultRates
 from trainguard_local.chaos.dead_letters import QUEUE_OF_FUNCTION, alarm_state
-from trainguard_local.chaos.fleet_deliveries import ChaosDelivery, ChaosOnTheFleet
+from trainguard_local.chaos.fleet_deliveries import REDRIVE_ROUNDS, ChaosDelivery, ChaosOnTheFleet
 from trainguard_local.chaos.fleet_truth import JobTruth, fleet_rows, quota_walls
 from trainguard_local.chaos.stack_wiring import StackWiring, finish_synth, known_wiring, start_synth
 from trainguard_local.chaos.user_tags import with_user_tags
@@ -44,7 +44,7 @@ class ChaosSettings:
     fault_share: float = 0.35  # jobs that meet one of the trace's faults (the trace's own default)
     rates: FaultRates = field(default_factory=FaultRates)
     max_delivery_delay: timedelta = timedelta(minutes=10)
-    redrive_rounds: int = 3
+    redrive_rounds: int = REDRIVE_ROUNDS
     # The account-wide relaunch budget (GuardConfig.retry_budget_per_hour, 20 by default), set low enough that
     # a short run reaches it: the suite checks that it holds, which a budget never reached cannot show.
     retry_budget_per_hour: int = 6

@@ -38,6 +38,9 @@ from trainguard_local.fleet.trainguard_run.world import FleetWorld
 from trainguard_local.simulation.kernel import Kernel
 
 OPERATOR_RESPONSE = timedelta(minutes=30)  # from a dead letter to the operator's fix and redrive (an assumption)
+# The queue's alarm tells the operator again whenever dead letters come, hours apart in a long run (3 rounds left
+# a 200-job seed's last ones in the queue); a bound keeps a run finite should redriven events keep failing.
+REDRIVE_ROUNDS = 12
 
 
 class FleetFunctions:
@@ -66,7 +69,7 @@ class FleetFunctions:
 @dataclass
 class Operator:
     """The person the dead-letter queues' alarm tells: `OPERATOR_RESPONSE` after a dead letter, fixes its cause (the
-    poison is cured) and redrives every queue; at most `rounds` times."""
+    poison is cured) and redrives every queue; again after a later dead letter, at most `rounds` times."""
 
     kernel: Kernel
     injector: FaultInjector
@@ -108,7 +111,7 @@ class ChaosOnTheFleet:
     max_delivery_delay: timedelta = timedelta(minutes=10)
     poisoned: str = ""  # the SageMaker job whose calls are refused until the operator's fix ('': none)
     false_alarm_share: float = FALSE_ALARM_SHARE
-    redrive_rounds: int = 3
+    redrive_rounds: int = REDRIVE_ROUNDS
     last: ChaosDelivery | None = None
 
     @contextmanager

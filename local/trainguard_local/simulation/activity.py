@@ -166,9 +166,9 @@ class LaunchActivity:
     def lines(self, after: float, until: float) -> list[tuple[float, LineToken]]:
         """The lines after `after` and up to `until`, as (hours, what each is): reporting.py words them."""
         since = self.training_since
-        found_phases = phases(
-            self.rhythm, self.checkpoint_every_minutes, self.progress_at(after) - 1.0, self.progress_at(until)
-        )
+        # The phases after the work the launch resumed at: the save at that point was its previous launch's.
+        looked_from = max(self.progress_at(after) - 1.0, self.progress_at_start)
+        found_phases = phases(self.rhythm, self.checkpoint_every_minutes, looked_from, self.progress_at(until))
         silent = [(self.at_progress(p.at_progress), p) for p in found_phases]
         talking = [(s.start, s.end) for s in self.silences if s.talks]
         quiet = [(s.start, s.end) for s in self.silences if not s.talks]

@@ -6,7 +6,12 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
+from types import SimpleNamespace
+from typing import Any, cast
+from unittest.mock import ANY
 
+from trainguard_local.demo.demo_jobs import demo_job
+from trainguard_local.fleet.trainguard_run.job_logs import JobLogs
 from trainguard_local.simulation.activity import LaunchActivity
 from trainguard_local.simulation.clock import SimClock
 from trainguard_local.simulation.fault_table import (
@@ -22,6 +27,7 @@ from trainguard_local.simulation.fault_table import (
     FaultKind,
 )
 from trainguard_local.simulation.kernel import Kernel, Park, Process, Sleep
+from trainguard_local.simulation.reporting import LineKind
 from trainguard_local.simulation.rhythm import JobRhythm
 
 BASE = datetime(2026, 11, 30, tzinfo=UTC)
@@ -126,6 +132,36 @@ def test_the_line_as_training_starts_is_written_once() -> None:
     )
     times = [at for at, _ in launch.lines(2.0 - 1e-9, 2.05)]
     assert times[0] == 2.0 and len(times) == len(set(times)) == 4  # at 0, 1, 2 and 3 minutes
+
+
+def test_a_launch_starts_with_its_line_not_with_a_save_of_the_work_it_resumed_at() -> None:
+    """No checkpoint is written at the work a launch starts from (0, or its checkpoint's), so no save's silence
+    either: one swallowed the line as training starts, in the fleet's world too, whose first delivery began only
+    after that line (job_logs.py)."""
+    saving = JobRhythm(log_every_seconds=600.0, checkpoint_write_minutes=2.0, announces_phases=True)
+    for resumed_at in (0.0, 30 / 60):
+        launch = LaunchActivity(saving, 30, gpus_per_host=1, training_since=2.0, progress_at_start=resumed_at)
+        found = [(round((at - 2.0) * 60, 3), token.kind) for at, token in launch.lines(2.0 - 1e-9, 2.0 + 31 / 60)]
+        assert found[0] == (0.0, LineKind.START)
+        assert [minutes for minutes, kind in found if kind is LineKind.PHASE_BEGIN] == [round(30 - 1 / 60, 3)]
+    job = demo_job("slow-steps", "ml.g5.xlarge", 1, saving, checkpoint_every_minutes=30)
+    logs = JobLogs(job, cast(Any, None), lambda: "slow-steps")
+    logs.start_launch(training_since=2.0, progress=0.0)
+    assert [at for at, _ in logs.lines(logs.delivered_until, 2.0 + 1 / 60)] == [2.0]
+
+
+def test_the_newest_line_the_subscription_had_is_in_cloudwatch_logs_for_a_verdict() -> None:
+    """Lines delivered to the subscription only (before a window) may reach the ledger late, under chaos: the newest of
+    them is written where the verdict's FilterLogEvents reads (a chaos run stopped a healthy job on a stale line)."""
+    written: list[tuple[str, datetime, list[tuple[datetime, str]]]] = []
+    fleet = SimpleNamespace(write_log_lines=lambda name, base, lines: written.append((name, base, lines)))
+    world = SimpleNamespace(clock=SimClock(BASE), fleet=fleet)
+    job = demo_job("slow-steps", "ml.g5.xlarge", 1, JobRhythm(log_every_seconds=600.0), checkpoint_every_minutes=60)
+    logs = JobLogs(job, cast(Any, world), lambda: "slow-steps")
+    logs.start_launch(training_since=2.0, progress=0.0)
+    logs.delivered_until = 2.0 + 35 / 60  # lines at 0, 10, 20 and 30 minutes delivered, none written
+    logs.write_newest_delivered(look_back_minutes=60)
+    assert written == [("slow-steps", BASE, [(BASE + timedelta(hours=2, minutes=30), ANY)])]
 
 
 def test_lines_asked_minute_by_minute_are_the_lines_asked_at_once() -> None:

@@ -200,4 +200,4 @@ class TrainguardAnswers(LifeState):
         life.quota_wall = QuotaWall(quota, fault.quota_approval_hours, "ResourceLimitExceeded", None)
         for kind, _ in self.job.fallback_types:
             if kind not in fault.alternatives_with_quota_room:
-                self.world.plane.short_alternatives.add((self.job.name, kind))
+                self.world.plane.leave_no_room(self.job.name, kind)

@@ -6,8 +6,11 @@ silence is checked against the job's limit), every line since the last delivery,
 MAX_EVENTS. The guard learns the same rhythm whenever a line reaches it, as long as a stream's lines come in
 order (log_rhythm.py), so this costs a run a few deliveries per job instead of one per line. In a stall
 window the lines are also written to CloudWatch Logs, where the stall verdict's FilterLogEvents reads; the
-lines before a window reach the subscription only (the verdict takes the newer of the two). For a verdict outside a
-window (`show_until`), the lines are written too, with the hosts' GPUUtilization the launch's activity shows.
+lines before a window reach the subscription only (the verdict takes the newer of the two), but for the newest of
+them (`write_newest_delivered`): the subscription's delivery may be late (chaos's), while CloudWatch Logs holds a
+line from when it was logged, and the verdict reads only the newest event there (adapters/job_activity.py). For a
+verdict outside a window (`show_until`), the lines are written too, with the hosts' GPUUtilization the launch's
+activity shows.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 from trainguard_local.fleet.trainguard_run.world import FleetWorld
-from trainguard_local.simulation.activity import LaunchActivity, worded
+from trainguard_local.simulation.activity import SECOND, LaunchActivity, worded
 from trainguard_local.simulation.fault_table import FaultKind
 from trainguard_local.simulation.trace import JobSpec
 from trainguard_local.stand_in.fleet_side import log_delivery
@@ -42,7 +45,7 @@ class JobLogs:
             job.rhythm, job.checkpoint_every_minutes, job.gpus_per_instance, training_since, progress, job.step_plan
         )
         self.activities[self.running()] = self.activity
-        self.delivered_until = training_since
+        self.delivered_until = training_since - SECOND / 2  # the line as training starts is still to come
         self.gpus_written_to = math.ceil(training_since * 60 - 1e-9) - 1
 
     def silence(self, kind: FaultKind, start: float, minutes: float = math.inf) -> None:
@@ -57,9 +60,21 @@ class JobLogs:
         """What a verdict reads of the running launch up to `until` (trace hours): every line not yet delivered,
         written to CloudWatch Logs too, and its hosts' GPUs over at most the last `look_back_minutes`, after what a
         window wrote."""
+        self.write_newest_delivered(look_back_minutes)
         self.deliver_until(until, write=True)
         first = max(self.gpus_written_to + 1, math.ceil((until - look_back_minutes / 60) * 60 - 1e-9))
         self.write_gpus(first, math.floor(until * 60 - 0.5 + 1e-9))  # each minute's datapoint at its half minute
+
+    def write_newest_delivered(self, look_back_minutes: float) -> None:
+        """The newest line delivered to the subscription over the last `look_back_minutes`, written to CloudWatch
+        Logs as well (the module's docstring says why only it)."""
+        after = self.delivered_until - look_back_minutes / 60
+        found = self.lines(after, self.delivered_until) if self.running() else []
+        if found:
+            at, message = found[-1]
+            self.world.fleet.write_log_lines(
+                self.running(), self.world.clock.base, [(self.world.clock.at_hours(at), message)]
+            )
 
     def write_gpus(self, first: int, last: int) -> None:
         """Each host's GPUUtilization for the minutes `first` to `last` (indexes from the clock's base, stamped at
