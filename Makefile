@@ -32,7 +32,7 @@ help:
 	@echo "make demo-org    one hub guarding three accounts in two regions (JSON=FILE writes what it did)"
 	@echo "make sandbox     serve the stand-in on 127.0.0.1 with trainguard attached, for the AWS CLI and the SDK"
 	@echo "make bench       the standard benchmark; writes BENCHMARKS.md and BENCHMARKS.png"
-	@echo "make chaos       the chaos suite's long form: 3 fleets of 200 jobs under injected faults (docs/local-tools.md)"
+	@echo "make chaos       the chaos suite's long form: 3 fleets of 100 jobs under injected faults (docs/local-tools.md)"
 
 setup: $(VENV)/.installed node_modules/.installed chromium
 	@echo "setup: done: .venv, node_modules$$(command -v chromium >/dev/null && echo ', Chromium' || echo ', no Chromium')"

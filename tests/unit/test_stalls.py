@@ -294,4 +294,3 @@ def test_a_tag_rule_job_that_logs_only_its_steps_slower_than_the_threshold_is_le
         seen = replace(evidence(NOW - newest, gpu=100.0), last_log_line=text, progress=state, rhythm=rhythm)
         verdict = judged(StallSignal.LOG_SILENCE, seen, running_job(trained))
         assert not verdict.stalled, (lines, verdict.reason)
-        assert verdict.silence == timedelta(minutes=every_minutes - 1)  # at or past the fixed 30 minutes

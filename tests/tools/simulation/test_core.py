@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from types import SimpleNamespace
 from typing import Any, cast
-from unittest.mock import ANY
 
 from trainguard_local.demo.demo_jobs import demo_job
 from trainguard_local.fleet.trainguard_run.job_logs import JobLogs
@@ -161,7 +160,12 @@ def test_the_newest_line_the_subscription_had_is_in_cloudwatch_logs_for_a_verdic
     logs.start_launch(training_since=2.0, progress=0.0)
     logs.delivered_until = 2.0 + 35 / 60  # lines at 0, 10, 20 and 30 minutes delivered, none written
     logs.write_newest_delivered(look_back_minutes=60)
-    assert written == [("slow-steps", BASE, [(BASE + timedelta(hours=2, minutes=30), ANY)])]
+    newest = logs.lines(2.0, logs.delivered_until)[-1][1]  # the step line at 30 minutes, in the job's words
+    assert written == [("slow-steps", BASE, [(BASE + timedelta(hours=2, minutes=30), newest)])]
+    logs.write_newest_delivered(look_back_minutes=4)  # none delivered in the last 4 minutes: nothing to write
+    idle = JobLogs(job, cast(Any, world), lambda: "")  # no launch running: nothing either
+    idle.write_newest_delivered(look_back_minutes=60)
+    assert len(written) == 1
 
 
 def test_lines_asked_minute_by_minute_are_the_lines_asked_at_once() -> None:

@@ -47,8 +47,10 @@ class FleetSageMaker(SimulatedSageMaker):
 
     def leave_no_room(self, root: str, instance_type: str) -> None:
         """Others' jobs use all of `instance_type`'s quota, as it stands now, while `root`'s lineage is walled: its
-        launches on that type are refused until an increase makes room beside them."""
-        self.short_alternatives[(root, instance_type)] = self._quotas.quota_value(training_quota_name(instance_type))
+        launches on that type are refused until an increase makes room beside them. Walled again, the others' use
+        stays what it was (the quota's value by then may hold an increase made for this lineage)."""
+        others = self._quotas.quota_value(training_quota_name(instance_type))
+        self.short_alternatives.setdefault((root, instance_type), others)
 
     def _check_instance_limits(self, job: TrainingJobRecord) -> None:
         tags = {tag["Key"]: tag["Value"] for tag in job.tags}
