@@ -61,6 +61,8 @@ class TrainguardAnswers(LifeState):
 
     def launched(self, life: JobLife, new_job: bool) -> None:
         if not self.next_name:
+            if life.first_launch_refusal is not None:  # the trace's wall stands before the user's launch
+                self._walled(life, life.first_launch_refusal)
             self.launch(self.job.name, "user")  # the user's own launch
         self.name = self.next_name
 
@@ -180,7 +182,9 @@ class TrainguardAnswers(LifeState):
         """The launch ends on SageMaker's side; trainguard answers its Failed or Stopped event (endings.py)."""
         self.end_kind[self.name] = end.kind
         plane = self.world.plane
-        if end.how is How.REFUSED:
+        if end.how is How.QUOTA_REFUSED:  # the user's CreateTrainingJob, refused in `launched`: no job, no event
+            outcome, waiting = self.answer_to_end(), State.WAITING_FOR_QUOTA  # failed-launches' word, if it came
+        elif end.how is How.REFUSED:
             outcome, waiting = self.end_launch(plane.fail, CAPACITY_TEXT), State.FAILED
         elif end.how is How.FAILED:
             assert end.fault is not None and end.kind is not None

@@ -16,6 +16,7 @@ from trainguard_local.fleet.model import TRAINGUARD, ActionKind, State
 from trainguard_local.fleet.person import PERSON
 from trainguard_local.fleet.trainguard_run.guard_actions import relaunch_of
 from trainguard_local.fleet.trainguard_run.life_state import GuardAnswer, LifeState
+from trainguard_local.fleet.trainguard_run.schedules import fire_schedule, one_time_schedule
 from trainguard_local.simulation.fault_table import USER_ERROR_KINDS, FaultKind
 from trainguard_local.simulation.kernel import Park, Sleep
 
@@ -89,13 +90,13 @@ def scheduled_relaunch(life: LifeState, waiting: State) -> Generator[Sleep | Par
     trainguard relaunched the job then, as its CreateTrainingJob shows. A firing delivered later than
     LATE_ANSWER_HOURS finds the job left to the person, who relaunches it too."""
     world, failed = life.world, life.name
-    schedule = world.schedule_of(failed)
+    schedule = one_time_schedule(world, failed)
     if schedule is None:
         life.notes.append(f"{failed}: relaunch scheduled, but no schedule found")
         return False
     yield Sleep(world.clock.hours_of(schedule[0]))
     life.tl.wait_until(waiting, life.kernel.now)
-    world.fire_schedule(failed, schedule[1])
+    fire_schedule(world, failed, schedule[1])
     answer = life.answer_to_end()  # the retry launcher's message
     if answer is None and world.on_its_way(failed):  # its invocation is late
         answer = yield from answered_late(life, life.kernel.now + LATE_ANSWER_HOURS, waiting)
