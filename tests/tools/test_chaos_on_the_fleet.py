@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -211,12 +211,19 @@ def test_each_verdict_finds_in_cloudwatch_logs_the_newest_line_the_subscription_
     subscription is in CloudWatch Logs right after, where the stall verdict's FilterLogEvents finds it
     (adapters/job_activity.py; to the millisecond, as PutLogEvents keeps it), however late its delivery came."""
     from trainguard.adapters.job_activity import JobLogs as VerdictLogs
+    from trainguard.adapters.stall_ledger import StallLedger
+    from trainguard.domain.watched_job import verdict_look_back
     from trainguard_local.simulation.rhythm import JobRhythm
 
     written = JobLogs.write_newest_delivered
-    found: list[tuple[str, bool]] = []  # (the caller, whether the verdict's read finds the newest delivered line)
+    found: list[tuple[str, bool]] = []  # (the caller, whether it looked back as the verdict does and wrote its line)
 
     def checked(logs: JobLogs, look_back_minutes: float) -> None:
+        ledger = StallLedger(logs.world.world["dynamodb"], logs.world.config.ledger_table_name)
+        window = verdict_look_back(
+            logs.world.config.stall_defaults, next(iter(ledger.watched_job(logs.running())), None)
+        )
+        same_window = look_back_minutes == window / timedelta(minutes=1)  # the verdict's own (stall_alarm.py)
         written(logs, look_back_minutes)
         after = logs.delivered_until - look_back_minutes / 60
         lines = logs.lines(after, logs.delivered_until)
@@ -225,7 +232,7 @@ def test_each_verdict_finds_in_cloudwatch_logs_the_newest_line_the_subscription_
         newest, _ = VerdictLogs(logs.world.world["logs"]).newest_event(logs.running(), logs.world.clock.at_hours(after))
         line_at = logs.world.clock.at_hours(lines[-1][0])
         in_milliseconds = line_at.replace(microsecond=line_at.microsecond // 1000 * 1000)
-        found.append((sys._getframe(1).f_code.co_name, newest == in_milliseconds))
+        found.append((sys._getframe(1).f_code.co_name, same_window and newest == in_milliseconds))
 
     monkeypatch.setattr(JobLogs, "write_newest_delivered", checked)
     # its lines reach the subscription before each checkpoint's silent write, whose length the guard checks
@@ -286,3 +293,62 @@ def test_every_other_quota_wall_of_a_chaos_trace_stands_before_its_first_launch(
         assert (after.at_work_hours, after.strikes_at) == (0.0, submitted[after.job_name])
         assert replace(after, at_work_hours=before.at_work_hours, strikes_at=before.strikes_at) == before
     assert walls[0][0] == all_walls[0]
+
+
+@pytest.mark.parametrize(
+    ("case", "job_changes", "wall_changes", "expected"),
+    [
+        (  # dry run: told at once, the launch kept nowhere; the person meets the wall from then
+            "dry run",
+            {"owner_tags": (("trainguard:actions", "notify"),)},
+            {},
+            [("notify", "trainguard", 1.0), ("relaunch", "person", 5.0), ("quota_request", "person", 5.0)],
+        ),
+        (  # an alternative whose quota has room: launched on it at once, the increase asked all the same
+            "alternative",
+            {"fallback_types": (("ml.p5.48xlarge", 4),)},
+            {"alternatives_with_quota_room": ("ml.p5.48xlarge",)},
+            [("quota_request", "trainguard", 1.0), ("relaunch", "trainguard", 1.0)],
+        ),
+        (  # not opted in: failed-launches skips it, the person meets the wall
+            "not opted in",
+            {"owner_tags": (("trainguard:enabled", "false"),)},
+            {},
+            [("relaunch", "person", 5.0), ("quota_request", "person", 5.0), ("relaunch", "person", 15.0)],
+        ),
+        (  # a pipeline's launch: left to its owner, who is told; nothing requested, nothing launched
+            "a parent's",
+            {"owner": "pipelines"},
+            {},
+            [("notify", "trainguard", 1.0), ("relaunch", "person", 5.0), ("quota_request", "person", 5.0)],
+        ),
+    ],
+)
+def test_a_first_launch_wall_is_left_to_the_person_unless_trainguard_launched_it_or_keeps_it_waiting(
+    case: str, job_changes: dict[str, Any], wall_changes: dict[str, Any], expected: list[tuple[str, str, float]]
+) -> None:
+    """What failed-launches keeps decides what the life waits for (endings.wait_for_quota): a launch it made at once
+    is taken, one it holds waiting is waited for, and with neither the person acts a response time after being
+    told, never the quota wait's 72 hours later. The audit counts the wall only where trainguard may act."""
+    from trainguard_local.chaos.audit import _quota_walls
+    from trainguard_local.chaos.chaos_run import ChaosSettings, _record
+    from trainguard_local.chaos.delivery_audit import Audit
+
+    spec = job(name="job-a", **job_changes)
+    wall = fault(spec, FaultKind.QUOTA_WALL, 0.0, quota_name="ml.p4d.24xlarge for training job usage", **wall_changes)
+    trace = trace_of(spec, replace(wall, strikes_at=spec.submitted_at, quota_approval_hours=6.0))
+    chaos = ChaosOnTheFleet(rates=FaultRates(per_attempt=0.0, storm_start=0.0, process_death=0.0), false_alarm_share=0)
+    audit = Audit()
+    strategy = TrainguardStrategy(
+        person=PERSON,
+        delivery=chaos,
+        inspect=lambda world, lives: _quota_walls(_record(ChaosSettings(), trace, world, lives, chaos), audit),
+    )
+    [outcome] = strategy.run(trace)
+
+    assert strategy.last_run is not None and strategy.last_run.problems == [] and strategy.last_run.notes == {}
+    assert [(a.kind.value, a.actor, round(a.at)) for a in outcome.actions][: len(expected)] == expected, case
+    assert audit.violations == []
+    walls = audit.figures["quota_walls"]
+    assert walls["users_launches_refused"] == 1
+    assert walls["of_them_trainguard_may_act_on"] == walls["launched_after_increase"] == (case == "alternative")

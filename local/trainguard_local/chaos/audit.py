@@ -193,12 +193,14 @@ def _quota_walls(run: ChaosRecord, audit: Audit) -> set[str]:
     refused = [(c.root, c.at, c.error_message) for c in creates if c.error_code == "ResourceLimitExceeded"]
     refused_at: dict[str, float] = {}
     asked: dict[str, set[str]] = {}
-    for root, at, message in sorted([*refused, *((r, *first) for r, first in run.refused_user_launches.items())]):
+    users = [(root, at, message) for root, (at, message, acts) in run.refused_user_launches.items() if acts]
+    for root, at, message in sorted([*refused, *users]):
         refused_at.setdefault(root, at)
         asked.setdefault(root, set()).add(quota_in_limit_message(message))
     walled = set(refused_at)
     launched = {c.root for c in creates if c.succeeded and c.root in walled and c.at >= refused_at[c.root]}
     allowed = {job.root for job in run.jobs.values() if job.name == job.root and job.stops_allowed}
+    allowed |= {root for root, _, _ in users}  # none of their jobs may exist: the wall refused the first
     requests = Counter(r["QuotaName"] for r in run.quota_requests)
     eligible = Counter(quota for root in walled & allowed for quota in asked[root])
     for quota, count in requests.items():
@@ -208,6 +210,7 @@ def _quota_walls(run: ChaosRecord, audit: Audit) -> set[str]:
     audit.figures["quota_walls"] = {
         "refused_launches": len(walled),
         "users_launches_refused": len(run.refused_user_launches),
+        "of_them_trainguard_may_act_on": len(users),
         "launched_after_increase": len(walled & launched),
         "given_up_waiting": len(given_up),
         "increase_requests": sum(requests.values()),

@@ -18,7 +18,7 @@ from trainguard.config import GuardConfig
 from trainguard_local.chaos.call_faults import FaultRates
 from trainguard_local.chaos.dead_letters import QUEUE_OF_FUNCTION, alarm_state
 from trainguard_local.chaos.fleet_deliveries import REDRIVE_ROUNDS, ChaosDelivery, ChaosOnTheFleet
-from trainguard_local.chaos.fleet_truth import JobTruth, fleet_rows, quota_walls
+from trainguard_local.chaos.fleet_truth import JobTruth, fleet_rows, quota_walls, trainguard_acts
 from trainguard_local.chaos.stack_wiring import StackWiring, finish_synth, known_wiring, start_synth
 from trainguard_local.chaos.user_tags import with_user_tags, with_walls_at_first_launch
 from trainguard_local.fleet.trainguard_run.guard_actions import GuardCall
@@ -61,7 +61,8 @@ class ChaosRecord:
     settings: ChaosSettings
     jobs: dict[str, JobTruth]  # every SageMaker job, by name (fleet_truth.py)
     walls: dict[str, float]  # the trace's walled lineages (their root job) -> the hours their increase takes
-    refused_user_launches: dict[str, tuple[float, str]]  # walled root -> (hours, error) of its user's refused launch
+    # walled root -> (hours, error) of its user's refused first launch, and whether trainguard may act on it
+    refused_user_launches: dict[str, tuple[float, str, bool]]
     ledger: Ledger  # trainguard's DynamoDB table, scanned at the end
     delivery: ChaosDelivery  # the deliveries, the Lambda runtime, the injector, the operator, the false alarms
     guard_log: list[GuardCall]  # trainguard's calls that act (creates, stops, quota requests)
@@ -152,7 +153,9 @@ def _record(
         jobs=fleet_rows(world, lives),
         walls=quota_walls(trace),
         refused_user_launches={
-            root: (life.refused[0][0], life.refused[0][2]) for root, life in lives.items() if life.refused
+            root: (at, error, trainguard_acts(world.fleet.launch_tags(life.job, root), life.job))
+            for root, life in lives.items()
+            for at, _, error in life.refused[:1]
         },
         ledger=ledger,
         delivery=chaos.last,

@@ -16,7 +16,7 @@ from trainguard_local.fleet.model import TRAINGUARD, ActionKind, State
 from trainguard_local.fleet.person import PERSON
 from trainguard_local.fleet.trainguard_run.guard_actions import relaunch_of
 from trainguard_local.fleet.trainguard_run.life_state import GuardAnswer, LifeState
-from trainguard_local.fleet.trainguard_run.schedules import fire_schedule, one_time_schedule
+from trainguard_local.fleet.trainguard_run.schedules import fire_schedule, one_time_schedule, waiting_launches
 from trainguard_local.simulation.fault_table import USER_ERROR_KINDS, FaultKind
 from trainguard_local.simulation.kernel import Park, Sleep
 
@@ -109,9 +109,18 @@ def scheduled_relaunch(life: LifeState, waiting: State) -> Generator[Sleep | Par
 
 
 def wait_for_quota(life: LifeState) -> Generator[Sleep | Park, Any, bool]:
-    """The launch waits in trainguard's ledger until the quota check launches it (True) or gives it up."""
-    failed = life.name
-    life.quota_checks.wait(failed, life.process)
+    """The launch waits in trainguard's ledger until the quota check launches it (True) or gives it up. A user's
+    launch SageMaker refused (no job) waits only if the ledger holds it: trainguard may have launched it at once on
+    an alternative with room, or kept nothing (a dry run, a request it could not rebuild)."""
+    failed, refused = life.name, life.refused_launch == life.name
+    if refused and ((placed := relaunch_of(life.world.guard_log, failed, refused=True)) or not is_held(life)):
+        if placed:
+            life.job_life.quota_wall = None
+            life.next_name = placed
+            return True
+        life.tl.act(ActionKind.NOTIFY, TRAINGUARD, target=failed, note=OutcomeKind.QUOTA_WALL.value)
+        return False
+    life.quota_checks.wait(failed, life.process, refused=refused)
     relaunch = yield Park(life.kernel.now + life.settings.quota_wait_hours + QUOTA_WAIT_MARGIN_HOURS)
     life.quota_checks.forget(failed)
     life.tl.wait_until(State.WAITING_FOR_QUOTA, life.kernel.now)
@@ -123,6 +132,11 @@ def wait_for_quota(life: LifeState) -> Generator[Sleep | Park, Any, bool]:
     given_up = OutcomeKind.NOT_RELAUNCHED.value if relaunch == "" else "no answer"  # None: woken by the deadline
     life.tl.act(ActionKind.NOTIFY, TRAINGUARD, target=failed, note=given_up)
     return False
+
+
+def is_held(life: LifeState) -> bool:
+    """trainguard's ledger holds the running launch waiting for a quota."""
+    return life.name in waiting_launches(life.world)
 
 
 def hang_left_to_the_person(life: LifeState, kind: FaultKind, struck: float, runtime_end: float) -> Steps:

@@ -92,7 +92,8 @@ class LifeState:
         self.person_launches = 0
         self.told_upto = 0  # the world's notifications up to which trainguard's answers have been taken
         self.notes: list[str] = []  # what did not go as the drive expects (a refused launch, a stray state)
-        self.refused: list[tuple[float, str, str]] = []  # (hours, SageMaker job, error) of its user's refused launches
+        self.refused: list[tuple[float, str, str]] = []  # (hours, name, error) of its user's launches a wall refused
+        self.refused_launch = ""  # the running launch's name when SageMaker refused it: no job was created
         self.modelled: list[str] = []  # where the drive fell back to a model, and why
         self.logs = JobLogs(
             job, world, lambda: self.name
@@ -101,8 +102,10 @@ class LifeState:
     def launch(self, name: str, actor: str) -> None:
         """A launch of the job named `name`, by the user or the person (trainguard's are its own)."""
         error = self.world.fleet.launch_spec(self.job, name, root=self.job.name)
-        if error and self.job_life.quota_wall is not None:  # the trace's wall stands: the user meets it
+        walled = self.job_life.quota_wall is not None and error.startswith("ResourceLimitExceeded")
+        if walled and actor == "user":  # the trace's wall stands before the job's first launch
             self.refused.append((self.world.hours, name, error))
+            self.refused_launch = name
         elif error:
             self.notes.append(f"{actor}'s launch of {name} refused: {error}")
         self.world.pump()
@@ -164,7 +167,10 @@ class LifeState:
                 self.told_upto = index + 1
                 told = OutcomeKind(attributes["outcome"])
                 return GuardAnswer(
-                    told, relaunch_of(self.world.guard_log, self.name) if told is OutcomeKind.RELAUNCHED else ""
+                    told,
+                    relaunch_of(self.world.guard_log, self.name, refused=self.refused_launch == self.name)
+                    if told is OutcomeKind.RELAUNCHED
+                    else "",
                 )
         return None
 

@@ -162,12 +162,15 @@ class QuotaChecks:
         self.world = world
         self.every = every_minutes
         self.waiting: dict[str, Process] = {}  # failed job -> the life that waits for its relaunch
+        self.refused: set[str] = set()  # the waiting launches SageMaker refused (no job): launched under their name
         self.held: set[str] = set()  # the failed jobs whose launch the ledger has held waiting
         self.checks = 0
         self._running = False
 
-    def wait(self, failed_job: str, life: Process) -> None:
+    def wait(self, failed_job: str, life: Process, *, refused: bool = False) -> None:
         self.waiting[failed_job] = life
+        if refused:
+            self.refused.add(failed_job)
         if not self._running:
             self._running = True
             minute = minute_index(self.world, self.world.clock.now)
@@ -191,7 +194,8 @@ class QuotaChecks:
             if ended:
                 self.world.pump()
             for failed in ended:
-                self.kernel.wake(self.waiting.pop(failed), relaunch_of(self.world.guard_log, failed))
+                refused = failed in self.refused
+                self.kernel.wake(self.waiting.pop(failed), relaunch_of(self.world.guard_log, failed, refused=refused))
             minute += self.every
             yield Sleep(minute / 60)
         self._running = False

@@ -236,9 +236,9 @@ class FleetWorld:
         self.call("log_activity", job_name, log_activity.handle, log_delivery(stream, delivered))
 
     def pump(self) -> None:
-        """Deliver what the plane emitted to the job-events handler, in order, through the stack's rule;
-        some events twice (at least once delivery), the copy after the events that follow it. What the handler
-        returns is not read: the job's life learns what trainguard did from the world (life_state.answer_to_end)."""
+        """Deliver what the plane emitted to job-events (CloudTrail's records of refused creates to failed-launches),
+        in order, through the stack's rules; some events twice (at least once delivery), the copy after the events
+        that follow it. What a handler returns is not read: the job's life learns what trainguard did from the world."""
         from trainguard.handlers import failed_launches, job_events
 
         copies: list[dict[str, Any]] = []
