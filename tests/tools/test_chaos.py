@@ -48,8 +48,9 @@ from trainguard_local.stand_in.sagemaker_control_plane import SimulatedSageMaker
 pytestmark = pytest.mark.slow
 
 # Dense enough that the launch budget is reached: 40 jobs over 3 hours, 70% of them faulty, 3 relaunches an hour.
-# Seed 8: trainguard's relaunches meet two of the trace's quota walls (seeds 1-3, 9, 13 and 19-23 meet none whose
-# lineage trainguard may act on). A seed gives the same run every time (botocore's backoff jitter aside).
+# Seed 8: two of the trace's quota walls, one met by trainguard's relaunch, one by the user's first launch (seeds 1-3,
+# 9, 13 and 19-23 meet none whose lineage trainguard may act on). A seed gives the same run every time (botocore's
+# backoff jitter aside).
 SHORT_FORM = ChaosSettings(seed=8, jobs=40, hours=3.0, fault_share=0.7, retry_budget_per_hour=3)
 
 
@@ -81,10 +82,10 @@ def check_every_event_was_acted_on_or_skipped_with_a_reason_and_none_was_lost(ch
     assert events["acted_or_skipped"] == events["processed"]
     assert events["skipped_with_reason"] > 0
     assert events["lost"] == 0 and events["in_dead_letter_queue_at_end"] == 0
-    # Not failed-launches: the fleet's quota walls are met by trainguard's relaunches, not by a user's launch
-    # (CloudTrail's path), which the fleet's world does not draw yet (docs/design-chaos-on-the-fleet-world.md, step 5).
+    # failed-launches too: a user's first launch that a quota wall refused (CloudTrail's path, chaos/user_tags.py)
     assert set(events["by_function"]) == {
         "job-events",
+        "failed-launches",
         "retry-launcher",
         "stall-alarms",
         "quota-watch",
@@ -114,7 +115,8 @@ def check_each_cause_got_exactly_one_action_when_one_was_due(chaos: Audit) -> No
     # capacity error (the design note's step 5); its path is tested in test_chaos_on_the_fleet.py (the tag mix).
     assert not [v for v in chaos.violations if "relaunches of one end" in v or "lost" in v]
     walls = chaos.figures["quota_walls"]
-    assert walls["refused_launches"] > 0 and walls["launched_after_increase"] > 0
+    assert walls["refused_launches"] > walls["users_launches_refused"] > 0  # both paths: a relaunch, a first launch
+    assert walls["launched_after_increase"] == walls["refused_launches"]
     assert walls["increase_requests"] <= walls["refused_launches"]
     assert causes["due_but_the_quota_came_too_late"] == walls["given_up_waiting"]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -133,3 +134,18 @@ def test_the_quantile_is_the_upper_edge_of_the_bucket_that_holds_it() -> None:
     assert rhythm.quantile_seconds(0.99) == 30.0
     on_an_edge = learned([T0, T0 + timedelta(seconds=30)])  # a gap on an edge goes in the bucket it opens
     assert on_an_edge.counts[GAP_EDGES_SECONDS.index(60)] == 1
+
+
+def test_the_verdict_looks_back_over_the_longest_of_the_thresholds_and_the_jobs_own_limit() -> None:
+    """The stall verdict reads the newest line over this window (workflows/stall_alarm.py); the fleet's world writes
+    the newest delivered line for the same one. A rhythm of 40-minute steps raises the limit past the thresholds."""
+    from trainguard.domain.stalls import StallThresholds
+    from trainguard.domain.watched_job import WatchedJob, verdict_look_back
+
+    thresholds = StallThresholds(stall_minutes=30, gpu_idle_minutes=20)
+    assert verdict_look_back(thresholds, None) == timedelta(minutes=35)
+    watched = WatchedJob("job-a", "ml.p4d.24xlarge", 2, thresholds, training_since=T0)
+    assert verdict_look_back(thresholds, watched) == timedelta(minutes=35)  # nothing learned: the fixed 30
+    slow = replace(watched, rhythm=learned(every(40 * 60, for_minutes=200)))
+    limit = slow.silence_limit().minutes
+    assert limit > 30 and verdict_look_back(thresholds, slow) == timedelta(minutes=limit + 5)

@@ -109,6 +109,13 @@ def rhythm_counted_from(job: WatchedJob) -> datetime:
     return job.training_since + timedelta(minutes=job.thresholds.startup_grace_minutes)
 
 
+def verdict_look_back(thresholds: StallThresholds, watched: WatchedJob | None) -> timedelta:
+    """How far back the stall verdict reads a job's newest log line: the longest of the alarms' thresholds and the
+    job's own log-silence limit, and 5 minutes more."""
+    limit = watched.silence_limit().minutes if watched else 0.0
+    return timedelta(minutes=max(thresholds.stall_minutes, thresholds.gpu_idle_minutes, limit) + 5)
+
+
 def is_stuck_stopping(job: WatchedJob, now: datetime) -> bool:
     """A stop that has not finished in 30 min: users have seen stops hang for a day on a stalled upload."""
     return job.stopping_since is not None and now - job.stopping_since >= STUCK_STOPPING

@@ -32,7 +32,7 @@ from trainguard.domain.stalls import (
     parse_alarm_name,
     read_stall_thresholds,
 )
-from trainguard.domain.watched_job import WatchedJob, progress_rule
+from trainguard.domain.watched_job import WatchedJob, progress_rule, verdict_look_back
 from trainguard.events.alarm_state_change import AlarmMute, AlarmStateChange
 from trainguard.workflows.function_ports import StallAlarmsPorts
 from trainguard.workflows.once import once
@@ -108,9 +108,7 @@ def gather_evidence(
     instance_type, hosts = job_hosts(job)
     watched = ports.stall_ledger.watched_job(job.name)
     rhythm = watched[0].rhythm if watched else LogRhythm()
-    limit = watched[0].silence_limit().minutes if watched else 0.0
-    window = timedelta(minutes=max(thresholds.stall_minutes, thresholds.gpu_idle_minutes, limit) + 5)
-    newest, line = ports.job_logs.newest_event(job.name, now - window)
+    newest, line = ports.job_logs.newest_event(job.name, now - verdict_look_back(thresholds, next(iter(watched), None)))
     progress = fresh_progress(watched[0], newest, line) if watched else ProgressState()
     for entry in watched:
         if entry.last_log_time and (newest is None or entry.last_log_time > newest):

@@ -185,19 +185,22 @@ def taken_at_its_word(job: JobTruth, clock: SimClock) -> bool:
 
 
 def _quota_walls(run: ChaosRecord, audit: Audit) -> set[str]:
-    """The trace's walls are met by trainguard's relaunches (ResourceLimitExceeded). No quota gets more increase
-    requests than the walled lineages trainguard may act on that SageMaker refused naming it (the job's own type's,
-    or one of its InstancePreferences'). Returns the walled lineages never launched after the wall (given up)."""
+    """The trace's walls are met by trainguard's relaunches (ResourceLimitExceeded), or by the user's first launch
+    (CloudTrail's record, to failed-launches). No quota gets more increase requests than the walled lineages
+    trainguard may act on that SageMaker refused naming it (the job's own type's, or one of its InstancePreferences').
+    Returns the walled lineages never launched after the wall (given up)."""
     creates = [c for c in run.guard_log if c.operation == "CreateTrainingJob" and c.root in run.walls]
-    refused = [c for c in creates if c.error_code == "ResourceLimitExceeded"]
+    refused = [(c.root, c.at, c.error_message) for c in creates if c.error_code == "ResourceLimitExceeded"]
     refused_at: dict[str, float] = {}
     asked: dict[str, set[str]] = {}
-    for call in refused:
-        refused_at.setdefault(call.root, call.at)
-        asked.setdefault(call.root, set()).add(quota_in_limit_message(call.error_message))
+    users = [(root, at, message) for root, (at, message, acts) in run.refused_user_launches.items() if acts]
+    for root, at, message in sorted([*refused, *users]):
+        refused_at.setdefault(root, at)
+        asked.setdefault(root, set()).add(quota_in_limit_message(message))
     walled = set(refused_at)
     launched = {c.root for c in creates if c.succeeded and c.root in walled and c.at >= refused_at[c.root]}
     allowed = {job.root for job in run.jobs.values() if job.name == job.root and job.stops_allowed}
+    allowed |= {root for root, _, _ in users}  # none of their jobs may exist: the wall refused the first
     requests = Counter(r["QuotaName"] for r in run.quota_requests)
     eligible = Counter(quota for root in walled & allowed for quota in asked[root])
     for quota, count in requests.items():
@@ -206,6 +209,8 @@ def _quota_walls(run: ChaosRecord, audit: Audit) -> set[str]:
     audit.check(walled - launched <= given_up, f"walled, never launched, its quota in time: {walled - launched}")
     audit.figures["quota_walls"] = {
         "refused_launches": len(walled),
+        "users_launches_refused": len(run.refused_user_launches),
+        "of_them_trainguard_may_act_on": len(users),
         "launched_after_increase": len(walled & launched),
         "given_up_waiting": len(given_up),
         "increase_requests": sum(requests.values()),

@@ -69,7 +69,8 @@ def _actions(audits: Sequence[Audit], seeds: Sequence[int]) -> list[str]:
         f"{stalls['stopped_not_in_a_verified_stall']} stopped without a verified stall (of them "
         f"{stalls['of_them_contract_jobs_silent_unannounced']} contract jobs silent in a pause they did not announce: "
         f"docs/progress.md), {stalls['alarm_events']} alarm events ({stalls['false_alarms_planned']} false alarms)",
-        f"  quota walls: {walls['refused_launches']} relaunches refused, {walls['launched_after_increase']} launched "
+        f"  quota walls: {walls['refused_launches']} launches refused ({walls['users_launches_refused']} a user's "
+        f"first), {walls['launched_after_increase']} launched "
         f"after the increase, {walls['given_up_waiting']} given up waiting, {walls['increase_requests']} increase "
         "requests",
         f"budgets: at most {max(a.figures['budgets']['most_launches_in_60_minutes'] for a in audits)} launches "

@@ -18,9 +18,9 @@ from trainguard.config import GuardConfig
 from trainguard_local.chaos.call_faults import FaultRates
 from trainguard_local.chaos.dead_letters import QUEUE_OF_FUNCTION, alarm_state
 from trainguard_local.chaos.fleet_deliveries import REDRIVE_ROUNDS, ChaosDelivery, ChaosOnTheFleet
-from trainguard_local.chaos.fleet_truth import JobTruth, fleet_rows, quota_walls
+from trainguard_local.chaos.fleet_truth import JobTruth, fleet_rows, quota_walls, trainguard_acts
 from trainguard_local.chaos.stack_wiring import StackWiring, finish_synth, known_wiring, start_synth
-from trainguard_local.chaos.user_tags import with_user_tags
+from trainguard_local.chaos.user_tags import with_user_tags, with_walls_at_first_launch
 from trainguard_local.fleet.trainguard_run.guard_actions import GuardCall
 from trainguard_local.fleet.trainguard_run.life_state import LifeState
 from trainguard_local.fleet.trainguard_run.world import FleetWorld
@@ -61,6 +61,8 @@ class ChaosRecord:
     settings: ChaosSettings
     jobs: dict[str, JobTruth]  # every SageMaker job, by name (fleet_truth.py)
     walls: dict[str, float]  # the trace's walled lineages (their root job) -> the hours their increase takes
+    # walled root -> (hours, error) of its user's refused first launch, and whether trainguard may act on it
+    refused_user_launches: dict[str, tuple[float, str, bool]]
     ledger: Ledger  # trainguard's DynamoDB table, scanned at the end
     delivery: ChaosDelivery  # the deliveries, the Lambda runtime, the injector, the operator, the false alarms
     guard_log: list[GuardCall]  # trainguard's calls that act (creates, stops, quota requests)
@@ -88,11 +90,12 @@ def fleet_phase_hours(settings: ChaosSettings) -> float:
 
 
 def chaos_trace(settings: ChaosSettings) -> Trace:
-    """The seed's trace with its users' tags (user_tags.py), and a poisoned job: one whose every SageMaker call of
-    trainguard's is refused (a permission no retry fixes) until the operator grants it, opted in, failing once with
-    an internal error (so that trainguard's relaunch after the redrive is due)."""
-    trace = with_user_tags(
-        generate_trace(settings.jobs, settings.hours, settings.seed, fault_share=settings.fault_share)
+    """The seed's trace with its users' tags and half its walls before a first launch (user_tags.py), and a poisoned
+    job: one whose every SageMaker call of trainguard's is refused (a permission no retry fixes) until the operator
+    grants it, opted in, failing once with an internal error (so that trainguard's relaunch after the redrive is
+    due)."""
+    trace = with_walls_at_first_launch(
+        with_user_tags(generate_trace(settings.jobs, settings.hours, settings.seed, fault_share=settings.fault_share))
     )
     name = settings.poison_job
     poison = replace(
@@ -149,6 +152,11 @@ def _record(
         settings=settings,
         jobs=fleet_rows(world, lives),
         walls=quota_walls(trace),
+        refused_user_launches={
+            root: (at, error, trainguard_acts(world.fleet.launch_tags(life.job, root), life.job))
+            for root, life in lives.items()
+            for at, _, error in life.refused[:1]
+        },
         ledger=ledger,
         delivery=chaos.last,
         guard_log=list(world.guard_log),

@@ -148,6 +148,7 @@ class ChaosDelivery:
         self.runtime.on_dead_letter = self.operator.dead_letter
         self.false_alarms = FalseAlarms(world, kernel, seed, choice.false_alarm_share)
         world.duplicate_share = 0.0  # chaos's copies replace the world's own
+        world.watch_failed_launches = True  # the stack's optional CloudTrail rule: a user's launch a quota refused
         self.backoff = backoff
         self.in_flight = self.deliveries.in_flight
         self.left_in_queues: dict[str, int] = {}  # each dead-letter queue's depth at the run's end (read in it)

@@ -16,7 +16,7 @@ from trainguard_local.fleet.trainguard_run.world import FleetWorld
 from trainguard_local.simulation.activity import LaunchActivity
 from trainguard_local.simulation.fault_table import FAULT_TABLE, Ending, FaultKind
 from trainguard_local.simulation.reporting import CONTRACT
-from trainguard_local.simulation.trace import Trace
+from trainguard_local.simulation.trace import JobSpec, Trace
 
 _FAILS = (Ending.FAILS, Ending.FAILS_AFTER_HANG)
 _ENDS = (*_FAILS, Ending.INTERRUPTED, Ending.REFUSED_AT_LAUNCH)  # the launch ends by itself
@@ -104,7 +104,7 @@ def _row(
         attempt=int(tags.get("trainguard:attempt", "0") or 0),
         kind=_kind_met(name, life),
         opted_in=opted_in,
-        stops_allowed=acts and not job.owner,
+        stops_allowed=trainguard_acts(tags, job),
         max_retries=int(tags.get("trainguard:max-retries", "") or config.default_max_retries),
         created_at=described.get("CreationTime"),
         activity=life.logs.activities.get(name),
@@ -127,6 +127,11 @@ def _kind_met(name: str, life: LifeState) -> str:
     struck = [silence.kind for silence in activity.silences] if activity is not None else []
     found = [kind for kind in struck if FAULT_TABLE[kind].hung] or struck
     return found[0].value if found else HEALTHY
+
+
+def trainguard_acts(tags: dict[str, str], job: JobSpec) -> bool:
+    """A launch with these tags is trainguard's to act on: opted in, not in dry run, and no parent's."""
+    return tags.get("trainguard:enabled") == "true" and tags.get("trainguard:actions") != "notify" and not job.owner
 
 
 def _stopped_by(name: str, described: dict[str, Any], life: LifeState, trainguard_stopped: bool) -> str:

@@ -140,6 +140,11 @@ class AnchorAnswers:
 
     def after_end(self, life: JobLife, end: End) -> Steps:
         assert end.kind is not None or end.how is How.MAX_RUNTIME
+        if end.how is How.QUOTA_REFUSED:  # the user's first launch: they meet the wall (no anchor requests quotas)
+            assert end.fault is not None
+            life.quota_wall = person_meets(end.fault)
+            yield from life.person_relaunches(end.kind, life.tl.now)
+            return
         if end.how is How.FAILED:
             assert end.fault is not None
             yield from self._after_failure(life, end.fault, end.struck)
@@ -162,10 +167,7 @@ class AnchorAnswers:
             life.next_is_new_job = False
             return
         if fault.kind is FaultKind.QUOTA_WALL:  # the person meets it (no anchor requests quotas)
-            wall = QuotaWall(
-                fault.quota_name, fault.quota_approval_hours, fault.launch_refusal or "", "after the quota increase"
-            )
-            life.quota_wall = wall
+            life.quota_wall = person_meets(fault)
         elif (yield from self._retried_automatically(life, End(How.FAILED, fault.kind, struck))):
             return
         yield from life.person_relaunches(fault.kind, tl.now, struck_at=struck, fix=fault.kind in USER_ERROR_KINDS)
@@ -185,3 +187,8 @@ class AnchorAnswers:
             return False
         yield from life.parent_relaunches(kind, end.struck, actor)
         return True
+
+
+def person_meets(wall: Fault) -> QuotaWall:
+    """The trace's quota wall, as the person meets it: their launch refused, their request, its approval."""
+    return QuotaWall(wall.quota_name, wall.quota_approval_hours, wall.launch_refusal or "", "after the quota increase")

@@ -35,6 +35,7 @@ class How(Enum):
     """How a launch ended."""
 
     REFUSED = "refused for capacity, without instances"
+    QUOTA_REFUSED = "refused by a quota at CreateTrainingJob: no job was created"
     FAILED = "failed"
     INTERRUPTED = "Interrupted until MaxWait, then stopped"
     MAX_RUNTIME = "stopped at MaxRuntime"
@@ -113,7 +114,10 @@ class JobLife:
         capacity = fault is not None and fault.kind is FaultKind.CAPACITY_ERROR
         self.capacity_fault = fault if capacity else None
         self.capacity_refusals = self.capacity_refusals_in_fault = fault.repeats + 1 if fault and capacity else 0
-        self.fault = None if capacity else fault  # pending until it strikes
+        # a quota wall at work 0 stands before the first launch: its CreateTrainingJob is refused
+        walled = fault is not None and fault.kind is FaultKind.QUOTA_WALL and fault.at_work_hours == 0.0
+        self.first_launch_refusal = fault if walled else None
+        self.fault = None if capacity or walled else fault  # pending until it strikes
         self.next_is_new_job = True  # False: SageMaker's own retry of the same job
         self.quota_wall: QuotaWall | None = None
         self.process = self._run()
@@ -130,6 +134,11 @@ class JobLife:
 
     def _run_launch(self) -> Steps:
         tl = self.tl
+        if (refusal := self.first_launch_refusal) is not None:
+            self.first_launch_refusal = None
+            tl.struck(refusal.kind, tl.now)
+            yield from self.answers.after_end(self, End(How.QUOTA_REFUSED, refusal.kind, tl.now, refusal))
+            return
         if self.capacity_refusals and self.answers.finds_capacity(self):
             self.capacity_refusals = 0
         if self.capacity_refusals:

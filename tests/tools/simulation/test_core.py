@@ -162,6 +162,7 @@ def test_the_newest_line_the_subscription_had_is_in_cloudwatch_logs_for_a_verdic
     logs.write_newest_delivered(look_back_minutes=60)
     newest = logs.lines(2.0, logs.delivered_until)[-1][1]  # the step line at 30 minutes, in the job's words
     assert written == [("slow-steps", BASE, [(BASE + timedelta(hours=2, minutes=30), newest)])]
+    logs.write_newest_delivered(look_back_minutes=60)  # written already: not again
     logs.write_newest_delivered(look_back_minutes=4)  # none delivered in the last 4 minutes: nothing to write
     idle = JobLogs(job, cast(Any, world), lambda: "")  # no launch running: nothing either
     idle.write_newest_delivered(look_back_minutes=60)

@@ -10,7 +10,9 @@ relaunch, the job's parent or the person on call does, as in the anchors. How ea
 - refused at launch (capacity): Starting without instances for CAPACITY_REFUSAL_MINUTES, then failed,
   while the trace's repeats last; a delayed relaunch fires when trainguard's schedule says;
 - a quota wall: the relaunch is refused with ResourceLimitExceeded while the trace's wall stands; Service
-  Quotas approves an increase `quota_approval_hours` after it is asked; the quota check runs on schedule;
+  Quotas approves an increase `quota_approval_hours` after it is asked; the quota check runs on schedule; a wall at
+  work 0 refuses the user's first CreateTrainingJob (no job, no event: CloudTrail's record, when the stack's
+  optional rule is deployed, goes to `failed_launches.handle`);
 - silent kinds (hangs, an NCCL timeout, a healthy silence): a stall window (stall_windows.py, schedules.py)
   in which the alarms, the prober and the stall handler decide (strikes.py);
 - interrupted (spot): Interrupted, unbilled, for the trace's wait, then Stopped/MaxWaitTimeExceeded;
@@ -60,7 +62,10 @@ class TrainguardAnswers(LifeState):
         return self
 
     def launched(self, life: JobLife, new_job: bool) -> None:
+        self.refused_launch = ""
         if not self.next_name:
+            if life.first_launch_refusal is not None:  # the trace's wall stands before the user's launch
+                self._walled(life, life.first_launch_refusal)
             self.launch(self.job.name, "user")  # the user's own launch
         self.name = self.next_name
 
@@ -178,8 +183,12 @@ class TrainguardAnswers(LifeState):
 
     def after_end(self, life: JobLife, end: End) -> Steps:
         """The launch ends on SageMaker's side; trainguard answers its Failed or Stopped event (endings.py)."""
-        self.end_kind[self.name] = end.kind
         plane = self.world.plane
+        if end.how is How.QUOTA_REFUSED:  # the user's CreateTrainingJob, refused in `launched`: no job, no event
+            outcome, waiting = self.answer_to_end(), State.WAITING_FOR_QUOTA  # failed-launches' word, if it came
+            yield from after_end(self, outcome, end.kind, end.struck, waiting)
+            return
+        self.end_kind[self.name] = end.kind
         if end.how is How.REFUSED:
             outcome, waiting = self.end_launch(plane.fail, CAPACITY_TEXT), State.FAILED
         elif end.how is How.FAILED:

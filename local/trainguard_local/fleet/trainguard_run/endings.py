@@ -16,6 +16,7 @@ from trainguard_local.fleet.model import TRAINGUARD, ActionKind, State
 from trainguard_local.fleet.person import PERSON
 from trainguard_local.fleet.trainguard_run.guard_actions import relaunch_of
 from trainguard_local.fleet.trainguard_run.life_state import GuardAnswer, LifeState
+from trainguard_local.fleet.trainguard_run.schedules import fire_schedule, one_time_schedule, waiting_launches
 from trainguard_local.simulation.fault_table import USER_ERROR_KINDS, FaultKind
 from trainguard_local.simulation.kernel import Park, Sleep
 
@@ -89,13 +90,13 @@ def scheduled_relaunch(life: LifeState, waiting: State) -> Generator[Sleep | Par
     trainguard relaunched the job then, as its CreateTrainingJob shows. A firing delivered later than
     LATE_ANSWER_HOURS finds the job left to the person, who relaunches it too."""
     world, failed = life.world, life.name
-    schedule = world.schedule_of(failed)
+    schedule = one_time_schedule(world, failed)
     if schedule is None:
         life.notes.append(f"{failed}: relaunch scheduled, but no schedule found")
         return False
     yield Sleep(world.clock.hours_of(schedule[0]))
     life.tl.wait_until(waiting, life.kernel.now)
-    world.fire_schedule(failed, schedule[1])
+    fire_schedule(world, failed, schedule[1])
     answer = life.answer_to_end()  # the retry launcher's message
     if answer is None and world.on_its_way(failed):  # its invocation is late
         answer = yield from answered_late(life, life.kernel.now + LATE_ANSWER_HOURS, waiting)
@@ -108,9 +109,18 @@ def scheduled_relaunch(life: LifeState, waiting: State) -> Generator[Sleep | Par
 
 
 def wait_for_quota(life: LifeState) -> Generator[Sleep | Park, Any, bool]:
-    """The launch waits in trainguard's ledger until the quota check launches it (True) or gives it up."""
-    failed = life.name
-    life.quota_checks.wait(failed, life.process)
+    """The launch waits in trainguard's ledger until the quota check launches it (True) or gives it up. A user's
+    launch SageMaker refused (no job) waits only if the ledger holds it: trainguard may have launched it at once on
+    an alternative with room, or kept nothing (a dry run, a request it could not rebuild)."""
+    failed, refused = life.name, life.refused_launch == life.name
+    if refused and ((placed := relaunch_of(life.world.guard_log, failed, refused=True)) or not is_held(life)):
+        if placed:
+            life.job_life.quota_wall = None
+            life.next_name = placed
+            return True
+        life.tl.act(ActionKind.NOTIFY, TRAINGUARD, target=failed, note=OutcomeKind.QUOTA_WALL.value)
+        return False
+    life.quota_checks.wait(failed, life.process, refused=refused)
     relaunch = yield Park(life.kernel.now + life.settings.quota_wait_hours + QUOTA_WAIT_MARGIN_HOURS)
     life.quota_checks.forget(failed)
     life.tl.wait_until(State.WAITING_FOR_QUOTA, life.kernel.now)
@@ -122,6 +132,11 @@ def wait_for_quota(life: LifeState) -> Generator[Sleep | Park, Any, bool]:
     given_up = OutcomeKind.NOT_RELAUNCHED.value if relaunch == "" else "no answer"  # None: woken by the deadline
     life.tl.act(ActionKind.NOTIFY, TRAINGUARD, target=failed, note=given_up)
     return False
+
+
+def is_held(life: LifeState) -> bool:
+    """trainguard's ledger holds the running launch waiting for a quota."""
+    return life.name in waiting_launches(life.world)
 
 
 def hang_left_to_the_person(life: LifeState, kind: FaultKind, struck: float, runtime_end: float) -> Steps:

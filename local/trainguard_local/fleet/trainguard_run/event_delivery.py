@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from trainguard_local.simulation.kernel import Kernel
 
 # What a rule or a one-time schedule invokes (the periodic ticks and the log subscription stay on time).
-EVENT_HANDLERS = frozenset({"job_events", "stall_alarms", "retry_launcher"})
+EVENT_HANDLERS = frozenset({"job_events", "failed_launches", "stall_alarms", "retry_launcher"})
 
 
 @dataclass(frozen=True)

@@ -114,10 +114,14 @@ class GuardActions:
         return changed
 
 
-def relaunch_of(calls: list[GuardCall], ended: str) -> str:
-    """The job trainguard created last in place of launch `ended` (tagged retry-of or blocked-launch), or ''."""
+def relaunch_of(calls: list[GuardCall], ended: str, *, refused: bool = False) -> str:
+    """The job trainguard created last in place of launch `ended` (tagged retry-of or blocked-launch), or ''. Only
+    for a launch SageMaker `refused` (no job was created) may it carry the same name: trainguard launches a user's
+    blocked request under its own name; any other job of that name is `ended` itself, not what replaced it."""
     for call in reversed(calls):
-        if call.operation == "CreateTrainingJob" and call.succeeded and replaced_job(call.params) == ended:
+        if call.operation != "CreateTrainingJob" or not call.succeeded or replaced_job(call.params) != ended:
+            continue
+        if refused or call.params["TrainingJobName"] != ended:
             return str(call.params["TrainingJobName"])
     return ""
 

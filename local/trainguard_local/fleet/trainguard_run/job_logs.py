@@ -38,6 +38,7 @@ class JobLogs:
         self.activities: dict[str, LaunchActivity] = {}  # SageMaker job -> its launch's activity, kept for audits
         self.delivered_until = 0.0  # trace hours: every line up to here has been delivered
         self.gpus_written_to = -1  # the last minute (index from the clock's base) of the hosts' GPUs written
+        self.newest_written = -math.inf  # trace hours: the running launch's newest line in CloudWatch Logs
 
     def start_launch(self, training_since: float, progress: float) -> None:
         job = self.job
@@ -47,6 +48,7 @@ class JobLogs:
         self.activities[self.running()] = self.activity
         self.delivered_until = training_since - SECOND / 2  # the line as training starts is still to come
         self.gpus_written_to = math.ceil(training_since * 60 - 1e-9) - 1
+        self.newest_written = -math.inf
 
     def silence(self, kind: FaultKind, start: float, minutes: float = math.inf) -> None:
         """No lines from `start` (trace hours) for `minutes` (a hang: for good)."""
@@ -67,11 +69,12 @@ class JobLogs:
 
     def write_newest_delivered(self, look_back_minutes: float) -> None:
         """The newest line delivered to the subscription over the last `look_back_minutes`, written to CloudWatch
-        Logs as well (the module's docstring says why only it)."""
-        after = self.delivered_until - look_back_minutes / 60
+        Logs as well (the module's docstring says why only it), unless it or a newer line is there already."""
+        after = max(self.delivered_until - look_back_minutes / 60, self.newest_written)
         found = self.lines(after, self.delivered_until) if self.running() else []
         if found:
             at, message = found[-1]
+            self.newest_written = at
             self.world.fleet.write_log_lines(
                 self.running(), self.world.clock.base, [(self.world.clock.at_hours(at), message)]
             )
@@ -105,6 +108,7 @@ class JobLogs:
 
         world, clock, name = self.world, self.world.clock, self.running()
         if write:
+            self.newest_written = found[-1][0]
             world.log_lines(name, [(clock.at_hours(at), message) for at, message in found], log_activity)
             return
         stream = f"{name}/algo-1-{int(clock.base.timestamp())}"

@@ -15,10 +15,12 @@ import math
 import random
 from collections.abc import Generator
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from trainguard.domain.outcome import OutcomeKind
 from trainguard.domain.stalls import StallThresholds
+from trainguard.domain.watched_job import WatchedJob, stall_over_limit, verdict_look_back
 from trainguard_local.fleet.life import JobLife
 from trainguard_local.fleet.model import TRAINGUARD, JobTimeline, newest_checkpoint
 from trainguard_local.fleet.person import PersonOnCall
@@ -90,6 +92,8 @@ class LifeState:
         self.person_launches = 0
         self.told_upto = 0  # the world's notifications up to which trainguard's answers have been taken
         self.notes: list[str] = []  # what did not go as the drive expects (a refused launch, a stray state)
+        self.refused: list[tuple[float, str, str]] = []  # (hours, name, error) of its user's launches a wall refused
+        self.refused_launch = ""  # the running launch's name when SageMaker refused it: no job was created
         self.modelled: list[str] = []  # where the drive fell back to a model, and why
         self.logs = JobLogs(
             job, world, lambda: self.name
@@ -98,7 +102,11 @@ class LifeState:
     def launch(self, name: str, actor: str) -> None:
         """A launch of the job named `name`, by the user or the person (trainguard's are its own)."""
         error = self.world.fleet.launch_spec(self.job, name, root=self.job.name)
-        if error:
+        walled = self.job_life.quota_wall is not None and error.startswith("ResourceLimitExceeded")
+        if walled and actor == "user":  # the trace's wall stands before the job's first launch
+            self.refused.append((self.world.hours, name, error))
+            self.refused_launch = name
+        elif error:
             self.notes.append(f"{actor}'s launch of {name} refused: {error}")
         self.world.pump()
         self.next_name = name
@@ -108,19 +116,27 @@ class LifeState:
         logged and ran up to now, as CloudWatch would hold it (job_logs.py); a window writes its own every minute,
         and a launch that no longer runs shows nothing new."""
         if launch == self.name and launch not in self.ticker.windows:
-            th = self.settings.thresholds
-            self.logs.show_until(self.world.hours, look_back_minutes=max(th.stall_minutes, th.gpu_idle_minutes) + 30)
+            self.logs.show_until(self.world.hours, look_back_minutes=self.verdict_look_back_minutes())
 
     def guard_minutes_left(self, at: float) -> float | None:
         """The minutes from `at` (trace hours) until the prober's stall metric for the running launch reaches 0 if
         no new line comes, read from its ledger the way the prober reads it (domain/watched_job.py: a job that
         reports progress is judged by its steps and phases, one that reports nothing by its log silence); None:
         trainguard does not watch it."""
-        from trainguard.adapters.stall_ledger import StallLedger
-        from trainguard.domain.watched_job import stall_over_limit
+        watched = self.watched()
+        return -stall_over_limit(watched, self.world.clock.at_hours(at)) if watched else None
 
-        watched = StallLedger(self.world.world["dynamodb"], self.world.config.ledger_table_name).watched_job(self.name)
-        return -stall_over_limit(watched[0], self.world.clock.at_hours(at)) if watched else None
+    def verdict_look_back_minutes(self) -> float:
+        """How far back a stall verdict on the running launch would read its newest line now: the product's own
+        window (domain/watched_job.py), from its ledger entry."""
+        return verdict_look_back(self.settings.thresholds, self.watched()) / timedelta(minutes=1)
+
+    def watched(self) -> WatchedJob | None:
+        """The running launch's entry in trainguard's stall ledger (None: trainguard does not watch it)."""
+        from trainguard.adapters.stall_ledger import StallLedger
+
+        ledger = StallLedger(self.world.world["dynamodb"], self.world.config.ledger_table_name)
+        return next(iter(ledger.watched_job(self.name)), None)
 
     # ---- the running launch on the stand-in -----------------------------------------------------------
 
@@ -151,7 +167,10 @@ class LifeState:
                 self.told_upto = index + 1
                 told = OutcomeKind(attributes["outcome"])
                 return GuardAnswer(
-                    told, relaunch_of(self.world.guard_log, self.name) if told is OutcomeKind.RELAUNCHED else ""
+                    told,
+                    relaunch_of(self.world.guard_log, self.name, refused=self.refused_launch == self.name)
+                    if told is OutcomeKind.RELAUNCHED
+                    else "",
                 )
         return None
 

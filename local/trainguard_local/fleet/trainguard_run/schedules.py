@@ -18,15 +18,18 @@ was computed from the ledger as it stood, without the job's recent lines, and is
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from trainguard_local.fleet.trainguard_run.guard_actions import relaunch_of
 from trainguard_local.fleet.trainguard_run.world import FleetWorld
 from trainguard_local.simulation.kernel import Kernel, Process, Sleep
 from trainguard_local.stand_in.alarm_evaluator import LocalAlarmEvaluator
+from trainguard_local.stand_in.stack_resources import SCHEDULE_GROUP
 
 AFTER_LAST_TICK_HOURS = 1e-6
 
@@ -159,12 +162,15 @@ class QuotaChecks:
         self.world = world
         self.every = every_minutes
         self.waiting: dict[str, Process] = {}  # failed job -> the life that waits for its relaunch
+        self.refused: set[str] = set()  # the waiting launches SageMaker refused (no job): launched under their name
         self.held: set[str] = set()  # the failed jobs whose launch the ledger has held waiting
         self.checks = 0
         self._running = False
 
-    def wait(self, failed_job: str, life: Process) -> None:
+    def wait(self, failed_job: str, life: Process, *, refused: bool = False) -> None:
         self.waiting[failed_job] = life
+        if refused:
+            self.refused.add(failed_job)
         if not self._running:
             self._running = True
             minute = minute_index(self.world, self.world.clock.now)
@@ -188,7 +194,8 @@ class QuotaChecks:
             if ended:
                 self.world.pump()
             for failed in ended:
-                self.kernel.wake(self.waiting.pop(failed), relaunch_of(self.world.guard_log, failed))
+                refused = failed in self.refused
+                self.kernel.wake(self.waiting.pop(failed), relaunch_of(self.world.guard_log, failed, refused=refused))
             minute += self.every
             yield Sleep(minute / 60)
         self._running = False
@@ -202,3 +209,28 @@ def waiting_launches(world: FleetWorld) -> set[str]:
         waiting.blocked_job
         for waiting in QuotaLedger(world.world["dynamodb"], world.config.ledger_table_name).waiting()
     }
+
+
+def one_time_schedule(world: FleetWorld, failed_job: str) -> tuple[datetime, dict[str, Any]] | None:
+    """The one-time schedule trainguard created for a delayed relaunch: when it fires, and its input."""
+    from trainguard.adapters.scheduler import schedule_name
+
+    scheduler = world.world["scheduler"]
+    try:
+        found = scheduler.get_schedule(Name=schedule_name(failed_job), GroupName=SCHEDULE_GROUP)
+    except scheduler.exceptions.ClientError:
+        return None
+    expression = str(found["ScheduleExpression"])  # at(2026-01-05T10:20:00)
+    at = datetime.fromisoformat(expression[3:-1]).replace(tzinfo=UTC)
+    return at, json.loads(found["Target"]["Input"])
+
+
+def fire_schedule(world: FleetWorld, failed_job: str, payload: dict[str, Any]) -> None:
+    """The scheduler invokes the retry launcher with the schedule's input, then deletes the one-time schedule
+    (ActionAfterCompletion=DELETE); the launch's events follow."""
+    from trainguard.adapters.scheduler import schedule_name
+    from trainguard.handlers import retry_launcher
+
+    world.call("retry_launcher", failed_job, retry_launcher.handle, payload)
+    world.world["scheduler"].delete_schedule(Name=schedule_name(failed_job), GroupName=SCHEDULE_GROUP)
+    world.pump()

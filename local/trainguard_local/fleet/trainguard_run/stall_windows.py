@@ -27,7 +27,7 @@ def open_stall_window(life: LifeState, fault: Fault, quiet_from_hours: float) ->
     th, clock = life.settings.thresholds, life.world.clock
     quiet_from = clock.at_hours(quiet_from_hours)
     life.logs.deliver_until(clock.hours_of(clock.now))  # the job's lines so far: its rhythm, as the guard learns it
-    life.logs.write_newest_delivered(max(th.stall_minutes, th.gpu_idle_minutes) + LEAD_MINUTES)
+    life.logs.write_newest_delivered(life.verdict_look_back_minutes())
     if fault.kind is FaultKind.SLOW_BUT_HEALTHY:
         life.logs.silence(fault.kind, quiet_from_hours, fault.silent_minutes)
         quiet_until = quiet_from + timedelta(minutes=fault.silent_minutes)

@@ -35,6 +35,32 @@ class TraceSide(FleetSide):
 
     def launch_spec(self, spec: JobSpec, name: str, *, root: str) -> str:
         """A user's (or a person's) CreateTrainingJob for `spec`, named `name`; '' or the error text."""
+        request = training_request(
+            name,
+            spec.instance_type,
+            spec.instance_count,
+            self.launch_tags(spec, root),
+            bucket=CHECKPOINT_BUCKET,
+            checkpoint_uri=self.checkpoint_uri(spec),
+            max_runtime_seconds=max(1, round(spec.max_runtime_hours * 3600)),
+            hyper_parameters={"framework": spec.framework},
+        )
+        if spec.launched_with_preferences:
+            resource = request["ResourceConfig"]
+            own = {"InstanceType": resource.pop("InstanceType"), "InstanceCount": resource.pop("InstanceCount")}
+            others = [{"InstanceType": kind, "InstanceCount": count} for kind, count in spec.fallback_types]
+            resource["InstancePreferences"] = [own, *others]
+        if spec.spot:
+            with_spot(request, SPOT_EXTRA_WAIT_SECONDS)
+        if spec.in_vpc:
+            request["VpcConfig"] = {
+                "SecurityGroupIds": ["sg-0f1e2d3c4b5a69788"],
+                "Subnets": ["subnet-0a1b2c3d4e5f60718"],
+            }
+        return self.launch(request)
+
+    def launch_tags(self, spec: JobSpec, root: str) -> dict[str, str]:
+        """The tags a user's (or a person's) launch of `spec` carries, in the lineage of `root`."""
         tags = {
             "trainguard:enabled": "true",
             # The training script resumes from the newest checkpoint when there is one, and starts
@@ -54,29 +80,7 @@ class TraceSide(FleetSide):
             tags["sagemaker:pipeline-execution-arn"] = (
                 f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:pipeline/p/execution/{root}"
             )
-        request = training_request(
-            name,
-            spec.instance_type,
-            spec.instance_count,
-            tags,
-            bucket=CHECKPOINT_BUCKET,
-            checkpoint_uri=self.checkpoint_uri(spec),
-            max_runtime_seconds=max(1, round(spec.max_runtime_hours * 3600)),
-            hyper_parameters={"framework": spec.framework},
-        )
-        if spec.launched_with_preferences:
-            resource = request["ResourceConfig"]
-            own = {"InstanceType": resource.pop("InstanceType"), "InstanceCount": resource.pop("InstanceCount")}
-            others = [{"InstanceType": kind, "InstanceCount": count} for kind, count in spec.fallback_types]
-            resource["InstancePreferences"] = [own, *others]
-        if spec.spot:
-            with_spot(request, SPOT_EXTRA_WAIT_SECONDS)
-        if spec.in_vpc:
-            request["VpcConfig"] = {
-                "SecurityGroupIds": ["sg-0f1e2d3c4b5a69788"],
-                "Subnets": ["subnet-0a1b2c3d4e5f60718"],
-            }
-        return self.launch(request)
+        return tags
 
     def checkpoint_uri(self, spec: JobSpec) -> str:
         return f"s3://{CHECKPOINT_BUCKET}/{spec.name}/"

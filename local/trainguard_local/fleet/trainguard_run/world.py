@@ -10,7 +10,9 @@
   receiving checkpoints, CloudWatch evaluating alarms, the scheduler deleting a schedule that fired
   (trace_side.py, on stand_in/fleet_side.py). Only the first set is trainguard's cost.
 - The plane's state-change events wait in an outbox for `job_events.handle` (`pump`), as the stack's rule delivers
-  them: its own pattern, some twice (the copy after the events that follow), at once or late (event_delivery.py).
+  them: its own pattern, some twice (the copy after the events that follow), at once or late (event_delivery.py);
+  so do CloudTrail's records of a failed CreateTrainingJob, for `failed_launches.handle`, when the stack's optional
+  rule is deployed (`watch_failed_launches`).
 
 What differs from AWS is listed where it is done: moto lacks PutCompositeAlarm (in_process_clients.py);
 moto's FilterLogEvents ignores logStreamNamePrefix (the stand-in's patch); S3 stamps and moto's metric
@@ -20,14 +22,13 @@ the stack (stand_in/stack_resources.py), as local_aws creates them.
 
 from __future__ import annotations
 
-import json
 import random
 import traceback
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, cast
 
 import boto3
@@ -50,6 +51,7 @@ from trainguard_local.fleet.trainguard_run.trace_side import CHECKPOINT_BUCKET, 
 from trainguard_local.fleet.trainguard_run.usage import GuardUsage, Notification
 from trainguard_local.simulation.catalogue import INSTANCE_OFFERS
 from trainguard_local.simulation.clock import SimClock
+from trainguard_local.stand_in.cloudtrail import failed_call_event
 from trainguard_local.stand_in.fleet_side import log_delivery
 from trainguard_local.stand_in.local_aws import _teach_moto_stream_prefixes
 from trainguard_local.stand_in.sagemaker_api_model import SAGEMAKER_API
@@ -57,6 +59,7 @@ from trainguard_local.stand_in.service_quotas import SimulatedServiceQuotas
 from trainguard_local.stand_in.service_quotas_catalogue import DEFAULT_INSTANCE_TYPES, SERVICE_QUOTAS_API
 from trainguard_local.stand_in.stack_resources import (
     ACCOUNT,
+    FAILED_LAUNCHES_RULE,
     REGION,
     RETRY_LAUNCHER_ARN,
     SCHEDULE_GROUP,
@@ -76,6 +79,7 @@ _WORLD_SERVICES = ("sagemaker", "s3", "dynamodb", "sns", "scheduler", "service-q
 # The stack's rules, matched in process (local_aws puts the same rules on moto's EventBridge).
 _JOB_EVENTS = EventPattern.load(rule_pattern(_JOB_EVENTS_RULE))
 _STALL_ALARMS = EventPattern.load(rule_pattern(STALL_ALARMS_RULE))
+_FAILED_LAUNCHES = EventPattern.load(rule_pattern(FAILED_LAUNCHES_RULE))
 
 
 class FleetWorld:
@@ -104,8 +108,14 @@ class FleetWorld:
             clock=self.clock, instance_types=types, values=quota_values, account_id=ACCOUNT, region=REGION
         )
         self.plane = FleetSageMaker(
-            self.quotas, clock=self.clock, on_event=self.outbox.append, account_id=ACCOUNT, region=REGION
+            self.quotas,
+            clock=self.clock,
+            on_event=self.outbox.append,
+            on_failed_call=self._recorded_by_cloudtrail,
+            account_id=ACCOUNT,
+            region=REGION,
         )
+        self.watch_failed_launches = False  # the stack's optional CloudTrail rule (the chaos run deploys it)
         session = boto3.session.Session(region_name=REGION)
         self.world = {s: fleet_client(session, s) for s in _WORLD_SERVICES}
         self.guard = {s: fleet_client(session, s) for s in _GUARD_SERVICES}
@@ -114,16 +124,7 @@ class FleetWorld:
         self.awaiting: dict[str, Callable[[], None]] = {}  # SageMaker job -> wakes the life awaiting word of it
         self.evidence: dict[str, Callable[[], None]] = {}  # SageMaker job -> shows what it logged and ran, up to now
         self.usage.on_notification = self._wake_who_awaits
-        self.config = GuardConfig(
-            ledger_table_name=TABLE,
-            topic_arn=f"arn:aws:sns:{REGION}:{ACCOUNT}:{TOPIC}",
-            passable_role_arns=(TRAINING_ROLE,),
-            launchable_instance_types=every_training_instance_type(),  # the stand-in's deployer's bound
-            retry_launcher_arn=RETRY_LAUNCHER_ARN,
-            scheduler_role_arn=SCHEDULER_ROLE_ARN,
-            schedule_group_name=SCHEDULE_GROUP,
-            **config_overrides,
-        )
+        self.config = guard_config(config_overrides)
         self.cold_start()
         self.fleet = TraceSide(self.world, self.clock, self.plane, self.quotas)
         create_stack_resources(self.world.__getitem__, checkpoint_bucket=CHECKPOINT_BUCKET)
@@ -140,17 +141,23 @@ class FleetWorld:
             self.usage.attach(service, client)
         CompositeAlarmsInMoto(self.guard["cloudwatch"], ACCOUNT, REGION)
 
+    def _recorded_by_cloudtrail(self, operation: str, params: dict[str, Any], error: Any) -> None:
+        if self.watch_failed_launches and operation == "CreateTrainingJob":
+            self.outbox.append(
+                failed_call_event(operation, params, error, account=ACCOUNT, region=REGION, now=self.clock.now)
+            )
+
     def _wake_who_awaits(self, notice: Notification) -> None:
         wake = self.awaiting.pop(notice.attributes.get("job_name", ""), None)
         if wake is not None:
             wake()
 
     def _answered(self, logged: bool) -> OnAnswer:
-        """What the world notes of the simulated services' answers: the lineage of every job created, and
-        trainguard's own calls that act (`logged`)."""
+        """What the world notes of the simulated services' answers: the lineage of every job created or refused
+        (failed-launches acts for a refused one's lineage), and trainguard's own calls that act (`logged`)."""
 
         def note(operation: str, params: dict[str, Any], code: str, message: str) -> None:
-            if not code and operation == "CreateTrainingJob":
+            if operation == "CreateTrainingJob" and (not code or params["TrainingJobName"] not in self.roots):
                 tags = {t["Key"]: t["Value"] for t in params.get("Tags", [])}
                 self.roots[params["TrainingJobName"]] = tags.get("fleet:root", "")
             if logged:
@@ -229,14 +236,17 @@ class FleetWorld:
         self.call("log_activity", job_name, log_activity.handle, log_delivery(stream, delivered))
 
     def pump(self) -> None:
-        """Deliver what the plane emitted to the job-events handler, in order, through the stack's rule;
-        some events twice (at least once delivery), the copy after the events that follow it. What the handler
-        returns is not read: the job's life learns what trainguard did from the world (life_state.answer_to_end)."""
-        from trainguard.handlers import job_events
+        """Deliver what the plane emitted to job-events (CloudTrail's records of refused creates to failed-launches),
+        in order, through the stack's rules; some events twice (at least once delivery), the copy after the events
+        that follow it. What a handler returns is not read: the job's life learns what trainguard did from the world."""
+        from trainguard.handlers import failed_launches, job_events
 
         copies: list[dict[str, Any]] = []
         while self.outbox or copies:
             event = self.outbox.pop(0) if self.outbox else copies.pop(0)
+            if _FAILED_LAUNCHES.matches_event(cast(Any, event)):
+                job = event["detail"]["requestParameters"].get("trainingJobName", "")
+                self.call("failed_launches", job, failed_launches.handle, event)
             if not _JOB_EVENTS.matches_event(cast(Any, event)):
                 continue
             self.call("job_events", event["detail"]["TrainingJobName"], job_events.handle, event)
@@ -253,27 +263,19 @@ class FleetWorld:
     def evaluator(self, alarm_names: list[str]) -> JobAlarmEvaluator:
         return JobAlarmEvaluator(alarm_names, self.world["cloudwatch"], self.world["events"], self.clock)
 
-    def schedule_of(self, failed_job: str) -> tuple[datetime, dict[str, Any]] | None:
-        """The one-time schedule trainguard created for a delayed relaunch: when it fires, and its input."""
-        from trainguard.adapters.scheduler import schedule_name
 
-        try:
-            found = self.world["scheduler"].get_schedule(Name=schedule_name(failed_job), GroupName=SCHEDULE_GROUP)
-        except self.world["scheduler"].exceptions.ClientError:
-            return None
-        expression = str(found["ScheduleExpression"])  # at(2026-01-05T10:20:00)
-        at = datetime.fromisoformat(expression[3:-1]).replace(tzinfo=UTC)
-        return at, json.loads(found["Target"]["Input"])
-
-    def fire_schedule(self, failed_job: str, payload: dict[str, Any]) -> None:
-        """The scheduler invokes the retry launcher with the schedule's input, then deletes the one-time schedule
-        (ActionAfterCompletion=DELETE); the launch's events follow."""
-        from trainguard.adapters.scheduler import schedule_name
-        from trainguard.handlers import retry_launcher
-
-        self.call("retry_launcher", failed_job, retry_launcher.handle, payload)
-        self.world["scheduler"].delete_schedule(Name=schedule_name(failed_job), GroupName=SCHEDULE_GROUP)
-        self.pump()
+def guard_config(overrides: dict[str, Any]) -> GuardConfig:
+    """The functions' settings on the stand-in's resources, with the run's `overrides`."""
+    return GuardConfig(
+        ledger_table_name=TABLE,
+        topic_arn=f"arn:aws:sns:{REGION}:{ACCOUNT}:{TOPIC}",
+        passable_role_arns=(TRAINING_ROLE,),
+        launchable_instance_types=every_training_instance_type(),  # the stand-in's deployer's bound
+        retry_launcher_arn=RETRY_LAUNCHER_ARN,
+        scheduler_role_arn=SCHEDULER_ROLE_ARN,
+        schedule_group_name=SCHEDULE_GROUP,
+        **overrides,
+    )
 
 
 @contextmanager
