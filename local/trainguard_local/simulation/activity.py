@@ -36,6 +36,7 @@ MILLISECOND = SECOND / 1000
 # Float slack on a window's edges: a line at a window's `until` (whole minutes of hours lose their last bits)
 # belongs to that window, once, never to none.
 EDGE = 1e-12
+PHASE_EDGE = 1e-9  # hours: a step's end and a phase's start computed apart differ by less
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,10 @@ class Silence:
 
     def holds_at(self, at: float) -> bool:
         return self.start <= at < self.end
+
+    @property
+    def hung(self) -> bool:
+        return FAULT_TABLE[self.kind].hung
 
 
 @dataclass(frozen=True)
@@ -171,8 +176,11 @@ class LaunchActivity:
         found_phases = phases(self.rhythm, self.checkpoint_every_minutes, looked_from, self.progress_at(until))
         silent = [(self.at_progress(p.at_progress), p) for p in found_phases]
         talking = [(s.start, s.end) for s in self.silences if s.talks]
-        quiet = [(s.start, s.end) for s in self.silences if not s.talks]
-        quiet += [(start, self.at_progress(p.at_progress + p.minutes / 60)) for start, p in silent]
+        # A step that ends as a phase or a healthy silence begins still prints its line, just after the phase's first
+        # (before: dropped): the work runs on through a phase in this model, only its lines are silent. A hang that
+        # strikes then silences it.
+        quiet = [(s.start + (0.0 if s.hung else PHASE_EDGE), s.end) for s in self.silences if not s.talks]
+        quiet += [(start + PHASE_EDGE, self.at_progress(p.at_progress + p.minutes / 60)) for start, p in silent]
         endless = [(s.start, s.end) for s in self.silences if math.isinf(s.end)]
 
         def within(at: float, spans: list[tuple[float, float]]) -> bool:

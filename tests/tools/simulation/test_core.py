@@ -125,6 +125,26 @@ def test_a_launch_checkpoints_on_its_interval_of_work_and_none_once_it_hangs() -
     assert [round(at * 60, 6) for at, _ in saving.checkpoints(0.0, 0.5)] == [12.0, 22.0]  # when each write ends
 
 
+def test_a_step_that_ends_as_a_phase_begins_logs_its_line_unless_a_hang_strikes_then() -> None:
+    """Steps every 40 minutes, a save and an evaluation every 60 minutes of work: the third step ends at 120 minutes, as
+    the second phase begins. Its line is logged (it was dropped: the guard of seed 1's long form never saw a 40-minute
+    interval, learned 23 minutes from the waits after phases, and stopped the job at 34 minutes of a healthy one),
+    also under the healthy silence the fleet's world strikes for a long phase; a hang struck then silences it."""
+    rhythm = JobRhythm(2400.0, checkpoint_write_minutes=1.17, eval_every_checkpoints=1, eval_minutes=15.65)
+
+    def steps(strike: FaultKind | None = None) -> list[tuple[float, int]]:
+        launch = LaunchActivity(rhythm, checkpoint_every_minutes=60, gpus_per_host=1, training_since=0.0)
+        if strike is FaultKind.SLOW_BUT_HEALTHY:
+            launch.strike(strike, 2.0, 16.82)  # the phase's length
+        elif strike is not None:
+            launch.strike(strike, 2.0)  # for good
+        lines = launch.lines(1.5, 2.5)
+        return [(round(at * 60, 2), token.step) for at, token in lines if token.kind is LineKind.STEP]
+
+    assert (120.0, 3) in steps() and (120.0, 3) in steps(FaultKind.SLOW_BUT_HEALTHY)
+    assert [step for _, step in steps(FaultKind.HANG_IN_PHASE)] == [2]  # its last line, a second before
+
+
 def test_the_line_as_training_starts_is_written_once() -> None:
     launch = LaunchActivity(
         JobRhythm(log_every_seconds=60.0), checkpoint_every_minutes=30, gpus_per_host=1, training_since=2.0
