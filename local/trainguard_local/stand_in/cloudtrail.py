@@ -67,16 +67,25 @@ def failed_call_event(
     }
 
 
+def cloudtrail_records(
+    deliver: Callable[[dict[str, Any]], None], *, account: str, region: str, clock: Callable[[], datetime]
+) -> Callable[[str, dict, ApiError], None]:
+    """An `on_failed_call` for the simulated SageMaker: each failed CreateTrainingJob call, as CloudTrail's event
+    stamped with the stand-in's clock (the virtual time the call was made at), handed to `deliver`."""
+
+    def record(operation: str, params: dict[str, Any], error: ApiError) -> None:
+        if operation == "CreateTrainingJob":
+            deliver(failed_call_event(operation, params, error, account=account, region=region, now=clock()))
+
+    return record
+
+
 def cloudtrail_forwarder(
     events_client: Any, *, account: str, region: str, clock: Callable[[], datetime]
 ) -> Callable[[str, dict, ApiError], None]:
-    """An `on_failed_call` for the simulated SageMaker: failed CreateTrainingJob calls reach EventBridge, stamped
-    with the stand-in's clock (the virtual time the call was made at)."""
+    """An `on_failed_call` for the simulated SageMaker: failed CreateTrainingJob calls reach EventBridge."""
 
-    def forward(operation: str, params: dict[str, Any], error: ApiError) -> None:
-        if operation != "CreateTrainingJob":
-            return
-        event = failed_call_event(operation, params, error, account=account, region=region, now=clock())
+    def forward(event: dict[str, Any]) -> None:
         events_client.put_events(
             Entries=[
                 {
@@ -88,4 +97,4 @@ def cloudtrail_forwarder(
             ]
         )
 
-    return forward
+    return cloudtrail_records(forward, account=account, region=region, clock=clock)

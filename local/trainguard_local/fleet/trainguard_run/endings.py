@@ -113,11 +113,11 @@ def wait_for_quota(life: LifeState) -> Generator[Sleep | Park, Any, bool]:
     launch SageMaker refused (no job) waits only if the ledger holds it: trainguard may have launched it at once on
     an alternative with room, or kept nothing (a dry run, a request it could not rebuild)."""
     failed, refused = life.name, life.refused_launch == life.name
-    if refused and ((placed := relaunch_of(life.world.guard_log, failed, refused=True)) or not is_held(life)):
-        if placed:
-            life.job_life.quota_wall = None
-            life.next_name = placed
-            return True
+    if refused and (placed := relaunch_of(life.world.guard_log, failed, refused=True)):  # on an alternative
+        life.job_life.quota_wall = None
+        life.next_name = placed
+        return True
+    if refused and failed not in waiting_launches(life.world):  # nothing kept waiting
         life.tl.act(ActionKind.NOTIFY, TRAINGUARD, target=failed, note=OutcomeKind.QUOTA_WALL.value)
         return False
     life.quota_checks.wait(failed, life.process, refused=refused)
@@ -132,11 +132,6 @@ def wait_for_quota(life: LifeState) -> Generator[Sleep | Park, Any, bool]:
     given_up = OutcomeKind.NOT_RELAUNCHED.value if relaunch == "" else "no answer"  # None: woken by the deadline
     life.tl.act(ActionKind.NOTIFY, TRAINGUARD, target=failed, note=given_up)
     return False
-
-
-def is_held(life: LifeState) -> bool:
-    """trainguard's ledger holds the running launch waiting for a quota."""
-    return life.name in waiting_launches(life.world)
 
 
 def hang_left_to_the_person(life: LifeState, kind: FaultKind, struck: float, runtime_end: float) -> Steps:

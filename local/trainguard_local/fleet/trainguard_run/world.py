@@ -51,7 +51,7 @@ from trainguard_local.fleet.trainguard_run.trace_side import CHECKPOINT_BUCKET, 
 from trainguard_local.fleet.trainguard_run.usage import GuardUsage, Notification
 from trainguard_local.simulation.catalogue import INSTANCE_OFFERS
 from trainguard_local.simulation.clock import SimClock
-from trainguard_local.stand_in.cloudtrail import failed_call_event
+from trainguard_local.stand_in.cloudtrail import cloudtrail_records
 from trainguard_local.stand_in.fleet_side import log_delivery
 from trainguard_local.stand_in.local_aws import _teach_moto_stream_prefixes
 from trainguard_local.stand_in.sagemaker_api_model import SAGEMAKER_API
@@ -107,11 +107,12 @@ class FleetWorld:
         self.quotas = SimulatedServiceQuotas(
             clock=self.clock, instance_types=types, values=quota_values, account_id=ACCOUNT, region=REGION
         )
+        cloudtrail = cloudtrail_records(self._by_the_optional_rule, account=ACCOUNT, region=REGION, clock=self.clock)
         self.plane = FleetSageMaker(
             self.quotas,
             clock=self.clock,
             on_event=self.outbox.append,
-            on_failed_call=self._recorded_by_cloudtrail,
+            on_failed_call=cloudtrail,
             account_id=ACCOUNT,
             region=REGION,
         )
@@ -141,11 +142,9 @@ class FleetWorld:
             self.usage.attach(service, client)
         CompositeAlarmsInMoto(self.guard["cloudwatch"], ACCOUNT, REGION)
 
-    def _recorded_by_cloudtrail(self, operation: str, params: dict[str, Any], error: Any) -> None:
-        if self.watch_failed_launches and operation == "CreateTrainingJob":
-            self.outbox.append(
-                failed_call_event(operation, params, error, account=ACCOUNT, region=REGION, now=self.clock.now)
-            )
+    def _by_the_optional_rule(self, cloudtrail_event: dict[str, Any]) -> None:  # to failed-launches, if deployed
+        if self.watch_failed_launches:
+            self.outbox.append(cloudtrail_event)
 
     def _wake_who_awaits(self, notice: Notification) -> None:
         wake = self.awaiting.pop(notice.attributes.get("job_name", ""), None)
@@ -153,8 +152,8 @@ class FleetWorld:
             wake()
 
     def _answered(self, logged: bool) -> OnAnswer:
-        """What the world notes of the simulated services' answers: the lineage of every job created or refused
-        (failed-launches acts for a refused one's lineage), and trainguard's own calls that act (`logged`)."""
+        """What the world notes of the simulated services' answers: the lineage of every job created or refused, and
+        trainguard's own calls that act (`logged`)."""
 
         def note(operation: str, params: dict[str, Any], code: str, message: str) -> None:
             if operation == "CreateTrainingJob" and (not code or params["TrainingJobName"] not in self.roots):
@@ -247,6 +246,7 @@ class FleetWorld:
             if _FAILED_LAUNCHES.matches_event(cast(Any, event)):
                 job = event["detail"]["requestParameters"].get("trainingJobName", "")
                 self.call("failed_launches", job, failed_launches.handle, event)
+                continue
             if not _JOB_EVENTS.matches_event(cast(Any, event)):
                 continue
             self.call("job_events", event["detail"]["TrainingJobName"], job_events.handle, event)
